@@ -1,0 +1,60 @@
+"""Errors with a location: every bad input names the file, line, column and statement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class SimError(Exception):
+    """Base of every error ticdc-sim reports to a user."""
+
+
+class SQLError(SimError):
+    """A statement that cannot be parsed or applied.
+
+    `code` is MySQL's error number where one applies (e.g. 1050 table exists).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location | None = None,
+        statement: str | None = None,
+        code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.statement = statement
+        self.code = code
+
+    def with_context(self, location: Location, statement: str) -> SQLError:
+        """The same error, located at `location` (kept if already set) in `statement`."""
+        return SQLError(
+            self.message,
+            location=self.location or location,
+            statement=self.statement or statement,
+            code=self.code,
+        )
+
+    def __str__(self) -> str:
+        head = f"{self.location}: " if self.location else ""
+        code = f"ERROR {self.code}: " if self.code else ""
+        text = f"{head}{code}{self.message}"
+        if self.statement:
+            stmt = " ".join(self.statement.split())
+            if len(stmt) > 200:
+                stmt = stmt[:197] + "..."
+            text += f"\n  in: {stmt}"
+        return text

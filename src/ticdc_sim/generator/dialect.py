@@ -1,0 +1,960 @@
+"""The TiDB dialect: sqlglot's MySQL dialect plus what TiDB accepts on top of it.
+
+Added here, each as a parser rule producing a structured node (never `exp.Command`):
+- TiDB executable comments `/*T![feature] ... */` and MySQL's `/*!NNNNN ... */`, whose text is
+  SQL to TiDB; they are lexed as code by the tokenizer (TiDB `pkg/parser/lexer.go` does the same).
+- `PRIMARY KEY [CLUSTERED|NONCLUSTERED]`, `AUTO_RANDOM[(shard[, range])]`, column `KEY`,
+  `SERIAL DEFAULT VALUE`, `FLOAT ... UNSIGNED`, partial indexes (`KEY k(c) WHERE ...`).
+- `PARTITION BY RANGE|LIST [COLUMNS]|[LINEAR] HASH|KEY (...) [PARTITIONS n] (definitions)` and
+  the partition management actions of ALTER TABLE.
+- TiDB table options (SHARD_ROW_ID_BITS, AUTO_ID_CACHE, TTL, PLACEMENT POLICY, ...).
+- `RENAME TABLE a TO b[, c TO d]`, `REPLACE [INTO]`, `ALTER DATABASE`, `DO`, `ADMIN ...`,
+  `RECOVER TABLE`, `FLASHBACK TABLE|DATABASE`, resource groups, placement policies, sequences.
+
+The module docstring of `sqlglot.dialects` explains the pattern followed: a Dialect subclass
+with its own Tokenizer, Parser and Generator classes, behaviour held in class-level tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlglot import exp, tokens
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.generators.mysql import MySQLGenerator
+from sqlglot.parsers.mysql import MySQLParser
+from sqlglot.tokens import Token, TokenType
+
+if tokens.SQLGLOTC_INSTALLED:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ticdc-sim needs the pure-Python sqlglot: the compiled build (sqlglotc) forbids the "
+        "Parser/Generator/Expression subclasses the TiDB dialect is made of. "
+        "Run `pip uninstall sqlglotc`."
+    )
+
+# TiDB feature ids whose `/*T![id] ... */` content TiDB executes (TiDB `pkg/parser/tidb`
+# `FeatureIDs`); a comment naming any other id stays a comment, as in TiDB.
+TIDB_FEATURE_IDS = frozenset(
+    {
+        "auto_rand",
+        "auto_id_cache",
+        "auto_rand_base",
+        "clustered_index",
+        "force_inc",
+        "placement",
+        "ttl",
+        "resource_group",
+        "global_index",
+        "ddl_distribute",
+        "vector_index",
+        "ttl_enable",
+        "ttl_job_interval",
+    }
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Nodes. Each declares its shape as `arg_types`, as sqlglot's own expressions do.
+
+
+class AutoRandomColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    arg_types = {"this": False, "expression": False}  # shard bits, range bits
+
+
+class SerialDefaultValueColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    arg_types: ClassVar[dict[str, bool]] = {}
+
+
+class UnsignedColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """UNSIGNED after a type sqlglot has no unsigned variant of (FLOAT)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {}
+
+
+class IndexPredicate(exp.Expression):
+    """The WHERE of a partial index."""
+
+    arg_types = {"this": True}
+
+
+class TiDBIndexParameters(exp.IndexParameters):
+    """sqlglot's index parameters plus MySQL's trailing index options of CREATE INDEX."""
+
+    arg_types = {**exp.IndexParameters.arg_types, "options": False}
+
+
+class RenameTables(exp.Expression):
+    """RENAME TABLE a TO b[, c TO d]."""
+
+    arg_types = {"expressions": True}
+
+
+class RenamePair(exp.Expression):
+    arg_types = {"this": True, "to": True}
+
+
+class ReplaceInto(exp.Insert):
+    """REPLACE [INTO] ...: an INSERT that deletes conflicting rows first."""
+
+
+class PartitionBy(exp.Property):
+    """PARTITION BY <kind> (...) [PARTITIONS n] [(definitions)].
+
+    kind: RANGE, LIST, HASH, KEY; `columns` for RANGE/LIST COLUMNS; `linear` for LINEAR.
+    `this` is the partitioning expression, `expressions` the COLUMNS/KEY column list.
+    """
+
+    arg_types = {
+        "kind": True,
+        "this": False,
+        "expressions": False,
+        "columns": False,
+        "linear": False,
+        "partitions": False,
+        "definitions": False,
+    }
+
+
+class PartitionDef(exp.Expression):
+    """PARTITION name [VALUES LESS THAN (...)|IN (...)] [options]."""
+
+    arg_types = {"this": True, "kind": False, "expressions": False, "options": False}
+
+
+class PartitionNames(exp.Expression):
+    """A partition action: ADD/DROP/TRUNCATE/COALESCE/... PARTITION with its operands."""
+
+    arg_types = {
+        "action": True,
+        "expressions": False,
+        "definitions": False,
+        "count": False,
+        "all": False,
+        "exists": False,
+        "table": False,
+        "validation": False,
+    }
+
+
+class PartitionOptions(exp.Expression):
+    """ALTER TABLE t PARTITION p <options>."""
+
+    arg_types = {"this": True, "options": True}
+
+
+class RemoveClause(exp.Expression):
+    """REMOVE PARTITIONING / REMOVE TTL."""
+
+    arg_types = {"this": True}
+
+
+class TiFlashReplica(exp.Expression):
+    arg_types = {"this": True, "labels": False}
+
+
+class TTLProperty(exp.Property):
+    arg_types = {"this": True}
+
+
+class AlterDatabase(exp.Expression):
+    arg_types = {"this": False, "options": True}
+
+
+class Do(exp.Expression):
+    arg_types = {"expressions": True}
+
+
+class Admin(exp.Expression):
+    """ADMIN <words...> [args]: TiDB's administrative statements (no data change)."""
+
+    arg_types = {"this": True, "expressions": False}
+
+
+class RecoverTable(exp.Expression):
+    arg_types = {"this": False, "job": False}
+
+
+class Flashback(exp.Expression):
+    arg_types = {"this": True, "kind": True, "to": False}
+
+
+class PolicyStatement(exp.Expression):
+    """CREATE/ALTER/DROP PLACEMENT POLICY or RESOURCE GROUP."""
+
+    arg_types = {
+        "action": True,
+        "kind": True,
+        "this": True,
+        "exists": False,
+        "replace": False,
+        "options": False,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenizer
+
+
+class TiDBTokenizer(MySQL.Tokenizer):
+    # RENAME and REPLACE are statements TiDB parses, not opaque commands.
+    COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME, TokenType.REPLACE}
+
+    def tokenize(self, sql: str) -> list[Token]:
+        """Tokenize, treating executable comments as code.
+
+        `/*!...*/` and `/*T![id] ...*/` can only stand between tokens, so the gaps between the
+        tokens of a first pass are scanned for them; if any is found, its markers are blanked
+        (offsets, lines and columns stay exact) and the text is tokenized again.
+        """
+        toks = super().tokenize(sql)
+        if "/*!" not in sql and "/*T!" not in sql:
+            return toks
+        spans = list(_executable_comment_markers(sql, toks))
+        if not spans:
+            return toks
+        chars = list(sql)
+        for start, end in spans:
+            for i in range(start, end):
+                if chars[i] not in "\r\n":
+                    chars[i] = " "
+        return super().tokenize("".join(chars))
+
+
+def _executable_comment_markers(sql: str, toks: list[Token]) -> list[tuple[int, int]]:
+    """(start, end) spans of executable-comment markers found between tokens."""
+    spans: list[tuple[int, int]] = []
+    gaps = [(0, toks[0].start if toks else len(sql))]
+    gaps += [(a.end + 1, b.start) for a, b in zip(toks, toks[1:], strict=False)]
+    if toks:
+        gaps.append((toks[-1].end + 1, len(sql)))
+    for lo, hi in gaps:
+        i = lo
+        while i < hi:
+            if sql.startswith("--", i) or sql[i] == "#":
+                nl = sql.find("\n", i, hi)
+                i = hi if nl < 0 else nl + 1
+            elif sql.startswith("/*", i):
+                close = sql.find("*/", i + 2, hi)
+                if close < 0:
+                    break
+                opener = _executable_opener(sql, i, close)
+                if opener:
+                    spans += [(i, i + opener), (close, close + 2)]
+                i = close + 2
+            else:
+                i += 1
+    return spans
+
+
+def _executable_opener(sql: str, start: int, close: int) -> int:
+    """Length of the `/*!NNNNN` or `/*T![id]` marker at `start`, or 0 for a plain comment."""
+    if sql.startswith("/*!", start):
+        i = start + 3
+        while i < close and i - start < 8 and sql[i].isdigit():
+            i += 1
+        return i - start
+    if sql.startswith("/*T!", start):
+        i = start + 4
+        if i < close and sql[i] == "[":
+            end = sql.find("]", i, close)
+            if end < 0:
+                return 0
+            features = {f.strip().lower() for f in sql[i + 1 : end].split(",")}
+            if not features <= TIDB_FEATURE_IDS:
+                return 0
+            return end + 1 - start
+        return i - start
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+
+
+def _words(self: TiDBParser) -> list[str]:
+    """The remaining tokens of the statement, upper-cased (for ADMIN's free-form words)."""
+    words = []
+    while self._curr and self._curr.token_type != TokenType.SEMICOLON:
+        words.append(self._curr.text)
+        self._advance()
+    return words
+
+
+class TiDBParser(MySQLParser):
+    # Statements that start with a plain word rather than a keyword token.
+    WORD_STATEMENT_PARSERS: ClassVar[dict[str, Callable[[TiDBParser], exp.Expression]]] = {
+        "DO": lambda self: self.expression(Do(expressions=self._parse_csv(self._parse_disjunction))),
+        "ADMIN": lambda self: self._parse_admin(),
+        "RECOVER": lambda self: self._parse_recover(),
+        "FLASHBACK": lambda self: self._parse_flashback(),
+    }
+
+    STATEMENT_PARSERS = {
+        **MySQLParser.STATEMENT_PARSERS,
+        TokenType.RENAME: lambda self: self._parse_rename_tables(),
+        TokenType.REPLACE: lambda self: self._parse_replace(),
+    }
+
+    CONSTRAINT_PARSERS = {
+        **MySQLParser.CONSTRAINT_PARSERS,
+        "AUTO_RANDOM": lambda self: self._parse_auto_random(),
+        "KEY": lambda self: self._parse_key_or_index(),
+        "SERIAL": lambda self: self._parse_serial_default_value(),
+        "UNSIGNED": lambda self: self.expression(UnsignedColumnConstraint()),
+    }
+
+    KEY_CONSTRAINT_OPTIONS = {
+        **MySQLParser.KEY_CONSTRAINT_OPTIONS,
+        "CLUSTERED": (),
+        "NONCLUSTERED": (),
+    }
+
+    PROPERTY_PARSERS = {
+        **MySQLParser.PROPERTY_PARSERS,
+        "PARTITION BY": lambda self: self._parse_tidb_partition_by(),
+        "TTL": lambda self: self._parse_ttl(),
+        "PLACEMENT": lambda self: self._parse_placement_policy(),
+        **{
+            name: (lambda self, name=name: self._parse_tidb_option(name))
+            for name in (
+                "SHARD_ROW_ID_BITS",
+                "PRE_SPLIT_REGIONS",
+                "AUTO_ID_CACHE",
+                "AUTO_RANDOM_BASE",
+                "TTL_ENABLE",
+                "TTL_JOB_INTERVAL",
+                "ATTRIBUTES",
+                "STATS_BUCKETS",
+                "STATS_TOPN",
+                "STATS_COL_CHOICE",
+                "STATS_COL_LIST",
+                "STATS_SAMPLE_RATE",
+                "SECONDARY_ENGINE_ATTRIBUTE",
+                "AUTOEXTEND_SIZE",
+                "AUTO_INCREMENT",
+                "AVG_ROW_LENGTH",
+                "CHECKSUM",
+                "COMPRESSION",
+                "CONNECTION",
+                "DELAY_KEY_WRITE",
+                "INSERT_METHOD",
+                "KEY_BLOCK_SIZE",
+                "MAX_ROWS",
+                "MIN_ROWS",
+                "PACK_KEYS",
+                "PASSWORD",
+                "ROW_FORMAT",
+                "STATS_AUTO_RECALC",
+                "STATS_PERSISTENT",
+                "STATS_SAMPLE_PAGES",
+                "TABLESPACE",
+                "UNION",
+            )
+        },
+    }
+
+    ALTER_PARSERS = {
+        **MySQLParser.ALTER_PARSERS,
+        "ADD": lambda self: self._parse_tidb_alter_add(),
+        "DROP": lambda self: self._parse_tidb_alter_drop(),
+        "TRUNCATE": lambda self: self._parse_partition_action("TRUNCATE"),
+        "COALESCE": lambda self: self._parse_partition_action("COALESCE"),
+        "REBUILD": lambda self: self._parse_partition_action("REBUILD"),
+        "OPTIMIZE": lambda self: self._parse_partition_action("OPTIMIZE"),
+        "ANALYZE": lambda self: self._parse_partition_action("ANALYZE"),
+        "CHECK": lambda self: self._parse_partition_action("CHECK"),
+        "REPAIR": lambda self: self._parse_partition_action("REPAIR"),
+        "EXCHANGE": lambda self: self._parse_exchange_partition(),
+        "REORGANIZE": lambda self: self._parse_reorganize_partition(),
+        "PARTITION": lambda self: self._parse_alter_partition(),
+        "REMOVE": lambda self: self._parse_remove(),
+        "SET": lambda self: self._parse_tidb_alter_set(),
+        "CACHE": lambda self: self.expression(exp.Property(this=exp.var("CACHE"))),
+        "NOCACHE": lambda self: self.expression(exp.Property(this=exp.var("NOCACHE"))),
+        "CONVERT": lambda self: self._parse_convert_charset(),
+    }
+
+    ALTERABLES = {*MySQLParser.ALTERABLES, TokenType.DATABASE, TokenType.SCHEMA}
+    ALTER_TABLE_PARTITIONS = False
+
+    NO_PAREN_FUNCTION_PARSERS = {
+        **MySQLParser.NO_PAREN_FUNCTION_PARSERS,
+        "NEXT": lambda self: self._parse_next_value_for(),
+    }
+
+    # -- statements --------------------------------------------------------------------------
+
+    def _parse_statement(self) -> exp.Expression | None:
+        if self._curr and self._curr.token_type == TokenType.VAR:
+            parser = self.WORD_STATEMENT_PARSERS.get(self._curr.text.upper())
+            if parser:
+                self._advance()
+                return parser(self)
+        return super()._parse_statement()
+
+    def _parse_rename_tables(self) -> exp.Expression:
+        self._match(TokenType.TABLE) or self._match_text_seq("TABLES")
+
+        def pair() -> exp.Expression:
+            this = self._parse_table_parts()
+            if not self._match_text_seq("TO"):
+                self.raise_error("Expecting TO in RENAME TABLE")
+            return self.expression(RenamePair(this=this, to=self._parse_table_parts()))
+
+        return self.expression(RenameTables(expressions=self._parse_csv(pair)))
+
+    def _parse_replace(self) -> exp.Expression:
+        insert = self._parse_insert()
+        return self.expression(ReplaceInto(**insert.args))
+
+    def _parse_admin(self) -> exp.Expression:
+        words = _words(self)
+        if not words:
+            self.raise_error("Expecting an ADMIN command")
+        return self.expression(Admin(this=exp.var(" ".join(w.upper() for w in words))))
+
+    def _parse_recover(self) -> exp.Expression:
+        if not self._match(TokenType.TABLE):
+            self.raise_error("Expecting TABLE after RECOVER")
+        if self._match_text_seq("BY", "JOB"):
+            return self.expression(RecoverTable(job=self._parse_number()))
+        return self.expression(RecoverTable(this=self._parse_table_parts()))
+
+    def _parse_flashback(self) -> exp.Expression:
+        if self._match(TokenType.TABLE):
+            kind = "TABLE"
+            this: exp.Expression | None = self._parse_table_parts()
+        elif self._match_set((TokenType.DATABASE, TokenType.SCHEMA)):
+            kind = "DATABASE"
+            this = self._parse_id_var()
+        else:
+            self.raise_error("Expecting TABLE or DATABASE after FLASHBACK")
+            raise AssertionError  # raise_error raises at the RAISE error level
+        to = self._parse_id_var() if self._match_text_seq("TO") else None
+        return self.expression(Flashback(this=this, kind=kind, to=to))
+
+    def _parse_create(self) -> exp.Expression:  # type: ignore[override]
+        index = self._index
+        replace = self._match_pair(TokenType.OR, TokenType.REPLACE)
+        policy = self._parse_policy_statement("CREATE", replace=replace)
+        if policy:
+            return policy
+        self._retreat(index)
+        return super()._parse_create()
+
+    def _parse_index_params(self) -> exp.IndexParameters:
+        params = super()._parse_index_params()
+        # MySQL's index options after the key parts: USING, COMMENT, VISIBLE/INVISIBLE
+        options: list[exp.Expression] = []
+        while self._curr:
+            if self._match_texts(("VISIBLE", "INVISIBLE")):
+                options.append(exp.var(self._prev.text.upper()))
+            elif self._match(TokenType.COMMENT):
+                value = self._parse_string()
+                options.append(self.expression(exp.Property(this=exp.var("COMMENT"), value=value)))
+            elif self._match(TokenType.USING):
+                options.append(exp.var(f"USING {self._advance_any() and self._prev.text.upper()}"))
+            else:
+                break
+        if not options:
+            return params
+        return self.expression(TiDBIndexParameters(**params.args, options=options))
+
+    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expression:  # type: ignore[override]
+        policy = self._parse_policy_statement("DROP")
+        return policy or super()._parse_drop(exists=exists, kind=kind)
+
+    def _parse_alter(self) -> exp.Expression:  # type: ignore[override]
+        policy = self._parse_policy_statement("ALTER")
+        if policy:
+            return policy
+        if self._match_set((TokenType.DATABASE, TokenType.SCHEMA)):
+            return self._parse_alter_database()
+        return super()._parse_alter()
+
+    def _parse_policy_statement(self, action: str, replace: bool = False) -> exp.Expression | None:
+        if self._match_text_seq("PLACEMENT", "POLICY"):
+            kind = "PLACEMENT POLICY"
+        elif self._match_text_seq("RESOURCE", "GROUP"):
+            kind = "RESOURCE GROUP"
+        else:
+            return None
+        exists = self._parse_exists(not_=action == "CREATE")
+        this = self._parse_id_var()
+        options = []
+        while self._curr and self._curr.token_type != TokenType.SEMICOLON:
+            self._match(TokenType.COMMA)
+            key = self._parse_var(any_token=True)
+            if not key:
+                break
+            if self._match(TokenType.EQ) or (
+                self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.SEMICOLON)
+            ):
+                value = self._parse_primary() or self._parse_var(any_token=True)
+                options.append(self.expression(exp.Property(this=key, value=value)))
+            else:
+                options.append(key)  # a flag such as BURSTABLE
+        return self.expression(
+            PolicyStatement(
+                action=action, kind=kind, this=this, exists=exists, replace=replace, options=options
+            )
+        )
+
+    def _parse_alter_database(self) -> exp.Expression:
+        this = None
+        if self._curr and not self._match_texts(self.PROPERTY_PARSERS, advance=False) and self._curr.token_type not in (
+            TokenType.DEFAULT,
+            TokenType.CHARACTER_SET,
+            TokenType.COLLATE,
+            TokenType.SET,
+        ):
+            this = self._parse_id_var()
+        options: list[exp.Expression] = []
+        while self._curr and self._curr.token_type != TokenType.SEMICOLON:
+            if self._match(TokenType.SET):
+                options.append(self._parse_tidb_alter_set(already_matched=True))
+                continue
+            prop = self._parse_property()
+            if not prop:
+                self.raise_error("Unexpected ALTER DATABASE option")
+                break
+            options.extend(prop if isinstance(prop, list) else [prop])
+        return self.expression(AlterDatabase(this=this, options=options))
+
+    # -- column definitions ------------------------------------------------------------------
+
+    def _parse_types(self, check_func: bool = False, schema: bool = False, allow_identifiers: bool = True) -> exp.Expression | None:  # type: ignore[override]
+        # MySQL's FLOAT[(M[,D])] UNSIGNED has no unsigned DType in sqlglot; parse the type
+        # alone and let UNSIGNED become a column constraint.
+        if self._curr and self._curr.token_type == TokenType.FLOAT and self._next_is_unsigned_float():
+            self._advance()
+            params = self._parse_wrapped_csv(self._parse_number) if self._match(TokenType.L_PAREN, advance=False) else []
+            return exp.DataType(this=exp.DType.FLOAT, expressions=[exp.DataTypeParam(this=p) for p in params] or None)
+        return super()._parse_types(check_func=check_func, schema=schema, allow_identifiers=allow_identifiers)
+
+    def _next_is_unsigned_float(self) -> bool:
+        i = self._index + 1
+        toks = self._tokens
+        if i < len(toks) and toks[i].token_type == TokenType.L_PAREN:
+            while i < len(toks) and toks[i].token_type != TokenType.R_PAREN:
+                i += 1
+            i += 1
+        return i < len(toks) and toks[i].text.upper() == "UNSIGNED"
+
+    def _parse_primary_key_part(self) -> exp.Expression | None:
+        # MySQL allows a sort order on key parts: PRIMARY KEY (a DESC, b(5) ASC)
+        part = super()._parse_primary_key_part()
+        if part is not None and self._match_set((TokenType.ASC, TokenType.DESC)):
+            desc = self._prev.token_type == TokenType.DESC
+            return self.expression(exp.Ordered(this=part, desc=desc, nulls_first=not desc))
+        return part
+
+    def _parse_auto_random(self) -> exp.Expression:
+        shard = range_ = None
+        if self._match(TokenType.L_PAREN):
+            shard = self._parse_number()
+            if self._match(TokenType.COMMA):
+                range_ = self._parse_number()
+            self._match_r_paren()
+        return self.expression(AutoRandomColumnConstraint(this=shard, expression=range_))
+
+    def _parse_serial_default_value(self) -> exp.Expression:
+        if not self._match_text_seq("DEFAULT", "VALUE"):
+            self.raise_error("Expecting DEFAULT VALUE after SERIAL")
+        return self.expression(SerialDefaultValueColumnConstraint())
+
+    def _parse_key_or_index(self) -> exp.Expression | None:
+        # In a column definition a bare KEY means PRIMARY KEY; elsewhere KEY starts an index.
+        nxt = self._curr
+        if nxt is None or nxt.token_type in (TokenType.COMMA, TokenType.R_PAREN) or (
+            nxt.text.upper() in self.CONSTRAINT_PARSERS | self.KEY_CONSTRAINT_OPTIONS
+            and not (self._next and self._next.token_type == TokenType.L_PAREN)
+        ):
+            return self.expression(
+                exp.PrimaryKeyColumnConstraint(options=self._parse_key_constraint_options())
+            )
+        return self._parse_index_constraint()
+
+    def _parse_index_constraint(self, kind: str | None = None) -> exp.IndexColumnConstraint:
+        constraint = super()._parse_index_constraint(kind=kind)
+        self._attach_index_predicate(constraint)
+        return constraint
+
+    def _attach_index_predicate(self, node: exp.Expression) -> None:
+        if self._match(TokenType.WHERE):
+            options = [*(node.args.get("options") or [])]
+            options.append(self.expression(IndexPredicate(this=self._parse_disjunction())))
+            node.set("options", options)
+
+    # -- table options -----------------------------------------------------------------------
+
+    def _parse_tidb_option(self, name: str) -> exp.Expression:
+        self._match(TokenType.EQ)
+        value = self._parse_primary() or self._parse_var(any_token=True)
+        return self.expression(exp.Property(this=exp.var(name), value=value))
+
+    def _parse_ttl(self) -> exp.Expression:
+        self._match(TokenType.EQ)
+        return self.expression(TTLProperty(this=self._parse_term()))
+
+    def _parse_placement_policy(self) -> exp.Expression:
+        if not self._match_text_seq("POLICY"):
+            self.raise_error("Expecting POLICY after PLACEMENT")
+        self._match(TokenType.EQ)
+        value: exp.Expression | None
+        if self._match_text_seq("SET", "DEFAULT") or self._match(TokenType.DEFAULT):
+            value = exp.var("DEFAULT")
+        else:
+            value = self._parse_id_var()
+        return self.expression(exp.Property(this=exp.var("PLACEMENT POLICY"), value=value))
+
+    def _parse_tidb_partition_by(self) -> exp.Expression:
+        linear = self._match_text_seq("LINEAR")
+        if not self._match_texts(("RANGE", "LIST", "HASH", "KEY")):
+            self.raise_error("Expecting RANGE, LIST, HASH or KEY after PARTITION BY")
+        kind = self._prev.text.upper()
+        columns = kind in ("RANGE", "LIST") and self._match_text_seq("COLUMNS")
+        this = None
+        column_list: list[exp.Expression] = []
+        if kind == "KEY" and self._match_text_seq("ALGORITHM"):
+            self._match(TokenType.EQ)
+            self._parse_number()
+        if columns or kind == "KEY":
+            column_list = self._parse_wrapped_csv(self._parse_id_var, optional=kind == "KEY")
+        else:
+            this = self._parse_wrapped(self._parse_disjunction)
+        partitions = self._parse_number() if self._match_text_seq("PARTITIONS") else None
+        definitions = None
+        if self._match(TokenType.L_PAREN, advance=False) and self._next and self._next.text.upper() == "PARTITION":
+            definitions = self._parse_wrapped_csv(self._parse_partition_def)
+        return self.expression(
+            PartitionBy(
+                kind=kind,
+                this=this,
+                expressions=column_list,
+                columns=columns,
+                linear=linear,
+                partitions=partitions,
+                definitions=definitions,
+            )
+        )
+
+    def _parse_partition_def(self) -> exp.Expression:
+        if not self._match(TokenType.PARTITION):
+            self.raise_error("Expecting PARTITION")
+        name = self._parse_id_var()
+        kind = None
+        values: list[exp.Expression] = []
+        if self._match_text_seq("VALUES", "LESS", "THAN"):
+            kind = "LESS THAN"
+            if self._match_text_seq("MAXVALUE"):
+                values = [exp.var("MAXVALUE")]
+            else:
+                values = self._parse_wrapped_csv(self._parse_partition_value)
+        elif self._match_text_seq("VALUES", "IN"):
+            kind = "IN"
+            values = self._parse_wrapped_csv(self._parse_partition_value)
+        elif self._match_text_seq("DEFAULT"):
+            kind = "DEFAULT"
+        options = []
+        while self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.R_PAREN):
+            if self._match(TokenType.COMMENT):
+                self._match(TokenType.EQ)
+                options.append(self.expression(exp.Property(this=exp.var("COMMENT"), value=self._parse_string())))
+            elif self._match_text_seq("ENGINE"):
+                self._match(TokenType.EQ)
+                options.append(self.expression(exp.Property(this=exp.var("ENGINE"), value=self._parse_var_or_string())))
+            elif self._match_text_seq("PLACEMENT"):
+                options.append(self._parse_placement_policy())
+            else:
+                self.raise_error("Unexpected partition option")
+                break
+        return self.expression(PartitionDef(this=name, kind=kind, expressions=values, options=options))
+
+    def _parse_partition_value(self) -> exp.Expression | None:
+        if self._match_text_seq("MAXVALUE"):
+            return exp.var("MAXVALUE")
+        return self._parse_disjunction()
+
+    # -- ALTER TABLE actions -----------------------------------------------------------------
+
+    def _parse_tidb_alter_add(self) -> Any:
+        if self._match(TokenType.PARTITION):
+            exists = self._parse_exists(not_=True)
+            if self._match_text_seq("PARTITIONS"):
+                return self.expression(PartitionNames(action="ADD", count=self._parse_number(), exists=exists))
+            defs = self._parse_wrapped_csv(self._parse_partition_def, optional=True)
+            return self.expression(PartitionNames(action="ADD", definitions=defs, exists=exists))
+        index = self._index
+        self._match(TokenType.COLUMN)
+        if self._match(TokenType.L_PAREN, advance=False) and not self._next_is_constraint():
+            # ADD [COLUMN] (c1 type, c2 type, ...)
+            return self._parse_wrapped_csv(self._parse_column_def_with_exists)
+        self._retreat(index)
+        actions = super()._parse_alter_table_add()
+        for action in actions:
+            if isinstance(action, exp.AddConstraint):
+                for constraint in action.expressions:
+                    self._attach_index_predicate(constraint)
+        return actions
+
+    def _next_is_constraint(self) -> bool:
+        return bool(self._next and self._next.text.upper() in ("PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN", "CHECK", "FULLTEXT", "SPATIAL"))
+
+    def _parse_tidb_alter_drop(self) -> Any:
+        if self._match(TokenType.PARTITION):
+            exists = self._parse_exists()
+            return self.expression(
+                PartitionNames(action="DROP", expressions=self._parse_csv(self._parse_id_var), exists=exists)
+            )
+        return super()._parse_alter_table_drop()
+
+    def _parse_partition_action(self, action: str) -> exp.Expression:
+        if not self._match(TokenType.PARTITION):
+            self.raise_error(f"Expecting PARTITION after {action}")
+        if action == "COALESCE":
+            return self.expression(PartitionNames(action=action, count=self._parse_number()))
+        if self._match(TokenType.ALL):
+            return self.expression(PartitionNames(action=action, all=True))
+        return self.expression(PartitionNames(action=action, expressions=self._parse_csv(self._parse_id_var)))
+
+    def _parse_exchange_partition(self) -> exp.Expression:
+        if not self._match(TokenType.PARTITION):
+            self.raise_error("Expecting PARTITION after EXCHANGE")
+        name = self._parse_id_var()
+        if not self._match_pair(TokenType.WITH, TokenType.TABLE):
+            self.raise_error("Expecting WITH TABLE")
+        table = self._parse_table_parts()
+        validation = None
+        if self._match_texts(("WITH", "WITHOUT")):
+            validation = self._prev.text.upper()
+            if not self._match_text_seq("VALIDATION"):
+                self.raise_error("Expecting VALIDATION")
+        return self.expression(
+            PartitionNames(action="EXCHANGE", expressions=[name], table=table, validation=validation)
+        )
+
+    def _parse_reorganize_partition(self) -> exp.Expression:
+        if not self._match(TokenType.PARTITION):
+            self.raise_error("Expecting PARTITION after REORGANIZE")
+        names = [] if self._match_text_seq("INTO", advance=False) else self._parse_csv(self._parse_id_var)
+        if not self._match_text_seq("INTO"):
+            self.raise_error("Expecting INTO")
+        defs = self._parse_wrapped_csv(self._parse_partition_def)
+        return self.expression(PartitionNames(action="REORGANIZE", expressions=names, definitions=defs))
+
+    def _parse_partition(self) -> exp.Partition | None:
+        # Partition selection is `PARTITION (p0, ...)`; `ALTER TABLE t PARTITION p0 ...` is not.
+        if self._next and self._next.token_type != TokenType.L_PAREN:
+            return None
+        return super()._parse_partition()
+
+    def _parse_alter_partition(self) -> exp.Expression:
+        if self._match_text_seq("BY"):
+            return self._parse_tidb_partition_by()
+        name = self._parse_id_var()
+        options: list[exp.Expression] = []
+        while self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.SEMICOLON):
+            prop = self._parse_property()
+            if not prop:
+                self.raise_error("Unexpected partition option")
+                break
+            options.extend(prop if isinstance(prop, list) else [prop])
+        return self.expression(PartitionOptions(this=name, options=options))
+
+    def _parse_remove(self) -> exp.Expression:
+        if self._match_texts(("PARTITIONING", "TTL")):
+            return self.expression(RemoveClause(this=exp.var(self._prev.text.upper())))
+        self.raise_error("Expecting PARTITIONING or TTL after REMOVE")
+        raise AssertionError
+
+    def _parse_tidb_alter_set(self, already_matched: bool = True) -> exp.Expression:
+        if self._match_text_seq("TIFLASH", "REPLICA"):
+            count = self._parse_number()
+            labels = None
+            if self._match_text_seq("LOCATION", "LABELS"):
+                labels = self._parse_csv(self._parse_string)
+            return self.expression(TiFlashReplica(this=count, labels=labels))
+        return super()._parse_alter_table_set()
+
+    def _parse_convert_charset(self) -> exp.Expression:
+        if not self._match_text_seq("TO"):
+            self.raise_error("Expecting TO after CONVERT")
+        if not self._match(TokenType.CHARACTER_SET):
+            self._match_pair(TokenType.CHAR, TokenType.SET)
+        charset = self._parse_var_or_string()
+        collate = self._parse_var_or_string() if self._match(TokenType.COLLATE) else None
+        return self.expression(exp.Property(this=exp.var("CONVERT TO CHARACTER SET"), value=charset, collate=collate))
+
+
+# --------------------------------------------------------------------------------------------
+# Generator (round-trips the TiDB nodes; TiCDC's restored DDL text lives in `restore.py`)
+
+
+class TiDBGenerator(MySQLGenerator):
+    PROPERTIES_LOCATION = {
+        **MySQLGenerator.PROPERTIES_LOCATION,
+        PartitionBy: exp.Properties.Location.POST_SCHEMA,
+        TTLProperty: exp.Properties.Location.POST_SCHEMA,
+    }
+
+    def autorandomcolumnconstraint_sql(self, expression: exp.Expression) -> str:
+        args = [a for a in (expression.this, expression.expression) if a is not None]
+        return "AUTO_RANDOM" + (f"({', '.join(self.sql(a) for a in args)})" if args else "")
+
+    def serialdefaultvaluecolumnconstraint_sql(self, expression: exp.Expression) -> str:
+        return "SERIAL DEFAULT VALUE"
+
+    def unsignedcolumnconstraint_sql(self, expression: exp.Expression) -> str:
+        return "UNSIGNED"
+
+    def indexpredicate_sql(self, expression: exp.Expression) -> str:
+        return f"WHERE {self.sql(expression, 'this')}"
+
+    def renametables_sql(self, expression: exp.Expression) -> str:
+        return f"RENAME TABLE {self.expressions(expression, flat=True)}"
+
+    def renamepair_sql(self, expression: exp.Expression) -> str:
+        return f"{self.sql(expression, 'this')} TO {self.sql(expression, 'to')}"
+
+    def replaceinto_sql(self, expression: exp.Expression) -> str:
+        return "REPLACE" + self.insert_sql(expression)[len("INSERT"):]  # type: ignore[arg-type]
+
+    def partitionby_sql(self, expression: exp.Expression) -> str:
+        kind = expression.text("kind")
+        parts = ["PARTITION BY", "LINEAR " + kind if expression.args.get("linear") else kind]
+        if expression.args.get("columns"):
+            parts.append("COLUMNS")
+        if expression.this:
+            parts[-1] += f" ({self.sql(expression, 'this')})"
+        elif expression.expressions or kind != "KEY":
+            parts[-1] += f" ({self.expressions(expression, flat=True)})"
+        if expression.args.get("partitions"):
+            parts.append(f"PARTITIONS {self.sql(expression, 'partitions')}")
+        if expression.args.get("definitions"):
+            parts.append(f"({self.expressions(expression, key='definitions', flat=True)})")
+        return " ".join(parts)
+
+    def partitiondef_sql(self, expression: exp.Expression) -> str:
+        sql = f"PARTITION {self.sql(expression, 'this')}"
+        kind = expression.text("kind")
+        if kind == "DEFAULT":
+            sql += " DEFAULT"
+        elif kind:
+            sql += f" VALUES {kind} ({self.expressions(expression, flat=True)})"
+        options = self.expressions(expression, key="options", sep=" ")
+        return f"{sql} {options}" if options else sql
+
+    def tidbindexparameters_sql(self, expression: exp.Expression) -> str:
+        sql = self.indexparameters_sql(expression)  # type: ignore[arg-type]
+        return f"{sql} {self.expressions(expression, key='options', sep=' ')}"
+
+    def partitionnames_sql(self, expression: exp.Expression) -> str:
+        action = expression.text("action")
+        sql = f"{action} PARTITION"
+        if expression.args.get("exists"):
+            sql += " IF EXISTS" if action == "DROP" else " IF NOT EXISTS"
+        if expression.args.get("all"):
+            return f"{sql} ALL"
+        if expression.args.get("count"):
+            word = " PARTITIONS" if action == "ADD" else ""
+            return f"{sql}{word} {self.sql(expression, 'count')}"
+        if expression.expressions:
+            sql += f" {self.expressions(expression, flat=True)}"
+        if action == "EXCHANGE":
+            sql += f" WITH TABLE {self.sql(expression, 'table')}"
+            if expression.args.get("validation"):
+                sql += f" {expression.text('validation')} VALIDATION"
+        if expression.args.get("definitions"):
+            into = " INTO" if action == "REORGANIZE" else ""
+            sql += f"{into} ({self.expressions(expression, key='definitions', flat=True)})"
+        return sql
+
+    def partitionoptions_sql(self, expression: exp.Expression) -> str:
+        return f"PARTITION {self.sql(expression, 'this')} {self.expressions(expression, key='options', sep=' ')}"
+
+    def removeclause_sql(self, expression: exp.Expression) -> str:
+        return f"REMOVE {self.sql(expression, 'this')}"
+
+    def tiflashreplica_sql(self, expression: exp.Expression) -> str:
+        sql = f"SET TIFLASH REPLICA {self.sql(expression, 'this')}"
+        if expression.args.get("labels"):
+            sql += f" LOCATION LABELS {self.expressions(expression, key='labels', flat=True)}"
+        return sql
+
+    def ttlproperty_sql(self, expression: exp.Expression) -> str:
+        return f"TTL={self.sql(expression, 'this')}"
+
+    def alterdatabase_sql(self, expression: exp.Expression) -> str:
+        name = f" {self.sql(expression, 'this')}" if expression.this else ""
+        return f"ALTER DATABASE{name} {self.expressions(expression, key='options', sep=' ')}"
+
+    def do_sql(self, expression: exp.Expression) -> str:
+        return f"DO {self.expressions(expression, flat=True)}"
+
+    def admin_sql(self, expression: exp.Expression) -> str:
+        return f"ADMIN {self.sql(expression, 'this')}"
+
+    def recovertable_sql(self, expression: exp.Expression) -> str:
+        if expression.args.get("job"):
+            return f"RECOVER TABLE BY JOB {self.sql(expression, 'job')}"
+        return f"RECOVER TABLE {self.sql(expression, 'this')}"
+
+    def flashback_sql(self, expression: exp.Expression) -> str:
+        to = f" TO {self.sql(expression, 'to')}" if expression.args.get("to") else ""
+        return f"FLASHBACK {expression.text('kind')} {self.sql(expression, 'this')}{to}"
+
+    def policystatement_sql(self, expression: exp.Expression) -> str:
+        parts = [expression.text("action")]
+        if expression.args.get("replace"):
+            parts.append("OR REPLACE")
+        parts.append(expression.text("kind"))
+        if expression.args.get("exists"):
+            parts.append("IF NOT EXISTS" if expression.text("action") == "CREATE" else "IF EXISTS")
+        parts.append(self.sql(expression, "this"))
+        options = self.expressions(expression, key="options", sep=" ")
+        if options:
+            parts.append(options)
+        return " ".join(parts)
+
+
+# sqlglot finds `<key>_sql` methods only for its own node classes; register ours by key.
+TiDBGenerator.TRANSFORMS = {
+    **MySQLGenerator.TRANSFORMS,
+    **{
+        # late-bound so that generator subclasses (restore.py) can override the method
+        node: (lambda self, e, _name=f"{node.key}_sql": getattr(self, _name)(e))
+        for node in (
+            AutoRandomColumnConstraint,
+            SerialDefaultValueColumnConstraint,
+            UnsignedColumnConstraint,
+            IndexPredicate,
+            TiDBIndexParameters,
+            RenameTables,
+            RenamePair,
+            ReplaceInto,
+            PartitionBy,
+            PartitionDef,
+            PartitionNames,
+            PartitionOptions,
+            RemoveClause,
+            TiFlashReplica,
+            TTLProperty,
+            AlterDatabase,
+            Do,
+            Admin,
+            RecoverTable,
+            Flashback,
+            PolicyStatement,
+        )
+    },
+}
+
+
+class TiDB(MySQL):
+    """TiDB's SQL dialect (`read="tidb"` after importing this module)."""
+
+    Tokenizer = TiDBTokenizer
+    Parser = TiDBParser
+    Generator = TiDBGenerator

@@ -1,0 +1,336 @@
+"""The table model TiCDC works from: ColumnInfo, IndexInfo, PartitionInfo, TableInfo.
+
+These mirror TiDB's `model.TableInfo` closely enough for every byte TiCDC derives from it: the
+handle key (tiflow `cdc/model/schema_storage.go` `WrapTableInfo`/`findHandleIndex`) and the
+TiCDC column flags (`initColumnsFlag`, and the new architecture's `initColumnFlags` in
+ticdc `pkg/sink/codec/open/message.go`). All types are frozen; DDL builds new ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Literal
+
+from ticdc_sim.model.mysql import (
+    BINARY_CHARSET,
+    INTEGER_TYPES,
+    STRING_TYPES,
+    ColumnFlag,
+    MySQLType,
+    TiDBFlag,
+)
+
+DefaultKind = Literal["literal", "null", "now", "expr"]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDefault:
+    """A column default: a literal, NULL, CURRENT_TIMESTAMP[(fsp)] or an expression.
+
+    `sql` is the default as TiDB restores it; `value` holds the literal's value for
+    `kind == "literal"` (str for strings, int/float/bool for numbers, bytes for bit/hex).
+    """
+
+    kind: DefaultKind
+    sql: str
+    value: str | int | float | bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    id: int
+    name: str
+    offset: int
+    tp: MySQLType
+    flen: int
+    decimal: int
+    flag: TiDBFlag
+    charset: str
+    collation: str
+    elems: tuple[str, ...] = ()
+    default: ColumnDefault | None = None
+    generated_expr: str | None = None  # TiDB-restored expression text
+    generated_stored: bool = False
+    auto_random_bits: int = 0  # shard bits; 0 = not AUTO_RANDOM
+    auto_random_range: int = 64
+    comment: str = ""
+    hidden: bool = False
+
+    @property
+    def is_generated(self) -> bool:
+        return self.generated_expr is not None
+
+    @property
+    def is_virtual_generated(self) -> bool:
+        return self.generated_expr is not None and not self.generated_stored
+
+    @property
+    def not_null(self) -> bool:
+        return bool(self.flag & TiDBFlag.NOT_NULL)
+
+    @property
+    def unsigned(self) -> bool:
+        return bool(self.flag & TiDBFlag.UNSIGNED)
+
+    @property
+    def auto_increment(self) -> bool:
+        return bool(self.flag & TiDBFlag.AUTO_INCREMENT)
+
+    @property
+    def on_update_now(self) -> bool:
+        return bool(self.flag & TiDBFlag.ON_UPDATE_NOW)
+
+    @property
+    def fsp(self) -> int:
+        """Fractional seconds precision of TIME/DATETIME/TIMESTAMP (TiDB keeps it in Decimal)."""
+        return max(self.decimal, 0)
+
+    @property
+    def is_binary_charset(self) -> bool:
+        return self.charset == BINARY_CHARSET
+
+    @property
+    def is_text(self) -> bool:
+        """A string column with a text (non-binary) charset."""
+        return self.tp in STRING_TYPES and self.charset != BINARY_CHARSET
+
+
+@dataclass(frozen=True, slots=True)
+class IndexColumn:
+    name: str
+    offset: int
+    length: int = -1  # prefix length; -1 = whole column
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    id: int
+    name: str
+    columns: tuple[IndexColumn, ...]
+    primary: bool = False
+    unique: bool = False
+    kind: str = ""  # "", "FULLTEXT", "SPATIAL"
+    invisible: bool = False
+    comment: str = ""
+
+
+PartitionType = Literal["RANGE", "LIST", "HASH", "KEY", "RANGE COLUMNS", "LIST COLUMNS"]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDefinition:
+    id: int
+    name: str
+    less_than: tuple[str, ...] = ()  # RANGE: restored bound expressions, "MAXVALUE" allowed
+    in_values: tuple[tuple[str, ...], ...] = ()  # LIST: each value (a tuple for COLUMNS)
+    comment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    type: PartitionType
+    expr: str  # restored partitioning expression (non-COLUMNS kinds)
+    columns: tuple[str, ...]  # COLUMNS / KEY column names
+    definitions: tuple[PartitionDefinition, ...]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(d.id for d in self.definitions)
+
+    def by_name(self, name: str) -> PartitionDefinition | None:
+        lname = name.lower()
+        return next((d for d in self.definitions if d.name.lower() == lname), None)
+
+
+TiCDCFlagProfile = Literal["classic", "new-arch"]
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    id: int
+    schema: str
+    name: str
+    columns: tuple[ColumnInfo, ...]
+    indices: tuple[IndexInfo, ...] = ()
+    pk_is_handle: bool = False
+    is_common_handle: bool = False
+    charset: str = "utf8mb4"
+    collation: str = "utf8mb4_bin"
+    comment: str = ""
+    partition: PartitionInfo | None = None
+    auto_increment_base: int = 0
+    auto_random_base: int = 0
+    auto_id_cache: int = 0
+    shard_row_id_bits: int = 0
+    max_column_id: int = 0
+    max_index_id: int = 0
+    update_ts: int = 0
+    is_view: bool = False
+    view_select: str = ""
+    is_sequence: bool = False
+    _column_index: dict[str, int] = field(default_factory=dict, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_column_index", {c.name.lower(): i for i, c in enumerate(self.columns)})
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def column(self, name: str) -> ColumnInfo | None:
+        i = self._column_index.get(name.lower())
+        return None if i is None else self.columns[i]
+
+    def index(self, name: str) -> IndexInfo | None:
+        lname = name.lower()
+        return next((ix for ix in self.indices if ix.name.lower() == lname), None)
+
+    @property
+    def primary_index(self) -> IndexInfo | None:
+        return next((ix for ix in self.indices if ix.primary), None)
+
+    @property
+    def is_partitioned(self) -> bool:
+        return self.partition is not None
+
+    @property
+    def physical_ids(self) -> tuple[int, ...]:
+        """The ids TiKV keys rows under: the partitions', or the table's own."""
+        return self.partition.ids if self.partition else (self.id,)
+
+    def evolve(self, **changes: object) -> TableInfo:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    # -- TiCDC's view of the table -----------------------------------------------------------
+
+    @cached_property
+    def pk_handle_column(self) -> ColumnInfo | None:
+        """The integer primary key column that is the row's handle (`PKIsHandle`)."""
+        if not self.pk_is_handle:
+            return None
+        return next((c for c in self.columns if c.flag & TiDBFlag.PRI_KEY), None)
+
+    @cached_property
+    def handle_index_id(self) -> int | None:
+        """TiCDC's `HandleIndexID`: -1 when the PK is the handle (int or clustered),
+        the chosen unique index's id, or None when the table has no handle key
+        (tiflow `cdc/model/schema_storage.go` `WrapTableInfo`, `findHandleIndex`)."""
+        if self.pk_is_handle or self.is_common_handle:
+            return -1
+        candidates = [ix for ix in self.indices if self._is_index_unique_not_null(ix)]
+        for ix in candidates:
+            if ix.primary:
+                return ix.id
+        if not candidates:
+            return None
+        return min(candidates, key=lambda ix: (len(ix.columns), ix.id)).id
+
+    def _is_index_unique_not_null(self, ix: IndexInfo) -> bool:
+        # tiflow schema_storage.go `IsIndexUnique`: primary, or unique with every column
+        # NOT NULL and not virtual generated.
+        if ix.primary:
+            return True
+        if not ix.unique:
+            return False
+        for ic in ix.columns:
+            col = self.columns[ic.offset]
+            if not col.not_null or col.is_virtual_generated:
+                return False
+        return True
+
+    @cached_property
+    def handle_key_columns(self) -> tuple[str, ...]:
+        """Names of the handle-key columns, in table order for a PK handle, index order otherwise."""
+        hid = self.handle_index_id
+        if hid is None:
+            return ()
+        if hid == -1:
+            if self.pk_is_handle:
+                col = self.pk_handle_column
+                return (col.name,) if col else ()
+            pk = self.primary_index
+            return tuple(ic.name for ic in pk.columns) if pk else ()
+        ix = next(ix for ix in self.indices if ix.id == hid)
+        return tuple(ic.name for ic in ix.columns)
+
+    @property
+    def has_handle_key(self) -> bool:
+        """TiCDC's `IsEligible`: tables without one replicate only with force-replicate."""
+        return self.handle_index_id is not None
+
+    @cached_property
+    def visible_columns(self) -> tuple[ColumnInfo, ...]:
+        """Columns TiCDC emits: everything but virtual generated columns (`IsColCDCVisible`)."""
+        return tuple(c for c in self.columns if not c.is_virtual_generated and not c.hidden)
+
+    def ticdc_flags(self, profile: TiCDCFlagProfile = "classic") -> tuple[ColumnFlag, ...]:
+        """TiCDC ColumnFlagType of every column, in table order.
+
+        classic: tiflow HEAD `initColumnsFlag` (PK index columns get no UniqueKey, v8.0+).
+        new-arch: ticdc `initColumnFlags`; generated columns skip the index pass.
+        """
+        return self._classic_flags if profile == "classic" else self._new_arch_flags
+
+    @cached_property
+    def _classic_flags(self) -> tuple[ColumnFlag, ...]:
+        hid = self.handle_index_id
+        flags = [self._column_pass_flag(c, handle_from_pk=hid == -1) for c in self.columns]
+        for ix in self.indices:
+            for ic in ix.columns:
+                flags[ic.offset] |= self._index_pass_flag(ix, hid)
+        return tuple(flags)
+
+    @cached_property
+    def _new_arch_flags(self) -> tuple[ColumnFlag, ...]:
+        handle = set(self.handle_key_columns)
+        flags = [
+            self._column_pass_flag(c, handle_from_pk=self.pk_is_handle) for c in self.columns
+        ]
+        for ix in self.indices:
+            for ic in ix.columns:
+                col = self.columns[ic.offset]
+                if col.is_generated:
+                    continue
+                flag = self._index_pass_flag(ix, None)
+                if col.name in handle:
+                    flag |= ColumnFlag.HANDLE_KEY
+                flags[ic.offset] |= flag
+        return tuple(flags)
+
+    @staticmethod
+    def _column_pass_flag(col: ColumnInfo, *, handle_from_pk: bool) -> ColumnFlag:
+        flag = ColumnFlag.NONE
+        if col.is_binary_charset:
+            flag |= ColumnFlag.BINARY
+        if col.is_generated:
+            flag |= ColumnFlag.GENERATED_COLUMN
+        if col.flag & TiDBFlag.PRI_KEY:
+            flag |= ColumnFlag.PRIMARY_KEY
+            if handle_from_pk:
+                flag |= ColumnFlag.HANDLE_KEY
+        if col.flag & TiDBFlag.UNIQUE_KEY:
+            flag |= ColumnFlag.UNIQUE_KEY
+        if not col.flag & TiDBFlag.NOT_NULL:
+            flag |= ColumnFlag.NULLABLE
+        if col.flag & TiDBFlag.MULTIPLE_KEY:
+            flag |= ColumnFlag.MULTIPLE_KEY
+        if col.flag & TiDBFlag.UNSIGNED:
+            flag |= ColumnFlag.UNSIGNED
+        return flag
+
+    @staticmethod
+    def _index_pass_flag(ix: IndexInfo, handle_index_id: int | None) -> ColumnFlag:
+        flag = ColumnFlag.NONE
+        if ix.primary:
+            flag |= ColumnFlag.PRIMARY_KEY
+        elif ix.unique:
+            flag |= ColumnFlag.UNIQUE_KEY
+        if len(ix.columns) > 1:
+            flag |= ColumnFlag.MULTIPLE_KEY
+        if handle_index_id is not None and handle_index_id >= 0 and ix.id == handle_index_id:
+            flag |= ColumnFlag.HANDLE_KEY
+        return flag
+
+
+def is_int_handle_candidate(col: ColumnInfo) -> bool:
+    """A single-column PK on an integer column becomes the row handle (TiDB `PKIsHandle`)."""
+    return col.tp in INTEGER_TYPES

@@ -1,0 +1,153 @@
+"""Handle-key choice, TiCDC column flags (research ticdc-open-craft-dispatch.md §4), TSOs,
+DDL kinds and located errors."""
+
+import pytest
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.ddl import Catalog
+from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.model import ActionType, TSOClock, compose_ts
+from ticdc_sim.model.tso import logical, physical_ms
+
+
+def run(sql: str, catalog: Catalog | None = None) -> tuple[Catalog, list]:
+    catalog = catalog or Catalog(current_schema="test")
+    events = []
+    for stmt in parse_statements(sql):
+        events += catalog.apply(stmt.expression, stmt.text)
+    return catalog, events
+
+
+@pytest.mark.parametrize(
+    ("ddl", "flags", "handle"),
+    [
+        # research §4.2 worked examples (classic >= v8.0)
+        ("CREATE TABLE t(id INT PRIMARY KEY, a VARCHAR(10) UNIQUE, b INT NOT NULL, c INT, KEY(c))", [11, 80, 1, 97], ("id",)),
+        ("CREATE TABLE t(a VARCHAR(10) PRIMARY KEY /*T![clustered_index] CLUSTERED */, b VARCHAR(10))", [10, 64], ("a",)),
+        ("CREATE TABLE t(a BIT(3), y YEAR, u BIGINT UNSIGNED, bl BLOB, tx TEXT)", [193, 193, 193, 65, 64], ()),
+        # composite clustered PK: PK|HK|MK (+Binary for numeric)
+        ("CREATE TABLE t(a INT, b VARCHAR(5), PRIMARY KEY (a, b) CLUSTERED)", [43, 42], ("a", "b")),
+        # no PK: the NOT NULL unique index with the fewest columns wins (§4.1)
+        ("CREATE TABLE t(a INT NOT NULL, b INT NOT NULL, c INT, UNIQUE KEY u2(a,b), UNIQUE KEY u1(b))", [49, 51, 65], ("b",)),
+        # a nullable unique key is no handle
+        ("CREATE TABLE t(a INT, UNIQUE KEY u(a))", [81], ()),
+        # nonclustered int PK: the PK index is the handle index
+        ("CREATE TABLE t(id INT PRIMARY KEY NONCLUSTERED, v INT)", [11, 65], ("id",)),
+    ],
+)
+def test_ticdc_flags_and_handle_key(ddl: str, flags: list[int], handle: tuple[str, ...]) -> None:
+    catalog, (event,) = run(ddl)
+    info = event.table_info
+    assert [int(f) for f in info.ticdc_flags()] == flags
+    assert info.handle_key_columns == handle
+
+
+def test_clustered_int_pk_is_the_row_handle() -> None:
+    _, (event,) = run("CREATE TABLE t(id BIGINT PRIMARY KEY, v INT)")
+    assert event.table_info.pk_is_handle and event.table_info.handle_index_id == -1
+    _, (event,) = run("CREATE TABLE t(id BIGINT PRIMARY KEY NONCLUSTERED, v INT)")
+    assert not event.table_info.pk_is_handle and event.table_info.handle_index_id == 1
+
+
+def test_tso_clock_is_deterministic_and_increasing() -> None:
+    assert compose_ts(1618639193103, 1) == 424316552636792833
+    assert (physical_ms(449000000000000000), logical(449000000000000000)) == (1712799072265, 163840)
+    a, b = TSOClock(), TSOClock()
+    seq = [a.next() for _ in range(5)]
+    assert seq == [b.next() for _ in range(5)]
+    assert seq == sorted(set(seq))
+    clock = TSOClock.starting_at(449000000000000000)
+    assert clock.next() > 449000000000000000
+
+
+def test_ddl_kinds_ids_and_versions() -> None:
+    sql = """
+    CREATE DATABASE d1;
+    USE_PLACEHOLDER;
+    """
+    catalog = Catalog(current_schema="test")
+    _, events = run(
+        "CREATE DATABASE IF NOT EXISTS d1;"
+        "CREATE TABLE d1.t (id INT PRIMARY KEY, v VARCHAR(10), KEY k(v));"
+        "ALTER TABLE d1.t ADD COLUMN c INT NOT NULL DEFAULT 5 FIRST;"
+        "ALTER TABLE d1.t MODIFY COLUMN v VARCHAR(20);"
+        "ALTER TABLE d1.t CHANGE COLUMN c c2 BIGINT;"
+        "ALTER TABLE d1.t RENAME COLUMN c2 TO c3;"
+        "ALTER TABLE d1.t ALTER COLUMN c3 SET DEFAULT 7;"
+        "ALTER TABLE d1.t RENAME INDEX k TO k2;"
+        "ALTER TABLE d1.t DROP INDEX k2;"
+        "CREATE UNIQUE INDEX u ON d1.t (c3);"
+        "DROP INDEX u ON d1.t;"
+        "ALTER TABLE d1.t DROP COLUMN c3;"
+        "ALTER TABLE d1.t COMMENT = 'x';"
+        "TRUNCATE TABLE d1.t;"
+        "RENAME TABLE d1.t TO d1.t2;"
+        "CREATE TABLE d1.p (id INT) PARTITION BY HASH(id) PARTITIONS 4;"
+        "ALTER TABLE d1.p TRUNCATE PARTITION p1;"
+        "CREATE VIEW d1.v AS SELECT 1;"
+        "DROP VIEW d1.v;"
+        "DROP TABLE d1.t2, d1.p;"
+        "DROP DATABASE d1;",
+        catalog,
+    )
+    assert [e.action for e in events] == [
+        ActionType.CREATE_SCHEMA, ActionType.CREATE_TABLE, ActionType.ADD_COLUMN,
+        ActionType.MODIFY_COLUMN, ActionType.MODIFY_COLUMN, ActionType.MODIFY_COLUMN,
+        ActionType.SET_DEFAULT_VALUE, ActionType.RENAME_INDEX, ActionType.DROP_INDEX,
+        ActionType.ADD_INDEX, ActionType.DROP_INDEX, ActionType.DROP_COLUMN,
+        ActionType.MODIFY_TABLE_COMMENT, ActionType.TRUNCATE_TABLE, ActionType.RENAME_TABLE,
+        ActionType.CREATE_TABLE, ActionType.TRUNCATE_TABLE_PARTITION, ActionType.CREATE_VIEW,
+        ActionType.DROP_VIEW, ActionType.DROP_TABLE, ActionType.DROP_TABLE, ActionType.DROP_SCHEMA,
+    ]
+    versions = [e.schema_version for e in events]
+    assert versions == list(range(1, len(events) + 1))
+    commit = [e.commit_ts for e in events]
+    assert commit == sorted(set(commit))
+    add_col = events[2].table_info
+    assert [c.name for c in add_col.columns] == ["c", "id", "v"]
+    truncate = events[13]
+    assert truncate.table_info.id != truncate.pre_table_info.id
+    part = events[16]
+    assert part.table_info.physical_ids[1] != part.pre_table_info.physical_ids[1]
+    assert part.table_info.physical_ids[0] == part.pre_table_info.physical_ids[0]
+    assert events[19].query == "DROP TABLE `d1`.`t2`"
+    del sql
+
+
+def test_multi_rename_is_one_event_per_table() -> None:
+    _, events = run("CREATE TABLE a (i INT); CREATE TABLE b (i INT); RENAME TABLE a TO a2, b TO b2;")
+    assert [(e.action, e.query) for e in events[2:]] == [
+        (ActionType.RENAME_TABLE, "RENAME TABLE `test`.`a` TO `test`.`a2`"),
+        (ActionType.RENAME_TABLE, "RENAME TABLE `test`.`b` TO `test`.`b2`"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "code"),
+    [
+        ("CREATE TABLE t (a INT); CREATE TABLE t (b INT)", 1050),
+        ("CREATE TABLE t (a INT, a INT)", 1060),
+        ("DROP TABLE nope", 1051),
+        ("CREATE TABLE t (a INT); ALTER TABLE t DROP COLUMN zz", 1091),
+        ("CREATE TABLE t (a INT, KEY (zz))", 1072),
+        ("CREATE TABLE t (id INT AUTO_RANDOM PRIMARY KEY)", 8216),
+        ("CREATE TABLE t (a DECIMAL(70, 2))", 1426),
+    ],
+)
+def test_bad_ddl_errors_and_leaves_catalog_unchanged(sql: str, code: int) -> None:
+    catalog = Catalog(current_schema="test")
+    *good, bad = list(parse_statements(sql))
+    for stmt in good:
+        catalog.apply(stmt.expression, stmt.text)
+    before = {k: dict(v.tables) for k, v in catalog.schemas.items()}
+    with pytest.raises(SQLError) as info:
+        catalog.apply(bad.expression, bad.text)
+    assert info.value.code == code
+    assert {k: dict(v.tables) for k, v in catalog.schemas.items()} == before
+
+
+def test_syntax_error_is_located() -> None:
+    with pytest.raises(SQLError) as info:
+        list(parse_statements("CREATE TABLE ok (a INT);\nCREATE TABLE bad (a INT,,);", "x.sql"))
+    assert str(info.value).startswith("x.sql:2:")
+    assert "CREATE TABLE bad" in str(info.value)
