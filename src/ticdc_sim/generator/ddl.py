@@ -403,7 +403,7 @@ class Catalog:
     def _drop_index(self, node: exp.Drop, source: str) -> list[DDLEvent]:
         on = node.args.get("cluster")
         target = on.this if isinstance(on, exp.OnProperty) else None
-        index_name = node.this.name
+        index_name = _drop_target(node).name
         if target is None:
             raise SQLError("DROP INDEX needs ON <table>")
         schema_name, name = self._table_ref(target)
@@ -434,6 +434,15 @@ class Catalog:
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _drop_target(node: exp.Drop) -> exp.Expression:
+    """The object a DROP names: sqlglot keeps it in `tables` (or `this` for some kinds)."""
+    tables = node.args.get("tables") or []
+    target = tables[0] if tables else node.this
+    if target is None:
+        raise SQLError("DROP without a name")
+    return target
 
 
 def _qualified(table: exp.Expression) -> str:
@@ -950,7 +959,7 @@ class AlterApplier:
         t = self.table
         kind = (action.kind or "COLUMN").upper()
         if kind == "COLUMN":
-            name = action.this.name
+            name = _drop_target(action).name
             col = t.column(name)
             if col is None:
                 if action.args.get("exists"):
@@ -964,7 +973,7 @@ class AlterApplier:
             columns = [c for c in info.columns if c.name.lower() != name.lower()]
             return _reindex(info, columns).evolve(pk_is_handle=info.pk_is_handle and not col.flag & TiDBFlag.PRI_KEY), ActionType.DROP_COLUMN
         if kind in ("INDEX", "KEY"):
-            return TableBuilder.drop_index(t, action.this.name, bool(action.args.get("exists"))), ActionType.DROP_INDEX
+            return TableBuilder.drop_index(t, _drop_target(action).name, bool(action.args.get("exists"))), ActionType.DROP_INDEX
         if kind == "PRIMARY KEY" or (action.this is None and kind == "PRIMARY"):
             if t.pk_is_handle or t.is_common_handle:
                 raise SQLError("Unsupported drop primary key when the table is using clustered index", code=8200)
