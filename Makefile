@@ -18,8 +18,8 @@ run: $(STAMP)
 	$(BIN)/ticdc-sim ddl examples/shop.sql
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
 test: lint

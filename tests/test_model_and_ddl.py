@@ -22,13 +22,29 @@ def run(sql: str, catalog: Catalog | None = None) -> tuple[Catalog, list]:
     ("ddl", "flags", "handle"),
     [
         # research §4.2 worked examples (classic >= v8.0)
-        ("CREATE TABLE t(id INT PRIMARY KEY, a VARCHAR(10) UNIQUE, b INT NOT NULL, c INT, KEY(c))", [11, 80, 1, 97], ("id",)),
-        ("CREATE TABLE t(a VARCHAR(10) PRIMARY KEY /*T![clustered_index] CLUSTERED */, b VARCHAR(10))", [10, 64], ("a",)),
-        ("CREATE TABLE t(a BIT(3), y YEAR, u BIGINT UNSIGNED, bl BLOB, tx TEXT)", [193, 193, 193, 65, 64], ()),
+        (
+            "CREATE TABLE t(id INT PRIMARY KEY, a VARCHAR(10) UNIQUE, b INT NOT NULL, c INT, KEY(c))",
+            [11, 80, 1, 97],
+            ("id",),
+        ),
+        (
+            "CREATE TABLE t(a VARCHAR(10) PRIMARY KEY /*T![clustered_index] CLUSTERED */, b VARCHAR(10))",
+            [10, 64],
+            ("a",),
+        ),
+        (
+            "CREATE TABLE t(a BIT(3), y YEAR, u BIGINT UNSIGNED, bl BLOB, tx TEXT)",
+            [193, 193, 193, 65, 64],
+            (),
+        ),
         # composite clustered PK: PK|HK|MK (+Binary for numeric)
         ("CREATE TABLE t(a INT, b VARCHAR(5), PRIMARY KEY (a, b) CLUSTERED)", [43, 42], ("a", "b")),
         # no PK: the NOT NULL unique index with the fewest columns wins (§4.1)
-        ("CREATE TABLE t(a INT NOT NULL, b INT NOT NULL, c INT, UNIQUE KEY u2(a,b), UNIQUE KEY u1(b))", [49, 51, 65], ("b",)),
+        (
+            "CREATE TABLE t(a INT NOT NULL, b INT NOT NULL, c INT, UNIQUE KEY u2(a,b), UNIQUE KEY u1(b))",
+            [49, 51, 65],
+            ("b",),
+        ),
         # a nullable unique key is no handle
         ("CREATE TABLE t(a INT, UNIQUE KEY u(a))", [81], ()),
         # nonclustered int PK: the PK index is the handle index
@@ -61,10 +77,6 @@ def test_tso_clock_is_deterministic_and_increasing() -> None:
 
 
 def test_ddl_kinds_ids_and_versions() -> None:
-    sql = """
-    CREATE DATABASE d1;
-    USE_PLACEHOLDER;
-    """
     catalog = Catalog(current_schema="test")
     _, events = run(
         "CREATE DATABASE IF NOT EXISTS d1;"
@@ -91,13 +103,28 @@ def test_ddl_kinds_ids_and_versions() -> None:
         catalog,
     )
     assert [e.action for e in events] == [
-        ActionType.CREATE_SCHEMA, ActionType.CREATE_TABLE, ActionType.ADD_COLUMN,
-        ActionType.MODIFY_COLUMN, ActionType.MODIFY_COLUMN, ActionType.MODIFY_COLUMN,
-        ActionType.SET_DEFAULT_VALUE, ActionType.RENAME_INDEX, ActionType.DROP_INDEX,
-        ActionType.ADD_INDEX, ActionType.DROP_INDEX, ActionType.DROP_COLUMN,
-        ActionType.MODIFY_TABLE_COMMENT, ActionType.TRUNCATE_TABLE, ActionType.RENAME_TABLE,
-        ActionType.CREATE_TABLE, ActionType.TRUNCATE_TABLE_PARTITION, ActionType.CREATE_VIEW,
-        ActionType.DROP_VIEW, ActionType.DROP_TABLE, ActionType.DROP_TABLE, ActionType.DROP_SCHEMA,
+        ActionType.CREATE_SCHEMA,
+        ActionType.CREATE_TABLE,
+        ActionType.ADD_COLUMN,
+        ActionType.MODIFY_COLUMN,
+        ActionType.MODIFY_COLUMN,
+        ActionType.MODIFY_COLUMN,
+        ActionType.SET_DEFAULT_VALUE,
+        ActionType.RENAME_INDEX,
+        ActionType.DROP_INDEX,
+        ActionType.ADD_INDEX,
+        ActionType.DROP_INDEX,
+        ActionType.DROP_COLUMN,
+        ActionType.MODIFY_TABLE_COMMENT,
+        ActionType.TRUNCATE_TABLE,
+        ActionType.RENAME_TABLE,
+        ActionType.CREATE_TABLE,
+        ActionType.TRUNCATE_TABLE_PARTITION,
+        ActionType.CREATE_VIEW,
+        ActionType.DROP_VIEW,
+        ActionType.DROP_TABLE,
+        ActionType.DROP_TABLE,
+        ActionType.DROP_SCHEMA,
     ]
     versions = [e.schema_version for e in events]
     assert versions == list(range(1, len(events) + 1))
@@ -111,11 +138,95 @@ def test_ddl_kinds_ids_and_versions() -> None:
     assert part.table_info.physical_ids[1] != part.pre_table_info.physical_ids[1]
     assert part.table_info.physical_ids[0] == part.pre_table_info.physical_ids[0]
     assert events[19].query == "DROP TABLE `d1`.`t2`"
-    del sql
+
+
+def test_more_ddl_kinds() -> None:
+    catalog, events = run(
+        "CREATE TABLE IF NOT EXISTS t (id INT NOT NULL, v INT DEFAULT 1, s CHAR(2)) CHARSET=latin1;"
+        "CREATE TABLE IF NOT EXISTS t (x INT);"  # exists: no event, as in TiDB
+        "CREATE TABLE t_like LIKE t;"
+        "ALTER TABLE t ADD PRIMARY KEY (id);"
+        "ALTER TABLE t ALTER COLUMN v DROP DEFAULT;"
+        "ALTER TABLE t DROP PRIMARY KEY;"
+        "ALTER TABLE t ADD UNIQUE KEY uv (v);"
+        "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4;"
+        "CREATE TABLE r (id INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10));"
+        "ALTER TABLE r ADD PARTITION (PARTITION p1 VALUES LESS THAN (20));"
+        "ALTER TABLE r DROP PARTITION p0;"
+        "DROP DATABASE IF EXISTS nowhere;"  # absent: no event
+        "DROP TABLE IF EXISTS nothing;"
+    )
+    assert [e.action for e in events] == [
+        ActionType.CREATE_TABLE,
+        ActionType.CREATE_TABLE,
+        ActionType.ADD_PRIMARY_KEY,
+        ActionType.SET_DEFAULT_VALUE,
+        ActionType.DROP_PRIMARY_KEY,
+        ActionType.ADD_INDEX,
+        ActionType.MODIFY_TABLE_CHARSET_AND_COLLATE,
+        ActionType.CREATE_TABLE,
+        ActionType.ADD_TABLE_PARTITION,
+        ActionType.DROP_TABLE_PARTITION,
+    ]
+    t = catalog.table("test", "t")
+    like = catalog.table("test", "t_like")
+    assert like.id != events[0].table_info.id
+    assert [c.name for c in like.columns] == ["id", "v", "s"]
+    assert (like.columns[1].charset, like.columns[2].charset) == ("binary", "latin1")
+    assert t.columns[1].default is None
+    assert (t.charset, t.columns[2].charset, t.columns[2].collation) == (
+        "utf8mb4",
+        "utf8mb4",
+        "utf8mb4_bin",
+    )
+    assert t.columns[1].charset == "binary"
+    assert events[2].query == "ALTER TABLE `t` ADD PRIMARY KEY(`id`)"
+    assert not events[2].table_info.pk_is_handle  # a PK added later is nonclustered
+    assert events[3].query == "ALTER TABLE `t` ALTER COLUMN `v` DROP DEFAULT"
+    assert events[6].query == "ALTER TABLE `t` CONVERT TO CHARACTER SET UTF8MB4"
+    assert [i.name for i in t.indices] == ["uv"]
+    added, dropped = events[8].table_info.partition, events[9].table_info.partition
+    assert [p.name for p in added.definitions] == ["p0", "p1"]
+    assert [p.name for p in dropped.definitions] == ["p1"]
+    assert dropped.definitions[0].id == added.definitions[1].id
+
+
+def test_column_attributes() -> None:
+    _, (event,) = run(
+        "CREATE TABLE t ("
+        " i INT UNSIGNED ZEROFILL AUTO_INCREMENT PRIMARY KEY,"
+        " d DECIMAL, f FLOAT, dt DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3)"
+        "   ON UPDATE CURRENT_TIMESTAMP(3),"
+        " e ENUM('a', 'b') DEFAULT 'b' COMMENT 'pick one',"
+        " s SET('x', 'y'), vb VARBINARY(8), bi BIT,"
+        " g INT AS (i + 1) VIRTUAL, gs INT GENERATED ALWAYS AS (i * 2) STORED,"
+        " c CHAR"
+        ")"
+    )
+    cols = {c.name: c for c in event.table_info.columns}
+    i = cols["i"]
+    assert (i.tp, i.flen, i.unsigned, i.auto_increment, i.not_null) == (3, 10, True, True, True)
+    assert (cols["d"].tp, cols["d"].flen, cols["d"].decimal) == (246, 10, 0)
+    assert (cols["f"].tp, cols["f"].flen, cols["f"].decimal) == (4, 12, -1)
+    dt = cols["dt"]
+    assert (dt.tp, dt.decimal, dt.on_update_now) == (12, 3, True)
+    assert dt.default is not None and dt.default.kind == "now"
+    e = cols["e"]
+    assert (e.tp, e.elems, e.comment, e.charset) == (247, ("a", "b"), "pick one", "utf8mb4")
+    assert e.default is not None and e.default.value == "b"
+    assert (cols["s"].tp, cols["s"].elems) == (248, ("x", "y"))
+    assert (cols["vb"].tp, cols["vb"].charset, cols["vb"].collation) == (15, "binary", "binary")
+    assert (cols["bi"].tp, cols["bi"].flen, cols["bi"].unsigned) == (16, 1, True)
+    assert (cols["g"].generated_expr, cols["g"].generated_stored) == ("`i`+1", False)
+    assert (cols["gs"].generated_expr, cols["gs"].generated_stored) == ("`i`*2", True)
+    assert (cols["c"].tp, cols["c"].flen, cols["c"].collation) == (254, 1, "utf8mb4_bin")
+    assert i.charset == "binary"
 
 
 def test_multi_rename_is_one_event_per_table() -> None:
-    _, events = run("CREATE TABLE a (i INT); CREATE TABLE b (i INT); RENAME TABLE a TO a2, b TO b2;")
+    _, events = run(
+        "CREATE TABLE a (i INT); CREATE TABLE b (i INT); RENAME TABLE a TO a2, b TO b2;"
+    )
     assert [(e.action, e.query) for e in events[2:]] == [
         (ActionType.RENAME_TABLE, "RENAME TABLE `test`.`a` TO `test`.`a2`"),
         (ActionType.RENAME_TABLE, "RENAME TABLE `test`.`b` TO `test`.`b2`"),

@@ -12,7 +12,9 @@ import pytest
 from ticdc_sim.generator.ddl import Catalog
 from ticdc_sim.generator.script import parse_statements
 
-VECTORS = json.loads((Path(__file__).parent / "vectors/tiflow_add_special_comment.json").read_text())
+VECTORS = json.loads(
+    (Path(__file__).parent / "vectors/tiflow_add_special_comment.json").read_text()
+)
 
 
 @pytest.mark.parametrize(("sql", "expected"), VECTORS["cases"])

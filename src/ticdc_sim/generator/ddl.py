@@ -8,7 +8,7 @@ Nothing changes when a statement fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -95,13 +95,13 @@ DEFAULT_SCHEMA_ID = 2  # `test` in a freshly bootstrapped TiDB
 FIRST_USER_ID = 100
 
 
-def restore(node: exp.Expression) -> str:
+def restore(node: exp.Expr) -> str:
     """TiDB's restored text of a node (what TiCDC puts in a DDL message)."""
     # not `generate()`: it strips, and TiDB's restore keeps a trailing separator space
     return _RESTORE.sql(node.copy())
 
 
-def _lit(node: exp.Expression | None) -> int:
+def _lit(node: exp.Expr | None) -> int:
     if not isinstance(node, exp.Literal) or node.is_string:
         raise SQLError(f"expected a number, found {node.sql() if node else 'nothing'}")
     return int(node.this)
@@ -143,7 +143,9 @@ class Catalog:
     def table(self, schema: str | None, name: str) -> TableInfo:
         found = self.schema(schema or self.current_schema).tables.get(name.lower())
         if found is None:
-            raise SQLError(f"Table '{schema or self.current_schema}.{name}' doesn't exist", code=1146)
+            raise SQLError(
+                f"Table '{schema or self.current_schema}.{name}' doesn't exist", code=1146
+            )
         return found
 
     def find_table(self, schema: str | None, name: str) -> TableInfo | None:
@@ -154,7 +156,7 @@ class Catalog:
         self.next_global_id += 1
         return self.next_global_id - 1
 
-    def _table_ref(self, node: exp.Expression) -> tuple[str, str]:
+    def _table_ref(self, node: exp.Expr) -> tuple[str, str]:
         if not isinstance(node, exp.Table):
             node = node.find(exp.Table) or node
         schema = node.text("db") or self.current_schema
@@ -164,7 +166,7 @@ class Catalog:
 
     # -- applying DDL ------------------------------------------------------------------------
 
-    def apply(self, node: exp.Expression, source: str = "") -> list[DDLEvent]:
+    def apply(self, node: exp.Expr, source: str = "") -> list[DDLEvent]:
         """Apply one DDL statement; returns the DDL events TiCDC would emit (maybe none).
 
         Raises SQLError (catalog unchanged) for DDL TiDB would reject and for kinds not modelled.
@@ -183,7 +185,7 @@ class Catalog:
             self.schemas, self.next_global_id, self.schema_version = snapshot
             raise
 
-    def _handler(self, node: exp.Expression) -> Callable[[Any, str], list[DDLEvent]] | None:
+    def _handler(self, node: exp.Expr) -> Callable[[Any, str], list[DDLEvent]] | None:
         if isinstance(node, exp.Create):
             return {
                 "DATABASE": self._create_schema,
@@ -205,6 +207,7 @@ class Catalog:
             d.RenameTables: self._rename_tables,
             exp.TruncateTable: self._truncate_table,
             d.AlterDatabase: self._alter_schema,
+            exp.Use: self._use,
         }
         return table_handlers.get(type(node))
 
@@ -248,11 +251,17 @@ class Catalog:
         charset, collation = _charset_options(node.args.get("properties"), "utf8mb4", None)
         self.schemas[name.lower()] = SchemaInfo(self._alloc_id(), name, charset, collation)
         exists = "IF NOT EXISTS " if node.args.get("exists") else ""
-        query = f"CREATE DATABASE {exists}`{name}`" + _schema_options_sql(node.args.get("properties"))
+        query = f"CREATE DATABASE {exists}`{name}`" + _schema_options_sql(
+            node.args.get("properties")
+        )
         return [self._event(ActionType.CREATE_SCHEMA, query, name, "", None, None, source)]
 
+    def _use(self, node: exp.Use, source: str) -> list[DDLEvent]:
+        self.current_schema = self.schema(node.this.name).name
+        return []
+
     def _drop_schema(self, node: exp.Drop, source: str) -> list[DDLEvent]:
-        name = node.this.name
+        name = _drop_target(node).name
         if name.lower() not in self.schemas:
             if node.args.get("exists"):
                 return []
@@ -261,7 +270,17 @@ class Catalog:
         if self.current_schema and self.current_schema.lower() == name.lower():
             self.current_schema = None
         exists = "IF EXISTS " if node.args.get("exists") else ""
-        return [self._event(ActionType.DROP_SCHEMA, f"DROP DATABASE {exists}`{name}`", name, "", None, None, source)]
+        return [
+            self._event(
+                ActionType.DROP_SCHEMA,
+                f"DROP DATABASE {exists}`{name}`",
+                name,
+                "",
+                None,
+                None,
+                source,
+            )
+        ]
 
     def _alter_schema(self, node: d.AlterDatabase, source: str) -> list[DDLEvent]:
         schema = self.schema(node.this.name if node.this else self.current_schema)
@@ -270,12 +289,24 @@ class Catalog:
         )
         schema.charset, schema.collation = charset, collation
         opts = " ".join(
-            f"CHARACTER SET = {o.this.name}" if isinstance(o, exp.CharacterSetProperty) else f"COLLATE = {o.this.name}"
+            f"CHARACTER SET = {o.this.name}"
+            if isinstance(o, exp.CharacterSetProperty)
+            else f"COLLATE = {o.this.name}"
             for o in node.args.get("options") or []
             if isinstance(o, exp.CharacterSetProperty | exp.CollateProperty)
         )
         query = f"ALTER DATABASE `{schema.name}` {opts}"
-        return [self._event(ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE, query, schema.name, "", None, None, source)]
+        return [
+            self._event(
+                ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE,
+                query,
+                schema.name,
+                "",
+                None,
+                None,
+                source,
+            )
+        ]
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -294,7 +325,9 @@ class Catalog:
         else:
             info = TableBuilder(self, schema, name).build(node)
         return [
-            self._event(ActionType.CREATE_TABLE, restore(node), schema.name, name, info, None, source)
+            self._event(
+                ActionType.CREATE_TABLE, restore(node), schema.name, name, info, None, source
+            )
         ]
 
     def _copy_for_like(self, src: TableInfo, schema: str, name: str) -> TableInfo:
@@ -319,10 +352,18 @@ class Catalog:
             raise SQLError(f"Table '{name}' already exists", code=1050)
         select = node.expression
         info = TableInfo(
-            id=self._alloc_id(), schema=schema.name, name=name, columns=(), is_view=True,
+            id=self._alloc_id(),
+            schema=schema.name,
+            name=name,
+            columns=(),
+            is_view=True,
             view_select=restore(select) if select else "",
         )
-        return [self._event(ActionType.CREATE_VIEW, restore(node), schema.name, name, info, None, source)]
+        return [
+            self._event(
+                ActionType.CREATE_VIEW, restore(node), schema.name, name, info, None, source
+            )
+        ]
 
     def _drop_table(self, node: exp.Drop, source: str) -> list[DDLEvent]:
         events = []
@@ -336,19 +377,31 @@ class Catalog:
             del self.schemas[found.schema.lower()].tables[name.lower()]
             # tiflow `DDLEvent.FromJobWithArgs` rewrites every dropped table's query.
             query = f"DROP TABLE `{found.schema}`.`{found.name}`"
-            events.append(self._event(ActionType.DROP_TABLE, query, found.schema, found.name, None, found, source))
+            events.append(
+                self._event(
+                    ActionType.DROP_TABLE, query, found.schema, found.name, None, found, source
+                )
+            )
         return events
 
     def _drop_view(self, node: exp.Drop, source: str) -> list[DDLEvent]:
-        schema_name, name = self._table_ref(node.this)
-        found = self.find_table(schema_name, name)
-        if found is None or not found.is_view:
-            if node.args.get("exists"):
-                return []
-            raise SQLError(f"Unknown view '{schema_name}.{name}'", code=1051)
-        del self.schemas[found.schema.lower()].tables[name.lower()]
-        query = f"DROP VIEW `{found.schema}`.`{found.name}`"
-        return [self._event(ActionType.DROP_VIEW, query, found.schema, found.name, None, found, source)]
+        # TiDB runs one job per named view, like DROP TABLE.
+        events = []
+        for view in node.args.get("tables") or []:
+            schema_name, name = self._table_ref(view)
+            found = self.find_table(schema_name, name)
+            if found is None or not found.is_view:
+                if node.args.get("exists"):
+                    continue
+                raise SQLError(f"Unknown view '{schema_name}.{name}'", code=1051)
+            del self.schemas[found.schema.lower()].tables[name.lower()]
+            query = f"DROP VIEW `{found.schema}`.`{found.name}`"
+            events.append(
+                self._event(
+                    ActionType.DROP_VIEW, query, found.schema, found.name, None, found, source
+                )
+            )
+        return events
 
     def _truncate_table(self, node: exp.TruncateTable, source: str) -> list[DDLEvent]:
         events = []
@@ -360,11 +413,17 @@ class Catalog:
             if partition:
                 partition = replace(
                     partition,
-                    definitions=tuple(replace(p, id=self._alloc_id()) for p in partition.definitions),
+                    definitions=tuple(
+                        replace(p, id=self._alloc_id()) for p in partition.definitions
+                    ),
                 )
             after = before.evolve(id=new_id, partition=partition)
             query = f"TRUNCATE TABLE {_qualified(table)}"
-            events.append(self._event(ActionType.TRUNCATE_TABLE, query, before.schema, name, after, before, source))
+            events.append(
+                self._event(
+                    ActionType.TRUNCATE_TABLE, query, before.schema, name, after, before, source
+                )
+            )
         return events
 
     def _rename_tables(self, node: d.RenameTables, source: str) -> list[DDLEvent]:
@@ -382,11 +441,15 @@ class Catalog:
             # Every table of a multi-table RENAME becomes its own RENAME TABLE event
             # (tiflow `cdc/model/sink.go` `FromJobWithArgs`); a single one keeps the restore.
             if len(pairs) > 1:
-                query = f"RENAME TABLE `{before.schema}`.`{old_name}` TO `{target.name}`.`{new_name}`"
+                query = (
+                    f"RENAME TABLE `{before.schema}`.`{old_name}` TO `{target.name}`.`{new_name}`"
+                )
             else:
                 query = restore(node)
             events.append(
-                self._event(ActionType.RENAME_TABLE, query, target.name, new_name, after, before, source)
+                self._event(
+                    ActionType.RENAME_TABLE, query, target.name, new_name, after, before, source
+                )
             )
         return events
 
@@ -398,7 +461,11 @@ class Catalog:
         columns = [c for c in params.args.get("columns") or []] if params else []
         unique = bool(index.args.get("unique"))
         after = TableBuilder.add_index(before, index.name, columns, unique=unique, primary=False)
-        return [self._event(ActionType.ADD_INDEX, restore(node), before.schema, name, after, before, source)]
+        return [
+            self._event(
+                ActionType.ADD_INDEX, restore(node), before.schema, name, after, before, source
+            )
+        ]
 
     def _drop_index(self, node: exp.Drop, source: str) -> list[DDLEvent]:
         on = node.args.get("cluster")
@@ -411,7 +478,11 @@ class Catalog:
         after = TableBuilder.drop_index(before, index_name, bool(node.args.get("exists")))
         if after is before:
             return []
-        return [self._event(ActionType.DROP_INDEX, restore(node), before.schema, name, after, before, source)]
+        return [
+            self._event(
+                ActionType.DROP_INDEX, restore(node), before.schema, name, after, before, source
+            )
+        ]
 
     def _alter_table(self, node: exp.Alter, source: str) -> list[DDLEvent]:
         if node.kind != "TABLE":
@@ -436,21 +507,23 @@ class Catalog:
 # --------------------------------------------------------------------------------------------
 
 
-def _drop_target(node: exp.Drop) -> exp.Expression:
+def _drop_target(node: exp.Drop) -> exp.Expr:
     """The object a DROP names: sqlglot keeps it in `tables` (or `this` for some kinds)."""
     tables = node.args.get("tables") or []
     target = tables[0] if tables else node.this
-    if target is None:
+    if not isinstance(target, exp.Expr):
         raise SQLError("DROP without a name")
     return target
 
 
-def _qualified(table: exp.Expression) -> str:
+def _qualified(table: exp.Expr) -> str:
     db = table.text("db")
     return f"`{db}`.`{table.name}`" if db else f"`{table.name}`"
 
 
-def _charset_options(props: exp.Expression | None, charset: str, collation: str | None) -> tuple[str, str]:
+def _charset_options(
+    props: exp.Expr | None, charset: str, collation: str | None
+) -> tuple[str, str]:
     for p in props.expressions if props else []:
         if isinstance(p, exp.CharacterSetProperty):
             charset = p.this.name.lower()
@@ -461,7 +534,7 @@ def _charset_options(props: exp.Expression | None, charset: str, collation: str 
     return charset, collation or DEFAULT_COLLATION_OF.get(charset, f"{charset}_bin")
 
 
-def _schema_options_sql(props: exp.Expression | None) -> str:
+def _schema_options_sql(props: exp.Expr | None) -> str:
     parts = []
     for p in props.expressions if props else []:
         if isinstance(p, exp.CharacterSetProperty):
@@ -474,16 +547,20 @@ def _schema_options_sql(props: exp.Expression | None) -> str:
 class TableBuilder:
     """Builds a TableInfo from CREATE TABLE the way TiDB's `buildTableInfo` does."""
 
-    def __init__(self, catalog: Catalog, schema: SchemaInfo, name: str) -> None:
+    def __init__(
+        self, catalog: Catalog, schema: SchemaInfo, name: str, *, altering: bool = False
+    ) -> None:
         self.catalog = catalog
         self.schema = schema
         self.name = name
+        self.altering = altering
 
     def build(self, node: exp.Create) -> TableInfo:
         props = node.args.get("properties")
         charset, collation = _charset_options(props, self.schema.charset, None)
         if charset == self.schema.charset and not any(
-            isinstance(p, exp.CollateProperty | exp.CharacterSetProperty) for p in (props.expressions if props else [])
+            isinstance(p, exp.CollateProperty | exp.CharacterSetProperty)
+            for p in (props.expressions if props else [])
         ):
             collation = self.schema.collation
         schema = node.this
@@ -494,7 +571,7 @@ class TableBuilder:
             raise SQLError("A table must have at least 1 column", code=1113)
         seen: set[str] = set()
         columns: list[ColumnInfo] = []
-        column_constraints: list[tuple[str, exp.Expression]] = []
+        column_constraints: list[tuple[str, exp.Expr]] = []
         for offset, cdef in enumerate(column_defs):
             if cdef.name.lower() in seen:
                 raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
@@ -503,8 +580,13 @@ class TableBuilder:
             columns.append(col)
             column_constraints += [(col.name, k) for k in keys]
         table = TableInfo(
-            id=0, schema=self.schema.name, name=self.name, columns=tuple(columns),
-            charset=charset, collation=collation, max_column_id=len(columns),
+            id=0,
+            schema=self.schema.name,
+            name=self.name,
+            columns=tuple(columns),
+            charset=charset,
+            collation=collation,
+            max_column_id=len(columns),
         )
         # TiDB appends the constraints of column definitions after the table-level ones.
         table_constraints = [e for e in schema.expressions if not isinstance(e, exp.ColumnDef)]
@@ -513,7 +595,14 @@ class TableBuilder:
         for col_name, kind in column_constraints:
             ref = [exp.column(col_name)]
             if isinstance(kind, exp.PrimaryKeyColumnConstraint):
-                table = self.add_index(table, "PRIMARY", ref, primary=True, unique=True, options=kind.args.get("options"))
+                table = self.add_index(
+                    table,
+                    "PRIMARY",
+                    ref,
+                    primary=True,
+                    unique=True,
+                    options=kind.args.get("options"),
+                )
             else:
                 table = self.add_index(table, col_name, ref, unique=True, primary=False)
         table = _apply_table_options(table, props)
@@ -523,7 +612,7 @@ class TableBuilder:
             table = table.evolve(partition=build_partition(self.catalog, table, partition, []))
         return table
 
-    def _apply_table_constraint(self, table: TableInfo, constraint: exp.Expression) -> TableInfo:
+    def _apply_table_constraint(self, table: TableInfo, constraint: exp.Expr) -> TableInfo:
         name = None
         if isinstance(constraint, exp.Constraint):
             name = constraint.name
@@ -532,7 +621,15 @@ class TableBuilder:
                 return table
             constraint = inner[0]
         if isinstance(constraint, exp.PrimaryKey):
-            return self.add_index(table, "PRIMARY", constraint.expressions, primary=True, unique=True, options=constraint.args.get("options"))
+            return self.add_index(
+                table,
+                "PRIMARY",
+                constraint.expressions,
+                primary=True,
+                unique=True,
+                options=constraint.args.get("options"),
+                altering=self.altering,
+            )
         if isinstance(constraint, exp.UniqueColumnConstraint):
             target = constraint.this
             cols = target.expressions if isinstance(target, exp.Schema) else []
@@ -541,8 +638,12 @@ class TableBuilder:
         if isinstance(constraint, exp.IndexColumnConstraint):
             kind = constraint.text("kind").upper()
             return self.add_index(
-                table, constraint.name or name, constraint.expressions,
-                unique=kind == "UNIQUE", primary=False, kind=kind if kind in ("FULLTEXT", "SPATIAL") else "",
+                table,
+                constraint.name or name,
+                constraint.expressions,
+                unique=kind == "UNIQUE",
+                primary=False,
+                kind=kind if kind in ("FULLTEXT", "SPATIAL") else "",
             )
         # FOREIGN KEY and CHECK constraints do not shape what TiCDC emits.
         return table
@@ -551,12 +652,13 @@ class TableBuilder:
     def add_index(
         table: TableInfo,
         name: str | None,
-        parts: list[exp.Expression],
+        parts: Sequence[exp.Expr],
         *,
         unique: bool,
         primary: bool,
         kind: str = "",
         options: list[Any] | None = None,
+        altering: bool = False,
     ) -> TableInfo:
         columns = list(table.columns)
         index_columns = []
@@ -583,11 +685,21 @@ class TableBuilder:
         elif not primary and table.index(name):
             raise SQLError(f"Duplicate key name '{name}'", code=1061)
         clustered = _clustered_option(options)
+        if primary and altering:
+            # TiDB cannot re-cluster existing rows: a PK added later is always nonclustered.
+            if clustered:
+                raise SQLError(
+                    "Adding clustered primary key is not supported. "
+                    "Please consider adding NONCLUSTERED primary key instead",
+                    code=8200,
+                )
+            clustered = False
         if primary:
             for ic in index_columns:
                 col = columns[ic.offset]
                 columns[ic.offset] = replace(
-                    col, flag=(col.flag | TiDBFlag.PRI_KEY | TiDBFlag.NOT_NULL) & ~TiDBFlag.UNIQUE_KEY
+                    col,
+                    flag=(col.flag | TiDBFlag.PRI_KEY | TiDBFlag.NOT_NULL) & ~TiDBFlag.UNIQUE_KEY,
                 )
             first = columns[index_columns[0].offset]
             # TiDB: a single integer PK column is the row handle unless NONCLUSTERED.
@@ -600,13 +712,19 @@ class TableBuilder:
             elif not first.flag & (TiDBFlag.PRI_KEY | TiDBFlag.UNIQUE_KEY):
                 columns[first.offset] = replace(first, flag=first.flag | TiDBFlag.MULTIPLE_KEY)
         index = IndexInfo(
-            id=table.max_index_id + 1, name=name, columns=tuple(index_columns),
-            primary=primary, unique=unique or primary, kind=kind,
+            id=table.max_index_id + 1,
+            name=name,
+            columns=tuple(index_columns),
+            primary=primary,
+            unique=unique or primary,
+            kind=kind,
         )
         common_handle = table.is_common_handle or (primary and clustered is True)
         return table.evolve(
-            columns=tuple(columns), indices=(*table.indices, index),
-            max_index_id=index.id, is_common_handle=common_handle,
+            columns=tuple(columns),
+            indices=(*table.indices, index),
+            max_index_id=index.id,
+            is_common_handle=common_handle,
         )
 
     @staticmethod
@@ -620,13 +738,25 @@ class TableBuilder:
         columns = list(table.columns)
         for ic in index.columns:
             col = columns[ic.offset]
-            drop = TiDBFlag.UNIQUE_KEY | TiDBFlag.MULTIPLE_KEY | (TiDBFlag.PRI_KEY if index.primary else 0)
+            drop = (
+                TiDBFlag.UNIQUE_KEY
+                | TiDBFlag.MULTIPLE_KEY
+                | (TiDBFlag.PRI_KEY if index.primary else 0)
+            )
             keep = TiDBFlag.NONE
             for other in indices:
                 if other.columns[0].offset == ic.offset:
-                    keep |= TiDBFlag.UNIQUE_KEY if other.unique and len(other.columns) == 1 else TiDBFlag.MULTIPLE_KEY
+                    keep |= (
+                        TiDBFlag.UNIQUE_KEY
+                        if other.unique and len(other.columns) == 1
+                        else TiDBFlag.MULTIPLE_KEY
+                    )
             columns[ic.offset] = replace(col, flag=(col.flag & ~drop) | keep)
-        return table.evolve(columns=tuple(columns), indices=indices, is_common_handle=table.is_common_handle and not index.primary)
+        return table.evolve(
+            columns=tuple(columns),
+            indices=indices,
+            is_common_handle=table.is_common_handle and not index.primary,
+        )
 
 
 def _clustered_option(options: list[Any] | None) -> bool | None:
@@ -639,7 +769,7 @@ def _clustered_option(options: list[Any] | None) -> bool | None:
     return None
 
 
-def _apply_table_options(table: TableInfo, props: exp.Expression | None) -> TableInfo:
+def _apply_table_options(table: TableInfo, props: exp.Expr | None) -> TableInfo:
     changes: dict[str, Any] = {}
     for p in props.expressions if props else []:
         if isinstance(p, exp.SchemaCommentProperty):
@@ -660,7 +790,7 @@ def _apply_table_options(table: TableInfo, props: exp.Expression | None) -> Tabl
 
 
 def build_partition(
-    catalog: Catalog, table: TableInfo, node: exp.Expression, existing: list[PartitionDefinition]
+    catalog: Catalog, table: TableInfo, node: exp.Expr, existing: list[PartitionDefinition]
 ) -> PartitionInfo:
     kind = node.text("kind")
     ptype = kind + (" COLUMNS" if node.args.get("columns") else "")
@@ -681,7 +811,7 @@ def build_partition(
     return PartitionInfo(type=ptype, expr=expr, columns=columns, definitions=tuple(definitions))  # type: ignore[arg-type]
 
 
-def build_partition_def(catalog: Catalog, node: exp.Expression) -> PartitionDefinition:
+def build_partition_def(catalog: Catalog, node: exp.Expr) -> PartitionDefinition:
     kind = node.text("kind")
     values = tuple(restore(v) for v in node.expressions)
     less_than = values if kind == "LESS THAN" else ()
@@ -701,16 +831,21 @@ def _check_unique_partition_names(defs: list[PartitionDefinition]) -> None:
         seen.add(p.name.lower())
 
 
+_NARROWER_WHEN_UNSIGNED = frozenset({M.TINY, M.SHORT, M.INT24, M.LONG})
+
+
 def build_column(
     cdef: exp.ColumnDef, column_id: int, offset: int, table_charset: str, table_collation: str
-) -> tuple[ColumnInfo, list[exp.Expression]]:
+) -> tuple[ColumnInfo, list[exp.Expr]]:
     """A ColumnInfo from a column definition, plus the key constraints it declares."""
     dtype = cdef.args.get("kind")
     if not isinstance(dtype, exp.DataType):
         raise SQLError(f"column '{cdef.name}' has no type")
     entry = TYPE_TABLE.get(dtype.this)
     if entry is None:
-        raise SQLError(f"unsupported column type {dtype.sql(dialect='mysql')} for column '{cdef.name}'")
+        raise SQLError(
+            f"unsupported column type {dtype.sql(dialect='mysql')} for column '{cdef.name}'"
+        )
     tp, unsigned, binary = entry
     params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in dtype.expressions]
     elems: tuple[str, ...] = ()
@@ -720,7 +855,9 @@ def build_column(
     elif tp in (M.DATETIME, M.TIMESTAMP, M.DURATION):
         decimal = _lit(params[0]) if params else 0
         if not 0 <= decimal <= 6:
-            raise SQLError(f"Too-big precision {decimal} specified for '{cdef.name}'. Maximum is 6.", code=1426)
+            raise SQLError(
+                f"Too-big precision {decimal} specified for '{cdef.name}'. Maximum is 6.", code=1426
+            )
         flen += decimal + 1 if decimal else 0
     elif params:
         flen = _lit(params[0])
@@ -732,14 +869,21 @@ def build_column(
         # FLOAT(p): p <= 24 is FLOAT, p <= 53 DOUBLE, precision only (TiDB parser)
         if flen > 53:
             raise SQLError(f"Incorrect column specifier for column '{cdef.name}'", code=1063)
-        tp, flen, decimal = (M.FLOAT, 12, UNSPECIFIED_LENGTH) if flen <= 24 else (M.DOUBLE, 22, UNSPECIFIED_LENGTH)
+        tp, flen, decimal = (
+            (M.FLOAT, 12, UNSPECIFIED_LENGTH) if flen <= 24 else (M.DOUBLE, 22, UNSPECIFIED_LENGTH)
+        )
     if tp == M.BLOB and params:  # TEXT(n)/BLOB(n) pick the smallest fitting blob type
         tp = next(t for limit, t in BLOB_TYPE_BY_MAX_LENGTH if flen <= limit)
     if tp == M.NEWDECIMAL:
         if flen > 65:
-            raise SQLError(f"Too-big precision {flen} specified for '{cdef.name}'. Maximum is 65.", code=1426)
+            raise SQLError(
+                f"Too-big precision {flen} specified for '{cdef.name}'. Maximum is 65.", code=1426
+            )
         if decimal > 30 or decimal > flen:
-            raise SQLError(f"Too big scale {decimal} specified for column '{cdef.name}'. Maximum is 30.", code=1425)
+            raise SQLError(
+                f"Too big scale {decimal} specified for column '{cdef.name}'. Maximum is 30.",
+                code=1425,
+            )
     if tp == M.VARCHAR and not params:
         raise SQLError(f"VARCHAR column '{cdef.name}' needs a length", code=1064)
 
@@ -749,20 +893,28 @@ def build_column(
     if tp == M.YEAR:
         flag |= TiDBFlag.ZEROFILL
     charset = collation = BINARY_CHARSET
-    if tp in (M.STRING, M.VARCHAR, M.VAR_STRING, M.ENUM, M.SET) or tp in BLOB_TYPE_SET:
-        if not binary:
-            charset, collation = table_charset, table_collation
+    is_text = tp in (M.STRING, M.VARCHAR, M.VAR_STRING, M.ENUM, M.SET) or tp in BLOB_TYPE_SET
+    if is_text and not binary:
+        charset, collation = table_charset, table_collation
     default: ColumnDefault | None = None
     generated_expr: str | None = None
     stored = False
     auto_random = (0, 64)
     comment = ""
-    keys: list[exp.Expression] = []
+    keys: list[exp.Expr] = []
     explicit_charset = explicit_collation = None
     for constraint in cdef.args.get("constraints") or []:
-        kind = constraint.args.get("kind") if isinstance(constraint, exp.ColumnConstraint) else constraint
+        kind = (
+            constraint.args.get("kind")
+            if isinstance(constraint, exp.ColumnConstraint)
+            else constraint
+        )
         if isinstance(kind, exp.NotNullColumnConstraint):
-            flag = flag & ~TiDBFlag.NOT_NULL if kind.args.get("allow_null") else flag | TiDBFlag.NOT_NULL
+            flag = (
+                flag & ~TiDBFlag.NOT_NULL
+                if kind.args.get("allow_null")
+                else flag | TiDBFlag.NOT_NULL
+            )
         elif isinstance(kind, exp.PrimaryKeyColumnConstraint | exp.UniqueColumnConstraint):
             keys.append(kind)
         elif isinstance(kind, exp.AutoIncrementColumnConstraint):
@@ -803,6 +955,8 @@ def build_column(
         elif explicit_collation:
             collation = explicit_collation
             charset = charset_of_collation(collation) or charset
+    if not params and flag & TiDBFlag.UNSIGNED and tp in _NARROWER_WHEN_UNSIGNED:
+        flen -= 1  # TiDB issue #4684: no sign character, one digit fewer (BIGINT excepted)
     if charset == BINARY_CHARSET:
         flag |= TiDBFlag.BINARY
     if tp in BLOB_TYPE_SET or tp == M.JSON:
@@ -812,10 +966,22 @@ def build_column(
     if auto_random[0] and tp != M.LONGLONG:
         raise SQLError(f"Invalid auto random: column '{cdef.name}' must be BIGINT", code=8216)
     column = ColumnInfo(
-        id=column_id, name=cdef.name, offset=offset, tp=tp, flen=flen, decimal=decimal, flag=flag,
-        charset=charset, collation=collation, elems=elems, default=default,
-        generated_expr=generated_expr, generated_stored=stored,
-        auto_random_bits=auto_random[0], auto_random_range=auto_random[1], comment=comment,
+        id=column_id,
+        name=cdef.name,
+        offset=offset,
+        tp=tp,
+        flen=flen,
+        decimal=decimal,
+        flag=flag,
+        charset=charset,
+        collation=collation,
+        elems=elems,
+        default=default,
+        generated_expr=generated_expr,
+        generated_stored=stored,
+        auto_random_bits=auto_random[0],
+        auto_random_range=auto_random[1],
+        comment=comment,
     )
     return column, keys
 
@@ -823,12 +989,13 @@ def build_column(
 BLOB_TYPE_SET = frozenset(t for _, t in BLOB_TYPE_BY_MAX_LENGTH)
 
 
-def _column_default(node: exp.Expression) -> ColumnDefault:
+def _column_default(node: exp.Expr) -> ColumnDefault:
     sql = restore(node)
     if isinstance(node, exp.Null):
         return ColumnDefault("null", sql)
     if isinstance(node, exp.CurrentTimestamp) or (
-        isinstance(node, exp.Anonymous | exp.Func) and node.name.upper() in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP")
+        isinstance(node, exp.Anonymous | exp.Func)
+        and node.name.upper() in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP")
     ):
         return ColumnDefault("now", sql)
     if isinstance(node, exp.Literal):
@@ -841,7 +1008,9 @@ def _column_default(node: exp.Expression) -> ColumnDefault:
     if isinstance(node, exp.HexString | exp.BitString):
         base = 16 if isinstance(node, exp.HexString) else 2
         number = int(node.this or "0", base)
-        return ColumnDefault("literal", sql, number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big"))
+        return ColumnDefault(
+            "literal", sql, number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+        )
     return ColumnDefault("expr", sql)
 
 
@@ -859,7 +1028,7 @@ class AlterApplier:
         self.catalog = catalog
         self.table = table
 
-    def apply(self, action: exp.Expression) -> tuple[TableInfo, ActionType | None]:
+    def apply(self, action: exp.Expr) -> tuple[TableInfo, ActionType | None]:
         t = self.table
         if isinstance(action, exp.ColumnDef):
             return self._add_column(action), ActionType.ADD_COLUMN
@@ -867,7 +1036,9 @@ class AlterApplier:
             info = t
             action_type = ActionType.ADD_INDEX
             for c in action.expressions:
-                info = TableBuilder(self.catalog, self.catalog.schema(t.schema), t.name)._apply_table_constraint(info, c)
+                info = TableBuilder(
+                    self.catalog, self.catalog.schema(t.schema), t.name, altering=True
+                )._apply_table_constraint(info, c)
                 inner = c.expressions[0] if isinstance(c, exp.Constraint) and c.expressions else c
                 if isinstance(inner, exp.PrimaryKey):
                     action_type = ActionType.ADD_PRIMARY_KEY
@@ -881,24 +1052,37 @@ class AlterApplier:
             if self.catalog.find_table(schema, name):
                 raise SQLError(f"Table '{name}' already exists", code=1050)
             del self.catalog.schemas[t.schema.lower()].tables[t.name.lower()]
-            return t.evolve(schema=self.catalog.schema(schema).name, name=name), ActionType.RENAME_TABLE
+            return t.evolve(
+                schema=self.catalog.schema(schema).name, name=name
+            ), ActionType.RENAME_TABLE
         if isinstance(action, exp.RenameColumn):
-            return self._rename_column(action.this.name, action.args["to"].name), ActionType.MODIFY_COLUMN
+            return self._rename_column(
+                action.this.name, action.args["to"].name
+            ), ActionType.MODIFY_COLUMN
         if isinstance(action, exp.RenameIndex):
-            return self._rename_index(action.this.name, action.args["to"].name), ActionType.RENAME_INDEX
+            return self._rename_index(
+                action.this.name, action.args["to"].name
+            ), ActionType.RENAME_INDEX
         if isinstance(action, exp.ModifyColumn):
             return self._modify_column(action), ActionType.MODIFY_COLUMN
         if isinstance(action, exp.DropPrimaryKey):
             if t.pk_is_handle or t.is_common_handle:
-                raise SQLError("Unsupported drop primary key when the table is using clustered index", code=8200)
+                raise SQLError(
+                    "Unsupported drop primary key when the table is using clustered index",
+                    code=8200,
+                )
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
         if isinstance(action, d.PartitionNames):
             return self._partition_action(action)
         if isinstance(action, d.PartitionBy):
-            return t.evolve(partition=build_partition(self.catalog, t, action, [])), ActionType.ALTER_TABLE_PARTITIONING
+            return t.evolve(
+                partition=build_partition(self.catalog, t, action, [])
+            ), ActionType.ALTER_TABLE_PARTITIONING
         if isinstance(action, d.RemoveClause):
             if action.this.name == "PARTITIONING":
-                return t.evolve(partition=None, id=self.catalog._alloc_id()), ActionType.REMOVE_PARTITIONING
+                return t.evolve(
+                    partition=None, id=self.catalog._alloc_id()
+                ), ActionType.REMOVE_PARTITIONING
             return t, ActionType.ALTER_TTL_REMOVE
         if isinstance(action, d.TTLProperty):
             return t, ActionType.ALTER_TTL_INFO
@@ -906,18 +1090,27 @@ class AlterApplier:
             return t, ActionType.SET_TIFLASH_REPLICA
         if isinstance(action, d.PartitionOptions):
             return t, None
-        if isinstance(action, exp.Property | exp.Properties):
+        if isinstance(action, d.ConvertCharset | exp.Property | exp.Properties):
             return self._table_option(action)
-        kind = action.args.get("kind") if isinstance(action, exp.Expression) else None
-        raise SQLError(f"unsupported ALTER TABLE action: {action.sql(dialect=d.TiDB)[:80]}" + (f" ({kind})" if kind else ""))
+        kind = action.args.get("kind") if isinstance(action, exp.Expr) else None
+        raise SQLError(
+            f"unsupported ALTER TABLE action: {action.sql(dialect=d.TiDB)[:80]}"
+            + (f" ({kind})" if kind else "")
+        )
 
-    def _table_option(self, option: exp.Expression) -> tuple[TableInfo, ActionType | None]:
+    def _table_option(self, option: exp.Expr) -> tuple[TableInfo, ActionType | None]:
         t = self.table
+        if isinstance(option, d.ConvertCharset):
+            return self._convert_charset(option), ActionType.MODIFY_TABLE_CHARSET_AND_COLLATE
         if isinstance(option, exp.SchemaCommentProperty):
             return t.evolve(comment=option.this.name), ActionType.MODIFY_TABLE_COMMENT
         if isinstance(option, exp.CharacterSetProperty | exp.CollateProperty):
-            charset, collation = _charset_options(exp.Properties(expressions=[option]), t.charset, None)
-            return t.evolve(charset=charset, collation=collation), ActionType.MODIFY_TABLE_CHARSET_AND_COLLATE
+            charset, collation = _charset_options(
+                exp.Properties(expressions=[option]), t.charset, None
+            )
+            return t.evolve(
+                charset=charset, collation=collation
+            ), ActionType.MODIFY_TABLE_CHARSET_AND_COLLATE
         if isinstance(option, exp.AutoIncrementProperty):
             return t.evolve(auto_increment_base=_lit(option.this)), ActionType.REBASE_AUTO_ID
         if isinstance(option, exp.EngineProperty | exp.ForceProperty):
@@ -932,27 +1125,56 @@ class AlterApplier:
         if name in actions:
             attr, action_type = actions[name]
             return t.evolve(**{attr: _lit(option.args.get("value"))}), action_type
-        if name == "CONVERT TO CHARACTER SET":
-            charset = option.args["value"].name.lower()
-            return t.evolve(charset=charset, collation=DEFAULT_COLLATION_OF.get(charset, f"{charset}_bin")), ActionType.MODIFY_TABLE_CHARSET_AND_COLLATE
         if name in ("CACHE", "NOCACHE"):
-            return t, ActionType.ALTER_CACHE_TABLE if name == "CACHE" else ActionType.ALTER_NO_CACHE_TABLE
+            return (
+                t,
+                ActionType.ALTER_CACHE_TABLE
+                if name == "CACHE"
+                else ActionType.ALTER_NO_CACHE_TABLE,
+            )
         if name == "ATTRIBUTES":
             return t, ActionType.ALTER_TABLE_ATTRIBUTES
         # placement, TTL_ENABLE and other options TiCDC does not replicate
         return t, None
 
+    def _convert_charset(self, option: exp.Expr) -> TableInfo:
+        """CONVERT TO CHARACTER SET: the table and every non-binary string column change."""
+        charset = option.this.name.lower()
+        charset = "utf8" if charset == "utf8mb3" else charset
+        collate = option.args.get("collate")
+        collation = collate.name.lower() if collate else DEFAULT_COLLATION_OF.get(charset)
+        if collation is None:
+            raise SQLError(f"Unknown character set: '{charset}'", code=1115)
+        if charset_of_collation(collation) not in (charset, None):
+            raise SQLError(
+                f"COLLATION '{collation}' is not valid for CHARACTER SET '{charset}'", code=1253
+            )
+        columns = tuple(
+            replace(c, charset=charset, collation=collation) if c.charset != BINARY_CHARSET else c
+            for c in self.table.columns
+        )
+        return self.table.evolve(charset=charset, collation=collation, columns=columns)
+
     def _add_column(self, cdef: exp.ColumnDef) -> TableInfo:
         t = self.table
         if t.column(cdef.name):
             raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
-        column, keys = build_column(cdef, t.max_column_id + 1, len(t.columns), t.charset, t.collation)
+        column, keys = build_column(
+            cdef, t.max_column_id + 1, len(t.columns), t.charset, t.collation
+        )
         columns = list(t.columns)
         columns.insert(self._position(cdef, len(columns), columns), column)
         info = _reindex(t, columns).evolve(max_column_id=column.id)
         for key in keys:
             primary = isinstance(key, exp.PrimaryKeyColumnConstraint)
-            info = TableBuilder.add_index(info, "PRIMARY" if primary else column.name, [exp.column(column.name)], unique=True, primary=primary)
+            info = TableBuilder.add_index(
+                info,
+                "PRIMARY" if primary else column.name,
+                [exp.column(column.name)],
+                unique=True,
+                primary=primary,
+                altering=True,
+            )
         return info
 
     def _drop(self, action: exp.Drop) -> tuple[TableInfo, ActionType]:
@@ -966,17 +1188,29 @@ class AlterApplier:
                     return t, ActionType.DROP_COLUMN
                 raise SQLError(f"Can't DROP '{name}'; check that column/key exists", code=1091)
             if len(t.columns) == 1:
-                raise SQLError("You can't delete all columns with ALTER TABLE; use DROP TABLE instead", code=1090)
+                raise SQLError(
+                    "You can't delete all columns with ALTER TABLE; use DROP TABLE instead",
+                    code=1090,
+                )
             info = t
-            for ix in [ix for ix in t.indices if any(c.name.lower() == name.lower() for c in ix.columns)]:
+            for ix in [
+                ix for ix in t.indices if any(c.name.lower() == name.lower() for c in ix.columns)
+            ]:
                 info = TableBuilder.drop_index(info, ix.name, False)
             columns = [c for c in info.columns if c.name.lower() != name.lower()]
-            return _reindex(info, columns).evolve(pk_is_handle=info.pk_is_handle and not col.flag & TiDBFlag.PRI_KEY), ActionType.DROP_COLUMN
+            return _reindex(info, columns).evolve(
+                pk_is_handle=info.pk_is_handle and not col.flag & TiDBFlag.PRI_KEY
+            ), ActionType.DROP_COLUMN
         if kind in ("INDEX", "KEY"):
-            return TableBuilder.drop_index(t, _drop_target(action).name, bool(action.args.get("exists"))), ActionType.DROP_INDEX
+            return TableBuilder.drop_index(
+                t, _drop_target(action).name, bool(action.args.get("exists"))
+            ), ActionType.DROP_INDEX
         if kind == "PRIMARY KEY" or (action.this is None and kind == "PRIMARY"):
             if t.pk_is_handle or t.is_common_handle:
-                raise SQLError("Unsupported drop primary key when the table is using clustered index", code=8200)
+                raise SQLError(
+                    "Unsupported drop primary key when the table is using clustered index",
+                    code=8200,
+                )
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
         raise SQLError(f"unsupported ALTER TABLE DROP {kind}")
 
@@ -1000,7 +1234,9 @@ class AlterApplier:
             raise SQLError(f"Key '{old}' doesn't exist in table '{t.name}'", code=1176)
         if t.index(new) and new.lower() != old.lower():
             raise SQLError(f"Duplicate key name '{new}'", code=1061)
-        return t.evolve(indices=tuple(replace(ix, name=new) if ix is index else ix for ix in t.indices))
+        return t.evolve(
+            indices=tuple(replace(ix, name=new) if ix is index else ix for ix in t.indices)
+        )
 
     def _modify_column(self, action: exp.ModifyColumn) -> TableInfo:
         """MODIFY/CHANGE COLUMN: a new definition keeping the column id and key flags."""
@@ -1012,9 +1248,21 @@ class AlterApplier:
             raise SQLError(f"Unknown column '{old_name}' in '{t.name}'", code=1054)
         if cdef.name.lower() != old_name.lower() and t.column(cdef.name):
             raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
-        if old.flag & TiDBFlag.PRI_KEY and (t.pk_is_handle or t.is_common_handle) and cdef.args["kind"].this not in (
-            exp.DType.INT, exp.DType.BIGINT, exp.DType.UINT, exp.DType.UBIGINT, exp.DType.SMALLINT, exp.DType.TINYINT, exp.DType.MEDIUMINT
-        ) and t.pk_is_handle:
+        if (
+            old.flag & TiDBFlag.PRI_KEY
+            and (t.pk_is_handle or t.is_common_handle)
+            and cdef.args["kind"].this
+            not in (
+                exp.DType.INT,
+                exp.DType.BIGINT,
+                exp.DType.UINT,
+                exp.DType.UBIGINT,
+                exp.DType.SMALLINT,
+                exp.DType.TINYINT,
+                exp.DType.MEDIUMINT,
+            )
+            and t.pk_is_handle
+        ):
             raise SQLError("Unsupported modify column: this column has primary key flag", code=8200)
         new, keys = build_column(cdef, old.id, old.offset, t.charset, t.collation)
         key_flags = old.flag & (TiDBFlag.PRI_KEY | TiDBFlag.UNIQUE_KEY | TiDBFlag.MULTIPLE_KEY)
@@ -1024,10 +1272,23 @@ class AlterApplier:
         columns = [c for c in t.columns if c is not old]
         columns.insert(self._position(cdef, old.offset, columns), new)
         info = self._rename_column(old_name, cdef.name) if old_name != cdef.name else t
-        info = _reindex(info.evolve(columns=tuple(c if c.name.lower() != old.name.lower() else new for c in info.columns)), columns)
+        info = _reindex(
+            info.evolve(
+                columns=tuple(
+                    c if c.name.lower() != old.name.lower() else new for c in info.columns
+                )
+            ),
+            columns,
+        )
         for key in keys:
             primary = isinstance(key, exp.PrimaryKeyColumnConstraint)
-            info = TableBuilder.add_index(info, "PRIMARY" if primary else new.name, [exp.column(new.name)], unique=True, primary=primary)
+            info = TableBuilder.add_index(
+                info,
+                "PRIMARY" if primary else new.name,
+                [exp.column(new.name)],
+                unique=True,
+                primary=primary,
+            )
         return info
 
     def _position(self, cdef: exp.ColumnDef, default: int, columns: list[ColumnInfo]) -> int:
@@ -1051,7 +1312,12 @@ class AlterApplier:
             raise SQLError(f"Duplicate column name '{new}'", code=1060)
         columns = tuple(replace(c, name=new) if c is col else c for c in t.columns)
         indices = tuple(
-            replace(ix, columns=tuple(replace(ic, name=new) if ic.offset == col.offset else ic for ic in ix.columns))
+            replace(
+                ix,
+                columns=tuple(
+                    replace(ic, name=new) if ic.offset == col.offset else ic for ic in ix.columns
+                ),
+            )
             for ix in t.indices
         )
         return t.evolve(columns=columns, indices=indices)
@@ -1060,7 +1326,9 @@ class AlterApplier:
         t = self.table
         verb = action.text("action")
         if t.partition is None:
-            raise SQLError("Partition management on a not partitioned table is not possible", code=1505)
+            raise SQLError(
+                "Partition management on a not partitioned table is not possible", code=1505
+            )
         part = t.partition
         names = [n.name for n in action.expressions]
         for name in names:
@@ -1069,33 +1337,58 @@ class AlterApplier:
         if verb == "ADD":
             if action.args.get("count"):
                 start = len(part.definitions)
-                new = [PartitionDefinition(self.catalog._alloc_id(), f"p{start + i}") for i in range(_lit(action.args["count"]))]
+                new = [
+                    PartitionDefinition(self.catalog._alloc_id(), f"p{start + i}")
+                    for i in range(_lit(action.args["count"]))
+                ]
             else:
-                new = [build_partition_def(self.catalog, p) for p in action.args.get("definitions") or []]
+                new = [
+                    build_partition_def(self.catalog, p)
+                    for p in action.args.get("definitions") or []
+                ]
             _check_unique_partition_names([*part.definitions, *new])
-            return t.evolve(partition=replace(part, definitions=(*part.definitions, *new))), ActionType.ADD_TABLE_PARTITION
+            return t.evolve(
+                partition=replace(part, definitions=(*part.definitions, *new))
+            ), ActionType.ADD_TABLE_PARTITION
         if verb == "DROP":
-            keep = tuple(p for p in part.definitions if p.name.lower() not in {n.lower() for n in names})
+            keep = tuple(
+                p for p in part.definitions if p.name.lower() not in {n.lower() for n in names}
+            )
             if not keep:
                 raise SQLError("Cannot remove all partitions, use DROP TABLE instead", code=1508)
-            return t.evolve(partition=replace(part, definitions=keep)), ActionType.DROP_TABLE_PARTITION
+            return t.evolve(
+                partition=replace(part, definitions=keep)
+            ), ActionType.DROP_TABLE_PARTITION
         if verb == "TRUNCATE":
-            targets = {p.name.lower() for p in part.definitions} if action.args.get("all") else {n.lower() for n in names}
-            defs = tuple(replace(p, id=self.catalog._alloc_id()) if p.name.lower() in targets else p for p in part.definitions)
-            return t.evolve(partition=replace(part, definitions=defs)), ActionType.TRUNCATE_TABLE_PARTITION
+            targets = (
+                {p.name.lower() for p in part.definitions}
+                if action.args.get("all")
+                else {n.lower() for n in names}
+            )
+            renewed = tuple(
+                replace(p, id=self.catalog._alloc_id()) if p.name.lower() in targets else p
+                for p in part.definitions
+            )
+            return t.evolve(
+                partition=replace(part, definitions=renewed)
+            ), ActionType.TRUNCATE_TABLE_PARTITION
         if verb == "REORGANIZE":
-            new = [build_partition_def(self.catalog, p) for p in action.args.get("definitions") or []]
+            new = [
+                build_partition_def(self.catalog, p) for p in action.args.get("definitions") or []
+            ]
             lowered = {n.lower() for n in names}
-            defs: list[PartitionDefinition] = []
+            merged: list[PartitionDefinition] = []
             for p in part.definitions:
                 if p.name.lower() in lowered:
                     if new:
-                        defs += new
+                        merged += new
                         new = []
                 else:
-                    defs.append(p)
-            _check_unique_partition_names(defs)
-            return t.evolve(partition=replace(part, definitions=tuple(defs))), ActionType.REORGANIZE_PARTITION
+                    merged.append(p)
+            _check_unique_partition_names(merged)
+            return t.evolve(
+                partition=replace(part, definitions=tuple(merged))
+            ), ActionType.REORGANIZE_PARTITION
         if verb == "EXCHANGE":
             schema, name = self.catalog._table_ref(action.args["table"])
             other = self.catalog.table(schema, name)
@@ -1104,14 +1397,20 @@ class AlterApplier:
             target = part.by_name(names[0])
             assert target is not None
             defs = tuple(replace(p, id=other.id) if p is target else p for p in part.definitions)
-            self.catalog.schemas[other.schema.lower()].tables[other.name.lower()] = other.evolve(id=target.id)
-            return t.evolve(partition=replace(part, definitions=defs)), ActionType.EXCHANGE_TABLE_PARTITION
+            self.catalog.schemas[other.schema.lower()].tables[other.name.lower()] = other.evolve(
+                id=target.id
+            )
+            return t.evolve(
+                partition=replace(part, definitions=defs)
+            ), ActionType.EXCHANGE_TABLE_PARTITION
         if verb == "COALESCE":
             count = _lit(action.args["count"])
             if count >= len(part.definitions):
                 raise SQLError("Cannot remove all partitions, use DROP TABLE instead", code=1508)
             defs = part.definitions[: len(part.definitions) - count]
-            return t.evolve(partition=replace(part, definitions=defs)), ActionType.REORGANIZE_PARTITION
+            return t.evolve(
+                partition=replace(part, definitions=defs)
+            ), ActionType.REORGANIZE_PARTITION
         return t, None  # ANALYZE/CHECK/OPTIMIZE/REBUILD/REPAIR PARTITION: no schema change
 
 
@@ -1120,7 +1419,9 @@ def _reindex(table: TableInfo, columns: list[ColumnInfo]) -> TableInfo:
     by_name = {c.name.lower(): i for i, c in enumerate(columns)}
     new_columns = tuple(replace(c, offset=i) for i, c in enumerate(columns))
     indices = tuple(
-        replace(ix, columns=tuple(replace(ic, offset=by_name[ic.name.lower()]) for ic in ix.columns))
+        replace(
+            ix, columns=tuple(replace(ic, offset=by_name[ic.name.lower()]) for ic in ix.columns)
+        )
         for ix in table.indices
     )
     return table.evolve(columns=new_columns, indices=indices)

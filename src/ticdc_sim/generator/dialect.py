@@ -24,7 +24,7 @@ from sqlglot import exp, tokens
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.generators.mysql import MySQLGenerator
 from sqlglot.parsers.mysql import MySQLParser
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 if tokens.SQLGLOTC_INSTALLED:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -157,6 +157,12 @@ class TTLProperty(exp.Property):
     arg_types = {"this": True}
 
 
+class ConvertCharset(exp.Expression):
+    """ALTER TABLE ... CONVERT TO CHARACTER SET <this> [COLLATE <collate>]."""
+
+    arg_types = {"this": True, "collate": False}
+
+
 class AlterDatabase(exp.Expression):
     arg_types = {"this": False, "options": True}
 
@@ -281,10 +287,15 @@ def _words(self: TiDBParser) -> list[str]:
     return words
 
 
+_CLOSERS = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.SEMICOLON})
+
+
 class TiDBParser(MySQLParser):
     # Statements that start with a plain word rather than a keyword token.
-    WORD_STATEMENT_PARSERS: ClassVar[dict[str, Callable[[TiDBParser], exp.Expression]]] = {
-        "DO": lambda self: self.expression(Do(expressions=self._parse_csv(self._parse_disjunction))),
+    WORD_STATEMENT_PARSERS: ClassVar[dict[str, Callable[[TiDBParser], exp.Expr]]] = {
+        "DO": lambda self: self.expression(
+            Do(expressions=self._parse_csv(self._parse_disjunction))
+        ),
         "ADMIN": lambda self: self._parse_admin(),
         "RECOVER": lambda self: self._parse_recover(),
         "FLASHBACK": lambda self: self._parse_flashback(),
@@ -385,7 +396,28 @@ class TiDBParser(MySQLParser):
 
     # -- statements --------------------------------------------------------------------------
 
-    def _parse_statement(self) -> exp.Expression | None:
+    def _parse_csv(self, parse_method: Callable[[], Any], sep: TokenType = TokenType.COMMA) -> Any:
+        # sqlglot's version swallows a separator with no item after it, so `(a INT,,)`,
+        # `VALUES (1,)` and `SELECT a,` parse. TiDB rejects a dangling separator; anything else
+        # after it is left unconsumed for the caller, which continues from it (ALTER TABLE mixes
+        # actions and table options) or rejects it.
+        item = parse_method()
+        items = [] if item is None else [item]
+        while self._match(sep):
+            separator = self._prev
+            if isinstance(item, exp.Expr):
+                self._add_comments(item)
+            item = parse_method()
+            if item is not None:
+                items.append(item)
+                continue
+            if not self._curr or self._curr.token_type in _CLOSERS:
+                self.raise_error(f"Expected an item after '{separator.text}'", separator)
+            self._retreat(self._index - 1)
+            break
+        return items
+
+    def _parse_statement(self) -> exp.Expr | None:
         if self._curr and self._curr.token_type == TokenType.VAR:
             parser = self.WORD_STATEMENT_PARSERS.get(self._curr.text.upper())
             if parser:
@@ -393,10 +425,10 @@ class TiDBParser(MySQLParser):
                 return parser(self)
         return super()._parse_statement()
 
-    def _parse_rename_tables(self) -> exp.Expression:
+    def _parse_rename_tables(self) -> exp.Expr:
         self._match(TokenType.TABLE) or self._match_text_seq("TABLES")
 
-        def pair() -> exp.Expression:
+        def pair() -> exp.Expr:
             this = self._parse_table_parts()
             if not self._match_text_seq("TO"):
                 self.raise_error("Expecting TO in RENAME TABLE")
@@ -404,27 +436,27 @@ class TiDBParser(MySQLParser):
 
         return self.expression(RenameTables(expressions=self._parse_csv(pair)))
 
-    def _parse_replace(self) -> exp.Expression:
+    def _parse_replace(self) -> exp.Expr:
         insert = self._parse_insert()
         return self.expression(ReplaceInto(**insert.args))
 
-    def _parse_admin(self) -> exp.Expression:
+    def _parse_admin(self) -> exp.Expr:
         words = _words(self)
         if not words:
             self.raise_error("Expecting an ADMIN command")
         return self.expression(Admin(this=exp.var(" ".join(w.upper() for w in words))))
 
-    def _parse_recover(self) -> exp.Expression:
+    def _parse_recover(self) -> exp.Expr:
         if not self._match(TokenType.TABLE):
             self.raise_error("Expecting TABLE after RECOVER")
         if self._match_text_seq("BY", "JOB"):
             return self.expression(RecoverTable(job=self._parse_number()))
         return self.expression(RecoverTable(this=self._parse_table_parts()))
 
-    def _parse_flashback(self) -> exp.Expression:
+    def _parse_flashback(self) -> exp.Expr:
         if self._match(TokenType.TABLE):
             kind = "TABLE"
-            this: exp.Expression | None = self._parse_table_parts()
+            this: exp.Expr | None = self._parse_table_parts()
         elif self._match_set((TokenType.DATABASE, TokenType.SCHEMA)):
             kind = "DATABASE"
             this = self._parse_id_var()
@@ -434,7 +466,7 @@ class TiDBParser(MySQLParser):
         to = self._parse_id_var() if self._match_text_seq("TO") else None
         return self.expression(Flashback(this=this, kind=kind, to=to))
 
-    def _parse_create(self) -> exp.Expression:  # type: ignore[override]
+    def _parse_create(self) -> exp.Expr:  # type: ignore[override]
         index = self._index
         replace = self._match_pair(TokenType.OR, TokenType.REPLACE)
         policy = self._parse_policy_statement("CREATE", replace=replace)
@@ -446,7 +478,7 @@ class TiDBParser(MySQLParser):
     def _parse_index_params(self) -> exp.IndexParameters:
         params = super()._parse_index_params()
         # MySQL's index options after the key parts: USING, COMMENT, VISIBLE/INVISIBLE
-        options: list[exp.Expression] = []
+        options: list[exp.Expr] = []
         while self._curr:
             if self._match_texts(("VISIBLE", "INVISIBLE")):
                 options.append(exp.var(self._prev.text.upper()))
@@ -461,11 +493,11 @@ class TiDBParser(MySQLParser):
             return params
         return self.expression(TiDBIndexParameters(**params.args, options=options))
 
-    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expression:  # type: ignore[override]
+    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expr:  # type: ignore[override]
         policy = self._parse_policy_statement("DROP")
         return policy or super()._parse_drop(exists=exists, kind=kind)
 
-    def _parse_alter(self) -> exp.Expression:  # type: ignore[override]
+    def _parse_alter(self) -> exp.Expr:  # type: ignore[override]
         policy = self._parse_policy_statement("ALTER")
         if policy:
             return policy
@@ -473,7 +505,7 @@ class TiDBParser(MySQLParser):
             return self._parse_alter_database()
         return super()._parse_alter()
 
-    def _parse_policy_statement(self, action: str, replace: bool = False) -> exp.Expression | None:
+    def _parse_policy_statement(self, action: str, replace: bool = False) -> exp.Expr | None:
         if self._match_text_seq("PLACEMENT", "POLICY"):
             kind = "PLACEMENT POLICY"
         elif self._match_text_seq("RESOURCE", "GROUP"):
@@ -482,7 +514,7 @@ class TiDBParser(MySQLParser):
             return None
         exists = self._parse_exists(not_=action == "CREATE")
         this = self._parse_id_var()
-        options = []
+        options: list[exp.Expr] = []
         while self._curr and self._curr.token_type != TokenType.SEMICOLON:
             self._match(TokenType.COMMA)
             key = self._parse_var(any_token=True)
@@ -501,16 +533,21 @@ class TiDBParser(MySQLParser):
             )
         )
 
-    def _parse_alter_database(self) -> exp.Expression:
+    def _parse_alter_database(self) -> exp.Expr:
         this = None
-        if self._curr and not self._match_texts(self.PROPERTY_PARSERS, advance=False) and self._curr.token_type not in (
-            TokenType.DEFAULT,
-            TokenType.CHARACTER_SET,
-            TokenType.COLLATE,
-            TokenType.SET,
+        if (
+            self._curr
+            and not self._match_texts(self.PROPERTY_PARSERS, advance=False)
+            and self._curr.token_type
+            not in (
+                TokenType.DEFAULT,
+                TokenType.CHARACTER_SET,
+                TokenType.COLLATE,
+                TokenType.SET,
+            )
         ):
             this = self._parse_id_var()
-        options: list[exp.Expression] = []
+        options: list[exp.Expr] = []
         while self._curr and self._curr.token_type != TokenType.SEMICOLON:
             if self._match(TokenType.SET):
                 options.append(self._parse_tidb_alter_set(already_matched=True))
@@ -524,14 +561,36 @@ class TiDBParser(MySQLParser):
 
     # -- column definitions ------------------------------------------------------------------
 
-    def _parse_types(self, check_func: bool = False, schema: bool = False, allow_identifiers: bool = True) -> exp.Expression | None:  # type: ignore[override]
+    def _parse_types(
+        self,
+        check_func: bool = False,
+        schema: bool = False,
+        allow_identifiers: bool = True,
+        with_collation: bool = False,
+    ) -> exp.Expr | None:
         # MySQL's FLOAT[(M[,D])] UNSIGNED has no unsigned DType in sqlglot; parse the type
         # alone and let UNSIGNED become a column constraint.
-        if self._curr and self._curr.token_type == TokenType.FLOAT and self._next_is_unsigned_float():
+        if (
+            self._curr
+            and self._curr.token_type == TokenType.FLOAT
+            and self._next_is_unsigned_float()
+        ):
             self._advance()
-            params = self._parse_wrapped_csv(self._parse_number) if self._match(TokenType.L_PAREN, advance=False) else []
-            return exp.DataType(this=exp.DType.FLOAT, expressions=[exp.DataTypeParam(this=p) for p in params] or None)
-        return super()._parse_types(check_func=check_func, schema=schema, allow_identifiers=allow_identifiers)
+            params = (
+                self._parse_wrapped_csv(self._parse_number)
+                if self._match(TokenType.L_PAREN, advance=False)
+                else []
+            )
+            return exp.DataType(
+                this=exp.DType.FLOAT,
+                expressions=[exp.DataTypeParam(this=p) for p in params] or None,
+            )
+        return super()._parse_types(
+            check_func=check_func,
+            schema=schema,
+            allow_identifiers=allow_identifiers,
+            with_collation=with_collation,
+        )
 
     def _next_is_unsigned_float(self) -> bool:
         i = self._index + 1
@@ -542,7 +601,7 @@ class TiDBParser(MySQLParser):
             i += 1
         return i < len(toks) and toks[i].text.upper() == "UNSIGNED"
 
-    def _parse_primary_key_part(self) -> exp.Expression | None:
+    def _parse_primary_key_part(self) -> exp.Expr | None:
         # MySQL allows a sort order on key parts: PRIMARY KEY (a DESC, b(5) ASC)
         part = super()._parse_primary_key_part()
         if part is not None and self._match_set((TokenType.ASC, TokenType.DESC)):
@@ -550,7 +609,7 @@ class TiDBParser(MySQLParser):
             return self.expression(exp.Ordered(this=part, desc=desc, nulls_first=not desc))
         return part
 
-    def _parse_auto_random(self) -> exp.Expression:
+    def _parse_auto_random(self) -> exp.Expr:
         shard = range_ = None
         if self._match(TokenType.L_PAREN):
             shard = self._parse_number()
@@ -559,17 +618,21 @@ class TiDBParser(MySQLParser):
             self._match_r_paren()
         return self.expression(AutoRandomColumnConstraint(this=shard, expression=range_))
 
-    def _parse_serial_default_value(self) -> exp.Expression:
+    def _parse_serial_default_value(self) -> exp.Expr:
         if not self._match_text_seq("DEFAULT", "VALUE"):
             self.raise_error("Expecting DEFAULT VALUE after SERIAL")
         return self.expression(SerialDefaultValueColumnConstraint())
 
-    def _parse_key_or_index(self) -> exp.Expression | None:
+    def _parse_key_or_index(self) -> exp.Expr | None:
         # In a column definition a bare KEY means PRIMARY KEY; elsewhere KEY starts an index.
         nxt = self._curr
-        if nxt is None or nxt.token_type in (TokenType.COMMA, TokenType.R_PAREN) or (
-            nxt.text.upper() in self.CONSTRAINT_PARSERS | self.KEY_CONSTRAINT_OPTIONS
-            and not (self._next and self._next.token_type == TokenType.L_PAREN)
+        if (
+            nxt is None
+            or nxt.token_type in (TokenType.COMMA, TokenType.R_PAREN)
+            or (
+                nxt.text.upper() in self.CONSTRAINT_PARSERS | self.KEY_CONSTRAINT_OPTIONS
+                and not (self._next and self._next.token_type == TokenType.L_PAREN)
+            )
         ):
             return self.expression(
                 exp.PrimaryKeyColumnConstraint(options=self._parse_key_constraint_options())
@@ -581,7 +644,7 @@ class TiDBParser(MySQLParser):
         self._attach_index_predicate(constraint)
         return constraint
 
-    def _attach_index_predicate(self, node: exp.Expression) -> None:
+    def _attach_index_predicate(self, node: exp.Expr) -> None:
         if self._match(TokenType.WHERE):
             options = [*(node.args.get("options") or [])]
             options.append(self.expression(IndexPredicate(this=self._parse_disjunction())))
@@ -589,34 +652,34 @@ class TiDBParser(MySQLParser):
 
     # -- table options -----------------------------------------------------------------------
 
-    def _parse_tidb_option(self, name: str) -> exp.Expression:
+    def _parse_tidb_option(self, name: str) -> exp.Expr:
         self._match(TokenType.EQ)
         value = self._parse_primary() or self._parse_var(any_token=True)
         return self.expression(exp.Property(this=exp.var(name), value=value))
 
-    def _parse_ttl(self) -> exp.Expression:
+    def _parse_ttl(self) -> exp.Expr:
         self._match(TokenType.EQ)
         return self.expression(TTLProperty(this=self._parse_term()))
 
-    def _parse_placement_policy(self) -> exp.Expression:
+    def _parse_placement_policy(self) -> exp.Expr:
         if not self._match_text_seq("POLICY"):
             self.raise_error("Expecting POLICY after PLACEMENT")
         self._match(TokenType.EQ)
-        value: exp.Expression | None
+        value: exp.Expr | None
         if self._match_text_seq("SET", "DEFAULT") or self._match(TokenType.DEFAULT):
             value = exp.var("DEFAULT")
         else:
             value = self._parse_id_var()
         return self.expression(exp.Property(this=exp.var("PLACEMENT POLICY"), value=value))
 
-    def _parse_tidb_partition_by(self) -> exp.Expression:
+    def _parse_tidb_partition_by(self) -> exp.Expr:
         linear = self._match_text_seq("LINEAR")
         if not self._match_texts(("RANGE", "LIST", "HASH", "KEY")):
             self.raise_error("Expecting RANGE, LIST, HASH or KEY after PARTITION BY")
         kind = self._prev.text.upper()
         columns = kind in ("RANGE", "LIST") and self._match_text_seq("COLUMNS")
         this = None
-        column_list: list[exp.Expression] = []
+        column_list: list[exp.Expr] = []
         if kind == "KEY" and self._match_text_seq("ALGORITHM"):
             self._match(TokenType.EQ)
             self._parse_number()
@@ -626,7 +689,11 @@ class TiDBParser(MySQLParser):
             this = self._parse_wrapped(self._parse_disjunction)
         partitions = self._parse_number() if self._match_text_seq("PARTITIONS") else None
         definitions = None
-        if self._match(TokenType.L_PAREN, advance=False) and self._next and self._next.text.upper() == "PARTITION":
+        if (
+            self._match(TokenType.L_PAREN, advance=False)
+            and self._next
+            and self._next.text.upper() == "PARTITION"
+        ):
             definitions = self._parse_wrapped_csv(self._parse_partition_def)
         return self.expression(
             PartitionBy(
@@ -640,12 +707,12 @@ class TiDBParser(MySQLParser):
             )
         )
 
-    def _parse_partition_def(self) -> exp.Expression:
+    def _parse_partition_def(self) -> exp.Expr:
         if not self._match(TokenType.PARTITION):
             self.raise_error("Expecting PARTITION")
         name = self._parse_id_var()
         kind = None
-        values: list[exp.Expression] = []
+        values: list[exp.Expr] = []
         if self._match_text_seq("VALUES", "LESS", "THAN"):
             kind = "LESS THAN"
             if self._match_text_seq("MAXVALUE"):
@@ -657,22 +724,32 @@ class TiDBParser(MySQLParser):
             values = self._parse_wrapped_csv(self._parse_partition_value)
         elif self._match_text_seq("DEFAULT"):
             kind = "DEFAULT"
-        options = []
+        options: list[exp.Expr] = []
         while self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.R_PAREN):
             if self._match(TokenType.COMMENT):
                 self._match(TokenType.EQ)
-                options.append(self.expression(exp.Property(this=exp.var("COMMENT"), value=self._parse_string())))
+                options.append(
+                    self.expression(
+                        exp.Property(this=exp.var("COMMENT"), value=self._parse_string())
+                    )
+                )
             elif self._match_text_seq("ENGINE"):
                 self._match(TokenType.EQ)
-                options.append(self.expression(exp.Property(this=exp.var("ENGINE"), value=self._parse_var_or_string())))
+                options.append(
+                    self.expression(
+                        exp.Property(this=exp.var("ENGINE"), value=self._parse_var_or_string())
+                    )
+                )
             elif self._match_text_seq("PLACEMENT"):
                 options.append(self._parse_placement_policy())
             else:
                 self.raise_error("Unexpected partition option")
                 break
-        return self.expression(PartitionDef(this=name, kind=kind, expressions=values, options=options))
+        return self.expression(
+            PartitionDef(this=name, kind=kind, expressions=values, options=options)
+        )
 
-    def _parse_partition_value(self) -> exp.Expression | None:
+    def _parse_partition_value(self) -> exp.Expr | None:
         if self._match_text_seq("MAXVALUE"):
             return exp.var("MAXVALUE")
         return self._parse_disjunction()
@@ -683,7 +760,9 @@ class TiDBParser(MySQLParser):
         if self._match(TokenType.PARTITION):
             exists = self._parse_exists(not_=True)
             if self._match_text_seq("PARTITIONS"):
-                return self.expression(PartitionNames(action="ADD", count=self._parse_number(), exists=exists))
+                return self.expression(
+                    PartitionNames(action="ADD", count=self._parse_number(), exists=exists)
+                )
             defs = self._parse_wrapped_csv(self._parse_partition_def, optional=True)
             return self.expression(PartitionNames(action="ADD", definitions=defs, exists=exists))
         index = self._index
@@ -700,26 +779,44 @@ class TiDBParser(MySQLParser):
         return actions
 
     def _next_is_constraint(self) -> bool:
-        return bool(self._next and self._next.text.upper() in ("PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN", "CHECK", "FULLTEXT", "SPATIAL"))
+        return bool(
+            self._next
+            and self._next.text.upper()
+            in (
+                "PRIMARY",
+                "UNIQUE",
+                "KEY",
+                "INDEX",
+                "CONSTRAINT",
+                "FOREIGN",
+                "CHECK",
+                "FULLTEXT",
+                "SPATIAL",
+            )
+        )
 
     def _parse_tidb_alter_drop(self) -> Any:
         if self._match(TokenType.PARTITION):
             exists = self._parse_exists()
             return self.expression(
-                PartitionNames(action="DROP", expressions=self._parse_csv(self._parse_id_var), exists=exists)
+                PartitionNames(
+                    action="DROP", expressions=self._parse_csv(self._parse_id_var), exists=exists
+                )
             )
         return super()._parse_alter_table_drop()
 
-    def _parse_partition_action(self, action: str) -> exp.Expression:
+    def _parse_partition_action(self, action: str) -> exp.Expr:
         if not self._match(TokenType.PARTITION):
             self.raise_error(f"Expecting PARTITION after {action}")
         if action == "COALESCE":
             return self.expression(PartitionNames(action=action, count=self._parse_number()))
         if self._match(TokenType.ALL):
             return self.expression(PartitionNames(action=action, all=True))
-        return self.expression(PartitionNames(action=action, expressions=self._parse_csv(self._parse_id_var)))
+        return self.expression(
+            PartitionNames(action=action, expressions=self._parse_csv(self._parse_id_var))
+        )
 
-    def _parse_exchange_partition(self) -> exp.Expression:
+    def _parse_exchange_partition(self) -> exp.Expr:
         if not self._match(TokenType.PARTITION):
             self.raise_error("Expecting PARTITION after EXCHANGE")
         name = self._parse_id_var()
@@ -732,17 +829,25 @@ class TiDBParser(MySQLParser):
             if not self._match_text_seq("VALIDATION"):
                 self.raise_error("Expecting VALIDATION")
         return self.expression(
-            PartitionNames(action="EXCHANGE", expressions=[name], table=table, validation=validation)
+            PartitionNames(
+                action="EXCHANGE", expressions=[name], table=table, validation=validation
+            )
         )
 
-    def _parse_reorganize_partition(self) -> exp.Expression:
+    def _parse_reorganize_partition(self) -> exp.Expr:
         if not self._match(TokenType.PARTITION):
             self.raise_error("Expecting PARTITION after REORGANIZE")
-        names = [] if self._match_text_seq("INTO", advance=False) else self._parse_csv(self._parse_id_var)
+        names = (
+            []
+            if self._match_text_seq("INTO", advance=False)
+            else self._parse_csv(self._parse_id_var)
+        )
         if not self._match_text_seq("INTO"):
             self.raise_error("Expecting INTO")
         defs = self._parse_wrapped_csv(self._parse_partition_def)
-        return self.expression(PartitionNames(action="REORGANIZE", expressions=names, definitions=defs))
+        return self.expression(
+            PartitionNames(action="REORGANIZE", expressions=names, definitions=defs)
+        )
 
     def _parse_partition(self) -> exp.Partition | None:
         # Partition selection is `PARTITION (p0, ...)`; `ALTER TABLE t PARTITION p0 ...` is not.
@@ -750,11 +855,11 @@ class TiDBParser(MySQLParser):
             return None
         return super()._parse_partition()
 
-    def _parse_alter_partition(self) -> exp.Expression:
+    def _parse_alter_partition(self) -> exp.Expr:
         if self._match_text_seq("BY"):
             return self._parse_tidb_partition_by()
         name = self._parse_id_var()
-        options: list[exp.Expression] = []
+        options: list[exp.Expr] = []
         while self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.SEMICOLON):
             prop = self._parse_property()
             if not prop:
@@ -763,13 +868,13 @@ class TiDBParser(MySQLParser):
             options.extend(prop if isinstance(prop, list) else [prop])
         return self.expression(PartitionOptions(this=name, options=options))
 
-    def _parse_remove(self) -> exp.Expression:
+    def _parse_remove(self) -> exp.Expr:
         if self._match_texts(("PARTITIONING", "TTL")):
             return self.expression(RemoveClause(this=exp.var(self._prev.text.upper())))
         self.raise_error("Expecting PARTITIONING or TTL after REMOVE")
         raise AssertionError
 
-    def _parse_tidb_alter_set(self, already_matched: bool = True) -> exp.Expression:
+    def _parse_tidb_alter_set(self, already_matched: bool = True) -> exp.Expr:
         if self._match_text_seq("TIFLASH", "REPLICA"):
             count = self._parse_number()
             labels = None
@@ -778,14 +883,16 @@ class TiDBParser(MySQLParser):
             return self.expression(TiFlashReplica(this=count, labels=labels))
         return super()._parse_alter_table_set()
 
-    def _parse_convert_charset(self) -> exp.Expression:
+    def _parse_convert_charset(self) -> exp.Expr:
         if not self._match_text_seq("TO"):
             self.raise_error("Expecting TO after CONVERT")
-        if not self._match(TokenType.CHARACTER_SET):
-            self._match_pair(TokenType.CHAR, TokenType.SET)
+        if not (
+            self._match(TokenType.CHARACTER_SET) or self._match_pair(TokenType.CHAR, TokenType.SET)
+        ):
+            self.raise_error("Expecting CHARACTER SET after CONVERT TO")
         charset = self._parse_var_or_string()
         collate = self._parse_var_or_string() if self._match(TokenType.COLLATE) else None
-        return self.expression(exp.Property(this=exp.var("CONVERT TO CHARACTER SET"), value=charset, collate=collate))
+        return self.expression(ConvertCharset(this=charset, collate=collate))
 
 
 # --------------------------------------------------------------------------------------------
@@ -799,29 +906,29 @@ class TiDBGenerator(MySQLGenerator):
         TTLProperty: exp.Properties.Location.POST_SCHEMA,
     }
 
-    def autorandomcolumnconstraint_sql(self, expression: exp.Expression) -> str:
+    def autorandomcolumnconstraint_sql(self, expression: exp.Expr) -> str:
         args = [a for a in (expression.this, expression.expression) if a is not None]
         return "AUTO_RANDOM" + (f"({', '.join(self.sql(a) for a in args)})" if args else "")
 
-    def serialdefaultvaluecolumnconstraint_sql(self, expression: exp.Expression) -> str:
+    def serialdefaultvaluecolumnconstraint_sql(self, expression: exp.Expr) -> str:
         return "SERIAL DEFAULT VALUE"
 
-    def unsignedcolumnconstraint_sql(self, expression: exp.Expression) -> str:
+    def unsignedcolumnconstraint_sql(self, expression: exp.Expr) -> str:
         return "UNSIGNED"
 
-    def indexpredicate_sql(self, expression: exp.Expression) -> str:
+    def indexpredicate_sql(self, expression: exp.Expr) -> str:
         return f"WHERE {self.sql(expression, 'this')}"
 
-    def renametables_sql(self, expression: exp.Expression) -> str:
+    def renametables_sql(self, expression: exp.Expr) -> str:
         return f"RENAME TABLE {self.expressions(expression, flat=True)}"
 
-    def renamepair_sql(self, expression: exp.Expression) -> str:
+    def renamepair_sql(self, expression: exp.Expr) -> str:
         return f"{self.sql(expression, 'this')} TO {self.sql(expression, 'to')}"
 
-    def replaceinto_sql(self, expression: exp.Expression) -> str:
-        return "REPLACE" + self.insert_sql(expression)[len("INSERT"):]  # type: ignore[arg-type]
+    def replaceinto_sql(self, expression: exp.Expr) -> str:
+        return "REPLACE" + self.insert_sql(expression)[len("INSERT") :]  # type: ignore[arg-type]
 
-    def partitionby_sql(self, expression: exp.Expression) -> str:
+    def partitionby_sql(self, expression: exp.Expr) -> str:
         kind = expression.text("kind")
         parts = ["PARTITION BY", "LINEAR " + kind if expression.args.get("linear") else kind]
         if expression.args.get("columns"):
@@ -836,7 +943,7 @@ class TiDBGenerator(MySQLGenerator):
             parts.append(f"({self.expressions(expression, key='definitions', flat=True)})")
         return " ".join(parts)
 
-    def partitiondef_sql(self, expression: exp.Expression) -> str:
+    def partitiondef_sql(self, expression: exp.Expr) -> str:
         sql = f"PARTITION {self.sql(expression, 'this')}"
         kind = expression.text("kind")
         if kind == "DEFAULT":
@@ -846,11 +953,11 @@ class TiDBGenerator(MySQLGenerator):
         options = self.expressions(expression, key="options", sep=" ")
         return f"{sql} {options}" if options else sql
 
-    def tidbindexparameters_sql(self, expression: exp.Expression) -> str:
+    def tidbindexparameters_sql(self, expression: exp.Expr) -> str:
         sql = self.indexparameters_sql(expression)  # type: ignore[arg-type]
         return f"{sql} {self.expressions(expression, key='options', sep=' ')}"
 
-    def partitionnames_sql(self, expression: exp.Expression) -> str:
+    def partitionnames_sql(self, expression: exp.Expr) -> str:
         action = expression.text("action")
         sql = f"{action} PARTITION"
         if expression.args.get("exists"):
@@ -871,41 +978,47 @@ class TiDBGenerator(MySQLGenerator):
             sql += f"{into} ({self.expressions(expression, key='definitions', flat=True)})"
         return sql
 
-    def partitionoptions_sql(self, expression: exp.Expression) -> str:
-        return f"PARTITION {self.sql(expression, 'this')} {self.expressions(expression, key='options', sep=' ')}"
+    def partitionoptions_sql(self, expression: exp.Expr) -> str:
+        options = self.expressions(expression, key="options", sep=" ")
+        return f"PARTITION {self.sql(expression, 'this')} {options}"
 
-    def removeclause_sql(self, expression: exp.Expression) -> str:
+    def removeclause_sql(self, expression: exp.Expr) -> str:
         return f"REMOVE {self.sql(expression, 'this')}"
 
-    def tiflashreplica_sql(self, expression: exp.Expression) -> str:
+    def tiflashreplica_sql(self, expression: exp.Expr) -> str:
         sql = f"SET TIFLASH REPLICA {self.sql(expression, 'this')}"
         if expression.args.get("labels"):
             sql += f" LOCATION LABELS {self.expressions(expression, key='labels', flat=True)}"
         return sql
 
-    def ttlproperty_sql(self, expression: exp.Expression) -> str:
+    def ttlproperty_sql(self, expression: exp.Expr) -> str:
         return f"TTL={self.sql(expression, 'this')}"
 
-    def alterdatabase_sql(self, expression: exp.Expression) -> str:
+    def convertcharset_sql(self, expression: exp.Expr) -> str:
+        collate = expression.args.get("collate")
+        sql = f"CONVERT TO CHARACTER SET {self.sql(expression, 'this')}"
+        return f"{sql} COLLATE {self.sql(collate)}" if collate else sql
+
+    def alterdatabase_sql(self, expression: exp.Expr) -> str:
         name = f" {self.sql(expression, 'this')}" if expression.this else ""
         return f"ALTER DATABASE{name} {self.expressions(expression, key='options', sep=' ')}"
 
-    def do_sql(self, expression: exp.Expression) -> str:
+    def do_sql(self, expression: exp.Expr) -> str:
         return f"DO {self.expressions(expression, flat=True)}"
 
-    def admin_sql(self, expression: exp.Expression) -> str:
+    def admin_sql(self, expression: exp.Expr) -> str:
         return f"ADMIN {self.sql(expression, 'this')}"
 
-    def recovertable_sql(self, expression: exp.Expression) -> str:
+    def recovertable_sql(self, expression: exp.Expr) -> str:
         if expression.args.get("job"):
             return f"RECOVER TABLE BY JOB {self.sql(expression, 'job')}"
         return f"RECOVER TABLE {self.sql(expression, 'this')}"
 
-    def flashback_sql(self, expression: exp.Expression) -> str:
+    def flashback_sql(self, expression: exp.Expr) -> str:
         to = f" TO {self.sql(expression, 'to')}" if expression.args.get("to") else ""
         return f"FLASHBACK {expression.text('kind')} {self.sql(expression, 'this')}{to}"
 
-    def policystatement_sql(self, expression: exp.Expression) -> str:
+    def policystatement_sql(self, expression: exp.Expr) -> str:
         parts = [expression.text("action")]
         if expression.args.get("replace"):
             parts.append("OR REPLACE")
@@ -913,9 +1026,13 @@ class TiDBGenerator(MySQLGenerator):
         if expression.args.get("exists"):
             parts.append("IF NOT EXISTS" if expression.text("action") == "CREATE" else "IF EXISTS")
         parts.append(self.sql(expression, "this"))
-        options = self.expressions(expression, key="options", sep=" ")
-        if options:
-            parts.append(options)
+        # TiDB restores policy and group options as `KEY = value`, spaced.
+        parts.extend(
+            f"{self.sql(o, 'this')} = {self.sql(o, 'value')}"
+            if isinstance(o, exp.Property)
+            else self.sql(o)
+            for o in expression.args.get("options") or []
+        )
         return " ".join(parts)
 
 
@@ -947,6 +1064,7 @@ TiDBGenerator.TRANSFORMS = {
             RecoverTable,
             Flashback,
             PolicyStatement,
+            ConvertCharset,
         )
     },
 }

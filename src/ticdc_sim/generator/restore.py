@@ -103,10 +103,13 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
         return f"UNIQUE {name}({cols})" if name else f"UNIQUE({cols})"
 
     def defaultcolumnconstraint_sql(self, expression: exp.DefaultColumnConstraint) -> str:
-        value = expression.this
+        return f"DEFAULT {self._value_sql(expression.this)}"
+
+    def _value_sql(self, value: exp.Expr) -> str:
+        # TiDB's parser tags string literals with the connection charset; Restore prints it.
         if isinstance(value, exp.Literal) and value.is_string:
-            return f"DEFAULT _UTF8MB4{self.sql(value)}"
-        return f"DEFAULT {self.sql(value)}"
+            return f"_UTF8MB4{self.sql(value)}"
+        return self.sql(value)
 
     def commentcolumnconstraint_sql(self, expression: exp.CommentColumnConstraint) -> str:
         return f"COMMENT {self.sql(expression, 'this')}"
@@ -117,7 +120,7 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
         kind = "STORED" if expression.args.get("persisted") else "VIRTUAL"
         return f"GENERATED ALWAYS AS({self.sql(inner)}) {kind}"
 
-    def autorandomcolumnconstraint_sql(self, expression: exp.Expression) -> str:
+    def autorandomcolumnconstraint_sql(self, expression: exp.Expr) -> str:
         return f"/*T![auto_rand] {super().autorandomcolumnconstraint_sql(expression)} */"
 
     def onupdatecolumnconstraint_sql(self, expression: exp.OnUpdateColumnConstraint) -> str:
@@ -137,12 +140,14 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
 
     def indexcolumnconstraint_sql(self, expression: exp.IndexColumnConstraint) -> str:
         kind = expression.text("kind").upper()
-        keyword = {"UNIQUE": "UNIQUE", "FULLTEXT": "FULLTEXT", "SPATIAL": "SPATIAL"}.get(kind, "INDEX")
+        keyword = {"UNIQUE": "UNIQUE", "FULLTEXT": "FULLTEXT", "SPATIAL": "SPATIAL"}.get(
+            kind, "INDEX"
+        )
         name = self._index_name(expression.this) if expression.this else ""
         cols = ", ".join(self.sql(c) for c in expression.expressions)
         return f"{keyword} {name}({cols})" if name else f"{keyword}({cols})"
 
-    def _index_name(self, node: exp.Expression) -> str:
+    def _index_name(self, node: exp.Expr) -> str:
         return self.sql(node)
 
     @staticmethod
@@ -171,14 +176,14 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
         items = ",".join(self.sql(e) for e in expression.expressions)
         return f"{this} ({items})"
 
-    def table_options_sql(self, options: list[exp.Expression]) -> str:
+    def table_options_sql(self, options: list[exp.Expr]) -> str:
         """Options are joined by single spaces; skipped ones leave their separator (TiDB)."""
         self._has_ttl_enable = any(
-            isinstance(o, exp.Property) and o.this.name.upper() == "TTL_ENABLE" for o in options
+            type(o) is exp.Property and o.name.upper() == "TTL_ENABLE" for o in options
         )
         return " ".join(self.table_option_sql(o) for o in options)
 
-    def table_option_sql(self, option: exp.Expression) -> str:
+    def table_option_sql(self, option: exp.Expr) -> str:
         if isinstance(option, d.TTLProperty):
             ttl = self.sql(option, "this").replace("+INTERVAL", " + INTERVAL")
             # RestoreWithTTLEnableOff: TiCDC always ships TTL_ENABLE = 'OFF'
@@ -210,14 +215,69 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
             return f"{name} = {value}"
         return self.sql(option)
 
-    def partitionby_sql(self, expression: exp.Expression) -> str:
+    # -- ALTER TABLE (TiDB `AlterTableStmt.Restore` / `AlterTableSpec.Restore`) ----------------
+
+    def alter_sql(self, expression: exp.Alter) -> str:
+        if expression.text("kind") != "TABLE":
+            return super().alter_sql(expression)
+        specs = [
+            self.add_column_sql(a) if isinstance(a, exp.ColumnDef | exp.Schema) else self.sql(a)
+            for a in expression.args.get("actions") or []
+        ]
+        specs += self.alter_options_sql(expression.args.get("options") or [])
+        sql = f"ALTER TABLE {self.sql(expression, 'this')}"
+        first = True
+        for node, spec in zip(
+            [*(expression.args.get("actions") or []), *(expression.args.get("options") or [])],
+            specs,
+            strict=False,
+        ):
+            if not spec:  # placement options are left out of what TiCDC ships
+                continue
+            # TiDB separates specs with ", " but partitioning clauses with a space
+            sep = " " if first or isinstance(node, d.PartitionBy | d.RemoveClause) else ", "
+            sql += sep + spec
+            first = False
+        return sql
+
+    def alter_options_sql(self, options: list[exp.Expr]) -> list[str]:
+        kinds = [type(o) for o in options]
+        if kinds == [exp.CharacterSetProperty, exp.CollateProperty]:
+            charset, collate = (o.this.name.upper() for o in options)
+            return [f"CHARACTER SET {charset} COLLATE {collate}", ""]
+        self._has_ttl_enable = any(
+            type(o) is exp.Property and o.name.upper() == "TTL_ENABLE" for o in options
+        )
+        return [self.table_option_sql(o) for o in options]
+
+    def convertcharset_sql(self, expression: exp.Expr) -> str:
+        sql = f"CONVERT TO CHARACTER SET {expression.this.name.upper()}"
+        collate = expression.args.get("collate")
+        return f"{sql} COLLATE {collate.name.upper()}" if collate else sql
+
+    def alterrename_sql(self, expression: exp.AlterRename, include_to: bool = True) -> str:
+        return f"RENAME AS {self.sql(expression, 'this')}"
+
+    def altercolumn_sql(self, expression: exp.AlterColumn) -> str:
+        column = self.sql(expression, "this")
+        if expression.args.get("drop"):
+            return f"ALTER COLUMN {column} DROP DEFAULT"
+        default = expression.args.get("default")
+        if default is None:
+            return super().altercolumn_sql(expression)
+        if isinstance(default, exp.Literal | exp.Null | exp.Boolean):
+            return f"ALTER COLUMN {column} SET DEFAULT {self._value_sql(default)}"
+        inner = default.this if isinstance(default, exp.Paren) else default
+        return f"ALTER COLUMN {column} SET DEFAULT ({self.sql(inner)})"
+
+    def partitionby_sql(self, expression: exp.Expr) -> str:
         return self.partition_by_sql(expression)
 
     def columnposition_sql(self, expression: exp.ColumnPosition) -> str:
         where = str(expression.args.get("position") or "").upper()
         return f"{where} {self.sql(expression, 'this')}".strip()
 
-    def partition_by_sql(self, node: exp.Expression) -> str:
+    def partition_by_sql(self, node: exp.Expr) -> str:
         kind = node.text("kind")
         columns = " COLUMNS" if node.args.get("columns") else ""
         if node.this is not None:
@@ -232,14 +292,16 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
             sql += f" ({','.join(self.partition_def_sql(p) for p in defs)})"
         return sql
 
-    def partition_def_sql(self, node: exp.Expression) -> str:
+    def partition_def_sql(self, node: exp.Expr) -> str:
         sql = f"PARTITION {self.sql(node, 'this')}"
         kind = node.text("kind")
         if kind in ("LESS THAN", "IN"):
             sql += f" VALUES {kind} ({', '.join(self.sql(e) for e in node.expressions)})"
         for option in node.args.get("options") or []:
             name = option.this.name.upper() if isinstance(option, exp.Property) else ""
-            sql += " " + ("" if name in _SKIPPED_OPTIONS else f"{name} = {self.sql(option, 'value')}")
+            sql += " " + (
+                "" if name in _SKIPPED_OPTIONS else f"{name} = {self.sql(option, 'value')}"
+            )
         return sql
 
 
@@ -248,5 +310,6 @@ TiDBRestoreGenerator.TRANSFORMS = {
     node: fn
     for node, fn in d.TiDBGenerator.TRANSFORMS.items()
     # our own nodes dispatch late-bound (dialect.py) and so already reach the methods here
-    if not node.__module__.startswith("sqlglot") or f"{node.key}_sql" not in vars(TiDBRestoreGenerator)
+    if not node.__module__.startswith("sqlglot")
+    or f"{node.key}_sql" not in vars(TiDBRestoreGenerator)
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from ticdc_sim.errors import Location, SQLError
 from ticdc_sim.generator.dialect import TiDB
@@ -26,7 +26,7 @@ _DIALECT = TiDB()
 class Statement:
     """One parsed statement with where it came from."""
 
-    expression: exp.Expression
+    expression: exp.Expr
     text: str
     location: Location
 
@@ -90,7 +90,7 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
         yield Statement(expression, stmt_text, location)
 
 
-def parse_one(sql: str) -> exp.Expression:
+def parse_one(sql: str) -> exp.Expr:
     """Parse a single statement (tests, tools); raises SQLError on anything else."""
     statements = list(parse_statements(sql))
     if len(statements) != 1:

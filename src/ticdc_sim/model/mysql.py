@@ -2,7 +2,8 @@
 
 Everything here is a table taken from TiDB or TiCDC; nothing here depends on anything else.
 Sources: TiDB `pkg/parser/mysql/type.go` (type codes), `pkg/parser/mysql/const.go` (flags),
-`pkg/parser/mysql/util.go` `GetDefaultFieldLengthAndDecimal`, tiflow `cdc/model/sink.go` (TiCDC flags).
+`pkg/parser/mysql/util.go` `GetDefaultFieldLengthAndDecimal`,
+tiflow `cdc/model/sink.go` (TiCDC flags).
 """
 
 from __future__ import annotations

@@ -172,7 +172,9 @@ class TableInfo:
     _column_index: dict[str, int] = field(default_factory=dict, init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_column_index", {c.name.lower(): i for i, c in enumerate(self.columns)})
+        object.__setattr__(
+            self, "_column_index", {c.name.lower(): i for i, c in enumerate(self.columns)}
+        )
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -239,7 +241,7 @@ class TableInfo:
 
     @cached_property
     def handle_key_columns(self) -> tuple[str, ...]:
-        """Names of the handle-key columns, in table order for a PK handle, index order otherwise."""
+        """Handle-key column names: table order for a PK handle, index order otherwise."""
         hid = self.handle_index_id
         if hid is None:
             return ()
@@ -282,9 +284,7 @@ class TableInfo:
     @cached_property
     def _new_arch_flags(self) -> tuple[ColumnFlag, ...]:
         handle = set(self.handle_key_columns)
-        flags = [
-            self._column_pass_flag(c, handle_from_pk=self.pk_is_handle) for c in self.columns
-        ]
+        flags = [self._column_pass_flag(c, handle_from_pk=self.pk_is_handle) for c in self.columns]
         for ix in self.indices:
             for ic in ix.columns:
                 col = self.columns[ic.offset]

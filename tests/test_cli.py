@@ -1,0 +1,58 @@
+"""The `ticdc-sim ddl` command on the bundled example and on bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from ticdc_sim.cli import app
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "shop.sql"
+
+
+def test_ddl_on_the_bundled_example() -> None:
+    result = CliRunner().invoke(app, ["ddl", str(EXAMPLE), "--start-ts", "449000000000000000"])
+    assert result.exit_code == 0, result.output
+    events = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [e["action"] for e in events] == [
+        "CREATE_SCHEMA",
+        "CREATE_TABLE",
+        "CREATE_TABLE",
+        "MULTI_SCHEMA_CHANGE",
+        "RENAME_TABLE",
+        "TRUNCATE_TABLE_PARTITION",
+    ]
+    assert all(e["schema"] == "shop" for e in events)
+    commit_ts = [e["commit_ts"] for e in events]
+    assert commit_ts == sorted(commit_ts) and commit_ts[0] > 449000000000000000
+    customers = events[1]
+    assert customers["handle_key"] == ["id"]
+    assert customers["columns"]["id"] == {"type": 8, "flag": 11}  # BIGINT, PK|HK|Binary
+    orders = events[2]
+    assert orders["handle_key"] == ["id", "placed_at"]
+    assert len(orders["physical_ids"]) == 2
+    renamed, truncated = events[4], events[5]
+    assert renamed["query"] == "RENAME TABLE `orders` TO `purchases`"
+    assert renamed["table_id"] == orders["table_id"]
+    # TRUNCATE PARTITION gives the truncated partition a new physical id, keeps the other
+    assert truncated["physical_ids"][1] == orders["physical_ids"][1]
+    assert truncated["physical_ids"][0] not in orders["physical_ids"]
+
+
+def test_ddl_error_names_file_line_and_statement(tmp_path: Path) -> None:
+    script = tmp_path / "bad.sql"
+    script.write_text("USE test; CREATE TABLE t (a INT);\n\n  CREATE TABLE t (b INT);\n")
+    result = CliRunner().invoke(app, ["ddl", str(script)])
+    assert result.exit_code == 1
+    assert f"{script}:3:3: ERROR 1050: Table 't' already exists" in result.stderr
+    assert "in: CREATE TABLE t (b INT)" in result.stderr
+
+
+def test_use_of_an_unknown_database_fails(tmp_path: Path) -> None:
+    script = tmp_path / "use.sql"
+    script.write_text("USE nowhere;\n")
+    result = CliRunner().invoke(app, ["ddl", str(script)])
+    assert result.exit_code == 1
+    assert "ERROR 1049: Unknown database 'nowhere'" in result.stderr
