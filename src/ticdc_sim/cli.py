@@ -15,7 +15,9 @@ from ticdc_sim.generator.script import parse_statements, read_script
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.tso import TSOClock
 
-app = typer.Typer(add_completion=False, help="A simulated TiCDC producer.")
+app = typer.Typer(
+    add_completion=False, help="A simulated TiCDC producer.", pretty_exceptions_show_locals=False
+)
 
 
 @app.callback()

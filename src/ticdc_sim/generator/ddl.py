@@ -366,41 +366,26 @@ class Catalog:
         ]
 
     def _drop_table(self, node: exp.Drop, source: str) -> list[DDLEvent]:
-        events = []
-        for table in node.args.get("tables") or [node.this]:
-            schema_name, name = self._table_ref(table)
-            found = self.find_table(schema_name, name)
-            if found is None or found.is_view:
-                if node.args.get("exists"):
-                    continue
-                raise SQLError(f"Unknown table '{schema_name}.{name}'", code=1051)
-            del self.schemas[found.schema.lower()].tables[name.lower()]
-            # tiflow `DDLEvent.FromJobWithArgs` rewrites every dropped table's query.
-            query = f"DROP TABLE `{found.schema}`.`{found.name}`"
-            events.append(
-                self._event(
-                    ActionType.DROP_TABLE, query, found.schema, found.name, None, found, source
-                )
-            )
-        return events
+        return self._drop_tables(node, source, view=False)
 
     def _drop_view(self, node: exp.Drop, source: str) -> list[DDLEvent]:
-        # TiDB runs one job per named view, like DROP TABLE.
+        return self._drop_tables(node, source, view=True)
+
+    def _drop_tables(self, node: exp.Drop, source: str, *, view: bool) -> list[DDLEvent]:
+        # TiDB runs one job per named table or view; tiflow `DDLEvent.FromJobWithArgs` then
+        # rewrites each job's query to name just that object.
+        kind, action = ("VIEW", ActionType.DROP_VIEW) if view else ("TABLE", ActionType.DROP_TABLE)
         events = []
-        for view in node.args.get("tables") or []:
-            schema_name, name = self._table_ref(view)
+        for table in node.args.get("tables") or []:
+            schema_name, name = self._table_ref(table)
             found = self.find_table(schema_name, name)
-            if found is None or not found.is_view:
+            if found is None or found.is_view != view:
                 if node.args.get("exists"):
                     continue
-                raise SQLError(f"Unknown view '{schema_name}.{name}'", code=1051)
+                raise SQLError(f"Unknown {kind.lower()} '{schema_name}.{name}'", code=1051)
             del self.schemas[found.schema.lower()].tables[name.lower()]
-            query = f"DROP VIEW `{found.schema}`.`{found.name}`"
-            events.append(
-                self._event(
-                    ActionType.DROP_VIEW, query, found.schema, found.name, None, found, source
-                )
-            )
+            query = f"DROP {kind} `{found.schema}`.`{found.name}`"
+            events.append(self._event(action, query, found.schema, found.name, None, found, source))
         return events
 
     def _truncate_table(self, node: exp.TruncateTable, source: str) -> list[DDLEvent]:

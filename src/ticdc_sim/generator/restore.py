@@ -42,6 +42,15 @@ _TIDB_TABLE_OPTIONS = {
     "AUTO_RANDOM_BASE": "auto_rand_base",
 }
 _SKIPPED_OPTIONS = {"PLACEMENT POLICY"}
+
+# TiDB `TableOption.Restore`: keywords and names upper-cased, `KEY = value` spaced.
+_TABLE_OPTION_TEMPLATES: dict[type[exp.Expr], str] = {
+    exp.EngineProperty: "ENGINE = {name}",
+    exp.CharacterSetProperty: "DEFAULT CHARACTER SET = {upper}",
+    exp.CollateProperty: "DEFAULT COLLATE = {upper}",
+    exp.SchemaCommentProperty: "COMMENT = {sql}",
+    exp.AutoIncrementProperty: "AUTO_INCREMENT = {sql}",
+}
 _TTL_ENABLE_OFF = "/*T![ttl] TTL_ENABLE = 'OFF' */"
 
 
@@ -189,16 +198,10 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
             # RestoreWithTTLEnableOff: TiCDC always ships TTL_ENABLE = 'OFF'
             enable = "" if self._has_ttl_enable else f" {_TTL_ENABLE_OFF}"
             return f"/*T![ttl] TTL = {ttl} */{enable}"
-        if isinstance(option, exp.EngineProperty):
-            return f"ENGINE = {option.this.name}"
-        if isinstance(option, exp.CharacterSetProperty):
-            return f"DEFAULT CHARACTER SET = {option.this.name.upper()}"
-        if isinstance(option, exp.CollateProperty):
-            return f"DEFAULT COLLATE = {option.this.name.upper()}"
-        if isinstance(option, exp.SchemaCommentProperty):
-            return f"COMMENT = {self.sql(option, 'this')}"
-        if isinstance(option, exp.AutoIncrementProperty):
-            return f"AUTO_INCREMENT = {self.sql(option, 'this')}"
+        template = _TABLE_OPTION_TEMPLATES.get(type(option))
+        if template is not None:
+            name = option.this.name
+            return template.format(name=name, upper=name.upper(), sql=self.sql(option, "this"))
         if isinstance(option, d.PartitionBy):
             return self.partition_by_sql(option)
         if isinstance(option, exp.Property):
