@@ -157,6 +157,18 @@ class TTLProperty(exp.Property):
     arg_types = {"this": True}
 
 
+class Savepoint(exp.Expression):
+    """SAVEPOINT name / RELEASE SAVEPOINT name."""
+
+    arg_types = {"this": True, "release": False}
+
+
+class DefaultOf(exp.Expression):
+    """MySQL's DEFAULT(col): the column's default value."""
+
+    arg_types = {"this": True}
+
+
 class ConvertCharset(exp.Expression):
     """ALTER TABLE ... CONVERT TO CHARACTER SET <this> [COLLATE <collate>]."""
 
@@ -299,6 +311,8 @@ class TiDBParser(MySQLParser):
         "ADMIN": lambda self: self._parse_admin(),
         "RECOVER": lambda self: self._parse_recover(),
         "FLASHBACK": lambda self: self._parse_flashback(),
+        "SAVEPOINT": lambda self: self.expression(Savepoint(this=self._parse_id_var())),
+        "RELEASE": lambda self: self._parse_release_savepoint(),
     }
 
     STATEMENT_PARSERS = {
@@ -394,7 +408,20 @@ class TiDBParser(MySQLParser):
         "NEXT": lambda self: self._parse_next_value_for(),
     }
 
+    PRIMARY_PARSERS = {
+        **MySQLParser.PRIMARY_PARSERS,
+        # `DEFAULT` in VALUES/SET, and MySQL's DEFAULT(col) function
+        TokenType.DEFAULT: lambda self, token: self._parse_default_value(),
+    }
+
     # -- statements --------------------------------------------------------------------------
+
+    def _parse_default_value(self) -> exp.Expr:
+        if not self._match(TokenType.L_PAREN):
+            return exp.var("DEFAULT")
+        column = self._parse_column()
+        self._match_r_paren()
+        return self.expression(DefaultOf(this=column))
 
     def _parse_csv(self, parse_method: Callable[[], Any], sep: TokenType = TokenType.COMMA) -> Any:
         # sqlglot's version swallows a separator with no item after it, so `(a INT,,)`,
@@ -439,6 +466,11 @@ class TiDBParser(MySQLParser):
     def _parse_replace(self) -> exp.Expr:
         insert = self._parse_insert()
         return self.expression(ReplaceInto(**insert.args))
+
+    def _parse_release_savepoint(self) -> exp.Expr:
+        if not self._match_text_seq("SAVEPOINT"):
+            self.raise_error("Expecting SAVEPOINT after RELEASE")
+        return self.expression(Savepoint(this=self._parse_id_var(), release=True))
 
     def _parse_admin(self) -> exp.Expr:
         words = _words(self)
@@ -994,6 +1026,13 @@ class TiDBGenerator(MySQLGenerator):
     def ttlproperty_sql(self, expression: exp.Expr) -> str:
         return f"TTL={self.sql(expression, 'this')}"
 
+    def savepoint_sql(self, expression: exp.Expr) -> str:
+        release = "RELEASE " if expression.args.get("release") else ""
+        return f"{release}SAVEPOINT {self.sql(expression, 'this')}"
+
+    def defaultof_sql(self, expression: exp.Expr) -> str:
+        return f"DEFAULT({self.sql(expression, 'this')})"
+
     def convertcharset_sql(self, expression: exp.Expr) -> str:
         collate = expression.args.get("collate")
         sql = f"CONVERT TO CHARACTER SET {self.sql(expression, 'this')}"
@@ -1065,6 +1104,8 @@ TiDBGenerator.TRANSFORMS = {
             Flashback,
             PolicyStatement,
             ConvertCharset,
+            DefaultOf,
+            Savepoint,
         )
     },
 }
@@ -1076,3 +1117,5 @@ class TiDB(MySQL):
     Tokenizer = TiDBTokenizer
     Parser = TiDBParser
     Generator = TiDBGenerator
+    # DEFAULT in VALUES goes through the expression parser, which also knows DEFAULT(col)
+    SUPPORTS_VALUES_DEFAULT = False

@@ -1,0 +1,1195 @@
+"""The upstream engine: executes SQL scripts the way TiDB would and yields what TiCDC captures.
+
+It stands in for TiDB + TiKV. Tables live in memory keyed by their row handle; a transaction
+records the first image of every row key it writes, and at COMMIT the engine turns
+(first image, final image) per key into TiCDC's row changes, which is exactly how TiKV folds a
+transaction's writes per key (insert+update -> insert, insert+delete -> nothing, delete+insert
+-> update). Rows leave in the order TiCDC's sorter reads them (tiflow
+`cdc/processor/sourcemanager/sorter/pebble/encoding/key.go`: per physical table, delete <
+update < insert, then by row key), then MQ sinks split key-changing updates and re-sort
+(tiflow `cdc/model/sink.go` `trySplitAndSortUpdateEvent`, Go `sort.Sort`).
+
+Statements are atomic: a failing statement undoes its own writes only; ROLLBACK and failed
+COMMITs emit nothing. DDL commits the open transaction first, as in TiDB.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import random
+import zoneinfo
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from sqlglot import exp
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator import dialect as d
+from ticdc_sim.generator.ddl import Catalog
+from ticdc_sim.generator.evaluate import (
+    Compiled,
+    Context,
+    Scope,
+    compare,
+    compile_expr,
+    evaluate_constant,
+    stable_uuid,
+    to_number,
+    truth,
+)
+from ticdc_sim.generator.gosort import go_sort
+from ticdc_sim.generator.script import Statement, parse_one
+from ticdc_sim.generator.values import (
+    Converter,
+    as_text,
+    column_converter,
+    format_datetime,
+    timestamp_in_zone,
+)
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.mysql import ColumnFlag, MySQLType
+from ticdc_sim.model.table import ColumnInfo, IndexInfo, TableInfo
+from ticdc_sim.model.tso import TSOClock, compose_ts, physical_ms
+
+Event = RowChangedEvent | DDLEvent
+Row = tuple[Any, ...]
+_MISSING: Any = object()
+# sorter order of a row key's final mutation (tiflow sorter encoding/key.go getDMLOrder)
+_DELETE, _UPDATE, _INSERT = 1, 2, 3
+_KNOWN_VARIABLES = {
+    "autocommit",
+    "time_zone",
+    "sql_mode",
+    "names",
+    "character_set_client",
+    "character_set_results",
+    "character_set_connection",
+    "collation_connection",
+    "foreign_key_checks",
+    "unique_checks",
+    "tidb_txn_mode",
+    "tx_isolation",
+    "transaction_isolation",
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the simulated cluster and changefeed behave."""
+
+    seed: int = 0
+    start_ts: int = 0
+    time_zone: str = "UTC"  # TiCDC's `tz` and the sessions' default time zone
+    output_raw_change_event: bool = False  # keep key-changing updates whole (MQ sinks)
+    continue_on_error: bool = False
+
+
+def load_zone(name: str) -> dt.tzinfo:
+    """A time zone by name (`Asia/Shanghai`, `UTC`, `SYSTEM`) or offset (`+08:00`)."""
+    text = name.strip()
+    if text.upper() in ("UTC", "SYSTEM"):
+        return dt.UTC
+    if text[:1] in "+-" and ":" in text:
+        sign = -1 if text[0] == "-" else 1
+        hours, minutes = text[1:].split(":")
+        return dt.timezone(sign * dt.timedelta(hours=int(hours), minutes=int(minutes)))
+    try:
+        return zoneinfo.ZoneInfo(text)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298) from None
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def _collation_key(value: Any, collation: str, length: int) -> Any:
+    """The value as a unique index compares it (PAD SPACE; `_ci` folds case)."""
+    if isinstance(value, str):
+        text = value[:length] if length > 0 else value
+        text = text.rstrip(" ")
+        return text.casefold() if collation.endswith("_ci") else text
+    if isinstance(value, bytes) and length > 0:
+        return value[:length]
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return value
+
+
+@dataclass
+class UniqueIndex:
+    info: IndexInfo
+    offsets: tuple[int, ...]
+    collations: tuple[str, ...]
+    lengths: tuple[int, ...]
+    entries: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+
+    def key(self, row: Row) -> tuple[Any, ...] | None:
+        values = [row[o] for o in self.offsets]
+        if any(v is None for v in values):
+            return None  # NULLs never collide
+        return tuple(
+            _collation_key(v, c, n)
+            for v, c, n in zip(values, self.collations, self.lengths, strict=True)
+        )
+
+
+class TableData:
+    """One table's rows (by handle), unique indexes and id allocator."""
+
+    def __init__(self, info: TableInfo, zone: Callable[[], dt.tzinfo]) -> None:
+        self.rows: dict[Any, Row] = {}
+        self.next_id = 1
+        self.zone = zone
+        self.bind(info)
+
+    def bind(self, info: TableInfo) -> None:
+        """(Re)derive everything that depends on the table's schema."""
+        self.info = info
+        self.converters: list[Converter] = [column_converter(c, self.zone) for c in info.columns]
+        self.scope = Scope(
+            {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)}, info.name
+        )
+        pk = info.primary_index
+        if info.pk_is_handle:
+            col = info.pk_handle_column
+            assert col is not None
+            self.handle_offsets: tuple[int, ...] = (col.offset,)
+            self.int_handle = True
+        elif info.is_common_handle and pk is not None:
+            self.handle_offsets = tuple(ic.offset for ic in pk.columns)
+            self.int_handle = False
+        else:
+            self.handle_offsets = ()  # `_tidb_rowid`
+            self.int_handle = True
+        handle_index = pk if (info.pk_is_handle or info.is_common_handle) else None
+        self.uniques = [
+            UniqueIndex(
+                ix,
+                tuple(ic.offset for ic in ix.columns),
+                tuple(info.columns[ic.offset].collation for ic in ix.columns),
+                tuple(ic.length for ic in ix.columns),
+            )
+            for ix in info.indices
+            if ix.unique and ix is not handle_index
+        ]
+        for unique in self.uniques:
+            for handle, row in self.rows.items():
+                key = unique.key(row)
+                if key is not None:
+                    if key in unique.entries:
+                        raise _duplicate(info, unique.info, row, unique.offsets)
+                    unique.entries[key] = handle
+        self.auto_offset = next(
+            (c.offset for c in info.columns if c.auto_increment or c.auto_random_bits), None
+        )
+        self.generated = [
+            (
+                c.offset,
+                compile_expr(parse_one(f"SELECT {c.generated_expr}").expressions[0], self.scope),
+            )
+            for c in info.columns
+            if c.generated_expr is not None
+        ]
+        self.on_update = [c.offset for c in info.columns if c.on_update_now]
+        flags = info.ticdc_flags()
+        self.split_offsets = tuple(
+            i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
+        )
+
+    def handle_of(self, row: Row) -> Any:
+        if len(self.handle_offsets) == 1 and self.int_handle:
+            return row[self.handle_offsets[0]]
+        return tuple(
+            _collation_key(row[o], self.info.columns[o].collation, -1) for o in self.handle_offsets
+        )
+
+
+def _duplicate(info: TableInfo, index: IndexInfo, row: Row, offsets: Iterable[int]) -> SQLError:
+    shown = "-".join(as_text(row[o]) for o in offsets)
+    return SQLError(f"Duplicate entry '{shown}' for key '{info.name}.{index.name}'", code=1062)
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+
+@dataclass
+class Transaction:
+    start_ts: int
+    first: dict[tuple[int, Any], Row | None] = field(default_factory=dict)
+    undo: list[tuple[TableData, Any, Row | None, bool]] = field(default_factory=list)
+    savepoints: dict[str, int] = field(default_factory=dict)
+
+
+class Engine:
+    """Executes statements; `run()` yields DDL and row events as transactions commit."""
+
+    def __init__(self, config: EngineConfig | None = None, catalog: Catalog | None = None):
+        self.config = config or EngineConfig()
+        clock = TSOClock.starting_at(self.config.start_ts) if self.config.start_ts else TSOClock()
+        self.catalog = catalog or Catalog(clock=clock)
+        self.tables: dict[int, TableData] = {}
+        self.zone_name = self.config.time_zone
+        self.zone = load_zone(self.config.time_zone)
+        self.cdc_zone = self.zone
+        self.autocommit = True
+        self.txn: Transaction | None = None
+        self.rng = random.Random(self.config.seed)
+        self.uuid_counter = 0
+        self.last_id = 0
+        self.warnings: list[str] = []
+
+    # -- session functions (evaluate.SessionFunctions) ---------------------------------------
+
+    def _moment(self) -> dt.datetime:
+        ts = self.txn.start_ts if self.txn else compose_ts(self.catalog.clock.physical, 0)
+        utc = dt.datetime.fromtimestamp(physical_ms(ts) / 1000, dt.UTC)
+        return utc.astimezone(self.zone).replace(tzinfo=None)
+
+    def now(self, fsp: int) -> str:
+        return format_datetime(self._moment(), fsp)
+
+    def current_date(self) -> str:
+        return self._moment().strftime("%Y-%m-%d")
+
+    def unix_timestamp(self) -> Decimal:
+        ts = self.txn.start_ts if self.txn else compose_ts(self.catalog.clock.physical, 0)
+        return Decimal(physical_ms(ts) // 1000)
+
+    def rand(self) -> float:
+        return self.rng.random()
+
+    def uuid(self) -> str:
+        self.uuid_counter += 1
+        return stable_uuid(self.config.seed, self.uuid_counter)
+
+    def last_insert_id(self) -> int:
+        return self.last_id
+
+    def time_zone(self) -> dt.tzinfo:
+        return self.zone
+
+    # -- running scripts ---------------------------------------------------------------------
+
+    def run(self, statements: Iterable[Statement]) -> Iterator[Event]:
+        """Execute statements in order, yielding events as they commit.
+
+        At the end of the input an open transaction is committed (as the mysql client's
+        exit would roll it back, scripts here are treated as ending with COMMIT only when
+        autocommit is on; an explicit transaction left open is rolled back).
+        """
+        for stmt in statements:
+            try:
+                yield from self.execute(stmt.expression, stmt.text)
+            except SQLError as e:
+                located = e.with_context(stmt.location, stmt.text)
+                if not self.config.continue_on_error:
+                    self._abort()
+                    raise located from None
+                self.warnings.append(str(located))
+        self._abort()
+
+    def execute(self, node: exp.Expr, source: str = "") -> Iterator[Event]:
+        handler = _STATEMENTS.get(type(node))
+        if handler is not None:
+            yield from handler(self, node, source)
+            return
+        if isinstance(node, _IGNORED):
+            return
+        if _is_ddl(node):
+            yield from self._commit()
+            for event in self.catalog.apply(node, source):
+                self._sync_table(event)
+                yield event
+            return
+        raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
+
+    def _abort(self) -> None:
+        if self.txn is not None:
+            self._rollback_to(0)
+            self.txn = None
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def _begin(self) -> Transaction:
+        if self.txn is None:
+            self.catalog.clock.advance(1)  # simulated time moves on between transactions
+            self.txn = Transaction(start_ts=self.catalog.clock.next())
+        return self.txn
+
+    def _commit(self) -> Iterator[Event]:
+        txn, self.txn = self.txn, None
+        if txn is None or not txn.first:
+            return
+        commit_ts = self.catalog.clock.next()
+        yield from self._row_events(txn, commit_ts)
+
+    def _rollback_to(self, mark: int) -> None:
+        assert self.txn is not None
+        undo, first = self.txn.undo, self.txn.first
+        while len(undo) > mark:
+            table, handle, previous, first_touch = undo.pop()
+            self._store(table, handle, previous)
+            if first_touch:
+                del first[(table.info.id, handle)]
+
+    def _write(self, table: TableData, handle: Any, row: Row | None) -> None:
+        """Put or delete one row key inside the open transaction."""
+        txn = self._begin()
+        previous = table.rows.get(handle)
+        key = (table.info.id, handle)
+        first_touch = key not in txn.first
+        if first_touch:
+            txn.first[key] = previous
+        txn.undo.append((table, handle, previous, first_touch))
+        self._store(table, handle, row)
+
+    @staticmethod
+    def _store(table: TableData, handle: Any, row: Row | None) -> None:
+        old = table.rows.get(handle)
+        if old is not None:
+            for unique in table.uniques:
+                key = unique.key(old)
+                if key is not None and unique.entries.get(key) == handle:
+                    del unique.entries[key]
+        if row is None:
+            table.rows.pop(handle, None)
+            return
+        table.rows[handle] = row
+        for unique in table.uniques:
+            key = unique.key(row)
+            if key is not None:
+                unique.entries[key] = handle
+
+    def _statement(self, body: Callable[[], None]) -> Iterator[Event]:
+        """Run one DML statement atomically, committing it under autocommit."""
+        implicit = self.txn is None and self.autocommit
+        txn = self._begin()
+        mark = len(txn.undo)
+        try:
+            body()
+        except SQLError:
+            self._rollback_to(mark)
+            if implicit:
+                self.txn = None
+            raise
+        if implicit:
+            yield from self._commit()
+
+    # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
+
+    def _row_events(self, txn: Transaction, commit_ts: int) -> Iterator[RowChangedEvent]:
+        by_physical: dict[int, list[tuple[int, Any, RowChangedEvent]]] = {}
+        for (table_id, handle), before in txn.first.items():
+            table = self.tables[table_id]
+            after = table.rows.get(handle)
+            if before is None and after is None:
+                continue
+            info = table.info
+            old_pid = self._physical_id(table, before) if before is not None else None
+            new_pid = self._physical_id(table, after) if after is not None else None
+            row_id = handle if table.int_handle and not isinstance(handle, tuple) else 0
+            sort_key = _sort_key(table, handle)
+            parts: list[tuple[int, int, Row | None, Row | None]] = []
+            if before is not None and after is not None and old_pid == new_pid:
+                assert new_pid is not None
+                parts.append((new_pid, _UPDATE, before, after))
+            else:
+                if before is not None:
+                    assert old_pid is not None
+                    parts.append((old_pid, _DELETE, before, None))
+                if after is not None:
+                    assert new_pid is not None
+                    parts.append((new_pid, _INSERT, None, after))
+            for pid, order, pre, post in parts:
+                event = RowChangedEvent(
+                    start_ts=txn.start_ts,
+                    commit_ts=commit_ts,
+                    table=info,
+                    physical_table_id=pid,
+                    columns=self._emitted(table, post),
+                    pre_columns=self._emitted(table, pre),
+                    row_id=row_id,
+                )
+                by_physical.setdefault(pid, []).append((order, sort_key, event))
+        for pid in sorted(by_physical):
+            rows = sorted(by_physical[pid], key=lambda r: (r[0], r[1]))
+            events = [event for _, _, event in rows]
+            yield from self._split_and_sort(self.tables_by_physical(pid), events)
+
+    def tables_by_physical(self, pid: int) -> TableData:
+        for table in self.tables.values():
+            if pid in table.info.physical_ids:
+                return table
+        raise KeyError(pid)
+
+    def _emitted(self, table: TableData, row: Row | None) -> Row | None:
+        """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
+        if row is None:
+            return None
+        columns = table.info.columns
+        if not any(c.tp == MySQLType.TIMESTAMP for c in columns):
+            return row
+        return tuple(
+            timestamp_in_zone(v, self.cdc_zone, max(c.decimal, 0))
+            if c.tp == MySQLType.TIMESTAMP and v is not None
+            else v
+            for c, v in zip(columns, row, strict=True)
+        )
+
+    def _split_and_sort(
+        self, table: TableData, events: list[RowChangedEvent]
+    ) -> list[RowChangedEvent]:
+        if self.config.output_raw_change_event:
+            return events
+        offsets = table.split_offsets
+        out: list[RowChangedEvent] = []
+        split = False
+        for event in events:
+            pre, post = event.pre_columns, event.columns
+            if pre is not None and post is not None and any(pre[o] != post[o] for o in offsets):
+                split = True
+                out.append(_with(event, columns=None))
+                out.append(_with(event, pre_columns=None))
+            else:
+                out.append(event)
+        if split:
+            go_sort(out, lambda a, b: _kind_order(a) < _kind_order(b))
+        return out
+
+    @staticmethod
+    def _physical_id(table: TableData, row: Row) -> int:
+        info = table.info
+        if info.partition is None:
+            return info.id
+        return route_partition(table, row)
+
+    # -- DDL ---------------------------------------------------------------------------------
+
+    def _sync_table(self, event: DDLEvent) -> None:
+        before, after = event.pre_table_info, event.table_info
+        if before is not None and (after is None or after.id != before.id):
+            data = self.tables.pop(before.id, None)
+            if data is not None and after is not None and not _drops_rows(event):
+                self.tables[after.id] = data
+        if after is None or after.is_view:
+            return
+        data = self.tables.get(after.id)
+        if data is None:
+            self.tables[after.id] = TableData(after, lambda: self.zone)
+            return
+        if before is not None and _drops_rows(event):
+            data.rows.clear()
+        old_info = data.info
+        if before is not None and old_info.columns != after.columns:
+            data.rows = _migrate_rows(old_info, after, data.rows, self)
+        data.bind(after)
+
+    def table_data(self, table: exp.Table) -> TableData:
+        info = self.catalog.table(table.text("db") or None, table.name)
+        if info.is_view:
+            raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
+        data = self.tables.get(info.id)
+        if data is None:
+            data = self.tables[info.id] = TableData(info, lambda: self.zone)
+        return data
+
+    # -- row building ------------------------------------------------------------------------
+
+    def default_value(self, column: ColumnInfo) -> Any:
+        default = column.default
+        if default is None:
+            if column.not_null and not column.auto_increment and not column.auto_random_bits:
+                return _NO_DEFAULT
+            return None
+        if default.kind == "literal":
+            return default.value
+        if default.kind == "null":
+            return None
+        if default.kind == "now":
+            return self.now(max(column.decimal, 0))
+        return evaluate_constant(parse_one(f"SELECT {default.sql}").expressions[0], self)
+
+    def finish_row(self, table: TableData, values: list[Any], explicit: set[int]) -> Row:
+        """Generated columns, auto ids and strict conversion of a new row image."""
+        info = table.info
+        for offset, value in enumerate(values):
+            if value is _NO_DEFAULT:
+                raise SQLError(
+                    f"Field '{info.columns[offset].name}' doesn't have a default value",
+                    code=1364,
+                )
+        auto = table.auto_offset
+        if auto is not None:
+            column = info.columns[auto]
+            value = values[auto]
+            if value is None or (to_number(value) == 0 and auto not in explicit) or value == 0:
+                values[auto] = self._allocate(table, column)
+            else:
+                number = int(to_number(value))
+                table.next_id = max(table.next_id, number + 1)
+        converted = [conv(v) for conv, v in zip(table.converters, values, strict=True)]
+        if table.generated:
+            ctx = Context(session=self, row=tuple(converted))
+            for offset, fn in table.generated:
+                converted[offset] = table.converters[offset](fn(ctx))
+                ctx.row = tuple(converted)
+        return tuple(converted)
+
+    def _allocate(self, table: TableData, column: ColumnInfo) -> int:
+        value = table.next_id
+        table.next_id += 1
+        self.last_id = value
+        if column.auto_random_bits:
+            # shard bits from a derived seed (TiDB hashes the start ts): deterministic here
+            digest = hashlib.blake2b(
+                f"{self.config.seed}:{table.info.id}:{value}".encode(), digest_size=8
+            ).digest()
+            shard = int.from_bytes(digest, "big") & ((1 << column.auto_random_bits) - 1)
+            value |= shard << (column.auto_random_range - 1 - column.auto_random_bits)
+        return value
+
+    def new_handle(self, table: TableData, row: Row) -> Any:
+        if table.handle_offsets:
+            return table.handle_of(row)
+        handle = table.next_id  # `_tidb_rowid` shares the table's allocator
+        table.next_id += 1
+        return handle
+
+    def conflicts(self, table: TableData, handle: Any, row: Row) -> list[Any]:
+        """Handles of existing rows that `row` would collide with, in check order."""
+        found: list[Any] = []
+        if table.handle_offsets and handle in table.rows:
+            found.append(handle)
+        for unique in table.uniques:
+            key = unique.key(row)
+            if key is None:
+                continue
+            other = unique.entries.get(key)
+            if other is not None and other not in found:
+                found.append(other)
+        return found
+
+    def duplicate_error(self, table: TableData, handle: Any, row: Row) -> SQLError:
+        info = table.info
+        if table.handle_offsets and handle in table.rows:
+            pk = info.primary_index
+            name = pk.name if pk else "PRIMARY"
+            shown = "-".join(as_text(row[o]) for o in table.handle_offsets)
+            return SQLError(f"Duplicate entry '{shown}' for key '{info.name}.{name}'", code=1062)
+        for unique in table.uniques:
+            key = unique.key(row)
+            if key is not None and key in unique.entries:
+                return _duplicate(info, unique.info, row, unique.offsets)
+        raise AssertionError("no conflict")
+
+
+_NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default>"})()
+
+
+def _with(event: RowChangedEvent, **changes: Any) -> RowChangedEvent:
+    from dataclasses import replace
+
+    return replace(event, **changes)
+
+
+def _kind_order(event: RowChangedEvent) -> int:
+    kind = event.kind
+    return 1 if kind == "delete" else 2 if kind == "update" else 3
+
+
+def _sort_key(table: TableData, handle: Any) -> Any:
+    """Row-key order within one table: signed int handles, or the common handle's datums."""
+    if not isinstance(handle, tuple):
+        return (0, handle)
+    return (1, tuple(_datum_key(v) for v in handle))
+
+
+def _datum_key(value: Any) -> tuple[int, Any]:
+    # memcomparable flags order types; within a type the natural order holds
+    if value is None:
+        return (0, 0)
+    if isinstance(value, bytes):
+        return (1, value)
+    if isinstance(value, str):
+        return (1, value.encode())
+    if isinstance(value, int | float | Decimal):
+        return (3, value)
+    return (4, as_text(value))
+
+
+def _drops_rows(event: DDLEvent) -> bool:
+    from ticdc_sim.model.actions import ActionType
+
+    return event.action in (ActionType.TRUNCATE_TABLE, ActionType.DROP_TABLE)
+
+
+def _migrate_rows(
+    old: TableInfo, new: TableInfo, rows: dict[Any, Row], engine: Engine
+) -> dict[Any, Row]:
+    """Rows of `old` reshaped for `new` (ADD/DROP/MODIFY COLUMN), matched by column id."""
+    by_id = {c.id: i for i, c in enumerate(old.columns)}
+    converters = [column_converter(c, lambda: engine.zone) for c in new.columns]
+    fillers: list[Any] = []
+    for column in new.columns:
+        if column.id in by_id:
+            fillers.append(None)
+        else:
+            value = engine.default_value(column)
+            fillers.append(None if value is _NO_DEFAULT else value)
+    migrated: dict[Any, Row] = {}
+    for handle, row in rows.items():
+        values = [
+            row[by_id[c.id]] if c.id in by_id else fillers[i] for i, c in enumerate(new.columns)
+        ]
+        if any(c.not_null and v is None for c, v in zip(new.columns, values, strict=True)):
+            values = [
+                _zero_value(c) if c.not_null and v is None else v
+                for c, v in zip(new.columns, values, strict=True)
+            ]
+        migrated[handle] = tuple(conv(v) for conv, v in zip(converters, values, strict=True))
+    return migrated
+
+
+def _zero_value(column: ColumnInfo) -> Any:
+    tp = column.tp
+    if tp in (MySQLType.DATE,):
+        return "0000-00-00"
+    if tp == MySQLType.ENUM and column.elems:
+        return column.elems[0]
+    if column.charset == "binary" and tp not in (MySQLType.BIT,):
+        return b"" if tp not in (MySQLType.TINY, MySQLType.LONG, MySQLType.LONGLONG) else 0
+    if tp in (MySQLType.VARCHAR, MySQLType.STRING, MySQLType.VAR_STRING, MySQLType.SET):
+        return ""
+    return 0
+
+
+# -- partitions --------------------------------------------------------------------------------
+
+
+def route_partition(table: TableData, row: Row) -> int:
+    """The physical partition a row lives in (RANGE/LIST [COLUMNS], HASH)."""
+    info = table.info
+    part = info.partition
+    assert part is not None
+    router = getattr(table, "_router", None)
+    if router is None or router[0] is not part:
+        router = (part, _build_router(table))
+        table._router = router  # type: ignore[attr-defined]
+    result: int = router[1](row)
+    return result
+
+
+def _build_router(table: TableData) -> Callable[[Row], int]:
+    info = table.info
+    part = info.partition
+    assert part is not None
+    session = _ConstSession()
+    if part.type in ("RANGE", "LIST", "HASH"):
+        key_fn = compile_expr(parse_one(f"SELECT {part.expr}").expressions[0], table.scope)
+
+        def keys(row: Row) -> tuple[Any, ...]:
+            return (key_fn(Context(session=session, row=row)),)
+
+    else:
+        offsets = [info.columns[table.scope.columns[c.lower()][0]].offset for c in part.columns]
+
+        def keys(row: Row) -> tuple[Any, ...]:
+            return tuple(row[o] for o in offsets)
+
+    def value_of(text: str) -> Any:
+        if text.upper() == "MAXVALUE":
+            return _MAX
+        return evaluate_constant(parse_one(f"SELECT {text}").expressions[0], session)
+
+    defs = part.definitions
+    if part.type == "HASH":
+        count = len(defs)
+
+        def route_hash(row: Row) -> int:
+            value = keys(row)[0]
+            number = 0 if value is None else int(to_number(value))
+            return defs[abs(number % count)].id
+
+        return route_hash
+    if part.type.startswith("RANGE"):
+        bounds = [tuple(value_of(v) for v in p.less_than) for p in defs]
+
+        def route_range(row: Row) -> int:
+            values = keys(row)
+            for p, bound in zip(defs, bounds, strict=True):
+                if _tuple_less(values, bound):
+                    return p.id
+            raise SQLError("Table has no partition for value", code=1526)
+
+        return route_range
+    if part.type.startswith("LIST"):
+        members = [[tuple(value_of(v) for v in vs) for vs in p.in_values] for p in defs]
+        default = next((p.id for p in defs if not p.in_values), None)
+
+        def route_list(row: Row) -> int:
+            values = keys(row)
+            for p, options in zip(defs, members, strict=True):
+                if any(_tuple_equal(values, o) for o in options):
+                    return p.id
+            if default is not None:
+                return default
+            raise SQLError("Table has no partition for value", code=1526)
+
+        return route_list
+    raise SQLError(f"DML on {part.type} partitioned tables is not supported", code=1105)
+
+
+_MAX: Any = type("_MaxValue", (), {})()
+
+
+def _tuple_less(values: tuple[Any, ...], bound: tuple[Any, ...]) -> bool:
+    for value, limit in zip(values, bound, strict=False):
+        if limit is _MAX:
+            return True
+        if value is None:
+            return True  # NULL sorts below everything
+        result = compare(value, limit, False)
+        if result is None:
+            return True
+        if result != 0:
+            return result < 0
+    return False
+
+
+def _tuple_equal(values: tuple[Any, ...], option: tuple[Any, ...]) -> bool:
+    return all(
+        (v is None and o is None) or compare(v, o, False) == 0
+        for v, o in zip(values, option, strict=False)
+    )
+
+
+class _ConstSession:
+    """Session functions for constant partition expressions: none may read the clock."""
+
+    def _refuse(self, *args: Any) -> Any:
+        raise SQLError("this function is not allowed in partition expressions", code=1564)
+
+    now = current_date = unix_timestamp = rand = uuid = last_insert_id = _refuse
+
+    def time_zone(self) -> dt.tzinfo:
+        return dt.UTC
+
+
+# -- statements --------------------------------------------------------------------------------
+
+
+def _is_ddl(node: exp.Expr) -> bool:
+    return isinstance(
+        node,
+        exp.Create
+        | exp.Drop
+        | exp.Alter
+        | exp.TruncateTable
+        | d.RenameTables
+        | d.AlterDatabase
+        | exp.Use,
+    )
+
+
+_IGNORED = (
+    exp.Select,
+    exp.Union,
+    exp.Analyze,
+    exp.Show,
+    exp.Describe,
+    d.Admin,
+    d.Do,
+    d.PolicyStatement,
+    exp.Command,
+)
+
+
+def _use(engine: Engine, node: exp.Use, source: str) -> Iterator[Event]:
+    engine.catalog.apply(node, source)
+    return iter(())
+
+
+def _transaction(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
+    yield from engine._commit()  # BEGIN commits an open transaction (MySQL)
+    engine._begin()
+
+
+def _commit(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
+    yield from engine._commit()
+
+
+def _rollback(engine: Engine, node: exp.Rollback, source: str) -> Iterator[Event]:
+    savepoint = node.args.get("savepoint")
+    if savepoint is not None:
+        name = savepoint.name.lower()
+        txn = engine.txn
+        if txn is None or name not in txn.savepoints:
+            raise SQLError(f"SAVEPOINT {savepoint.name} does not exist", code=1305)
+        mark = txn.savepoints[name]
+        engine._rollback_to(mark)
+        txn.savepoints = {k: v for k, v in txn.savepoints.items() if v <= mark}
+        return iter(())
+    engine._abort()
+    return iter(())
+
+
+def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> Iterator[Event]:
+    name = node.this.name.lower()
+    if node.args.get("release"):
+        if engine.txn is None or name not in engine.txn.savepoints:
+            raise SQLError(f"SAVEPOINT {node.this.name} does not exist", code=1305)
+        del engine.txn.savepoints[name]
+        return iter(())
+    if engine.txn is None and engine.autocommit:
+        return iter(())  # a savepoint outside a transaction is a no-op (MySQL)
+    txn = engine._begin()
+    txn.savepoints[name] = len(txn.undo)
+    return iter(())
+
+
+def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
+    for item in node.expressions:
+        if item.text("kind").upper() == "NAMES":
+            continue
+        assignment = item.this
+        if not isinstance(assignment, exp.EQ):
+            continue
+        target = assignment.this
+        if isinstance(target, exp.Parameter):  # user variable @x: no effect on data here
+            continue
+        name = target.name.lower()
+        value = evaluate_constant(assignment.expression, engine)
+        if item.text("kind").upper() == "GLOBAL":
+            continue
+        if name == "autocommit":
+            on = as_text(value).upper() in ("1", "ON", "TRUE")
+            if on and not engine.autocommit:
+                yield from engine._commit()  # turning autocommit on commits (MySQL)
+            engine.autocommit = on
+        elif name == "time_zone":
+            engine.zone = load_zone(as_text(value))
+            engine.zone_name = as_text(value)
+        elif name not in _KNOWN_VARIABLES:
+            engine.warnings.append(f"variable {name} is accepted and has no effect")
+
+
+def _returns_events(fn: Callable[..., None]) -> Callable[[Engine, Any, str], Iterator[Event]]:
+    def run(engine: Engine, node: Any, source: str) -> Iterator[Event]:
+        return engine._statement(lambda: fn(engine, node))
+
+    return run
+
+
+def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
+    target = node.this
+    if isinstance(target, exp.Schema) and target.expressions:
+        offsets = []
+        for ident in target.expressions:
+            found = table.scope.columns.get(ident.name.lower())
+            if found is None:
+                raise SQLError(f"Unknown column '{ident.name}' in 'field list'", code=1054)
+            offsets.append(found[0])
+        return offsets
+    return list(range(len(table.info.columns)))
+
+
+def _insert(engine: Engine, node: exp.Insert) -> None:
+    target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+    table = engine.table_data(target)
+    offsets = _target_columns(table, node)
+    replace_mode = isinstance(node, d.ReplaceInto)
+    ignore = bool(node.args.get("ignore"))
+    conflict = node.args.get("conflict")
+    assignments = _assignments(table, conflict.expressions) if conflict is not None else None
+    for row_number, values in enumerate(_source_rows(engine, node, table, offsets), start=1):
+        if len(values) != len(offsets):
+            raise SQLError(f"Column count doesn't match value count at row {row_number}", code=1136)
+        try:
+            _insert_row(engine, table, offsets, values, replace_mode, ignore, assignments)
+        except SQLError as e:
+            if e.code in (1264, 1406, 1366, 1292, 1265, 1048) and "at row" not in e.message:
+                raise SQLError(
+                    f"{e.message} at row {row_number}", code=e.code, statement=e.statement
+                ) from None
+            raise
+
+
+def _source_rows(
+    engine: Engine, node: exp.Insert, table: TableData, offsets: list[int]
+) -> Iterator[list[Any]]:
+    source = node.expression
+    defaults: dict[int, Any] = {}
+
+    def default_at(offset: int) -> Any:
+        if offset not in defaults:
+            defaults[offset] = engine.default_value(table.info.columns[offset])
+        return defaults[offset]
+
+    if isinstance(source, exp.Values):
+        empty = Context(session=engine, defaults=default_at)
+        scope = Scope(table.scope.columns, table.info.name)
+        # MySQL lets a VALUES item read earlier columns of the same row; that is rare, so
+        # column references see NULLs here.
+        empty.row = tuple([None] * len(table.info.columns))
+        for tup in source.expressions:
+            items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+            yield [
+                _DEFAULT
+                if isinstance(item, exp.Var) and item.name.upper() == "DEFAULT"
+                else compile_expr(item, scope)(empty)
+                for item in items
+            ]
+        return
+    if isinstance(source, exp.Select | exp.Union):
+        yield from (list(r) for r in _select_rows(engine, source))
+        return
+    raise SQLError("unsupported INSERT source", code=1105)
+
+
+_DEFAULT: Any = type("_Default", (), {})()
+
+
+def _insert_row(
+    engine: Engine,
+    table: TableData,
+    offsets: list[int],
+    values: list[Any],
+    replace_mode: bool,
+    ignore: bool,
+    assignments: list[tuple[int, Compiled]] | None,
+) -> None:
+    columns = table.info.columns
+    full: list[Any] = [_DEFAULT] * len(columns)
+    explicit: set[int] = set()
+    for offset, value in zip(offsets, values, strict=True):
+        if columns[offset].generated_expr is not None and value is not _DEFAULT:
+            raise SQLError(
+                f"The value specified for generated column '{columns[offset].name}' "
+                f"in table '{table.info.name}' is not allowed.",
+                code=3105,
+            )
+        full[offset] = value
+        if value is not _DEFAULT:
+            explicit.add(offset)
+    for offset, value in enumerate(full):
+        if value is _DEFAULT:
+            full[offset] = (
+                None
+                if columns[offset].generated_expr is not None
+                else engine.default_value(columns[offset])
+            )
+    row = engine.finish_row(table, full, explicit)
+    handle = engine.new_handle(table, row)
+    conflicts = engine.conflicts(table, handle, row)
+    if not conflicts:
+        engine._write(table, handle, row)
+        return
+    if replace_mode:
+        for other in conflicts:
+            engine._write(table, other, None)
+        engine._write(table, handle, row)
+        return
+    if assignments is not None:
+        existing = conflicts[0]
+        old = table.rows[existing]
+        _update_row(engine, table, existing, old, assignments, inserted=row)
+        return
+    if ignore:
+        return
+    raise engine.duplicate_error(table, handle, row)
+
+
+def _assignments(table: TableData, items: list[exp.Expr]) -> list[tuple[int, Compiled]]:
+    out = []
+    for item in items:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise SQLError(f"unsupported assignment: {item.sql(dialect=d.TiDB)}", code=1105)
+        offset, _ = table.scope.resolve(item.this)
+        value = item.expression
+        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
+            value = d.DefaultOf(this=item.this.copy())
+        out.append((offset, compile_expr(value, table.scope)))
+    return out
+
+
+def _update_row(
+    engine: Engine,
+    table: TableData,
+    handle: Any,
+    old: Row,
+    assignments: list[tuple[int, Compiled]],
+    inserted: Row = (),
+) -> bool:
+    """Apply SET assignments (left to right, each seeing the ones before); False if unchanged."""
+    columns = table.info.columns
+    values = list(old)
+    ctx = Context(
+        session=engine,
+        row=old,
+        inserted=inserted,
+        defaults=lambda o: engine.default_value(columns[o]),
+    )
+    assigned: set[int] = set()
+    for offset, fn in assignments:
+        if columns[offset].generated_expr is not None:
+            raise SQLError(
+                f"The value specified for generated column '{columns[offset].name}' "
+                f"in table '{table.info.name}' is not allowed.",
+                code=3105,
+            )
+        values[offset] = table.converters[offset](fn(ctx))
+        ctx.row = tuple(values)
+        assigned.add(offset)
+    for offset, fn in table.generated:
+        values[offset] = table.converters[offset](fn(Context(session=engine, row=tuple(values))))
+    if tuple(values) == old:
+        return False
+    for offset in table.on_update:
+        if offset not in assigned:
+            values[offset] = table.converters[offset](engine.now(max(columns[offset].decimal, 0)))
+    auto = table.auto_offset
+    if auto is not None and auto in assigned and values[auto] is not None:
+        table.next_id = max(table.next_id, int(values[auto]) + 1)
+    new = tuple(values)
+    new_handle = table.handle_of(new) if table.handle_offsets else handle
+    if new_handle != handle and new_handle in table.rows:
+        raise engine.duplicate_error(table, new_handle, new)
+    for unique in table.uniques:
+        key = unique.key(new)
+        if key is not None:
+            other = unique.entries.get(key)
+            if other is not None and other != handle:
+                raise _duplicate(table.info, unique.info, new, unique.offsets)
+    if new_handle != handle:
+        engine._write(table, handle, None)
+    engine._write(table, new_handle, new)
+    return True
+
+
+def _matching(engine: Engine, table: TableData, node: exp.Expr) -> list[tuple[Any, Row]]:
+    where = node.args.get("where")
+    condition = compile_expr(where.this, table.scope) if where is not None else None
+    ctx = Context(session=engine)
+    matched = []
+    for handle, row in table.rows.items():
+        if condition is not None:
+            ctx.row = row
+            if not truth(condition(ctx)):
+                continue
+        matched.append((handle, row))
+    order = node.args.get("order")
+    if order is not None:
+        matched = _order_rows(engine, table.scope, matched, order)
+    else:
+        matched.sort(key=lambda hr: _sort_key(table, hr[0]))  # TiDB scans in key order
+    limit = node.args.get("limit")
+    if limit is not None:
+        count = int(to_number(evaluate_constant(limit.expression, engine)))
+        matched = matched[:count]
+    return matched
+
+
+def _order_rows(
+    engine: Engine, scope: Scope, rows: list[tuple[Any, Row]], order: exp.Order
+) -> list[tuple[Any, Row]]:
+    import functools
+
+    keys = [
+        (compile_expr(o.this, scope), bool(o.args.get("desc")), o.this) for o in order.expressions
+    ]
+    ctx = Context(session=engine)
+
+    def evaluate(row: Row) -> list[Any]:
+        ctx.row = row
+        return [fn(ctx) for fn, _, _ in keys]
+
+    cache = {id(r): evaluate(r) for _, r in rows}
+
+    def cmp(a: tuple[Any, Row], b: tuple[Any, Row]) -> int:
+        for (_, desc, node), x, y in zip(keys, cache[id(a[1])], cache[id(b[1])], strict=True):
+            if x is None or y is None:
+                result = (x is not None) - (y is not None)  # NULLs first ascending
+            else:
+                result = compare(x, y, scope_is_ci(scope, node)) or 0
+            if result:
+                return -result if desc else result
+        return 0
+
+    return sorted(rows, key=functools.cmp_to_key(cmp))
+
+
+def scope_is_ci(scope: Scope, node: exp.Expr) -> bool:
+    from ticdc_sim.generator.evaluate import collation_of
+
+    return collation_of(node, scope).endswith("_ci")
+
+
+def _update(engine: Engine, node: exp.Update) -> None:
+    target = node.this
+    if not isinstance(target, exp.Table) or node.args.get("from_") or node.args.get("joins"):
+        raise SQLError("multi-table UPDATE is not supported", code=1105)
+    table = engine.table_data(target)
+    assignments = _assignments(table, node.expressions)
+    for handle, _ in _matching(engine, table, node):
+        current = table.rows.get(handle)
+        if current is None:
+            continue
+        _update_row(engine, table, handle, current, assignments)
+
+
+def _delete(engine: Engine, node: exp.Delete) -> None:
+    target = node.this
+    if not isinstance(target, exp.Table) or node.args.get("using") or node.args.get("tables"):
+        raise SQLError("multi-table DELETE is not supported", code=1105)
+    table = engine.table_data(target)
+    for handle, _ in _matching(engine, table, node):
+        engine._write(table, handle, None)
+
+
+def _select_rows(engine: Engine, node: exp.Expr) -> Iterator[Row]:
+    """Rows of a single-table (or table-less) SELECT, for INSERT ... SELECT."""
+    if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
+        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+    from_ = node.args.get("from_")
+    if from_ is None:
+        yield tuple(evaluate_constant(e, engine) for e in node.expressions)
+        return
+    source = from_.this
+    if not isinstance(source, exp.Table):
+        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+    table = engine.table_data(source)
+    if any(isinstance(e, exp.Star) for e in node.expressions):
+        projections: list[Compiled] = [_row_item(i) for i in range(len(table.info.columns))]
+    else:
+        projections = [
+            compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
+            for e in node.expressions
+        ]
+    rows = _matching(engine, table, node)
+    ctx = Context(session=engine)
+    snapshot = []
+    for _, row in rows:
+        ctx.row = row
+        snapshot.append(tuple(p(ctx) for p in projections))
+    yield from snapshot
+
+
+def _row_item(index: int) -> Compiled:
+    return lambda ctx: ctx.row[index]
+
+
+_STATEMENTS: dict[type, Callable[[Engine, Any, str], Iterator[Event]]] = {
+    exp.Insert: _returns_events(_insert),
+    d.ReplaceInto: _returns_events(_insert),
+    exp.Update: _returns_events(_update),
+    exp.Delete: _returns_events(_delete),
+    exp.Transaction: _transaction,
+    exp.Commit: _commit,
+    exp.Rollback: _rollback,
+    d.Savepoint: _savepoint,
+    exp.Set: _set,
+    exp.Use: _use,
+}

@@ -1,0 +1,482 @@
+"""Column values as TiDB stores them: MySQL strict-mode conversion into canonical Python values.
+
+Canonical forms (what `RowChangedEvent` carries and encoders render):
+integers, BIT and YEAR -> int; FLOAT -> float rounded to float32; DOUBLE -> float;
+DECIMAL -> Decimal at the column's scale; DATE/DATETIME/TIMESTAMP/TIME -> TiDB's text
+(`Time.String()`/`Duration.String()`, fsp digits); TIMESTAMP is kept in UTC;
+CHAR/VARCHAR/TEXT/ENUM/SET -> str (ENUM the member, SET members in definition order joined by
+`,`); BINARY/VARBINARY/BLOB -> bytes; JSON -> the TiDB text of the document.
+
+`column_converter(column)` builds one closure per column so the hot path is a single call.
+Errors carry MySQL's codes and messages (strict mode, TiDB's default sql_mode).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import struct
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.model.mysql import INTEGER_RANGES, MySQLType
+from ticdc_sim.model.table import ColumnInfo
+
+M = MySQLType
+Converter = Callable[[Any], Any]
+
+_DATE_RE = re.compile(
+    r"\s*(\d{1,4})-(\d{1,2})-(\d{1,2})"
+    r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?)?\s*$"
+)
+_COMPACT_RE = re.compile(r"\s*(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?\s*$")
+_TIME_RE = re.compile(r"\s*(-)?(?:(\d+) )?(\d{1,3}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?\s*$")
+_NUMBER_RE = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+_EPOCH = dt.datetime(1970, 1, 1)
+_TIMESTAMP_MIN = dt.datetime(1970, 1, 1, 0, 0, 1)
+_TIMESTAMP_MAX = dt.datetime(2038, 1, 19, 3, 14, 7, 999999)
+_MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59
+
+
+def _out_of_range(col: ColumnInfo) -> SQLError:
+    return SQLError(f"Out of range value for column '{col.name}'", code=1264)
+
+
+def _incorrect(kind: str, value: Any, col: ColumnInfo, code: int = 1366) -> SQLError:
+    shown = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return SQLError(f"Incorrect {kind} value: '{shown}' for column '{col.name}'", code=code)
+
+
+# -- numbers -----------------------------------------------------------------------------------
+
+
+def to_decimal(value: Any) -> Decimal | None:
+    """MySQL's numeric reading of a value, or None when it is not a number at all."""
+    if isinstance(value, bool):
+        return Decimal(int(value))
+    if isinstance(value, int | Decimal):
+        return Decimal(value)
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else Decimal(repr(value))
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str) and _NUMBER_RE.match(value):
+        try:
+            return Decimal(value.strip())
+        except InvalidOperation:
+            return None
+    return None
+
+
+def round_half_away(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding=ROUND_HALF_UP))
+
+
+def _integer(col: ColumnInfo) -> Converter:
+    signed_min, signed_max, unsigned_max = INTEGER_RANGES[col.tp]
+    lo, hi = (0, unsigned_max) if col.unsigned else (signed_min, signed_max)
+
+    def convert(value: Any) -> int:
+        if type(value) is int:
+            number = value
+        else:
+            dec = to_decimal(value)
+            if dec is None:
+                raise _incorrect("integer", value, col)
+            number = round_half_away(dec)
+        if not lo <= number <= hi:
+            raise _out_of_range(col)
+        return number
+
+    return convert
+
+
+def _float(col: ColumnInfo, single: bool) -> Converter:
+    limit = 3.4028234663852886e38 if single else 1.7976931348623157e308
+
+    def convert(value: Any) -> float:
+        if isinstance(value, float):
+            number = value
+        else:
+            dec = to_decimal(value)
+            if dec is None:
+                raise _incorrect("double", value, col)
+            number = float(dec)
+        if math.isinf(number) or abs(number) > limit:
+            raise _out_of_range(col)
+        if col.unsigned and number < 0:
+            raise _out_of_range(col)
+        if col.flen > 0 and col.decimal >= 0:  # FLOAT(M,D)/DOUBLE(M,D) round and bound
+            number = float(Decimal(repr(number)).quantize(Decimal(1).scaleb(-col.decimal)))
+            if abs(number) >= 10 ** (col.flen - col.decimal):
+                raise _out_of_range(col)
+        return struct.unpack("f", struct.pack("f", number))[0] if single else number
+
+    return convert
+
+
+def _decimal(col: ColumnInfo) -> Converter:
+    quantum = Decimal(1).scaleb(-col.decimal)
+    bound = Decimal(10) ** (col.flen - col.decimal)
+
+    def convert(value: Any) -> Decimal:
+        dec = to_decimal(value)
+        if dec is None:
+            raise _incorrect("decimal", value, col)
+        dec = dec.quantize(quantum, rounding=ROUND_HALF_UP)
+        if abs(dec) >= bound or (col.unsigned and dec < 0):
+            raise _out_of_range(col)
+        return dec + 0 if dec else abs(dec)  # no negative zero
+
+    return convert
+
+
+def _bit(col: ColumnInfo) -> Converter:
+    limit = 1 << col.flen
+
+    def convert(value: Any) -> int:
+        if isinstance(value, bytes):
+            number = int.from_bytes(value, "big")
+        elif isinstance(value, str):
+            number = int.from_bytes(value.encode(), "big")
+        else:
+            dec = to_decimal(value)
+            if dec is None:
+                raise _incorrect("bit", value, col)
+            number = round_half_away(dec)
+        if not 0 <= number < limit:
+            raise SQLError(f"Data too long for column '{col.name}'", code=1406)
+        return number
+
+    return convert
+
+
+def _year(col: ColumnInfo) -> Converter:
+    def convert(value: Any) -> int:
+        if isinstance(value, str) and value.strip() in ("0", "00", "000"):
+            return 2000
+        dec = to_decimal(value)
+        if dec is None:
+            raise _incorrect("integer", value, col)
+        year = round_half_away(dec)
+        if isinstance(value, str) and len(value.strip()) <= 2 or not isinstance(value, str):
+            if 1 <= year <= 69:
+                year += 2000
+            elif 70 <= year <= 99:
+                year += 1900
+        if year != 0 and not 1901 <= year <= 2155:
+            raise _out_of_range(col)
+        return year
+
+    return convert
+
+
+# -- strings -----------------------------------------------------------------------------------
+
+
+def as_text(value: Any) -> str:
+    """MySQL's string form of a value (numbers as MySQL prints them)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return format_double(value)
+    return str(value)
+
+
+def format_double(value: float) -> str:
+    """MySQL's text for a DOUBLE: shortest round-trip digits, exponent from 1e15 on."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e{int(exponent):+d}"
+    return text
+
+
+def _string(
+    col: ColumnInfo, *, binary: bool, fixed: bool, limit: int, in_bytes: bool = False
+) -> Converter:
+    def convert(value: Any) -> str | bytes:
+        if binary:
+            data = value if isinstance(value, bytes) else as_text(value).encode()
+            if len(data) > limit:
+                raise SQLError(f"Data too long for column '{col.name}'", code=1406)
+            # BINARY(n) pads with 0x00 (TiDB keeps the padding)
+            return data.ljust(limit, b"\0") if fixed else data
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else as_text(value)
+        if in_bytes:  # TEXT types are bounded in bytes
+            if len(text.encode()) > limit:
+                raise SQLError(f"Data too long for column '{col.name}'", code=1406)
+        elif len(text) > limit:
+            # spaces past the length are dropped silently (MySQL), anything else is an error
+            if text[limit:].strip(" "):
+                raise SQLError(f"Data too long for column '{col.name}'", code=1406)
+            text = text[:limit]
+        # CHAR drops trailing spaces on read (PAD_CHAR_TO_FULL_LENGTH off)
+        return text.rstrip(" ") if fixed else text
+
+    return convert
+
+
+_BLOB_LIMITS = {
+    M.TINY_BLOB: 255,
+    M.BLOB: 65535,
+    M.MEDIUM_BLOB: 16777215,
+    M.LONG_BLOB: 4294967295,
+}
+
+
+def _enum(col: ColumnInfo) -> Converter:
+    members = {m.lower(): m for m in col.elems}
+
+    def convert(value: Any) -> str:
+        if isinstance(value, int | Decimal) and not isinstance(value, bool):
+            index = int(value)
+            if 1 <= index <= len(col.elems):
+                return col.elems[index - 1]
+        else:
+            text = as_text(value).rstrip(" ")
+            found = members.get(text.lower())
+            if found is not None:
+                return found
+        raise SQLError(f"Data truncated for column '{col.name}'", code=1265)
+
+    return convert
+
+
+def _set(col: ColumnInfo) -> Converter:
+    order = {m.lower(): i for i, m in enumerate(col.elems)}
+
+    def convert(value: Any) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 1 << len(col.elems):
+                raise SQLError(f"Data truncated for column '{col.name}'", code=1265)
+            return ",".join(m for i, m in enumerate(col.elems) if value >> i & 1)
+        text = as_text(value)
+        if text == "":
+            return ""
+        picked: set[int] = set()
+        for part in text.split(","):
+            index = order.get(part.rstrip(" ").lower())
+            if index is None:
+                raise SQLError(f"Data truncated for column '{col.name}'", code=1265)
+            picked.add(index)
+        return ",".join(col.elems[i] for i in sorted(picked))
+
+    return convert
+
+
+def _json(col: ColumnInfo) -> Converter:
+    def convert(value: Any) -> str:
+        if isinstance(value, JSONValue):
+            return value.text
+        text = as_text(value)
+        try:
+            doc = json.loads(text, parse_float=Decimal)
+        except ValueError:
+            raise SQLError(
+                f'Invalid JSON text: "The document root must not be followed by other values." '
+                f"at position 0 in value for column '{col.name}'.",
+                code=3140,
+            ) from None
+        return json_text(doc)
+
+    return convert
+
+
+class JSONValue:
+    """A JSON document produced by a JSON function (not to be re-parsed as text)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def json_text(doc: Any) -> str:
+    """TiDB's `BinaryJSON.String()`: `, ` and `: ` separators, object keys sorted."""
+    if isinstance(doc, dict):
+        items = sorted(doc.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+        return "{" + ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in items) + "}"
+    if isinstance(doc, list):
+        return "[" + ", ".join(json_text(v) for v in doc) + "]"
+    if isinstance(doc, Decimal):
+        return format_double(float(doc))
+    if isinstance(doc, float):
+        return format_double(doc)
+    return json.dumps(doc, ensure_ascii=False)
+
+
+# -- dates and times ---------------------------------------------------------------------------
+
+
+def _fraction(digits: str | None, fsp: int) -> tuple[int, int]:
+    """Microseconds rounded to fsp digits; returns (microseconds, carry seconds)."""
+    if not digits:
+        return 0, 0
+    scaled = Decimal("0." + digits).quantize(Decimal(1).scaleb(-fsp), rounding=ROUND_HALF_UP)
+    micros = int(scaled * 1_000_000)
+    return (0, 1) if micros >= 1_000_000 else (micros, 0)
+
+
+def parse_datetime(value: Any, fsp: int) -> dt.datetime | None:
+    """A DATETIME from MySQL's accepted literal forms, fractional part rounded to fsp."""
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, int | Decimal) and not isinstance(value, bool):
+        text = str(value)
+        if len(text) in (6, 12):  # YYMMDD[hhmmss]
+            short_year = int(text[:2])
+            text = str(short_year + (2000 if short_year < 70 else 1900)) + text[2:]
+        value = text
+    text = as_text(value)
+    match = _DATE_RE.match(text) or _COMPACT_RE.match(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, frac = match.groups()
+    year_i = int(year)
+    if len(year) <= 2:
+        year_i += 2000 if year_i < 70 else 1900
+    micros, carry = _fraction(frac, fsp)
+    try:
+        moment = dt.datetime(
+            year_i, int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0)
+        )
+    except ValueError:
+        return None
+    return moment + dt.timedelta(seconds=carry, microseconds=micros)
+
+
+def format_datetime(moment: dt.datetime, fsp: int) -> str:
+    text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} " + moment.strftime("%H:%M:%S")
+    return text + f".{moment.microsecond:06d}"[: fsp + 1] if fsp else text
+
+
+def _date(col: ColumnInfo) -> Converter:
+    def convert(value: Any) -> str:
+        moment = parse_datetime(value, 0)
+        if moment is None:
+            raise _incorrect("date", value, col, code=1292)
+        return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+
+    return convert
+
+
+def _datetime(col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None) -> Converter:
+    fsp = max(col.decimal, 0)
+
+    def convert(value: Any) -> str:
+        moment = parse_datetime(value, fsp)
+        if moment is None:
+            raise _incorrect("datetime", value, col, code=1292)
+        if zone is not None:  # TIMESTAMP: the session's time zone -> UTC
+            moment = (
+                moment.replace(tzinfo=zone()).astimezone(dt.UTC).replace(tzinfo=None)
+                if moment.tzinfo is None
+                else moment.astimezone(dt.UTC).replace(tzinfo=None)
+            )
+            if not _TIMESTAMP_MIN <= moment <= _TIMESTAMP_MAX:
+                raise _incorrect("timestamp", value, col, code=1292)
+        return format_datetime(moment, fsp)
+
+    return convert
+
+
+def _time(col: ColumnInfo) -> Converter:
+    fsp = max(col.decimal, 0)
+
+    def convert(value: Any) -> str:
+        if isinstance(value, int | Decimal) and not isinstance(value, bool):
+            sign = "-" if value < 0 else ""
+            digits = str(abs(int(value))).rjust(6, "0")
+            frac = str(abs(Decimal(value)) % 1)[2:] if isinstance(value, Decimal) else ""
+            value = f"{sign}{digits[:-4]}:{digits[-4:-2]}:{digits[-2:]}" + (
+                f".{frac}" if frac else ""
+            )
+        match = _TIME_RE.match(as_text(value))
+        if match is None:
+            raise _incorrect("time", value, col, code=1292)
+        neg, days, hours, minutes, seconds, frac = match.groups()
+        micros, carry = _fraction(frac, fsp)
+        if int(minutes) > 59 or int(seconds or 0) > 59:
+            raise _incorrect("time", value, col, code=1292)
+        total = (int(days or 0) * 24 + int(hours)) * 3600 + int(minutes) * 60 + int(seconds or 0)
+        total += carry
+        if total > _MAX_TIME_SECONDS or (total == _MAX_TIME_SECONDS and micros):
+            raise _out_of_range(col)
+        text = f"{'-' if neg and (total or micros) else ''}{total // 3600:02d}:"
+        text += f"{total // 60 % 60:02d}:{total % 60:02d}"
+        return text + f".{micros:06d}"[: fsp + 1] if fsp else text
+
+    return convert
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def column_converter(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> Converter:
+    """The strict-mode conversion of any evaluated value into `col`'s canonical value."""
+    tp = col.tp
+    binary = col.charset == "binary"
+    if tp in (M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG):
+        inner = _integer(col)
+    elif tp in (M.FLOAT, M.DOUBLE):
+        inner = _float(col, tp == M.FLOAT)
+    elif tp == M.NEWDECIMAL:
+        inner = _decimal(col)
+    elif tp == M.BIT:
+        inner = _bit(col)
+    elif tp == M.YEAR:
+        inner = _year(col)
+    elif tp == M.DATE:
+        inner = _date(col)
+    elif tp in (M.DATETIME, M.TIMESTAMP):
+        inner = _datetime(col, zone if tp == M.TIMESTAMP else None)
+    elif tp == M.DURATION:
+        inner = _time(col)
+    elif tp == M.ENUM:
+        inner = _enum(col)
+    elif tp == M.SET:
+        inner = _set(col)
+    elif tp == M.JSON:
+        inner = _json(col)
+    elif tp in _BLOB_LIMITS:
+        inner = _string(col, binary=binary, fixed=False, limit=_BLOB_LIMITS[tp], in_bytes=True)
+    else:  # CHAR/VARCHAR/BINARY/VARBINARY
+        inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=col.flen)
+    not_null = col.not_null
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            if not_null:
+                raise SQLError(f"Column '{col.name}' cannot be null", code=1048)
+            return None
+        return inner(value)
+
+    return convert
+
+
+def timestamp_in_zone(utc_text: str, zone: dt.tzinfo, fsp: int) -> str:
+    """A stored (UTC) TIMESTAMP rendered in `zone`."""
+    moment = parse_datetime(utc_text, 6)
+    assert moment is not None
+    local = moment.replace(tzinfo=dt.UTC).astimezone(zone).replace(tzinfo=None)
+    return format_datetime(local, fsp)
+
+
+def epoch_seconds(moment: dt.datetime) -> float:
+    return (moment - _EPOCH).total_seconds()
