@@ -239,7 +239,8 @@ class Engine:
         self.rng = random.Random(self.config.seed)
         self.uuid_counter = 0
         self.last_id = 0
-        self.warnings: list[str] = []
+        self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
+        self.errors: list[str] = []  # failed statements skipped under continue_on_error
 
     # -- session functions (evaluate.SessionFunctions) ---------------------------------------
 
@@ -288,7 +289,7 @@ class Engine:
                 if not self.config.continue_on_error:
                     self._abort()
                     raise located from None
-                self.warnings.append(str(located))
+                self.errors.append(str(located))
         self._abort()
 
     def execute(self, node: exp.Expr, source: str = "") -> Iterator[Event]:
@@ -830,7 +831,8 @@ def _rollback(engine: Engine, node: exp.Rollback, source: str) -> Iterator[Event
             raise SQLError(f"SAVEPOINT {savepoint.name} does not exist", code=1305)
         mark = txn.savepoints[name]
         engine._rollback_to(mark)
-        txn.savepoints = {k: v for k, v in txn.savepoints.items() if v <= mark}
+        names = list(txn.savepoints)  # savepoints set after this one are gone (MySQL)
+        txn.savepoints = {k: txn.savepoints[k] for k in names[: names.index(name) + 1]}
         return iter(())
     engine._abort()
     return iter(())
@@ -846,6 +848,7 @@ def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> Iterator[Event
     if engine.txn is None and engine.autocommit:
         return iter(())  # a savepoint outside a transaction is a no-op (MySQL)
     txn = engine._begin()
+    txn.savepoints.pop(name, None)  # re-setting a name moves it to the end
     txn.savepoints[name] = len(txn.undo)
     return iter(())
 

@@ -29,6 +29,7 @@ from sqlglot import exp
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator import dialect as d
 from ticdc_sim.generator.values import (
+    BinaryLiteral,
     JSONValue,
     as_text,
     format_datetime,
@@ -39,13 +40,6 @@ from ticdc_sim.generator.values import (
 Compiled = Callable[["Context"], Any]
 BIGINT_MIN, BIGINT_MAX, UBIGINT_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 _NUMERIC_PREFIX = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-class BinaryLiteral(bytes):
-    """x'..', 0x.., b'..' literals: a number in numeric context, bytes otherwise."""
-
-    def as_int(self) -> int:
-        return int.from_bytes(self, "big")
 
 
 class SessionFunctions(Protocol):

@@ -51,6 +51,13 @@ def _incorrect(kind: str, value: Any, col: ColumnInfo, code: int = 1366) -> SQLE
     return SQLError(f"Incorrect {kind} value: '{shown}' for column '{col.name}'", code=code)
 
 
+class BinaryLiteral(bytes):
+    """x'..', 0x.., b'..' literals: a number in numeric context, bytes otherwise."""
+
+    def as_int(self) -> int:
+        return int.from_bytes(self, "big")
+
+
 # -- numbers -----------------------------------------------------------------------------------
 
 
@@ -58,6 +65,8 @@ def to_decimal(value: Any) -> Decimal | None:
     """MySQL's numeric reading of a value, or None when it is not a number at all."""
     if isinstance(value, bool):
         return Decimal(int(value))
+    if isinstance(value, BinaryLiteral):
+        return Decimal(value.as_int())
     if isinstance(value, int | Decimal):
         return Decimal(value)
     if isinstance(value, float):

@@ -1,0 +1,446 @@
+"""The engine: statement kinds, MySQL semantics, and the row changes TiCDC would capture."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.engine import Engine, EngineConfig
+from ticdc_sim.generator.gosort import go_sort
+from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+
+
+def run(sql: str, **config: Any) -> tuple[Engine, list[RowChangedEvent]]:
+    engine = Engine(EngineConfig(**config))
+    events = list(engine.run(parse_statements("USE test;\n" + sql, "t.sql")))
+    return engine, [e for e in events if isinstance(e, RowChangedEvent)]
+
+
+def changes(events: list[RowChangedEvent]) -> list[tuple[str, Any, Any]]:
+    return [(e.kind, e.pre_columns, e.columns) for e in events]
+
+
+def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]]:
+    info = engine.catalog.table("test", name)
+    return sorted(engine.tables[info.id].rows.values(), key=repr)
+
+
+# -- transactions and folding ------------------------------------------------------------------
+
+
+def test_one_commit_ts_per_transaction_and_start_below_commit() -> None:
+    _, events = run(
+        "CREATE TABLE a (id INT PRIMARY KEY); CREATE TABLE b (id INT PRIMARY KEY);"
+        "BEGIN; INSERT INTO b VALUES (1); INSERT INTO a VALUES (1); COMMIT;"
+        "INSERT INTO a VALUES (2);"
+    )
+    first, second, third = events
+    assert first.commit_ts == second.commit_ts < third.commit_ts
+    assert all(e.start_ts < e.commit_ts for e in events)
+    # rows of one commit ts leave per physical table, in table id order
+    assert [e.table.name for e in events] == ["a", "b", "a"]
+
+
+def test_folding_inside_a_transaction() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3);"
+        "BEGIN;"
+        "INSERT INTO t VALUES (4, 4); UPDATE t SET v = 40 WHERE id = 4;"  # -> insert of final
+        "INSERT INTO t VALUES (5, 5); DELETE FROM t WHERE id = 5;"  # -> nothing
+        "UPDATE t SET v = 10 WHERE id = 1; UPDATE t SET v = 11 WHERE id = 1;"  # -> one update
+        "DELETE FROM t WHERE id = 2; INSERT INTO t VALUES (2, 22);"  # -> update
+        "COMMIT;"
+    )
+    txn = events[3:]
+    assert changes(txn) == [
+        ("update", (1, 1), (1, 11)),
+        ("update", (2, 2), (2, 22)),
+        ("insert", None, (4, 40)),
+    ]
+
+
+def test_sorter_order_delete_update_insert_then_key() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (-5, 0), (7, 0), (3, 0);"
+        "BEGIN; INSERT INTO t VALUES (1, 1); UPDATE t SET v = 9 WHERE id = 7;"
+        "DELETE FROM t WHERE id = 3; INSERT INTO t VALUES (-9, 1); UPDATE t SET v = 9 WHERE id = -5;"
+        "COMMIT;"
+    )
+    assert [e.row_id for e in events[:3]] == [-5, 3, 7]  # signed key order
+    assert [(e.kind, e.row_id) for e in events[3:]] == [
+        ("delete", 3),
+        ("update", -5),
+        ("update", 7),
+        ("insert", -9),
+        ("insert", 1),
+    ]
+
+
+def test_rollback_and_failed_statements_emit_nothing() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL);"
+        "BEGIN; INSERT INTO t VALUES (1, 1); ROLLBACK;"
+        "BEGIN; INSERT INTO t VALUES (2, 2);",  # left open: rolled back at the end
+    )
+    assert events == []
+    assert table_rows(engine, "t") == []
+    with pytest.raises(SQLError) as info:
+        run(
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL);"
+            "INSERT INTO t VALUES (1, 1), (2, NULL);"
+        )
+    assert info.value.code == 1048
+    assert str(info.value).startswith("t.sql:2:")
+
+
+def test_failed_statement_is_undone_alone_with_continue_on_error() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY);"
+        "BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2), (1); INSERT INTO t VALUES (3);"
+        "COMMIT;",
+        continue_on_error=True,
+    )
+    assert [e.columns for e in events] == [(1,), (3,)]
+    assert len(engine.errors) == 1 and "ERROR 1062" in engine.errors[0]
+    assert "Duplicate entry '1' for key 't.PRIMARY'" in engine.errors[0]
+
+
+def test_savepoints() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY);"
+        "BEGIN; INSERT INTO t VALUES (1); SAVEPOINT s1; INSERT INTO t VALUES (2);"
+        "SAVEPOINT s2; INSERT INTO t VALUES (3); ROLLBACK TO SAVEPOINT s1;"
+        "INSERT INTO t VALUES (4); COMMIT;"
+    )
+    assert [e.columns for e in events] == [(1,), (4,)]
+    with pytest.raises(SQLError, match="SAVEPOINT s2 does not exist"):
+        run(
+            "CREATE TABLE t (id INT PRIMARY KEY); BEGIN; SAVEPOINT s1; SAVEPOINT s2;"
+            "ROLLBACK TO s1; ROLLBACK TO s2;"
+        )
+
+
+def test_ddl_commits_the_open_transaction_and_gets_its_own_ts() -> None:
+    engine = Engine()
+    events = list(
+        engine.run(
+            parse_statements(
+                "USE test; CREATE TABLE t (id INT PRIMARY KEY); BEGIN; INSERT INTO t VALUES (1);"
+                "CREATE TABLE u (id INT); INSERT INTO t VALUES (2);"
+            )
+        )
+    )
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["DDLEvent", "RowChangedEvent", "DDLEvent", "RowChangedEvent"]
+    assert events[1].commit_ts < events[2].commit_ts < events[3].commit_ts
+
+
+def test_autocommit_off_needs_commit() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY); SET autocommit = 0;"
+        "INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); COMMIT; INSERT INTO t VALUES (3);"
+    )
+    assert [e.columns for e in events] == [(1,), (2,)]
+    assert events[0].commit_ts == events[1].commit_ts
+
+
+# -- key changes -------------------------------------------------------------------------------
+
+
+def test_update_of_a_key_column_is_split_unless_raw() -> None:
+    sql = (
+        "CREATE TABLE t (id INT PRIMARY KEY, u INT UNIQUE, v INT);"
+        "INSERT INTO t VALUES (1, 1, 1);"
+        "UPDATE t SET u = 2 WHERE id = 1;"
+        "UPDATE t SET v = 2 WHERE id = 1;"
+    )
+    _, events = run(sql)
+    assert changes(events[1:]) == [
+        ("delete", (1, 1, 1), None),
+        ("insert", None, (1, 2, 1)),
+        ("update", (1, 2, 1), (1, 2, 2)),
+    ]
+    _, raw = run(sql, output_raw_change_event=True)
+    assert changes(raw[1:]) == [("update", (1, 1, 1), (1, 2, 1)), ("update", (1, 2, 1), (1, 2, 2))]
+
+
+def test_go_sort_matches_insertion_sort_for_short_and_sorts_long() -> None:
+    items = [(k % 3, i) for i, k in enumerate([2, 0, 1, 2, 0, 1, 0, 2, 1, 1, 0, 2])]
+    short = list(items)
+    go_sort(short, lambda a, b: a[0] < b[0])
+    assert short == sorted(items, key=lambda x: x[0])  # <= 12: insertion sort, stable
+    many = [((i * 7) % 3, i) for i in range(200)]
+    go_sort(many, lambda a, b: a[0] < b[0])
+    assert [k for k, _ in many] == sorted(k for k, _ in many)
+    assert sorted(many) == sorted(((i * 7) % 3, i) for i in range(200))
+
+
+# -- INSERT forms --------------------------------------------------------------------------------
+
+
+def test_insert_forms_defaults_and_auto_increment() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id BIGINT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(10) DEFAULT 'x',"
+        " n INT NOT NULL DEFAULT 7, c CHAR(4));"
+        "INSERT INTO t (name) VALUES ('a');"
+        "INSERT INTO t SET name = 'b', n = DEFAULT;"
+        "INSERT INTO t VALUES (10, DEFAULT, 1, 'ab  ');"
+        "INSERT INTO t (id) VALUES (NULL), (0);"
+        "INSERT INTO t (name, n) SELECT name, n + 100 FROM t WHERE id = 10;"
+    )
+    assert table_rows(engine, "t") == [
+        (1, "a", 7, None),
+        (10, "x", 1, "ab"),
+        (11, "x", 7, None),
+        (12, "x", 7, None),
+        (13, "x", 101, None),
+        (2, "b", 7, None),
+    ]
+    assert events[-1].columns == (13, "x", 101, None)
+
+
+def test_on_duplicate_key_update_replace_and_ignore() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, u VARCHAR(5) UNIQUE, hits INT DEFAULT 0);"
+        "INSERT INTO t VALUES (1, 'a', 0), (2, 'b', 0);"
+        "INSERT INTO t VALUES (1, 'z', 5) ON DUPLICATE KEY UPDATE hits = hits + VALUES(hits);"
+        "INSERT IGNORE INTO t VALUES (3, 'a', 9), (4, 'd', 0);"
+        "REPLACE INTO t VALUES (5, 'b', 1);"
+    )
+    assert table_rows(engine, "t") == [(1, "a", 5), (4, "d", 0), (5, "b", 1)]
+    assert changes(events[2:]) == [
+        ("update", (1, "a", 0), (1, "a", 5)),
+        ("insert", None, (4, "d", 0)),
+        ("delete", (2, "b", 0), None),
+        ("insert", None, (5, "b", 1)),
+    ]
+
+
+def test_update_and_delete_with_order_and_limit() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (1, 5), (2, 3), (3, 9), (4, 1);"
+        "UPDATE t SET v = v * 10 ORDER BY v DESC LIMIT 2;"
+        "DELETE FROM t WHERE v < 50 ORDER BY id LIMIT 1;"
+    )
+    assert table_rows(engine, "t") == [(1, 50), (3, 90), (4, 1)]
+
+
+def test_assignments_apply_left_to_right() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT); INSERT INTO t VALUES (1, 1, 0);"
+        "UPDATE t SET a = a + 1, b = a * 10;"
+    )
+    assert table_rows(engine, "t") == [(1, 2, 20)]
+
+
+def test_unchanged_update_writes_nothing() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 1);"
+        "UPDATE t SET v = 1;"
+    )
+    assert len(events) == 1
+
+
+# -- MySQL strict-mode values --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "code"),
+    [
+        ("TINYINT", "300", 1264),
+        ("INT UNSIGNED", "-1", 1264),
+        ("VARCHAR(3)", "'abcd'", 1406),
+        ("INT", "'12abc'", 1366),
+        ("DATE", "'2023-02-30'", 1292),
+        ("DECIMAL(4,2)", "100", 1264),
+        ("ENUM('a','b')", "'c'", 1265),
+        ("INT NOT NULL", "NULL", 1048),
+        ("TIMESTAMP", "'1960-01-01 00:00:00'", 1292),
+        ("BIT(2)", "8", 1406),
+        ("JSON", "'{bad'", 3140),
+    ],
+)
+def test_strict_mode_rejects(column: str, value: str, code: int) -> None:
+    with pytest.raises(SQLError) as info:
+        run(f"CREATE TABLE t (c {column}); INSERT INTO t VALUES ({value});")
+    assert info.value.code == code
+    assert "at row 1" in info.value.message or code in (3140,)
+
+
+def test_value_conversions() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, d DECIMAL(6,2), f FLOAT, dt DATETIME(3),"
+        " ts TIMESTAMP(0) NULL, y YEAR, e ENUM('x','y'), s SET('a','b','c'), b BIT(8),"
+        " j JSON, bin BINARY(3), tm TIME, i INT);"
+        "SET time_zone = '+08:00';"
+        "INSERT INTO t VALUES (1, 1.005, 0.1, '2024-02-29 23:59:59.9996', '2024-01-01 08:00:00',"
+        " 24, 2, 'c,a,a', b'101', '{\"b\": [1, 2], \"a\": null}', 'ab', '-1:2:3', 2.5);"
+    )
+    (event,) = events
+    assert event.columns == (
+        1,
+        Decimal("1.01"),
+        0.10000000149011612,
+        "2024-03-01 00:00:00.000",
+        "2024-01-01 00:00:00",  # stored and emitted in UTC (TiCDC tz), written in +08:00
+        2024,
+        "y",
+        "a,c",
+        5,
+        '{"a": null, "b": [1, 2]}',
+        b"ab\x00",
+        "-01:02:03",
+        3,
+    )
+
+
+def test_timestamps_render_in_the_changefeed_time_zone() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP);"
+        "INSERT INTO t VALUES (1, '2024-01-01 00:00:00');",
+        time_zone="Asia/Shanghai",
+    )
+    assert events[0].columns == (1, "2024-01-01 00:00:00")
+
+
+def test_generated_columns_and_on_update_now() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, v INT AS (a * 2) VIRTUAL,"
+        " s INT AS (a + 1) STORED, up DATETIME DEFAULT CURRENT_TIMESTAMP"
+        " ON UPDATE CURRENT_TIMESTAMP);"
+        "INSERT INTO t (id, a) VALUES (1, 5);"
+        "UPDATE t SET a = 6;",
+        start_ts=449000000000000000,
+    )
+    first, second = events
+    assert first.columns is not None and first.columns[:4] == (1, 5, 10, 6)
+    assert second.columns is not None and second.columns[:4] == (1, 6, 12, 7)
+    assert first.columns[4] == "2024-04-11 01:31:12"
+    with pytest.raises(SQLError) as info:
+        run("CREATE TABLE t (a INT, v INT AS (a) VIRTUAL); INSERT INTO t VALUES (1, 2);")
+    assert info.value.code == 3105
+
+
+def test_expressions_follow_mysql() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(40), b DECIMAL(10,4), c INT);"
+        "INSERT INTO t VALUES"
+        " (1, CONCAT('x', 1, NULL), 7 / 2, 7 DIV 2),"
+        " (2, CONCAT_WS('-', 'a', NULL, 'b'), 1 / 3, -7 % 3),"
+        " (3, IF(NULL, 'y', 'n'), COALESCE(NULL, 2.5), CASE 2 WHEN 1 THEN 10 WHEN 2 THEN 20 END),"
+        " (4, UPPER(SUBSTRING('hello', 2, 3)), ROUND(2.345, 2), '3' + 4),"
+        " (5, DATE_ADD('2024-01-31', INTERVAL 1 MONTH), 0x10, 'abc' = 'ABC '),"
+        " (6, LPAD('7', 3, '0'), ABS(-1.5), NULL IS NULL AND (1 IN (NULL, 1)))"
+    )
+    assert table_rows(engine, "t") == [
+        (1, None, Decimal("3.5000"), 3),
+        (2, "a-b", Decimal("0.3333"), -1),
+        (3, "n", Decimal("2.5000"), 20),
+        (4, "ELL", Decimal("2.3500"), 7),
+        (5, "2024-02-29", Decimal("16.0000"), 0),
+        (6, "007", Decimal("1.5000"), 1),
+    ]
+
+
+def test_ci_collation_compares_case_insensitively() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(10) COLLATE utf8mb4_general_ci);"
+        "INSERT INTO t VALUES (1, 'Alice'), (2, 'bob');"
+        "DELETE FROM t WHERE name = 'ALICE';"
+    )
+    assert table_rows(engine, "t") == [(2, "bob")]
+    with pytest.raises(SQLError) as info:
+        run(
+            "CREATE TABLE t (name VARCHAR(10) COLLATE utf8mb4_general_ci UNIQUE);"
+            "INSERT INTO t VALUES ('a'), ('A ');"
+        )
+    assert info.value.code == 1062
+
+
+# -- tables without int handles, partitions, DDL on data ----------------------------------------
+
+
+def test_row_ids_and_common_handles() -> None:
+    _, events = run(
+        "CREATE TABLE n (v INT); INSERT INTO n VALUES (5), (6);"
+        "CREATE TABLE c (a VARCHAR(5), b INT, PRIMARY KEY (a, b) CLUSTERED);"
+        "INSERT INTO c VALUES ('y', 1), ('x', 2);"
+    )
+    assert [e.row_id for e in events[:2]] == [1, 2]
+    assert [e.columns for e in events[2:]] == [("x", 2), ("y", 1)]  # common handle key order
+    assert all(e.row_id == 0 for e in events[2:])
+
+
+def test_partition_routing_and_moves() -> None:
+    engine, events = run(
+        "CREATE TABLE p (id INT PRIMARY KEY) PARTITION BY RANGE (id)"
+        " (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (MAXVALUE));"
+        "INSERT INTO p VALUES (1), (20); UPDATE p SET id = 30 WHERE id = 1;"
+        "CREATE TABLE h (id INT) PARTITION BY HASH (id) PARTITIONS 3; INSERT INTO h VALUES (7);"
+        "CREATE TABLE l (id INT) PARTITION BY LIST (id) (PARTITION a VALUES IN (1, 2));"
+    )
+    info = engine.catalog.table("test", "p")
+    p0, p1 = info.physical_ids
+    assert [(e.kind, e.physical_table_id) for e in events[:4]] == [
+        ("insert", p0),
+        ("insert", p1),
+        ("delete", p0),
+        ("insert", p1),
+    ]
+    hashed = engine.catalog.table("test", "h")
+    assert events[4].physical_table_id == hashed.physical_ids[7 % 3]
+    with pytest.raises(SQLError) as error:
+        run(
+            "CREATE TABLE l (id INT) PARTITION BY LIST (id) (PARTITION a VALUES IN (1, 2));"
+            "INSERT INTO l VALUES (3);"
+        )
+    assert error.value.code == 1526
+
+
+def test_ddl_reshapes_and_clears_rows() -> None:
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT); INSERT INTO t VALUES (1, 1);"
+        "ALTER TABLE t ADD COLUMN b VARCHAR(5) NOT NULL DEFAULT 'z' FIRST;"
+        "UPDATE t SET a = 2;"
+        "ALTER TABLE t DROP COLUMN b; INSERT INTO t VALUES (2, 2);"
+        "TRUNCATE TABLE t; INSERT INTO t VALUES (3, 3);"
+    )
+    assert changes(events) == [
+        ("insert", None, (1, 1)),
+        ("update", ("z", 1, 1), ("z", 1, 2)),
+        ("insert", None, (2, 2)),
+        ("insert", None, (3, 3)),
+    ]
+    assert table_rows(engine, "t") == [(3, 3)]
+
+
+def test_deterministic_under_seed() -> None:
+    sql = (
+        "CREATE TABLE t (id BIGINT AUTO_RANDOM PRIMARY KEY, r DOUBLE, u VARCHAR(36));"
+        "INSERT INTO t (r, u) VALUES (RAND(), UUID()), (RAND(), UUID());"
+    )
+    a = [e.columns for e in run(sql, seed=7)[1]]
+    b = [e.columns for e in run(sql, seed=7)[1]]
+    c = [e.columns for e in run(sql, seed=8)[1]]
+    assert a == b != c
+
+
+def test_unknown_statements_and_variables() -> None:
+    engine, _ = run("SET tidb_foo = 1; SELECT 1; SET @x = 2;")
+    assert engine.warnings == ["variable tidb_foo is accepted and has no effect"]
+    with pytest.raises(SQLError) as info:
+        run("CREATE TABLE t (id INT); INSERT INTO t VALUES (NOSUCHFN(1));")
+    assert info.value.code == 1305
+
+
+def test_ddl_events_pass_through() -> None:
+    engine = Engine()
+    events = list(engine.run(parse_statements("CREATE DATABASE d; USE d; CREATE TABLE t (a INT);")))
+    assert [type(e) for e in events] == [DDLEvent, DDLEvent]
