@@ -23,4 +23,5 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
+	scripts/ensure-mariadb
 	$(BIN)/pytest

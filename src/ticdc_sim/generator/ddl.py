@@ -56,6 +56,7 @@ TYPE_TABLE: dict[exp.DType, tuple[MySQLType, bool, bool]] = {
     D.UINT: (M.LONG, True, False),
     D.BIGINT: (M.LONGLONG, False, False),
     D.UBIGINT: (M.LONGLONG, True, False),
+    D.SERIAL: (M.LONGLONG, True, False),  # + NOT NULL AUTO_INCREMENT UNIQUE, below
     D.FLOAT: (M.FLOAT, False, False),
     D.DOUBLE: (M.DOUBLE, False, False),
     D.UDOUBLE: (M.DOUBLE, True, False),
@@ -832,6 +833,7 @@ def build_column(
             f"unsupported column type {dtype.sql(dialect='mysql')} for column '{cdef.name}'"
         )
     tp, unsigned, binary = entry
+    serial = dtype.this == D.SERIAL
     params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in dtype.expressions]
     elems: tuple[str, ...] = ()
     flen, decimal = DEFAULT_LENGTH_AND_DECIMAL.get(tp, (UNSPECIFIED_LENGTH, 0))
@@ -940,6 +942,9 @@ def build_column(
         elif explicit_collation:
             collation = explicit_collation
             charset = charset_of_collation(collation) or charset
+    if serial:  # SERIAL = BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
+        flag |= TiDBFlag.NOT_NULL | TiDBFlag.AUTO_INCREMENT
+        keys.append(exp.UniqueColumnConstraint())
     if not params and flag & TiDBFlag.UNSIGNED and tp in _NARROWER_WHEN_UNSIGNED:
         flen -= 1  # TiDB issue #4684: no sign character, one digit fewer (BIGINT excepted)
     if charset == BINARY_CHARSET:

@@ -43,7 +43,9 @@ from ticdc_sim.generator.evaluate import (
 from ticdc_sim.generator.gosort import go_sort
 from ticdc_sim.generator.script import Statement, parse_one
 from ticdc_sim.generator.values import (
+    DEFAULT_SQL_MODE,
     Converter,
+    SqlMode,
     as_text,
     column_converter,
     format_datetime,
@@ -139,16 +141,25 @@ class UniqueIndex:
 class TableData:
     """One table's rows (by handle), unique indexes and id allocator."""
 
-    def __init__(self, info: TableInfo, zone: Callable[[], dt.tzinfo]) -> None:
+    converters: list[Converter]
+
+    def __init__(
+        self, info: TableInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
+    ) -> None:
         self.rows: dict[Any, Row] = {}
-        self.next_id = 1
+        self.next_id = max(info.auto_increment_base, 1)
         self.zone = zone
+        self.mode = mode
         self.bind(info)
+
+    def set_mode(self, mode: SqlMode) -> None:
+        self.mode = mode
+        self.converters = [column_converter(c, self.zone, mode) for c in self.info.columns]
 
     def bind(self, info: TableInfo) -> None:
         """(Re)derive everything that depends on the table's schema."""
         self.info = info
-        self.converters: list[Converter] = [column_converter(c, self.zone) for c in info.columns]
+        self.converters = [column_converter(c, self.zone, self.mode) for c in info.columns]
         self.scope = Scope(
             {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)}, info.name
         )
@@ -239,6 +250,7 @@ class Engine:
         self.rng = random.Random(self.config.seed)
         self.uuid_counter = 0
         self.last_id = 0
+        self.sql_mode = DEFAULT_SQL_MODE
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
 
@@ -271,6 +283,21 @@ class Engine:
 
     def time_zone(self) -> dt.tzinfo:
         return self.zone
+
+    def variable(self, name: str) -> Any:
+        values = {
+            "sql_mode": str(self.sql_mode),
+            "time_zone": self.zone_name,
+            "autocommit": int(self.autocommit),
+        }
+        if name not in values:
+            raise SQLError(f"Unknown system variable '{name}'", code=1193)
+        return values[name]
+
+    def set_sql_mode(self, text: str) -> None:
+        self.sql_mode = SqlMode.parse(text)
+        for table in self.tables.values():
+            table.set_mode(self.sql_mode)
 
     # -- running scripts ---------------------------------------------------------------------
 
@@ -479,10 +506,16 @@ class Engine:
             return
         data = self.tables.get(after.id)
         if data is None:
-            self.tables[after.id] = TableData(after, lambda: self.zone)
+            self.tables[after.id] = TableData(after, lambda: self.zone, self.sql_mode)
             return
         if before is not None and _drops_rows(event):
             data.rows.clear()
+        if before is not None and _drops_partitions(event):
+            # rows of truncated (re-numbered) or dropped partitions are gone
+            kept = set(after.physical_ids)
+            for handle, row in list(data.rows.items()):
+                if route_partition(data, row) not in kept:
+                    Engine._store(data, handle, None)
         old_info = data.info
         if before is not None and old_info.columns != after.columns:
             data.rows = _migrate_rows(old_info, after, data.rows, self)
@@ -494,7 +527,7 @@ class Engine:
             raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
         data = self.tables.get(info.id)
         if data is None:
-            data = self.tables[info.id] = TableData(info, lambda: self.zone)
+            data = self.tables[info.id] = TableData(info, lambda: self.zone, self.sql_mode)
         return data
 
     # -- row building ------------------------------------------------------------------------
@@ -627,12 +660,18 @@ def _drops_rows(event: DDLEvent) -> bool:
     return event.action in (ActionType.TRUNCATE_TABLE, ActionType.DROP_TABLE)
 
 
+def _drops_partitions(event: DDLEvent) -> bool:
+    from ticdc_sim.model.actions import ActionType
+
+    return event.action in (ActionType.TRUNCATE_TABLE_PARTITION, ActionType.DROP_TABLE_PARTITION)
+
+
 def _migrate_rows(
     old: TableInfo, new: TableInfo, rows: dict[Any, Row], engine: Engine
 ) -> dict[Any, Row]:
     """Rows of `old` reshaped for `new` (ADD/DROP/MODIFY COLUMN), matched by column id."""
     by_id = {c.id: i for i, c in enumerate(old.columns)}
-    converters = [column_converter(c, lambda: engine.zone) for c in new.columns]
+    converters = [column_converter(c, lambda: engine.zone, engine.sql_mode) for c in new.columns]
     fillers: list[Any] = []
     for column in new.columns:
         if column.id in by_id:
@@ -773,7 +812,7 @@ class _ConstSession:
     def _refuse(self, *args: Any) -> Any:
         raise SQLError("this function is not allowed in partition expressions", code=1564)
 
-    now = current_date = unix_timestamp = rand = uuid = last_insert_id = _refuse
+    now = current_date = unix_timestamp = rand = uuid = last_insert_id = variable = _refuse
 
     def time_zone(self) -> dt.tzinfo:
         return dt.UTC
@@ -865,7 +904,7 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
             continue
         name = target.name.lower()
         value = evaluate_constant(assignment.expression, engine)
-        if item.text("kind").upper() == "GLOBAL":
+        if item.text("kind").upper() == "GLOBAL" or target.text("kind").upper() == "GLOBAL":
             continue
         if name == "autocommit":
             on = as_text(value).upper() in ("1", "ON", "TRUE")
@@ -875,6 +914,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
         elif name == "time_zone":
             engine.zone = load_zone(as_text(value))
             engine.zone_name = as_text(value)
+        elif name == "sql_mode":
+            engine.set_sql_mode(as_text(value))
         elif name not in _KNOWN_VARIABLES:
             engine.warnings.append(f"variable {name} is accepted and has no effect")
 
@@ -888,7 +929,7 @@ def _returns_events(fn: Callable[..., None]) -> Callable[[Engine, Any, str], Ite
 
 def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
     target = node.this
-    if isinstance(target, exp.Schema) and target.expressions:
+    if isinstance(target, exp.Schema):
         offsets = []
         for ident in target.expressions:
             found = table.scope.columns.get(ident.name.lower())
@@ -908,6 +949,8 @@ def _insert(engine: Engine, node: exp.Insert) -> None:
     conflict = node.args.get("conflict")
     assignments = _assignments(table, conflict.expressions) if conflict is not None else None
     for row_number, values in enumerate(_source_rows(engine, node, table, offsets), start=1):
+        if not values and isinstance(node.expression, exp.Values):
+            values = [_DEFAULT] * len(offsets)  # `VALUES ()`: every column its default
         if len(values) != len(offsets):
             raise SQLError(f"Column count doesn't match value count at row {row_number}", code=1136)
         try:

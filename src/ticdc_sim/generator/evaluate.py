@@ -52,6 +52,7 @@ class SessionFunctions(Protocol):
     def uuid(self) -> str: ...
     def last_insert_id(self) -> int: ...
     def time_zone(self) -> dt.tzinfo: ...
+    def variable(self, name: str) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -425,13 +426,9 @@ def _between(node: exp.Between, scope: Scope) -> Compiled:
     return run
 
 
-def _like(node: exp.Expr, scope: Scope) -> Compiled:
-    target = node.this
-    escape = "\\"
-    if isinstance(target, exp.Escape):
-        escape = target.expression.this
-        target = target.this
-    pattern_node = node.expression
+def _like(node: exp.Expr, scope: Scope, escape: str = "\\") -> Compiled:
+    """LIKE (sqlglot wraps `... ESCAPE c` around the Like node as exp.Escape)."""
+    target, pattern_node = node.this, node.expression
     ci = _is_ci(target, pattern_node, scope=scope)
     value, pattern = compile_expr(target, scope), compile_expr(pattern_node, scope)
 
@@ -1004,7 +1001,13 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
 
+def _session_variable(node: exp.Expr, scope: Scope) -> Compiled:
+    name = node.name.lower()
+    return lambda ctx: ctx.session.variable(name)
+
+
 _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
+    exp.SessionParameter: _session_variable,
     exp.Literal: _literal,
     exp.Null: lambda node, scope: lambda ctx: None,
     exp.Boolean: _boolean,
@@ -1057,6 +1060,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.In: _in,
     exp.Between: _between,
     exp.Like: _like,
+    exp.Escape: lambda node, scope: _like(node.this, scope, node.expression.this),
     exp.ILike: _like,
     exp.Case: _case,
     exp.If: _if,

@@ -19,6 +19,7 @@ import math
 import re
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
@@ -29,6 +30,36 @@ from ticdc_sim.model.table import ColumnInfo
 M = MySQLType
 Converter = Callable[[Any], Any]
 
+TIDB_DEFAULT_SQL_MODE = (
+    "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+    "ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION"
+)
+
+
+@dataclass(frozen=True)
+class SqlMode:
+    """The sql_mode flags that change how values are stored."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def parse(cls, text: str) -> SqlMode:
+        return cls(frozenset(n.strip().upper() for n in text.split(",") if n.strip()))
+
+    @property
+    def strict(self) -> bool:
+        return bool(self.names & {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"})
+
+    @property
+    def allow_zero_date(self) -> bool:
+        return not (self.strict and "NO_ZERO_DATE" in self.names)
+
+    def __str__(self) -> str:
+        return ",".join(sorted(self.names))
+
+
+DEFAULT_SQL_MODE = SqlMode.parse(TIDB_DEFAULT_SQL_MODE)
+
 _DATE_RE = re.compile(
     r"\s*(\d{1,4})-(\d{1,2})-(\d{1,2})"
     r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?)?\s*$"
@@ -36,6 +67,7 @@ _DATE_RE = re.compile(
 _COMPACT_RE = re.compile(r"\s*(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?\s*$")
 _TIME_RE = re.compile(r"\s*(-)?(?:(\d+) )?(\d{1,3}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?\s*$")
 _NUMBER_RE = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+_ZERO_DATE_RE = re.compile(r"\s*0{1,4}-0{1,2}-0{1,2}(?:[ T]0{1,2}:0{1,2}(?::0{1,2}(?:\.0*)?)?)?\s*$")
 _EPOCH = dt.datetime(1970, 1, 1)
 _TIMESTAMP_MIN = dt.datetime(1970, 1, 1, 0, 0, 1)
 _TIMESTAMP_MAX = dt.datetime(2038, 1, 19, 3, 14, 7, 999999)
@@ -244,17 +276,28 @@ _BLOB_LIMITS = {
 }
 
 
+def _member_key(col: ColumnInfo) -> Callable[[str], str]:
+    # members match under the column's collation: case-insensitively only for `_ci`
+    return str.casefold if col.collation.endswith("_ci") else str
+
+
+_EMPTY_ENUM: Any = type("_EmptyEnum", (), {})()  # the '' error member of non-strict mode
+
+
 def _enum(col: ColumnInfo) -> Converter:
-    members = {m.lower(): m for m in col.elems}
+    fold = _member_key(col)
+    members = {fold(m): m for m in col.elems}
 
     def convert(value: Any) -> str:
+        if value is _EMPTY_ENUM:
+            return ""
         if isinstance(value, int | Decimal) and not isinstance(value, bool):
             index = int(value)
             if 1 <= index <= len(col.elems):
                 return col.elems[index - 1]
         else:
             text = as_text(value).rstrip(" ")
-            found = members.get(text.lower())
+            found = members.get(fold(text))
             if found is not None:
                 return found
         raise SQLError(f"Data truncated for column '{col.name}'", code=1265)
@@ -263,7 +306,8 @@ def _enum(col: ColumnInfo) -> Converter:
 
 
 def _set(col: ColumnInfo) -> Converter:
-    order = {m.lower(): i for i, m in enumerate(col.elems)}
+    fold = _member_key(col)
+    order = {fold(m): i for i, m in enumerate(col.elems)}
 
     def convert(value: Any) -> str:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -275,7 +319,7 @@ def _set(col: ColumnInfo) -> Converter:
             return ""
         picked: set[int] = set()
         for part in text.split(","):
-            index = order.get(part.rstrip(" ").lower())
+            index = order.get(fold(part.rstrip(" ")))
             if index is None:
                 raise SQLError(f"Data truncated for column '{col.name}'", code=1265)
             picked.add(index)
@@ -375,8 +419,16 @@ def format_datetime(moment: dt.datetime, fsp: int) -> str:
     return text + f".{moment.microsecond:06d}"[: fsp + 1] if fsp else text
 
 
-def _date(col: ColumnInfo) -> Converter:
+def _is_zero_date(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, str) and _ZERO_DATE_RE.match(value) is not None
+
+
+def _date(col: ColumnInfo, mode: SqlMode) -> Converter:
     def convert(value: Any) -> str:
+        if mode.allow_zero_date and _is_zero_date(value):
+            return "0000-00-00"
         moment = parse_datetime(value, 0)
         if moment is None:
             raise _incorrect("date", value, col, code=1292)
@@ -385,10 +437,15 @@ def _date(col: ColumnInfo) -> Converter:
     return convert
 
 
-def _datetime(col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None) -> Converter:
+def _datetime(
+    col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None, mode: SqlMode
+) -> Converter:
     fsp = max(col.decimal, 0)
+    zero = "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
 
     def convert(value: Any) -> str:
+        if mode.allow_zero_date and _is_zero_date(value):
+            return zero
         moment = parse_datetime(value, fsp)
         if moment is None:
             raise _incorrect("datetime", value, col, code=1292)
@@ -437,8 +494,10 @@ def _time(col: ColumnInfo) -> Converter:
 # -- the table ---------------------------------------------------------------------------------
 
 
-def column_converter(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> Converter:
-    """The strict-mode conversion of any evaluated value into `col`'s canonical value."""
+def column_converter(
+    col: ColumnInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
+) -> Converter:
+    """The conversion of any evaluated value into `col`'s canonical value under `mode`."""
     tp = col.tp
     binary = col.charset == "binary"
     if tp in (M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG):
@@ -452,9 +511,9 @@ def column_converter(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> Converte
     elif tp == M.YEAR:
         inner = _year(col)
     elif tp == M.DATE:
-        inner = _date(col)
+        inner = _date(col, mode)
     elif tp in (M.DATETIME, M.TIMESTAMP):
-        inner = _datetime(col, zone if tp == M.TIMESTAMP else None)
+        inner = _datetime(col, zone if tp == M.TIMESTAMP else None, mode)
     elif tp == M.DURATION:
         inner = _time(col)
     elif tp == M.ENUM:
@@ -468,6 +527,8 @@ def column_converter(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> Converte
     else:  # CHAR/VARCHAR/BINARY/VARBINARY
         inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=col.flen)
     not_null = col.not_null
+    if not mode.strict:
+        inner = _lenient(col, inner)
 
     def convert(value: Any) -> Any:
         if value is None:
@@ -479,8 +540,69 @@ def column_converter(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> Converte
     return convert
 
 
+_NUMERIC_PREFIX = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _lenient(col: ColumnInfo, strict: Converter) -> Converter:
+    """Non-strict sql_mode: clip, truncate or zero what strict mode rejects (MySQL warns)."""
+
+    def convert(value: Any) -> Any:
+        try:
+            return strict(value)
+        except SQLError as error:
+            return strict(_adjusted(col, value, error.code))
+
+    return convert
+
+
+def _adjusted(col: ColumnInfo, value: Any, code: int | None) -> Any:
+    tp = col.tp
+    if code == 1366:  # not a number: its numeric prefix, else 0
+        match = _NUMERIC_PREFIX.match(as_text(value))
+        return Decimal(match.group(0).strip()) if match else 0
+    if code == 1264:  # out of range: the nearest bound
+        negative = (to_decimal(value) or 0) < 0
+        if tp in INTEGER_RANGES:
+            signed_min, signed_max, unsigned_max = INTEGER_RANGES[tp]
+            if col.unsigned:
+                return 0 if negative else unsigned_max
+            return signed_min if negative else signed_max
+        if tp == M.NEWDECIMAL:
+            top = Decimal(10) ** (col.flen - col.decimal) - Decimal(1).scaleb(-col.decimal)
+            return 0 if negative and col.unsigned else (-top if negative else top)
+        if tp in (M.FLOAT, M.DOUBLE):
+            top_f = 3.4028234663852886e38 if tp == M.FLOAT else 1.7976931348623157e308
+            return 0.0 if negative and col.unsigned else (-top_f if negative else top_f)
+        if tp == M.YEAR:
+            return 0
+        if tp == M.DURATION:
+            return "-838:59:59" if as_text(value).strip().startswith("-") else "838:59:59"
+    if code == 1406:  # too long: cut to the column's length
+        if tp == M.BIT:
+            return (1 << col.flen) - 1
+        limit = _BLOB_LIMITS.get(tp, col.flen)
+        if isinstance(value, bytes) or col.charset == "binary":
+            data = value if isinstance(value, bytes) else as_text(value).encode()
+            return data[:limit]
+        text = as_text(value)
+        if tp in _BLOB_LIMITS:
+            return text.encode()[:limit].decode("utf-8", "ignore")
+        return text[:limit]
+    if code == 1292:  # bad date or time: the zero value
+        if tp == M.DATE:
+            return "0000-00-00"
+        if tp == M.DURATION:
+            return "00:00:00"
+        return "0000-00-00 00:00:00"
+    if code == 1265:  # not a member
+        return "" if tp == M.SET else _EMPTY_ENUM
+    raise SQLError(f"cannot store {as_text(value)!r} in column '{col.name}'", code=code)
+
+
 def timestamp_in_zone(utc_text: str, zone: dt.tzinfo, fsp: int) -> str:
     """A stored (UTC) TIMESTAMP rendered in `zone`."""
+    if utc_text.startswith("0000-00-00"):
+        return utc_text
     moment = parse_datetime(utc_text, 6)
     assert moment is not None
     local = moment.replace(tzinfo=dt.UTC).astimezone(zone).replace(tzinfo=None)

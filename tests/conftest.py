@@ -1,0 +1,23 @@
+"""Shared fixtures: the MariaDB pair the oracle tests compare the engine against."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from support_mariadb import MariaDB
+
+
+@pytest.fixture(scope="session")
+def mariadb_pair() -> Iterator[tuple[MariaDB, MariaDB]]:
+    """Two private servers: the source runs the script, the replica gets the changelog."""
+    source, why = MariaDB.start()
+    if source is None:
+        pytest.skip(f"oracle tests skipped: {why}")
+    replica, why = MariaDB.start()
+    if replica is None:
+        source.stop()
+        pytest.skip(f"oracle tests skipped: {why}")
+    yield source, replica
+    source.stop()
+    replica.stop()

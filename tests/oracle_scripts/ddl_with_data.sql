@@ -1,0 +1,22 @@
+-- DDL between DML: columns added, dropped and changed over existing rows.
+CREATE DATABASE shop;
+USE shop;
+CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(10));
+INSERT INTO items VALUES (1, 'pen'), (2, 'ink');
+ALTER TABLE items ADD COLUMN price DECIMAL(6, 2) NOT NULL DEFAULT 1.50;
+UPDATE items SET price = 2.25 WHERE id = 2;
+ALTER TABLE items ADD COLUMN tag VARCHAR(5) FIRST;
+INSERT INTO items VALUES ('new', 3, 'pad', 9.99);
+ALTER TABLE items DROP COLUMN tag;
+ALTER TABLE items MODIFY COLUMN name VARCHAR(20) NOT NULL;
+ALTER TABLE items CHANGE COLUMN price cost DECIMAL(8, 2);
+UPDATE items SET cost = cost + 1;
+CREATE TABLE scratch (id INT PRIMARY KEY);
+INSERT INTO scratch VALUES (1), (2);
+TRUNCATE TABLE scratch;
+INSERT INTO scratch VALUES (3);
+RENAME TABLE scratch TO kept;
+INSERT INTO kept VALUES (4);
+CREATE TABLE gone (id INT);
+INSERT INTO gone VALUES (1);
+DROP TABLE gone;

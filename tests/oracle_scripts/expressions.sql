@@ -1,0 +1,15 @@
+-- Expressions in VALUES, SET and WHERE with MySQL's semantics.
+CREATE TABLE calc (id INT PRIMARY KEY, s VARCHAR(40), n DECIMAL(12, 4), i BIGINT, dt DATETIME);
+INSERT INTO calc VALUES
+    (1, CONCAT('a', 1, 'b'), 7 / 2, 7 DIV 2, '2024-01-31 10:00:00'),
+    (2, CONCAT_WS('-', 'x', NULL, 'y'), 1 / 3, -7 % 3, DATE_ADD('2024-01-31', INTERVAL 1 MONTH)),
+    (3, IFNULL(NULL, 'dflt'), COALESCE(NULL, NULL, 2.5), IF(1 > 2, 10, 20), '2024-03-01' + INTERVAL 1 DAY),
+    (4, UPPER(SUBSTRING('hello world', 7)), ROUND(2.34567, 3), '12' + 3, DATE_SUB('2024-03-01 00:00:00', INTERVAL 1 SECOND)),
+    (5, LPAD(HEX(255), 4, '0'), ABS(-3.25), CASE WHEN NULL THEN 1 WHEN 2 > 1 THEN 2 END, NULL),
+    (6, REPLACE('aXbXc', 'X', '-'), TRUNCATE(9.8765, 2), LENGTH('é'), NULL),
+    (7, LEFT('abcdef', 3), GREATEST(1, 5, 3), LEAST(4, 2, 8), NULL),
+    (8, TRIM('  pad  '), POW(2, 10), CHAR_LENGTH('é'), NULL);
+UPDATE calc SET i = i * 2 + 1, n = n - 0.5 WHERE id IN (1, 3, 5) OR s IS NULL;
+UPDATE calc SET s = CONCAT(s, '!') WHERE id BETWEEN 2 AND 4 AND NOT (n > 100);
+DELETE FROM calc WHERE s LIKE 'A%' ESCAPE '\\';
+UPDATE calc SET dt = '2000-01-01' WHERE dt IS NULL AND id <> 8;

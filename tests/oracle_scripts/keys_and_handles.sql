@@ -1,0 +1,23 @@
+-- Handle and unique key changes (split updates), tables without a handle, composite keys.
+CREATE TABLE users (id INT PRIMARY KEY, login VARCHAR(10) NOT NULL, nick VARCHAR(10), UNIQUE KEY (login));
+INSERT INTO users VALUES (1, 'ann', 'a'), (2, 'bob', 'b'), (3, 'cy', NULL);
+UPDATE users SET id = id + 10 WHERE id <= 2;
+UPDATE users SET login = 'ann2' WHERE id = 11;
+UPDATE users SET nick = 'c' WHERE id = 3;
+BEGIN;
+UPDATE users SET login = 'tmp' WHERE id = 12;
+UPDATE users SET login = 'bob' WHERE id = 11;
+UPDATE users SET login = 'ann' WHERE id = 12;
+COMMIT;
+CREATE TABLE pairs (a VARCHAR(5), b INT, v INT, PRIMARY KEY (a, b));
+INSERT INTO pairs VALUES ('x', 1, 0), ('x', 2, 0), ('y', 1, 0);
+UPDATE pairs SET b = b + 10 WHERE a = 'x';
+DELETE FROM pairs WHERE a = 'y';
+CREATE TABLE bag (v INT, w VARCHAR(3));
+INSERT INTO bag VALUES (1, 'a'), (1, 'a'), (2, NULL);
+UPDATE bag SET w = 'b' WHERE v = 2;
+DELETE FROM bag WHERE v = 1 LIMIT 1;
+CREATE TABLE ci (id INT PRIMARY KEY, name VARCHAR(10) COLLATE utf8mb4_general_ci, UNIQUE KEY (name));
+INSERT INTO ci VALUES (1, 'Alpha'), (2, 'beta');
+INSERT INTO ci VALUES (3, 'ALPHA') ON DUPLICATE KEY UPDATE name = 'Alpha2';
+DELETE FROM ci WHERE name = 'BETA';

@@ -1,0 +1,23 @@
+-- Rows routed to partitions and moved between them.
+CREATE TABLE ranged (id INT NOT NULL, v INT, PRIMARY KEY (id)) PARTITION BY RANGE (id) (
+    PARTITION p0 VALUES LESS THAN (100),
+    PARTITION p1 VALUES LESS THAN (200),
+    PARTITION pmax VALUES LESS THAN MAXVALUE
+);
+INSERT INTO ranged VALUES (1, 1), (150, 2), (1000, 3);
+UPDATE ranged SET id = id + 100 WHERE id < 200;
+CREATE TABLE listed (id INT, region INT) PARTITION BY LIST (region) (
+    PARTITION east VALUES IN (1, 2),
+    PARTITION west VALUES IN (3, 4)
+);
+INSERT INTO listed VALUES (1, 1), (2, 3);
+UPDATE listed SET region = 4 WHERE id = 1;
+CREATE TABLE hashed (id INT PRIMARY KEY, v INT) PARTITION BY HASH (id) PARTITIONS 4;
+INSERT INTO hashed VALUES (1, 1), (2, 2), (3, 3), (4, 4), (-5, 5);
+DELETE FROM hashed WHERE id % 2 = 0;
+CREATE TABLE by_date (d DATE NOT NULL, v INT) PARTITION BY RANGE COLUMNS (d) (
+    PARTITION old VALUES LESS THAN ('2024-01-01'),
+    PARTITION new VALUES LESS THAN (MAXVALUE)
+);
+INSERT INTO by_date VALUES ('2023-05-05', 1), ('2024-05-05', 2);
+UPDATE by_date SET d = '2025-01-01' WHERE v = 1;

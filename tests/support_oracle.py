@@ -1,0 +1,161 @@
+"""The oracle check: a script run on MariaDB must leave the tables a consumer rebuilds from
+the engine's changelog (DDL queries and row changes applied to a second MariaDB)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pymysql
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.engine import Engine, EngineConfig
+from ticdc_sim.generator.script import Statement, parse_statements
+from ticdc_sim.model.actions import ActionType
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.table import TableInfo
+
+from support_mariadb import SYSTEM_SCHEMAS, MariaDB
+
+_SCHEMA_ACTIONS = {
+    ActionType.CREATE_SCHEMA,
+    ActionType.DROP_SCHEMA,
+    ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE,
+}
+
+
+class MariaDBRejects(Exception):
+    """MariaDB cannot run the script as it is (TiDB-only syntax or semantics)."""
+
+
+@dataclass
+class Outcome:
+    tables: int
+    rows: int
+    mismatches: list[str]
+
+
+def run_on_mariadb(conn: Any, statements: Iterable[Statement]) -> None:
+    with conn.cursor() as cur:
+        for stmt in statements:
+            try:
+                cur.execute(stmt.text)
+            except pymysql.MySQLError as e:
+                raise MariaDBRejects(f"{stmt.location}: {e}") from None
+            except UnicodeEncodeError:  # not UTF-8 (GBK scripts): not runnable as it is
+                raise MariaDBRejects(f"{stmt.location}: the script is not UTF-8") from None
+
+
+def apply_changelog(conn: Any, events: Iterable[DDLEvent | RowChangedEvent]) -> int:
+    """Replay DDL queries and row changes on the replica, one transaction per commit ts."""
+    rows = 0
+    open_ts: int | None = None
+    with conn.cursor() as cur:
+        for event in events:
+            if isinstance(event, DDLEvent):
+                if open_ts is not None:
+                    cur.execute("COMMIT")
+                    open_ts = None
+                if event.action not in _SCHEMA_ACTIONS and event.schema:
+                    cur.execute(f"USE `{event.schema}`")
+                cur.execute(event.query)
+                continue
+            if open_ts != event.commit_ts:
+                if open_ts is not None:
+                    cur.execute("COMMIT")
+                cur.execute("BEGIN")
+                open_ts = event.commit_ts
+            sql, params = row_change_sql(event)
+            cur.execute(sql, params)
+            if cur.rowcount != 1:
+                raise AssertionError(f"{sql} {params} changed {cur.rowcount} rows")
+            rows += 1
+        if open_ts is not None:
+            cur.execute("COMMIT")
+    return rows
+
+
+def _writable(info: TableInfo) -> list[int]:
+    return [i for i, c in enumerate(info.columns) if c.generated_expr is None]
+
+
+def _where(info: TableInfo, row: tuple[Any, ...]) -> tuple[str, list[Any]]:
+    keys = info.handle_key_columns
+    offsets = (
+        [info.column(k).offset for k in keys]  # type: ignore[union-attr]
+        if keys
+        else _writable(info)
+    )
+    clause = " AND ".join(f"`{info.columns[o].name}` <=> %s" for o in offsets)
+    return clause, [row[o] for o in offsets]
+
+
+def row_change_sql(event: RowChangedEvent) -> tuple[str, list[Any]]:
+    info = event.table
+    name = f"`{info.schema}`.`{info.name}`"
+    offsets = _writable(info)
+    if event.kind == "insert":
+        assert event.columns is not None
+        cols = ", ".join(f"`{info.columns[o].name}`" for o in offsets)
+        marks = ", ".join(["%s"] * len(offsets))
+        return f"INSERT INTO {name} ({cols}) VALUES ({marks})", [event.columns[o] for o in offsets]
+    assert event.pre_columns is not None
+    where, params = _where(info, event.pre_columns)
+    if event.kind == "delete":
+        return f"DELETE FROM {name} WHERE {where} LIMIT 1", params
+    assert event.columns is not None
+    sets = ", ".join(f"`{info.columns[o].name}` = %s" for o in offsets)
+    values = [event.columns[o] for o in offsets]
+    return f"UPDATE {name} SET {sets} WHERE {where} LIMIT 1", values + params
+
+
+def _snapshot(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
+    tables: dict[str, list[tuple[Any, ...]]] = {}
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+            " WHERE table_type = 'BASE TABLE'"
+        )
+        for schema, table in cur.fetchall():
+            if schema.lower() in SYSTEM_SCHEMAS:
+                continue
+            cur.execute(f"SELECT * FROM `{schema}`.`{table}`")
+            tables[f"{schema}.{table}"] = sorted(cur.fetchall(), key=_row_key)
+    return tables
+
+
+def _row_key(row: tuple[Any, ...]) -> str:
+    return repr(tuple(float(v) if isinstance(v, Decimal) else v for v in row))
+
+
+def check_script(source: MariaDB, replica: MariaDB, text: str, name: str, **config: Any) -> Outcome:
+    """Run `text` on MariaDB and through the engine; compare every table."""
+    statements = list(parse_statements(text, name))
+    src, dst = source.connect(), replica.connect()
+    try:
+        source.reset(src)
+        replica.reset(dst)
+        run_on_mariadb(src, statements)
+        engine = Engine(EngineConfig(**config))
+        engine.catalog.current_schema = "test"
+        try:
+            events = list(engine.run(statements))
+        except SQLError as e:
+            return Outcome(0, 0, [f"engine failed where MariaDB did not: {e}"])
+        with dst.cursor() as cur:
+            # a consumer applies rows in commit order, not in foreign-key order
+            cur.execute("SET foreign_key_checks = 0")
+            cur.execute("USE test")
+        rows = apply_changelog(dst, events)
+        expected, actual = _snapshot(src), _snapshot(dst)
+        mismatches = []
+        for table in sorted(set(expected) | set(actual)):
+            want, got = expected.get(table), actual.get(table)
+            if want != got:
+                mismatches.append(f"{table}: MariaDB has {want!r}, the changelog gives {got!r}")
+        return Outcome(len(expected), rows, mismatches)
+    finally:
+        src.close()
+        dst.close()
