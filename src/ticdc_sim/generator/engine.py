@@ -159,6 +159,7 @@ class TableData:
     def bind(self, info: TableInfo) -> None:
         """(Re)derive everything that depends on the table's schema."""
         self.info = info
+        self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
         self.converters = [column_converter(c, self.zone, self.mode) for c in info.columns]
         self.scope = Scope(
             {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)}, info.name

@@ -826,8 +826,9 @@ def _hex(value: Any) -> str:
 
 
 def _unhex(value: Any) -> Any:
+    digits = as_text(value)
     try:
-        return bytes.fromhex(as_text(value))
+        return bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits)
     except ValueError:
         return None
 
@@ -1001,6 +1002,17 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
 
+def _session_call(name: str, arg_nodes: list[exp.Expr], scope: Scope) -> Compiled:
+    fn = _SESSION_FUNCS[name]
+    args = [compile_expr(a, scope) for a in arg_nodes]
+
+    def run(ctx: Context) -> Any:
+        values = [a(ctx) for a in args]
+        return None if any(v is None for v in values) else fn(ctx, *values)
+
+    return run
+
+
 def _session_variable(node: exp.Expr, scope: Scope) -> Compiled:
     name = node.name.lower()
     return lambda ctx: ctx.session.variable(name)
@@ -1008,6 +1020,7 @@ def _session_variable(node: exp.Expr, scope: Scope) -> Compiled:
 
 _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.SessionParameter: _session_variable,
+    exp.UnixToTime: lambda node, scope: _session_call("FROM_UNIXTIME", [node.this], scope),
     exp.Literal: _literal,
     exp.Null: lambda node, scope: lambda ctx: None,
     exp.Boolean: _boolean,

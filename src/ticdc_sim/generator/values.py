@@ -21,6 +21,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Context as DecimalContext
 from typing import Any
 
 from ticdc_sim.errors import SQLError
@@ -29,6 +30,8 @@ from ticdc_sim.model.table import ColumnInfo
 
 M = MySQLType
 Converter = Callable[[Any], Any]
+# DECIMAL(65, 30) needs more than the default 28 digits of precision
+WIDE = DecimalContext(prec=100)
 
 TIDB_DEFAULT_SQL_MODE = (
     "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
@@ -67,7 +70,9 @@ _DATE_RE = re.compile(
 _COMPACT_RE = re.compile(r"\s*(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})(?:\.(\d*))?)?\s*$")
 _TIME_RE = re.compile(r"\s*(-)?(?:(\d+) )?(\d{1,3}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?\s*$")
 _NUMBER_RE = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
-_ZERO_DATE_RE = re.compile(r"\s*0{1,4}-0{1,2}-0{1,2}(?:[ T]0{1,2}:0{1,2}(?::0{1,2}(?:\.0*)?)?)?\s*$")
+_ZERO_DATE_RE = re.compile(
+    r"\s*0{1,4}-0{1,2}-0{1,2}(?:[ T]0{1,2}:0{1,2}(?::0{1,2}(?:\.0*)?)?)?\s*$"
+)
 _EPOCH = dt.datetime(1970, 1, 1)
 _TIMESTAMP_MIN = dt.datetime(1970, 1, 1, 0, 0, 1)
 _TIMESTAMP_MAX = dt.datetime(2038, 1, 19, 3, 14, 7, 999999)
@@ -168,7 +173,7 @@ def _decimal(col: ColumnInfo) -> Converter:
         dec = to_decimal(value)
         if dec is None:
             raise _incorrect("decimal", value, col)
-        dec = dec.quantize(quantum, rounding=ROUND_HALF_UP)
+        dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
         if abs(dec) >= bound or (col.unsigned and dec < 0):
             raise _out_of_range(col)
         return dec + 0 if dec else abs(dec)  # no negative zero
@@ -437,9 +442,7 @@ def _date(col: ColumnInfo, mode: SqlMode) -> Converter:
     return convert
 
 
-def _datetime(
-    col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None, mode: SqlMode
-) -> Converter:
+def _datetime(col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None, mode: SqlMode) -> Converter:
     fsp = max(col.decimal, 0)
     zero = "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
 
