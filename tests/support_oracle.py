@@ -14,7 +14,7 @@ import pymysql
 from support_mariadb import SYSTEM_SCHEMAS, MariaDB
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.script import Statement, parse_statements
+from ticdc_sim.generator.script import RawStatement, split_script
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
@@ -38,7 +38,7 @@ class Outcome:
     mismatches: list[str]
 
 
-def run_on_mariadb(conn: Any, statements: Iterable[Statement]) -> None:
+def run_on_mariadb(conn: Any, statements: Iterable[RawStatement]) -> None:
     with conn.cursor() as cur:
         for stmt in statements:
             try:
@@ -144,7 +144,7 @@ def _row_key(row: tuple[Any, ...]) -> str:
 
 def check_script(source: MariaDB, replica: MariaDB, text: str, name: str, **config: Any) -> Outcome:
     """Run `text` on MariaDB and through the engine; compare every table."""
-    statements = list(parse_statements(text, name))
+    statements = list(split_script(text.splitlines(keepends=True), name))
     src, dst = source.connect(), replica.connect()
     try:
         source.reset(src)

@@ -444,3 +444,44 @@ def test_ddl_events_pass_through() -> None:
     engine = Engine()
     events = list(engine.run(parse_statements("CREATE DATABASE d; USE d; CREATE TABLE t (a INT);")))
     assert [type(e) for e in events] == [DDLEvent, DDLEvent]
+
+
+def _mixed_script(n: int) -> str:
+    import random
+
+    rng = random.Random(3)
+    lines = ["CREATE TABLE m (id INT PRIMARY KEY, s VARCHAR(20), d DECIMAL(8,2), u INT UNIQUE);"]
+    for i in range(n):
+        k = rng.randrange(4)
+        if k == 0:
+            rows = ", ".join(
+                f"({i * 10 + j}, 'r{j}''s', {rng.randint(-999, 999) / 10}, NULL)" for j in range(3)
+            )
+            lines.append(f"INSERT IGNORE INTO m VALUES {rows};")
+        elif k == 1:
+            lines.append(
+                f"UPDATE m SET d = d + 1.5, s = 'x\\ty' WHERE id = {rng.randrange(i * 10 + 1)};"
+            )
+        elif k == 2:
+            lines.append(f"DELETE FROM m WHERE id = {rng.randrange(i * 10 + 1)};")
+        else:
+            lines.append(
+                f'REPLACE INTO m (id, s, u) VALUES ({rng.randrange(i * 10 + 1)}, "q", {i});'
+            )
+    return "\n".join(lines)
+
+
+def test_shape_templates_give_the_same_events_as_parsing() -> None:
+    from pathlib import Path
+
+    from ticdc_sim.generator.script import split_script
+
+    scripts = [
+        p.read_text() for p in sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
+    ]
+    for text in [_mixed_script(300), *scripts]:
+        parsed = list(Engine().run(parse_statements(text)))
+        engine = Engine()
+        templated = list(engine.run(split_script(text.splitlines(keepends=True))))
+        assert templated == parsed
+    assert any(plan is not None for plan in engine.plans.values())

@@ -15,7 +15,12 @@ import typer
 from ticdc_sim.errors import SimError, SQLError
 from ticdc_sim.generator.ddl import Catalog
 from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.script import Statement, parse_statements, read_script
+from ticdc_sim.generator.script import (
+    RawStatement,
+    parse_statements,
+    read_script,
+    split_script,
+)
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.tso import TSOClock
 
@@ -105,9 +110,15 @@ def row_record(event: RowChangedEvent) -> dict[str, Any]:
     }
 
 
-def _statements(scripts: list[Path]) -> Iterator[Statement]:
+def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
+    """Statements of every script, read lazily: memory holds one statement, not the file."""
     for path in scripts:
-        yield from parse_statements(read_script(path), str(path))
+        try:
+            handle = path.open(encoding="utf-8", errors="surrogateescape", newline="")
+        except OSError as e:
+            raise SQLError(f"cannot read {path}: {e.strerror}") from None
+        with handle:
+            yield from split_script(handle, str(path))
 
 
 @app.command()
@@ -126,6 +137,7 @@ def replay(
     output_raw_change_event: Annotated[
         bool, typer.Option(help="keep updates of key columns whole instead of DELETE+INSERT")
     ] = False,
+    database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
 ) -> None:
     """Execute SCRIPTS as TiDB would and print what TiCDC captures, one JSON event a line."""
     config = EngineConfig(
@@ -134,6 +146,7 @@ def replay(
         time_zone=time_zone,
         continue_on_error=continue_on_error,
         output_raw_change_event=output_raw_change_event,
+        database=database,
     )
     out = sys.stdout.buffer
     try:

@@ -29,8 +29,8 @@ from sqlglot import exp
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator import dialect as d
 from ticdc_sim.generator.ddl import Catalog
+from ticdc_sim.generator.dml import Plan, compile_dml
 from ticdc_sim.generator.evaluate import (
-    Compiled,
     Context,
     Scope,
     compare,
@@ -38,10 +38,16 @@ from ticdc_sim.generator.evaluate import (
     evaluate_constant,
     stable_uuid,
     to_number,
-    truth,
 )
 from ticdc_sim.generator.gosort import go_sort
-from ticdc_sim.generator.script import Statement, parse_one
+from ticdc_sim.generator.script import RawStatement, Statement, parse_one, parse_raw
+from ticdc_sim.generator.shapes import (
+    lex,
+    marked_template,
+    parameterize,
+    row_params,
+    template_values,
+)
 from ticdc_sim.generator.values import (
     DEFAULT_SQL_MODE,
     Converter,
@@ -87,6 +93,7 @@ class EngineConfig:
     time_zone: str = "UTC"  # TiCDC's `tz` and the sessions' default time zone
     output_raw_change_event: bool = False  # keep key-changing updates whole (MQ sinks)
     continue_on_error: bool = False
+    database: str | None = "test"  # the session's current database, as `mysql -D test`
 
 
 def load_zone(name: str) -> dt.tzinfo:
@@ -242,6 +249,8 @@ class Engine:
         self.config = config or EngineConfig()
         clock = TSOClock.starting_at(self.config.start_ts) if self.config.start_ts else TSOClock()
         self.catalog = catalog or Catalog(clock=clock)
+        if self.config.database and self.catalog.current_schema is None:
+            self.catalog.current_schema = self.catalog.schema(self.config.database).name
         self.tables: dict[int, TableData] = {}
         self.zone_name = self.config.time_zone
         self.zone = load_zone(self.config.time_zone)
@@ -252,6 +261,7 @@ class Engine:
         self.uuid_counter = 0
         self.last_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
+        self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
 
@@ -302,16 +312,18 @@ class Engine:
 
     # -- running scripts ---------------------------------------------------------------------
 
-    def run(self, statements: Iterable[Statement]) -> Iterator[Event]:
-        """Execute statements in order, yielding events as they commit.
+    def run(self, statements: Iterable[Statement | RawStatement]) -> Iterator[Event]:
+        """Execute statements in order, yielding events as their transactions commit.
 
-        At the end of the input an open transaction is committed (as the mysql client's
-        exit would roll it back, scripts here are treated as ending with COMMIT only when
-        autocommit is on; an explicit transaction left open is rolled back).
+        Split-off statements (`script.split_script`) go through the shape cache first; an
+        explicit transaction still open at the end is rolled back, as when a client leaves.
         """
         for stmt in statements:
             try:
-                yield from self.execute(stmt.expression, stmt.text)
+                if isinstance(stmt, RawStatement):
+                    yield from self._execute_raw(stmt)
+                else:
+                    yield from self.execute(stmt.expression, stmt.text)
             except SQLError as e:
                 located = e.with_context(stmt.location, stmt.text)
                 if not self.config.continue_on_error:
@@ -319,6 +331,34 @@ class Engine:
                     raise located from None
                 self.errors.append(str(located))
         self._abort()
+
+    def _execute_raw(self, raw: RawStatement) -> Iterator[Event]:
+        lexed = lex(raw.text)
+        if lexed is not None:
+            if lexed.key not in self.plans:
+                self.plans[lexed.key] = self._template_plan(lexed)
+            plan = self.plans[lexed.key]
+            if plan is not None:
+                yield from self._statement(lambda: plan(self, row_params(lexed)))
+                return
+        stmt = parse_raw(raw)
+        if stmt is not None:
+            yield from self.execute(stmt.expression, stmt.text)
+
+    def _template_plan(self, lexed: Any) -> Plan | None:
+        """A compiled plan for every statement of this shape, or None to parse each one."""
+        if lexed.key[0] not in ("INSERT", "REPLACE", "UPDATE", "DELETE"):
+            return None
+        marked = marked_template(lexed)
+        if marked is None:
+            return None
+        try:
+            template = parse_one(marked)
+            plain = parse_one(lexed.template_text)
+            node = parameterize(template, plain, len(template_values(lexed)))
+            return compile_dml(self, node) if node is not None else None
+        except SQLError:
+            return None  # the statement's own parse reports the error, located
 
     def execute(self, node: exp.Expr, source: str = "") -> Iterator[Event]:
         handler = _STATEMENTS.get(type(node))
@@ -329,6 +369,7 @@ class Engine:
             return
         if _is_ddl(node):
             yield from self._commit()
+            self.plans.clear()  # plans hold tables and the current database
             for event in self.catalog.apply(node, source):
                 self._sync_table(event)
                 yield event
@@ -607,6 +648,14 @@ class Engine:
                 found.append(other)
         return found
 
+    @staticmethod
+    def sort_key(table: TableData, handle: Any) -> Any:
+        return _sort_key(table, handle)
+
+    @staticmethod
+    def unique_error(table: TableData, unique: UniqueIndex, row: Row) -> SQLError:
+        return _duplicate(table.info, unique.info, row, unique.offsets)
+
     def duplicate_error(self, table: TableData, handle: Any, row: Row) -> SQLError:
         info = table.info
         if table.handle_offsets and handle in table.rows:
@@ -850,6 +899,7 @@ _IGNORED = (
 
 def _use(engine: Engine, node: exp.Use, source: str) -> Iterator[Event]:
     engine.catalog.apply(node, source)
+    engine.plans.clear()
     return iter(())
 
 
@@ -921,318 +971,16 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
             engine.warnings.append(f"variable {name} is accepted and has no effect")
 
 
-def _returns_events(fn: Callable[..., None]) -> Callable[[Engine, Any, str], Iterator[Event]]:
-    def run(engine: Engine, node: Any, source: str) -> Iterator[Event]:
-        return engine._statement(lambda: fn(engine, node))
-
-    return run
-
-
-def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
-    target = node.this
-    if isinstance(target, exp.Schema):
-        offsets = []
-        for ident in target.expressions:
-            found = table.scope.columns.get(ident.name.lower())
-            if found is None:
-                raise SQLError(f"Unknown column '{ident.name}' in 'field list'", code=1054)
-            offsets.append(found[0])
-        return offsets
-    return list(range(len(table.info.columns)))
-
-
-def _insert(engine: Engine, node: exp.Insert) -> None:
-    target = node.this.this if isinstance(node.this, exp.Schema) else node.this
-    table = engine.table_data(target)
-    offsets = _target_columns(table, node)
-    replace_mode = isinstance(node, d.ReplaceInto)
-    ignore = bool(node.args.get("ignore"))
-    conflict = node.args.get("conflict")
-    assignments = _assignments(table, conflict.expressions) if conflict is not None else None
-    for row_number, values in enumerate(_source_rows(engine, node, table, offsets), start=1):
-        if not values and isinstance(node.expression, exp.Values):
-            values = [_DEFAULT] * len(offsets)  # `VALUES ()`: every column its default
-        if len(values) != len(offsets):
-            raise SQLError(f"Column count doesn't match value count at row {row_number}", code=1136)
-        try:
-            _insert_row(engine, table, offsets, values, replace_mode, ignore, assignments)
-        except SQLError as e:
-            if e.code in (1264, 1406, 1366, 1292, 1265, 1048) and "at row" not in e.message:
-                raise SQLError(
-                    f"{e.message} at row {row_number}", code=e.code, statement=e.statement
-                ) from None
-            raise
-
-
-def _source_rows(
-    engine: Engine, node: exp.Insert, table: TableData, offsets: list[int]
-) -> Iterator[list[Any]]:
-    source = node.expression
-    defaults: dict[int, Any] = {}
-
-    def default_at(offset: int) -> Any:
-        if offset not in defaults:
-            defaults[offset] = engine.default_value(table.info.columns[offset])
-        return defaults[offset]
-
-    if isinstance(source, exp.Values):
-        empty = Context(session=engine, defaults=default_at)
-        scope = Scope(table.scope.columns, table.info.name)
-        # MySQL lets a VALUES item read earlier columns of the same row; that is rare, so
-        # column references see NULLs here.
-        empty.row = tuple([None] * len(table.info.columns))
-        for tup in source.expressions:
-            items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
-            yield [
-                _DEFAULT
-                if isinstance(item, exp.Var) and item.name.upper() == "DEFAULT"
-                else compile_expr(item, scope)(empty)
-                for item in items
-            ]
-        return
-    if isinstance(source, exp.Select | exp.Union):
-        yield from (list(r) for r in _select_rows(engine, source))
-        return
-    raise SQLError("unsupported INSERT source", code=1105)
-
-
-_DEFAULT: Any = type("_Default", (), {})()
-
-
-def _insert_row(
-    engine: Engine,
-    table: TableData,
-    offsets: list[int],
-    values: list[Any],
-    replace_mode: bool,
-    ignore: bool,
-    assignments: list[tuple[int, Compiled]] | None,
-) -> None:
-    columns = table.info.columns
-    full: list[Any] = [_DEFAULT] * len(columns)
-    explicit: set[int] = set()
-    for offset, value in zip(offsets, values, strict=True):
-        if columns[offset].generated_expr is not None and value is not _DEFAULT:
-            raise SQLError(
-                f"The value specified for generated column '{columns[offset].name}' "
-                f"in table '{table.info.name}' is not allowed.",
-                code=3105,
-            )
-        full[offset] = value
-        if value is not _DEFAULT:
-            explicit.add(offset)
-    for offset, value in enumerate(full):
-        if value is _DEFAULT:
-            full[offset] = (
-                None
-                if columns[offset].generated_expr is not None
-                else engine.default_value(columns[offset])
-            )
-    row = engine.finish_row(table, full, explicit)
-    handle = engine.new_handle(table, row)
-    conflicts = engine.conflicts(table, handle, row)
-    if not conflicts:
-        engine._write(table, handle, row)
-        return
-    if replace_mode:
-        for other in conflicts:
-            engine._write(table, other, None)
-        engine._write(table, handle, row)
-        return
-    if assignments is not None:
-        existing = conflicts[0]
-        old = table.rows[existing]
-        _update_row(engine, table, existing, old, assignments, inserted=row)
-        return
-    if ignore:
-        return
-    raise engine.duplicate_error(table, handle, row)
-
-
-def _assignments(table: TableData, items: list[exp.Expr]) -> list[tuple[int, Compiled]]:
-    out = []
-    for item in items:
-        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
-            raise SQLError(f"unsupported assignment: {item.sql(dialect=d.TiDB)}", code=1105)
-        offset, _ = table.scope.resolve(item.this)
-        value = item.expression
-        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
-            value = d.DefaultOf(this=item.this.copy())
-        out.append((offset, compile_expr(value, table.scope)))
-    return out
-
-
-def _update_row(
-    engine: Engine,
-    table: TableData,
-    handle: Any,
-    old: Row,
-    assignments: list[tuple[int, Compiled]],
-    inserted: Row = (),
-) -> bool:
-    """Apply SET assignments (left to right, each seeing the ones before); False if unchanged."""
-    columns = table.info.columns
-    values = list(old)
-    ctx = Context(
-        session=engine,
-        row=old,
-        inserted=inserted,
-        defaults=lambda o: engine.default_value(columns[o]),
-    )
-    assigned: set[int] = set()
-    for offset, fn in assignments:
-        if columns[offset].generated_expr is not None:
-            raise SQLError(
-                f"The value specified for generated column '{columns[offset].name}' "
-                f"in table '{table.info.name}' is not allowed.",
-                code=3105,
-            )
-        values[offset] = table.converters[offset](fn(ctx))
-        ctx.row = tuple(values)
-        assigned.add(offset)
-    for offset, fn in table.generated:
-        values[offset] = table.converters[offset](fn(Context(session=engine, row=tuple(values))))
-    if tuple(values) == old:
-        return False
-    for offset in table.on_update:
-        if offset not in assigned:
-            values[offset] = table.converters[offset](engine.now(max(columns[offset].decimal, 0)))
-    auto = table.auto_offset
-    if auto is not None and auto in assigned and values[auto] is not None:
-        table.next_id = max(table.next_id, int(values[auto]) + 1)
-    new = tuple(values)
-    new_handle = table.handle_of(new) if table.handle_offsets else handle
-    if new_handle != handle and new_handle in table.rows:
-        raise engine.duplicate_error(table, new_handle, new)
-    for unique in table.uniques:
-        key = unique.key(new)
-        if key is not None:
-            other = unique.entries.get(key)
-            if other is not None and other != handle:
-                raise _duplicate(table.info, unique.info, new, unique.offsets)
-    if new_handle != handle:
-        engine._write(table, handle, None)
-    engine._write(table, new_handle, new)
-    return True
-
-
-def _matching(engine: Engine, table: TableData, node: exp.Expr) -> list[tuple[Any, Row]]:
-    where = node.args.get("where")
-    condition = compile_expr(where.this, table.scope) if where is not None else None
-    ctx = Context(session=engine)
-    matched = []
-    for handle, row in table.rows.items():
-        if condition is not None:
-            ctx.row = row
-            if not truth(condition(ctx)):
-                continue
-        matched.append((handle, row))
-    order = node.args.get("order")
-    if order is not None:
-        matched = _order_rows(engine, table.scope, matched, order)
-    else:
-        matched.sort(key=lambda hr: _sort_key(table, hr[0]))  # TiDB scans in key order
-    limit = node.args.get("limit")
-    if limit is not None:
-        count = int(to_number(evaluate_constant(limit.expression, engine)))
-        matched = matched[:count]
-    return matched
-
-
-def _order_rows(
-    engine: Engine, scope: Scope, rows: list[tuple[Any, Row]], order: exp.Order
-) -> list[tuple[Any, Row]]:
-    import functools
-
-    keys = [
-        (compile_expr(o.this, scope), bool(o.args.get("desc")), o.this) for o in order.expressions
-    ]
-    ctx = Context(session=engine)
-
-    def evaluate(row: Row) -> list[Any]:
-        ctx.row = row
-        return [fn(ctx) for fn, _, _ in keys]
-
-    cache = {id(r): evaluate(r) for _, r in rows}
-
-    def cmp(a: tuple[Any, Row], b: tuple[Any, Row]) -> int:
-        for (_, desc, node), x, y in zip(keys, cache[id(a[1])], cache[id(b[1])], strict=True):
-            if x is None or y is None:
-                result = (x is not None) - (y is not None)  # NULLs first ascending
-            else:
-                result = compare(x, y, scope_is_ci(scope, node)) or 0
-            if result:
-                return -result if desc else result
-        return 0
-
-    return sorted(rows, key=functools.cmp_to_key(cmp))
-
-
-def scope_is_ci(scope: Scope, node: exp.Expr) -> bool:
-    from ticdc_sim.generator.evaluate import collation_of
-
-    return collation_of(node, scope).endswith("_ci")
-
-
-def _update(engine: Engine, node: exp.Update) -> None:
-    target = node.this
-    if not isinstance(target, exp.Table) or node.args.get("from_") or node.args.get("joins"):
-        raise SQLError("multi-table UPDATE is not supported", code=1105)
-    table = engine.table_data(target)
-    assignments = _assignments(table, node.expressions)
-    for handle, _ in _matching(engine, table, node):
-        current = table.rows.get(handle)
-        if current is None:
-            continue
-        _update_row(engine, table, handle, current, assignments)
-
-
-def _delete(engine: Engine, node: exp.Delete) -> None:
-    target = node.this
-    if not isinstance(target, exp.Table) or node.args.get("using") or node.args.get("tables"):
-        raise SQLError("multi-table DELETE is not supported", code=1105)
-    table = engine.table_data(target)
-    for handle, _ in _matching(engine, table, node):
-        engine._write(table, handle, None)
-
-
-def _select_rows(engine: Engine, node: exp.Expr) -> Iterator[Row]:
-    """Rows of a single-table (or table-less) SELECT, for INSERT ... SELECT."""
-    if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
-        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
-    from_ = node.args.get("from_")
-    if from_ is None:
-        yield tuple(evaluate_constant(e, engine) for e in node.expressions)
-        return
-    source = from_.this
-    if not isinstance(source, exp.Table):
-        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
-    table = engine.table_data(source)
-    if any(isinstance(e, exp.Star) for e in node.expressions):
-        projections: list[Compiled] = [_row_item(i) for i in range(len(table.info.columns))]
-    else:
-        projections = [
-            compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
-            for e in node.expressions
-        ]
-    rows = _matching(engine, table, node)
-    ctx = Context(session=engine)
-    snapshot = []
-    for _, row in rows:
-        ctx.row = row
-        snapshot.append(tuple(p(ctx) for p in projections))
-    yield from snapshot
-
-
-def _row_item(index: int) -> Compiled:
-    return lambda ctx: ctx.row[index]
+def _dml(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
+    plan = compile_dml(engine, node)
+    return engine._statement(lambda: plan(engine, [[]]))
 
 
 _STATEMENTS: dict[type, Callable[[Engine, Any, str], Iterator[Event]]] = {
-    exp.Insert: _returns_events(_insert),
-    d.ReplaceInto: _returns_events(_insert),
-    exp.Update: _returns_events(_update),
-    exp.Delete: _returns_events(_delete),
+    exp.Insert: _dml,
+    d.ReplaceInto: _dml,
+    exp.Update: _dml,
+    exp.Delete: _dml,
     exp.Transaction: _transaction,
     exp.Commit: _commit,
     exp.Rollback: _rollback,

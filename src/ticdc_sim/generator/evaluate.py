@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator import dialect as d
+from ticdc_sim.generator.shapes import Param
 from ticdc_sim.generator.values import (
     BinaryLiteral,
     JSONValue,
@@ -63,6 +64,7 @@ class Context:
     row: tuple[Any, ...] = ()
     inserted: tuple[Any, ...] = ()  # VALUES(col) in ON DUPLICATE KEY UPDATE
     defaults: Callable[[int], Any] | None = None
+    params: list[Any] = field(default_factory=list)  # a shape template's literal values
 
 
 @dataclass(slots=True)
@@ -998,6 +1000,11 @@ def _time_to_str(node: exp.Expr, scope: Scope) -> Compiled:
     )
 
 
+def _param(node: exp.Expr, scope: Scope) -> Compiled:
+    index = node.this
+    return lambda ctx: ctx.params[index]
+
+
 def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
@@ -1103,6 +1110,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.TimeToStr: _time_to_str,
     exp.Placeholder: _placeholder,
     d.DefaultOf: _default_of,
+    Param: _param,
 }
 
 

@@ -60,7 +60,10 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
     _has_ttl_enable = False
 
     def __init__(self) -> None:
-        super().__init__(identify=True, normalize_functions="upper", dialect=d.TiDB())
+        # comments are not part of what TiDB restores from its AST
+        super().__init__(
+            identify=True, normalize_functions="upper", dialect=d.TiDB(), comments=False
+        )
 
     # -- expressions -------------------------------------------------------------------------
 

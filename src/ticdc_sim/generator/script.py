@@ -8,8 +8,9 @@ is known, as a server would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlglot import ErrorLevel, exp
@@ -88,6 +89,103 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
                 statement=stmt_text,
             )
         yield Statement(expression, stmt_text, location)
+
+
+@dataclass(frozen=True, slots=True)
+class RawStatement:
+    """One statement's text, split off a script but not parsed yet."""
+
+    text: str
+    location: Location
+
+
+# What matters for splitting: quotes, comment starts and ends, escapes and `;`.
+_SPLIT_SPECIAL = re.compile(r"""['"`;\\]|/\*|\*/|--|#""")
+
+
+def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawStatement]:
+    """Split a script into statement texts lazily, line by line, as the mysql client does.
+
+    Only the statement being read is held in memory. Quotes (with backslash and doubled
+    escapes), backquotes and comments hide `;`.
+    """
+    quote = ""  # the open quote character, or "" outside quotes
+    block = False  # inside /* ... */
+    pending: list[str] = []
+    start: Location | None = None
+    for number, line in enumerate(lines, start=1):
+        pos = 0
+        chunk_start = 0
+        while True:
+            if start is None:
+                stripped = len(line) - len(line[pos:].lstrip())
+                if stripped < len(line) and not quote and not block:
+                    rest = line[stripped:]
+                    if not rest.startswith(("--", "#", "/*")) or rest.startswith(("/*!", "/*T!")):
+                        start = Location(file, number, stripped + 1)
+                        pending, chunk_start = [], stripped  # drop leading comments
+            match = _SPLIT_SPECIAL.search(line, pos)
+            if match is None:
+                break
+            token, pos = match.group(0), match.end()
+            if block:
+                block = token != "*/"
+            elif quote:
+                if token == "\\" and quote != "`":
+                    pos += 1  # the escaped character
+                elif token == quote:
+                    if line.startswith(quote, pos):
+                        pos += 1  # a doubled quote stays inside
+                    else:
+                        quote = ""
+            elif token in ("'", '"', "`"):
+                quote = token
+                if start is None:
+                    start = Location(file, number, match.start() + 1)
+                    pending, chunk_start = [], match.start()
+            elif token == "/*":
+                block = True
+            elif token in ("--", "#"):
+                break  # the rest of the line is a comment
+            elif token == ";":
+                pending.append(line[chunk_start : match.start()])
+                text = "".join(pending).strip()
+                if text and start is not None:
+                    yield RawStatement(text, start)
+                pending, start, chunk_start = [], None, pos
+        pending.append(line[chunk_start:])
+    text = "".join(pending).strip()
+    if text and start is not None and not quote:
+        yield RawStatement(text, start)
+    elif quote:
+        raise SQLError(
+            f"unterminated {quote} quote at end of script", location=start or Location(file, 1, 1)
+        )
+
+
+def parse_raw(raw: RawStatement) -> Statement | None:
+    """Parse one split-off statement; locations point into the original script."""
+    base = raw.location
+    try:
+        statements = list(parse_statements(raw.text, base.file))
+    except SQLError as e:
+        raise SQLError(
+            e.message,
+            location=_shift(e.location, base) if e.location else base,
+            statement=raw.text,
+            code=e.code,
+        ) from None
+    if not statements:
+        return None
+    if len(statements) > 1:  # an executable comment hid a `;` from the splitter
+        raise SQLError("more than one statement in one", location=base, statement=raw.text)
+    return replace(statements[0], location=base)
+
+
+def _shift(at: Location, base: Location) -> Location:
+    if at.line == 1:
+        return Location(base.file, base.line, base.col + at.col - 1)
+    return Location(base.file, base.line + at.line - 1, at.col)
 
 
 def parse_one(sql: str) -> exp.Expr:

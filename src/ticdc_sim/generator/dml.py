@@ -1,0 +1,458 @@
+"""INSERT, REPLACE, UPDATE and DELETE compiled once into plans, run per execution.
+
+`compile_dml(engine, node)` resolves the table, compiles every expression and returns
+`plan(engine, params_rows)`. `params_rows` holds one parameter list per VALUES row when the
+statement came from a shape template (`shapes.py`), or `[[]]` for a statement compiled from
+its own parse. Plans hold table references, so the engine drops them on any DDL.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator import dialect as d
+from ticdc_sim.generator.evaluate import (
+    Compiled,
+    Context,
+    Scope,
+    collation_of,
+    compare,
+    compile_expr,
+    to_number,
+    truth,
+)
+
+if TYPE_CHECKING:
+    from ticdc_sim.generator.engine import Engine, TableData
+
+Row = tuple[Any, ...]
+Plan = Callable[["Engine", list[list[Any]]], None]
+_VALUE_ERRORS = (1264, 1406, 1366, 1292, 1265, 1048)
+DEFAULT: Any = type("_Default", (), {"__repr__": lambda self: "DEFAULT"})()
+
+
+def compile_dml(engine: Engine, node: exp.Expr) -> Plan:
+    if isinstance(node, exp.Insert):  # ReplaceInto too
+        return _compile_insert(engine, node)
+    if isinstance(node, exp.Update):
+        return _compile_update(engine, node)
+    if isinstance(node, exp.Delete):
+        return _compile_delete(engine, node)
+    raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
+
+
+# -- INSERT / REPLACE --------------------------------------------------------------------------
+
+
+def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
+    target = node.this
+    if not isinstance(target, exp.Schema):
+        return list(range(len(table.info.columns)))
+    offsets = []
+    for ident in target.expressions:
+        found = table.scope.columns.get(ident.name.lower())
+        if found is None:
+            raise SQLError(f"Unknown column '{ident.name}' in 'field list'", code=1054)
+        offsets.append(found[0])
+    return offsets
+
+
+def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
+    target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+    table = engine.table_data(target)
+    offsets = _target_columns(table, node)
+    replace_mode = isinstance(node, d.ReplaceInto)
+    ignore = bool(node.args.get("ignore"))
+    conflict = node.args.get("conflict")
+    assignments = _assignments(table, conflict.expressions) if conflict is not None else None
+    source = node.expression
+    columns = table.info.columns
+    if isinstance(source, exp.Values):
+        # MySQL lets a VALUES item read earlier columns of the same row; that is rare, so
+        # column references see NULLs here.
+        rows_fns: list[list[Compiled | None]] = [
+            [
+                None
+                if isinstance(item, exp.Var) and item.name.upper() == "DEFAULT"
+                else compile_expr(item, table.scope)
+                for item in (tup.expressions if isinstance(tup, exp.Tuple) else [tup])
+            ]
+            for tup in source.expressions
+        ]
+    elif isinstance(source, exp.Select | exp.Union):
+        select = _compile_select(engine, source)
+        rows_fns = []
+    else:
+        raise SQLError("unsupported INSERT source", code=1105)
+    nulls = tuple([None] * len(columns))
+
+    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+        defaults: dict[int, Any] = {}
+
+        def default_at(offset: int) -> Any:
+            if offset not in defaults:
+                defaults[offset] = engine.default_value(columns[offset])
+            return defaults[offset]
+
+        ctx = Context(session=engine, row=nulls, defaults=default_at)
+        if rows_fns:
+            values_rows = (
+                (params, [DEFAULT if fn is None else fn(ctx) for fn in fns])
+                for params in params_rows
+                for fns in rows_fns
+                if _set_params(ctx, params)
+            )
+        else:
+            values_rows = ((params, list(row)) for params in params_rows for row in select(params))
+        for number, (params, values) in enumerate(values_rows, start=1):
+            if not values and rows_fns:
+                values = [DEFAULT] * len(offsets)  # `VALUES ()`: every column its default
+            if len(values) != len(offsets):
+                raise SQLError(f"Column count doesn't match value count at row {number}", code=1136)
+            try:
+                _insert_row(
+                    engine, table, offsets, values, replace_mode, ignore, assignments, params
+                )
+            except SQLError as e:
+                if e.code in _VALUE_ERRORS and "at row" not in e.message:
+                    raise SQLError(f"{e.message} at row {number}", code=e.code) from None
+                raise
+
+    return plan
+
+
+def _set_params(ctx: Context, params: list[Any]) -> bool:
+    ctx.params = params
+    return True
+
+
+def _insert_row(
+    engine: Engine,
+    table: TableData,
+    offsets: list[int],
+    values: list[Any],
+    replace_mode: bool,
+    ignore: bool,
+    assignments: list[tuple[int, Compiled]] | None,
+    params: list[Any],
+) -> None:
+    columns = table.info.columns
+    full: list[Any] = [DEFAULT] * len(columns)
+    explicit: set[int] = set()
+    for offset, value in zip(offsets, values, strict=True):
+        if value is not DEFAULT:
+            if columns[offset].generated_expr is not None:
+                raise _generated_error(table, offset)
+            explicit.add(offset)
+        full[offset] = value
+    for offset, value in enumerate(full):
+        if value is DEFAULT:
+            column = columns[offset]
+            full[offset] = (
+                None if column.generated_expr is not None else engine.default_value(column)
+            )
+    row = engine.finish_row(table, full, explicit)
+    handle = engine.new_handle(table, row)
+    conflicts = engine.conflicts(table, handle, row)
+    if not conflicts:
+        engine._write(table, handle, row)
+    elif replace_mode:
+        for other in conflicts:
+            engine._write(table, other, None)
+        engine._write(table, handle, row)
+    elif assignments is not None:
+        existing = conflicts[0]
+        _update_row(
+            engine, table, existing, table.rows[existing], assignments, params, inserted=row
+        )
+    elif not ignore:
+        raise engine.duplicate_error(table, handle, row)
+
+
+def _generated_error(table: TableData, offset: int) -> SQLError:
+    return SQLError(
+        f"The value specified for generated column '{table.info.columns[offset].name}' "
+        f"in table '{table.info.name}' is not allowed.",
+        code=3105,
+    )
+
+
+# -- UPDATE / DELETE ---------------------------------------------------------------------------
+
+
+def _assignments(table: TableData, items: list[exp.Expr]) -> list[tuple[int, Compiled]]:
+    out = []
+    for item in items:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise SQLError(f"unsupported assignment: {item.sql(dialect=d.TiDB)}", code=1105)
+        offset, _ = table.scope.resolve(item.this)
+        value = item.expression
+        if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
+            value = d.DefaultOf(this=item.this.copy())
+        out.append((offset, compile_expr(value, table.scope)))
+    return out
+
+
+def _update_row(
+    engine: Engine,
+    table: TableData,
+    handle: Any,
+    old: Row,
+    assignments: list[tuple[int, Compiled]],
+    params: list[Any],
+    inserted: Row = (),
+) -> bool:
+    """Apply SET assignments (left to right, each seeing the ones before); False if unchanged."""
+    columns = table.info.columns
+    converters = table.converters
+    values = list(old)
+    ctx = Context(
+        session=engine,
+        row=old,
+        inserted=inserted,
+        defaults=lambda o: engine.default_value(columns[o]),
+        params=params,
+    )
+    assigned: set[int] = set()
+    for offset, fn in assignments:
+        if columns[offset].generated_expr is not None:
+            raise _generated_error(table, offset)
+        values[offset] = converters[offset](fn(ctx))
+        ctx.row = tuple(values)
+        assigned.add(offset)
+    for offset, fn in table.generated:
+        values[offset] = converters[offset](fn(Context(session=engine, row=tuple(values))))
+    if tuple(values) == old:
+        return False
+    for offset in table.on_update:
+        if offset not in assigned:
+            values[offset] = converters[offset](engine.now(max(columns[offset].decimal, 0)))
+    auto = table.auto_offset
+    if auto is not None and auto in assigned and values[auto] is not None:
+        table.next_id = max(table.next_id, int(values[auto]) + 1)
+    new = tuple(values)
+    new_handle = table.handle_of(new) if table.handle_offsets else handle
+    if new_handle != handle and new_handle in table.rows:
+        raise engine.duplicate_error(table, new_handle, new)
+    for unique in table.uniques:
+        key = unique.key(new)
+        if key is not None:
+            other = unique.entries.get(key)
+            if other is not None and other != handle:
+                raise engine.unique_error(table, unique, new)
+    if new_handle != handle:
+        engine._write(table, handle, None)
+    engine._write(table, new_handle, new)
+    return True
+
+
+Matcher = Callable[["Engine", list[Any]], list[tuple[Any, Row]]]
+
+
+def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matcher:
+    """Rows a WHERE / ORDER BY / LIMIT selects, in the order the statement visits them."""
+    where = node.args.get("where")
+    condition = compile_expr(where.this, table.scope) if where is not None else None
+    lookups = _compile_lookups(table, where.this) if where is not None else []
+    order = node.args.get("order")
+    sort = _compile_order(table.scope, order) if order is not None else None
+    limit = node.args.get("limit")
+    limit_fn = compile_expr(limit.expression, Scope()) if limit is not None else None
+    key_of = engine.sort_key
+
+    def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
+        ctx = Context(session=engine, params=params)
+        candidates = _lookup(engine, table, lookups, ctx)
+        rows = table.rows.items() if candidates is None else candidates
+        matched = []
+        for handle, row in rows:
+            if condition is not None:
+                ctx.row = row
+                if not truth(condition(ctx)):
+                    continue
+            matched.append((handle, row))
+        if sort is not None:
+            matched = sort(engine, matched, params)
+        elif len(matched) > 1:
+            matched.sort(key=lambda hr: key_of(table, hr[0]))  # TiDB scans in key order
+        if limit_fn is not None:
+            matched = matched[: int(to_number(limit_fn(ctx)))]
+        return matched
+
+    return match
+
+
+def _equalities(condition: exp.Expr) -> dict[str, exp.Expr]:
+    """`column = constant` terms of a conjunction, by lower-case column name."""
+    found: dict[str, exp.Expr] = {}
+    for term in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+        term = term.unnest()
+        if isinstance(term, exp.EQ):
+            for col, value in ((term.this, term.expression), (term.expression, term.this)):
+                if isinstance(col, exp.Column) and not value.find(exp.Column):
+                    found[col.name.lower()] = value
+    return found
+
+
+Lookup = tuple[Any, tuple[int, ...], list[Compiled]]  # (unique index or None, offsets, values)
+
+
+def _compile_lookups(table: TableData, condition: exp.Expr) -> list[Lookup]:
+    """Keys a WHERE pins: the handle, then each unique index (first that applies wins)."""
+    terms = _equalities(condition)
+    if not terms:
+        return []
+    columns = table.info.columns
+    lookups: list[Lookup] = []
+    keyed: list[tuple[Any, tuple[int, ...]]] = (
+        [(None, table.handle_offsets)] if table.handle_offsets else []
+    )
+    keyed += [(unique, unique.offsets) for unique in table.uniques]
+    for index, offsets in keyed:
+        nodes = [terms.get(columns[o].name.lower()) for o in offsets]
+        if all(n is not None for n in nodes):
+            lookups.append((index, offsets, [compile_expr(n, Scope()) for n in nodes if n]))
+    return lookups
+
+
+def _lookup(
+    engine: Engine, table: TableData, lookups: list[Lookup], ctx: Context
+) -> list[tuple[Any, Row]] | None:
+    """Candidate rows from the first usable key, or None to scan.
+
+    A superset is enough: the caller still applies the whole condition to each candidate.
+    """
+    width = len(table.info.columns)
+    for index, offsets, value_fns in lookups:
+        row: list[Any] = [None] * width
+        try:
+            for offset, fn in zip(offsets, value_fns, strict=True):
+                row[offset] = table.converters[offset](fn(ctx))
+        except SQLError:
+            continue  # MySQL's coercion may still match other rows: try the next key or scan
+        if index is None:
+            handle = table.handle_of(tuple(row))
+        else:
+            key = index.key(tuple(row))
+            handle = index.entries.get(key) if key is not None else None
+        found = table.rows.get(handle) if handle is not None else None
+        return [] if found is None else [(handle, found)]
+    return None
+
+
+def _compile_order(
+    scope: Scope, order: exp.Order
+) -> Callable[[Engine, list[tuple[Any, Row]], list[Any]], list[tuple[Any, Row]]]:
+    keys = [
+        (
+            compile_expr(o.this, scope),
+            bool(o.args.get("desc")),
+            collation_of(o.this, scope).endswith("_ci"),
+        )
+        for o in order.expressions
+    ]
+
+    def sort(
+        engine: Engine, rows: list[tuple[Any, Row]], params: list[Any]
+    ) -> list[tuple[Any, Row]]:
+        ctx = Context(session=engine, params=params)
+        cache: dict[int, list[Any]] = {}
+        for _, row in rows:
+            ctx.row = row
+            cache[id(row)] = [fn(ctx) for fn, _, _ in keys]
+
+        def cmp(a: tuple[Any, Row], b: tuple[Any, Row]) -> int:
+            for (_, desc, ci), x, y in zip(keys, cache[id(a[1])], cache[id(b[1])], strict=True):
+                if x is None or y is None:
+                    result = (x is not None) - (y is not None)  # NULLs first ascending
+                else:
+                    result = compare(x, y, ci) or 0
+                if result:
+                    return -result if desc else result
+            return 0
+
+        return sorted(rows, key=functools.cmp_to_key(cmp))
+
+    return sort
+
+
+def _compile_update(engine: Engine, node: exp.Update) -> Plan:
+    target = node.this
+    if not isinstance(target, exp.Table) or node.args.get("from_") or node.args.get("joins"):
+        raise SQLError("multi-table UPDATE is not supported", code=1105)
+    table = engine.table_data(target)
+    assignments = _assignments(table, node.expressions)
+    match = _compile_matcher(engine, table, node)
+
+    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+        for params in params_rows:
+            for handle, _ in match(engine, params):
+                current = table.rows.get(handle)
+                if current is not None:
+                    _update_row(engine, table, handle, current, assignments, params)
+
+    return plan
+
+
+def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
+    target = node.this
+    if not isinstance(target, exp.Table) or node.args.get("using") or node.args.get("tables"):
+        raise SQLError("multi-table DELETE is not supported", code=1105)
+    table = engine.table_data(target)
+    match = _compile_matcher(engine, table, node)
+
+    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+        for params in params_rows:
+            for handle, _ in match(engine, params):
+                engine._write(table, handle, None)
+
+    return plan
+
+
+# -- SELECT as an INSERT source ----------------------------------------------------------------
+
+
+def _compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
+    """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
+    if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
+        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+    from_ = node.args.get("from_")
+    if from_ is None:
+        constants = [compile_expr(e, Scope()) for e in node.expressions]
+
+        def constant_row(params: list[Any]) -> list[Row]:
+            ctx = Context(session=engine, params=params)
+            return [tuple(fn(ctx) for fn in constants)]
+
+        return constant_row
+    source = from_.this
+    if not isinstance(source, exp.Table):
+        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+    table = engine.table_data(source)
+    if any(isinstance(e, exp.Star) for e in node.expressions):
+        projections = [_row_item(i) for i in range(len(table.info.columns))]
+    else:
+        projections = [
+            compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
+            for e in node.expressions
+        ]
+    match = _compile_matcher(engine, table, node)
+
+    def rows(params: list[Any]) -> list[Row]:
+        ctx = Context(session=engine, params=params)
+        snapshot = []
+        for _, row in match(engine, params):
+            ctx.row = row
+            snapshot.append(tuple(p(ctx) for p in projections))
+        return snapshot
+
+    return rows
+
+
+def _row_item(index: int) -> Compiled:
+    return lambda ctx: ctx.row[index]

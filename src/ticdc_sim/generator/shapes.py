@@ -1,0 +1,231 @@
+"""Statement shapes: execute repeated statements without parsing them again.
+
+A script of 20k `INSERT ... VALUES (1, 'a')` statements has a handful of shapes: the token
+sequence with its literals taken out. `lex()` scans a statement with one regular expression into
+its shape and its literals; the first statement of a shape is parsed by sqlglot into a template
+whose literals became `Param` nodes, and every later statement of that shape reuses the
+compiled template with its own literal values. Multi-row `VALUES` lists are one shape
+whatever their row count: the row group is lexed once per row.
+
+A template is only kept when parsing it gives back exactly the literals the lexer saw, in the
+same order; anything the lexer cannot account for (executable comments, hex literals, odd
+tokens) is simply parsed every time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlglot import exp
+
+_TOKENS = re.compile(
+    r"""
+    (?P<ws>\s+|--[^\n]*|\#[^\n]*|/\*(?![!T!]).*?\*/)
+  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w$]))
+  | (?P<ident>`(?:[^`]|``)*`|[A-Za-z_$@][\w$@]*|\d+[A-Za-z_$][\w$]*)
+  | (?P<op><=>|<=|>=|<>|!=|:=|->>|->|\|\||&&|<<|>>|[-+*/%=<>(),.!~^&|?])
+    """,
+    re.X | re.S,
+)
+_STRING_ESCAPES = {
+    "0": "\0",
+    "b": "\b",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "Z": "\x1a",
+}
+_ESCAPE = re.compile(r"\\(.)|''|\"\"", re.S)
+
+
+class Param(exp.Expression):
+    """A literal taken out of a statement template; `this` is its index."""
+
+    arg_types = {"this": True}
+
+
+@dataclass(frozen=True, slots=True)
+class Lexed:
+    """A statement's shape key, its literals, and where its VALUES rows are."""
+
+    key: tuple[str, ...]
+    literals: tuple[tuple[str, str], ...]  # (kind, lexeme) in source order
+    rows: int  # number of VALUES row groups folded into the key (0: none)
+    row_literals: int  # literals per row group
+    head_literals: int  # literals before the first row group
+    template_text: str  # the statement with only its first row group
+
+
+def literal_value(kind: str, lexeme: str) -> Any:
+    """The value of a literal as the evaluator sees it (`evaluate._literal`)."""
+    if kind == "num":
+        if lexeme.isdigit():
+            return int(lexeme)
+        return float(lexeme) if "e" in lexeme or "E" in lexeme else Decimal(lexeme)
+    quote = lexeme[0]
+    body = lexeme[1:-1]
+    if "\\" not in body and quote * 2 not in body:
+        return body
+
+    def unescape(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if text in ("''", '""'):
+            return text[0]
+        char = match.group(1)
+        if char in "%_":
+            return "\\" + char  # MySQL keeps \% and \_ for LIKE
+        return _STRING_ESCAPES.get(char, char)
+
+    return _ESCAPE.sub(unescape, body)
+
+
+def lex(text: str) -> Lexed | None:
+    """Shape and literals of a statement, or None when the fast path should not try."""
+    key: list[str] = []
+    literals: list[tuple[str, str]] = []
+    pos, end = 0, len(text)
+    values_at = -1
+    groups: list[tuple[int, int, int, int]] = []  # (key index, literal index, start, stop)
+    depth = 0
+    group_start = -1
+    while pos < end:
+        match = _TOKENS.match(text, pos)
+        if match is None:
+            return None
+        kind = match.lastgroup
+        lexeme = match.group(0)
+        start, pos = pos, match.end()
+        if kind == "ws":
+            continue
+        if kind in ("str", "num"):
+            literals.append((kind, lexeme))
+            key.append("?" + kind)
+            continue
+        upper = lexeme.upper() if kind == "ident" else lexeme
+        if upper == "VALUES" and depth == 0 and values_at < 0:
+            values_at = len(key)
+        if lexeme == "(":
+            if (
+                depth == 0
+                and values_at >= 0
+                and (key[-1] in ("VALUES", ","))
+                and (not groups or groups[-1][3] >= 0)
+            ):
+                group_start = start
+                groups.append((len(key), len(literals), start, -1))
+            depth += 1
+        elif lexeme == ")":
+            depth -= 1
+            if depth == 0 and groups and groups[-1][3] < 0 and group_start >= 0:
+                k, lit, begin, _ = groups[-1]
+                groups[-1] = (k, lit, begin, pos)
+                group_start = -1
+        key.append(upper if kind == "ident" and not lexeme.startswith("`") else lexeme)
+    if len(groups) <= 1:
+        return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
+    # fold rows 2..n into the first: every group must have the first one's shape
+    first_key, first_lit, first_start, first_stop = groups[0]
+    second_key = groups[1][0]
+    row_key = key[first_key : second_key - 1]  # the group without the comma after it
+    row_width = groups[1][1] - first_lit
+    for (k, lit, _, _), (k2, lit2, _, _) in zip(groups, groups[1:], strict=False):
+        if key[k : k2 - 1] != row_key or key[k2 - 1] != "," or lit2 - lit != row_width:
+            return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
+    last_key, last_lit, _, last_stop = groups[-1]
+    if key[last_key : last_key + len(row_key)] != row_key:
+        return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
+    folded = key[: second_key - 1] + ["<rows>"] + key[last_key + len(row_key) :]
+    template = text[:first_stop] + text[last_stop:]
+    return Lexed(tuple(folded), tuple(literals), len(groups), row_width, first_lit, template)
+
+
+MARKER_BASE = 7_300_000_000_000_000_000  # number markers: far from any real literal
+
+
+def marked_template(lexed: Lexed) -> str | None:
+    """The template text with literal i replaced by a marker sqlglot keeps verbatim."""
+    out: list[str] = []
+    text = lexed.template_text
+    pos, index = 0, 0
+    while pos < len(text):
+        match = _TOKENS.match(text, pos)
+        if match is None:
+            return None
+        kind = match.lastgroup
+        if kind == "str":
+            out.append(f"'\x01{index}\x01'")
+            index += 1
+        elif kind == "num":
+            out.append(str(MARKER_BASE + index))
+            index += 1
+        else:
+            out.append(match.group(0))
+        pos = match.end()
+    return "".join(out)
+
+
+def template_values(lexed: Lexed) -> list[Any]:
+    """The literal values of the template itself (head, first row, tail)."""
+    width = lexed.row_literals
+    if not lexed.rows:
+        return [literal_value(k, v) for k, v in lexed.literals]
+    head = lexed.head_literals
+    tail_from = head + lexed.rows * width
+    picked = lexed.literals[: head + width] + lexed.literals[tail_from:]
+    return [literal_value(k, v) for k, v in picked]
+
+
+def row_params(lexed: Lexed) -> list[list[Any]]:
+    """Each VALUES row's parameter list: head literals, its own row literals, tail literals."""
+    values = [literal_value(k, v) for k, v in lexed.literals]
+    if not lexed.rows:
+        return [values]
+    head, width = lexed.head_literals, lexed.row_literals
+    tail = values[head + lexed.rows * width :]
+    prefix = values[:head]
+    return [
+        prefix + values[head + r * width : head + (r + 1) * width] + tail for r in range(lexed.rows)
+    ]
+
+
+def parameterize(marked: exp.Expr, plain: exp.Expr, count: int) -> exp.Expr | None:
+    """`marked` with its marker literals turned into Params, checked against `plain`.
+
+    `plain` is the same template parsed with its real literals: the two trees must have
+    the same shape, and each marker must stand where a literal of the same kind stands.
+    """
+    seen: set[int] = set()
+    for a, b in zip(marked.walk(), plain.walk(), strict=False):
+        if type(a) is not type(b):
+            return None
+        if isinstance(a, exp.Literal):
+            index = _marker_index(a)
+            if index is None or index in seen or a.is_string != b.is_string:
+                return None
+            seen.add(index)
+    if seen != set(range(count)):
+        return None
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Literal):
+            index = _marker_index(node)
+            if index is not None:
+                return Param(this=index)
+        return node
+
+    return marked.transform(swap)
+
+
+def _marker_index(node: exp.Literal) -> int | None:
+    text = node.this
+    if node.is_string:
+        if len(text) >= 3 and text[0] == "\x01" and text[-1] == "\x01" and text[1:-1].isdigit():
+            return int(text[1:-1])
+        return None
+    if text.isdigit() and int(text) >= MARKER_BASE:
+        return int(text) - MARKER_BASE
+    return None
