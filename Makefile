@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint
+.PHONY: install run test lint bench
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/ticdc-sim ddl examples/shop.sql
+	$(BIN)/ticdc-sim replay examples/shop.sql examples/orders.sql
 
 lint: $(STAMP)
 	$(BIN)/ruff check
@@ -25,3 +25,6 @@ lint: $(STAMP)
 test: lint
 	scripts/ensure-mariadb
 	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/engine.py

@@ -100,6 +100,13 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
             return defaults[offset]
 
         ctx = Context(session=engine, row=nulls, defaults=default_at)
+        listed = set(offsets)
+        base = [
+            None
+            if offset in listed or columns[offset].generated_expr is not None
+            else default_at(offset)
+            for offset in range(len(columns))
+        ]
         if rows_fns:
             values_rows = (
                 (params, [DEFAULT if fn is None else fn(ctx) for fn in fns])
@@ -116,7 +123,7 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
                 raise SQLError(f"Column count doesn't match value count at row {number}", code=1136)
             try:
                 _insert_row(
-                    engine, table, offsets, values, replace_mode, ignore, assignments, params
+                    engine, table, offsets, values, replace_mode, ignore, assignments, params, base
                 )
             except SQLError as e:
                 if e.code in _VALUE_ERRORS and "at row" not in e.message:
@@ -140,23 +147,28 @@ def _insert_row(
     ignore: bool,
     assignments: list[tuple[int, Compiled]] | None,
     params: list[Any],
+    base: list[Any],
 ) -> None:
-    columns = table.info.columns
-    full: list[Any] = [DEFAULT] * len(columns)
-    explicit: set[int] = set()
-    for offset, value in zip(offsets, values, strict=True):
-        if value is not DEFAULT:
-            if columns[offset].generated_expr is not None:
-                raise _generated_error(table, offset)
-            explicit.add(offset)
+    """Insert one VALUES row; `base` holds the defaults of the columns not listed."""
+    full = base.copy()
+    for offset, value in zip(offsets, values):  # noqa: B905 (lengths checked by the caller)
         full[offset] = value
-    for offset, value in enumerate(full):
-        if value is DEFAULT:
-            column = columns[offset]
-            full[offset] = (
-                None if column.generated_expr is not None else engine.default_value(column)
-            )
-    row = engine.finish_row(table, full, explicit)
+    auto_explicit = False
+    if DEFAULT in values or table.generated:
+        columns = table.info.columns
+        for offset, value in zip(offsets, values):  # noqa: B905
+            if value is DEFAULT:
+                column = columns[offset]
+                full[offset] = (
+                    None if column.generated_expr is not None else engine.default_value(column)
+                )
+            elif columns[offset].generated_expr is not None:
+                raise _generated_error(table, offset)
+    if table.auto_offset is not None:
+        auto_explicit = table.auto_offset in offsets and (
+            values[offsets.index(table.auto_offset)] is not DEFAULT
+        )
+    row = engine.finish_row(table, full, auto_explicit)
     handle = engine.new_handle(table, row)
     conflicts = engine.conflicts(table, handle, row)
     if not conflicts:

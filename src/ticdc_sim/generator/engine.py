@@ -213,6 +213,9 @@ class TableData:
             if c.generated_expr is not None
         ]
         self.on_update = [c.offset for c in info.columns if c.on_update_now]
+        self.timestamps = [
+            (c.offset, max(c.decimal, 0)) for c in info.columns if c.tp == MySQLType.TIMESTAMP
+        ]
         flags = info.ticdc_flags()
         self.split_offsets = tuple(
             i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
@@ -497,17 +500,13 @@ class Engine:
 
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
         """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
-        if row is None:
-            return None
-        columns = table.info.columns
-        if not any(c.tp == MySQLType.TIMESTAMP for c in columns):
+        if row is None or not table.timestamps:
             return row
-        return tuple(
-            timestamp_in_zone(v, self.cdc_zone, max(c.decimal, 0))
-            if c.tp == MySQLType.TIMESTAMP and v is not None
-            else v
-            for c, v in zip(columns, row, strict=True)
-        )
+        values = list(row)
+        for offset, fsp in table.timestamps:
+            if values[offset] is not None:
+                values[offset] = timestamp_in_zone(values[offset], self.cdc_zone, fsp)
+        return tuple(values)
 
     def _split_and_sort(
         self, table: TableData, events: list[RowChangedEvent]
@@ -588,25 +587,22 @@ class Engine:
             return self.now(max(column.decimal, 0))
         return evaluate_constant(parse_one(f"SELECT {default.sql}").expressions[0], self)
 
-    def finish_row(self, table: TableData, values: list[Any], explicit: set[int]) -> Row:
+    def finish_row(self, table: TableData, values: list[Any], auto_explicit: bool) -> Row:
         """Generated columns, auto ids and strict conversion of a new row image."""
-        info = table.info
-        for offset, value in enumerate(values):
-            if value is _NO_DEFAULT:
-                raise SQLError(
-                    f"Field '{info.columns[offset].name}' doesn't have a default value",
-                    code=1364,
-                )
+        if _NO_DEFAULT in values:
+            offset = values.index(_NO_DEFAULT)
+            raise SQLError(
+                f"Field '{table.info.columns[offset].name}' doesn't have a default value",
+                code=1364,
+            )
         auto = table.auto_offset
         if auto is not None:
-            column = info.columns[auto]
             value = values[auto]
-            if value is None or (to_number(value) == 0 and auto not in explicit) or value == 0:
-                values[auto] = self._allocate(table, column)
+            if value is None or value == 0 or (not auto_explicit and to_number(value) == 0):
+                values[auto] = self._allocate(table, table.info.columns[auto])
             else:
-                number = int(to_number(value))
-                table.next_id = max(table.next_id, number + 1)
-        converted = [conv(v) for conv, v in zip(table.converters, values, strict=True)]
+                table.next_id = max(table.next_id, int(to_number(value)) + 1)
+        converted = [conv(v) for conv, v in zip(table.converters, values)]  # noqa: B905
         if table.generated:
             ctx = Context(session=self, row=tuple(converted))
             for offset, fn in table.generated:

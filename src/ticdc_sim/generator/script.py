@@ -99,8 +99,12 @@ class RawStatement:
     location: Location
 
 
-# What matters for splitting: quotes, comment starts and ends, escapes and `;`.
-_SPLIT_SPECIAL = re.compile(r"""['"`;\\]|/\*|\*/|--|#""")
+# What matters for splitting: whole one-line quoted strings (skipped in one step), quotes,
+# comment starts and ends, escapes and `;`.
+_SPLIT_SPECIAL = re.compile(
+    r"""'(?:[^'\\\n]|\\.|'')*'(?!')|"(?:[^"\\\n]|\\.|"")*"(?!")|`[^`\n]*`(?!`)"""
+    r"""|['"`;\\]|/\*|\*/|--|#"""
+)
 
 
 def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawStatement]:
@@ -128,6 +132,11 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
             if match is None:
                 break
             token, pos = match.group(0), match.end()
+            if len(token) >= 2 and token[0] in "'\"`" and not block and not quote:
+                if start is None:
+                    start = Location(file, number, match.start() + 1)
+                    pending, chunk_start = [], match.start()
+                continue  # a whole quoted string on this line
             if block:
                 block = token != "*/"
             elif quote:

@@ -83,64 +83,81 @@ def literal_value(kind: str, lexeme: str) -> Any:
     return _ESCAPE.sub(unescape, body)
 
 
+_LITERAL_PATTERNS = {
+    "str": r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")""",
+    "num": r"((?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w$]))",
+}
+
+
+def _row_pattern(tokens: list[tuple[str, str]]) -> tuple[re.Pattern[str], list[str]]:
+    """A regex matching `, (...)` row groups shaped like `tokens` (the first group's)."""
+    parts, kinds = [r"\s*,\s*"], []
+    for kind, lexeme in tokens:
+        if kind in _LITERAL_PATTERNS:
+            parts.append(_LITERAL_PATTERNS[kind])
+            kinds.append(kind)
+        else:
+            parts.append(re.escape(lexeme))
+        parts.append(r"\s*")
+    return re.compile("".join(parts), re.IGNORECASE | re.S), kinds
+
+
 def lex(text: str) -> Lexed | None:
-    """Shape and literals of a statement, or None when the fast path should not try."""
+    """Shape and literals of a statement, or None when the fast path should not try.
+
+    After the first `VALUES (...)` group, further groups of the same shape are matched by
+    one regular expression each and folded into the key as `<rows>`.
+    """
     key: list[str] = []
     literals: list[tuple[str, str]] = []
     pos, end = 0, len(text)
     values_at = -1
-    groups: list[tuple[int, int, int, int]] = []  # (key index, literal index, start, stop)
     depth = 0
-    group_start = -1
+    rows = row_width = head = 0
+    group: list[tuple[str, str]] | None = None  # tokens of the first VALUES group, being read
+    first_stop = last_stop = -1
     while pos < end:
         match = _TOKENS.match(text, pos)
         if match is None:
             return None
-        kind = match.lastgroup
+        kind = match.lastgroup or ""
         lexeme = match.group(0)
-        start, pos = pos, match.end()
+        pos = match.end()
         if kind == "ws":
             continue
+        if group is not None:
+            group.append((kind, lexeme))
         if kind in ("str", "num"):
             literals.append((kind, lexeme))
             key.append("?" + kind)
             continue
-        upper = lexeme.upper() if kind == "ident" else lexeme
+        upper = lexeme.upper() if kind == "ident" and not lexeme.startswith("`") else lexeme
         if upper == "VALUES" and depth == 0 and values_at < 0:
             values_at = len(key)
         if lexeme == "(":
-            if (
-                depth == 0
-                and values_at >= 0
-                and (key[-1] in ("VALUES", ","))
-                and (not groups or groups[-1][3] >= 0)
-            ):
-                group_start = start
-                groups.append((len(key), len(literals), start, -1))
+            if depth == 0 and values_at >= 0 and key[-1] in ("VALUES", ","):
+                if rows:
+                    return None  # a group the row pattern did not take: parse this one
+                group = [(kind, lexeme)]
+                head = len(literals)
             depth += 1
         elif lexeme == ")":
             depth -= 1
-            if depth == 0 and groups and groups[-1][3] < 0 and group_start >= 0:
-                k, lit, begin, _ = groups[-1]
-                groups[-1] = (k, lit, begin, pos)
-                group_start = -1
-        key.append(upper if kind == "ident" and not lexeme.startswith("`") else lexeme)
-    if len(groups) <= 1:
+        key.append(upper)
+        if depth == 0 and group is not None:  # the first group is complete
+            first_stop = last_stop = pos
+            row_width = len(literals) - head
+            pattern, kinds = _row_pattern(group)
+            group, rows = None, 1
+            while (more := pattern.match(text, pos)) is not None:
+                literals.extend(zip(kinds, more.groups(), strict=True))
+                pos = last_stop = more.end()
+                rows += 1
+            key.append("<rows>")
+    if rows <= 1:
         return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
-    # fold rows 2..n into the first: every group must have the first one's shape
-    first_key, first_lit, first_start, first_stop = groups[0]
-    second_key = groups[1][0]
-    row_key = key[first_key : second_key - 1]  # the group without the comma after it
-    row_width = groups[1][1] - first_lit
-    for (k, lit, _, _), (k2, lit2, _, _) in zip(groups, groups[1:], strict=False):
-        if key[k : k2 - 1] != row_key or key[k2 - 1] != "," or lit2 - lit != row_width:
-            return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
-    last_key, last_lit, _, last_stop = groups[-1]
-    if key[last_key : last_key + len(row_key)] != row_key:
-        return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
-    folded = key[: second_key - 1] + ["<rows>"] + key[last_key + len(row_key) :]
     template = text[:first_stop] + text[last_stop:]
-    return Lexed(tuple(folded), tuple(literals), len(groups), row_width, first_lit, template)
+    return Lexed(tuple(key), tuple(literals), rows, row_width, head, template)
 
 
 MARKER_BASE = 7_300_000_000_000_000_000  # number markers: far from any real literal

@@ -170,7 +170,7 @@ def _decimal(col: ColumnInfo) -> Converter:
     bound = Decimal(10) ** (col.flen - col.decimal)
 
     def convert(value: Any) -> Decimal:
-        dec = to_decimal(value)
+        dec = value if type(value) is Decimal else to_decimal(value)
         if dec is None:
             raise _incorrect("decimal", value, col)
         dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
