@@ -485,3 +485,18 @@ def test_shape_templates_give_the_same_events_as_parsing() -> None:
         templated = list(engine.run(split_script(text.splitlines(keepends=True))))
         assert templated == parsed
     assert any(plan is not None for plan in engine.plans.values())
+
+
+def test_without_old_value_updates_are_insert_shaped_and_deletes_carry_the_key() -> None:
+    _, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 1), (2, 2);"
+        "BEGIN; UPDATE t SET v = 10 WHERE id = 2; INSERT INTO t VALUES (0, 0);"
+        "DELETE FROM t WHERE id = 1; COMMIT;",
+        old_value=False,
+    )
+    # sorter order without old values: deletes, then every put by key
+    assert changes(events[2:]) == [
+        ("delete", (1, None), None),
+        ("insert", None, (0, 0)),
+        ("insert", None, (2, 10)),
+    ]

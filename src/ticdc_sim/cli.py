@@ -138,6 +138,9 @@ def replay(
         bool, typer.Option(help="keep updates of key columns whole instead of DELETE+INSERT")
     ] = False,
     database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
+    old_value: Annotated[
+        bool, typer.Option(help="the changefeed's enable-old-value (updates keep their old row)")
+    ] = True,
 ) -> None:
     """Execute SCRIPTS as TiDB would and print what TiCDC captures, one JSON event a line."""
     config = EngineConfig(
@@ -147,6 +150,7 @@ def replay(
         continue_on_error=continue_on_error,
         output_raw_change_event=output_raw_change_event,
         database=database,
+        old_value=old_value,
     )
     out = sys.stdout.buffer
     try:

@@ -94,6 +94,7 @@ class EngineConfig:
     output_raw_change_event: bool = False  # keep key-changing updates whole (MQ sinks)
     continue_on_error: bool = False
     database: str | None = "test"  # the session's current database, as `mysql -D test`
+    old_value: bool = True  # the changefeed's enable-old-value
 
 
 def load_zone(name: str) -> dt.tzinfo:
@@ -220,6 +221,11 @@ class TableData:
         self.split_offsets = tuple(
             i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
         )
+
+    def key_only(self, row: Row) -> Row:
+        """The row as TiCDC decodes it from the row key alone: handle columns, others NULL."""
+        keep = set(self.handle_offsets)
+        return tuple(v if i in keep else None for i, v in enumerate(row))
 
     def handle_of(self, row: Row) -> Any:
         if len(self.handle_offsets) == 1 and self.int_handle:
@@ -468,7 +474,10 @@ class Engine:
             parts: list[tuple[int, int, Row | None, Row | None]] = []
             if before is not None and after is not None and old_pid == new_pid:
                 assert new_pid is not None
-                parts.append((new_pid, _UPDATE, before, after))
+                if self.config.old_value:
+                    parts.append((new_pid, _UPDATE, before, after))
+                else:  # a Put without its old value: TiCDC sees an insert-shaped row
+                    parts.append((new_pid, _INSERT, None, after))
             else:
                 if before is not None:
                     assert old_pid is not None
@@ -477,6 +486,8 @@ class Engine:
                     assert new_pid is not None
                     parts.append((new_pid, _INSERT, None, after))
             for pid, order, pre, post in parts:
+                if pre is not None and post is None and not self.config.old_value:
+                    pre = table.key_only(pre)  # a delete without old value: the key's columns
                 event = RowChangedEvent(
                     start_ts=txn.start_ts,
                     commit_ts=commit_ts,
