@@ -26,6 +26,7 @@ from ticdc_sim.generator.evaluate import (
     to_number,
     truth,
 )
+from ticdc_sim.generator.shapes import Lexed, Param, literal_value
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.engine import Engine, TableData
@@ -130,7 +131,107 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
                     raise SQLError(f"{e.message} at row {number}", code=e.code) from None
                 raise
 
-    return plan
+    bulk = _bulk_insert(engine, table, node, offsets, ignore, replace_mode, assignments)
+    return plan if bulk is None else BulkPlan(plan, bulk)
+
+
+class BulkPlan:
+    """An INSERT plan that can also take a lexed multi-row statement's lexemes directly."""
+
+    def __init__(self, plan: Plan, bulk: Callable[[Engine, Lexed], bool]) -> None:
+        self.plan, self.bulk = plan, bulk
+
+    def __call__(self, engine: Engine, params_rows: list[list[Any]]) -> None:
+        self.plan(engine, params_rows)
+
+
+def _read_num(lexeme: str) -> Any:
+    return int(lexeme) if lexeme.isdigit() else literal_value("num", lexeme)
+
+
+def _read_str(lexeme: str) -> Any:
+    body = lexeme[1:-1]
+    if "\\" in body or lexeme[0] in body:
+        return literal_value("str", lexeme)
+    return body
+
+
+_READERS = {"num": _read_num, "str": _read_str}
+
+
+def _bulk_insert(
+    engine: Engine,
+    table: TableData,
+    node: exp.Insert,
+    offsets: list[int],
+    ignore: bool,
+    replace_mode: bool,
+    assignments: list[tuple[int, Compiled]] | None,
+) -> Callable[[Engine, Lexed], bool] | None:
+    """The fast path of `INSERT ... VALUES (lit, ...), ...` with nothing but literals.
+
+    Each column's converter reads the literal's lexeme directly; the general plan handles
+    anything else (expressions, DEFAULT, generated columns, ON DUPLICATE KEY, REPLACE).
+    """
+    source = node.expression
+    if not isinstance(source, exp.Values) or len(source.expressions) != 1:
+        return None
+    items = source.expressions[0].expressions
+    columns = table.info.columns
+    if (
+        replace_mode
+        or assignments is not None
+        or table.generated
+        or len(items) != len(offsets)
+        or not all(isinstance(item, Param) for item in items)
+    ):
+        return None
+    indexes = [item.this for item in items]
+
+    def run(engine: Engine, lexed: Lexed) -> bool:
+        head, width = lexed.head, lexed.width
+        positions = [i - head for i in indexes]
+        if any(not 0 <= p < width for p in positions):
+            return False  # literals outside the row group: the general plan
+        kinds = [lexed.literals[head + p][0] for p in positions]
+        converters = table.converters
+        steps = [
+            (offset, position, _READERS[kind], converters[offset])
+            for offset, position, kind in zip(offsets, positions, kinds, strict=True)
+        ]
+        listed = set(offsets)
+        base = [None if o in listed else engine.default_value(c) for o, c in enumerate(columns)]
+        engine.require_defaults(table, base)
+        auto = table.auto_offset
+        first = tuple(lexeme for _, lexeme in lexed.literals[head : head + width])
+        write, rows, uniques = engine._write, table.rows, table.uniques
+        for number, lexemes in enumerate((first, *lexed.extra_rows), start=1):
+            values = base.copy()
+            try:
+                for offset, position, read, convert in steps:
+                    values[offset] = convert(read(lexemes[position]))
+                if auto is not None:
+                    value = values[auto]
+                    if value is None or value == 0:  # NULL or 0 asks for the next id
+                        values[auto] = engine._allocate(table, columns[auto])
+                    else:
+                        table.next_id = max(table.next_id, int(value) + 1)
+            except SQLError as e:
+                if e.code in _VALUE_ERRORS and "at row" not in e.message:
+                    raise SQLError(f"{e.message} at row {number}", code=e.code) from None
+                raise
+            row = tuple(values)
+            handle = engine.new_handle(table, row)
+            if (table.handle_offsets and handle in rows) or (
+                uniques and engine.conflicts(table, handle, row)
+            ):
+                if ignore:
+                    continue
+                raise engine.duplicate_error(table, handle, row)
+            write(table, handle, row)
+        return True
+
+    return run
 
 
 def _set_params(ctx: Context, params: list[Any]) -> bool:

@@ -29,7 +29,7 @@ from sqlglot import exp
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator import dialect as d
 from ticdc_sim.generator.ddl import Catalog
-from ticdc_sim.generator.dml import Plan, compile_dml
+from ticdc_sim.generator.dml import BulkPlan, Plan, compile_dml
 from ticdc_sim.generator.evaluate import (
     Context,
     Scope,
@@ -347,6 +347,15 @@ class Engine:
             if lexed.key not in self.plans:
                 self.plans[lexed.key] = self._template_plan(lexed)
             plan = self.plans[lexed.key]
+            if isinstance(plan, BulkPlan) and lexed.extra_rows:
+                bulk_plan = plan
+
+                def bulk() -> None:
+                    if not bulk_plan.bulk(self, lexed):
+                        bulk_plan(self, row_params(lexed))
+
+                yield from self._statement(bulk)
+                return
             if plan is not None:
                 yield from self._statement(lambda: plan(self, row_params(lexed)))
                 return
@@ -598,14 +607,19 @@ class Engine:
             return self.now(max(column.decimal, 0))
         return evaluate_constant(parse_one(f"SELECT {default.sql}").expressions[0], self)
 
-    def finish_row(self, table: TableData, values: list[Any], auto_explicit: bool) -> Row:
-        """Generated columns, auto ids and strict conversion of a new row image."""
+    @staticmethod
+    def require_defaults(table: TableData, values: list[Any]) -> None:
+        """MySQL 1364 for a NOT NULL column without default that a row left out."""
         if _NO_DEFAULT in values:
             offset = values.index(_NO_DEFAULT)
             raise SQLError(
                 f"Field '{table.info.columns[offset].name}' doesn't have a default value",
                 code=1364,
             )
+
+    def finish_row(self, table: TableData, values: list[Any], auto_explicit: bool) -> Row:
+        """Generated columns, auto ids and strict conversion of a new row image."""
+        self.require_defaults(table, values)
         auto = table.auto_offset
         if auto is not None:
             value = values[auto]

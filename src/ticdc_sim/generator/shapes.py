@@ -14,6 +14,7 @@ tokens) is simply parsed every time.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -50,14 +51,23 @@ class Param(exp.Expression):
 
 @dataclass(frozen=True, slots=True)
 class Lexed:
-    """A statement's shape key, its literals, and where its VALUES rows are."""
+    """A statement's shape key, its template's literals, and its further VALUES rows.
+
+    `literals` are those of the template (the statement with only its first row group), in
+    source order; `extra_rows` hold the literal lexemes of row groups 2..n, whose kinds are
+    those of the first group's literals `literals[head:head + width]`.
+    """
 
     key: tuple[str, ...]
-    literals: tuple[tuple[str, str], ...]  # (kind, lexeme) in source order
-    rows: int  # number of VALUES row groups folded into the key (0: none)
-    row_literals: int  # literals per row group
-    head_literals: int  # literals before the first row group
-    template_text: str  # the statement with only its first row group
+    literals: tuple[tuple[str, str], ...]  # (kind, lexeme)
+    extra_rows: tuple[tuple[str, ...], ...]
+    head: int  # literals before the first row group
+    width: int  # literals per row group
+    template_text: str
+
+    @property
+    def rows(self) -> int:
+        return 1 + len(self.extra_rows) if self.width or self.extra_rows else 0
 
 
 def literal_value(kind: str, lexeme: str) -> Any:
@@ -89,17 +99,14 @@ _LITERAL_PATTERNS = {
 }
 
 
-def _row_pattern(tokens: list[tuple[str, str]]) -> tuple[re.Pattern[str], list[str]]:
+@functools.lru_cache(maxsize=256)
+def _row_pattern(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
     """A regex matching `, (...)` row groups shaped like `tokens` (the first group's)."""
-    parts, kinds = [r"\s*,\s*"], []
+    parts = [r"\s*,\s*"]
     for kind, lexeme in tokens:
-        if kind in _LITERAL_PATTERNS:
-            parts.append(_LITERAL_PATTERNS[kind])
-            kinds.append(kind)
-        else:
-            parts.append(re.escape(lexeme))
+        parts.append(_LITERAL_PATTERNS[kind] if kind in _LITERAL_PATTERNS else re.escape(lexeme))
         parts.append(r"\s*")
-    return re.compile("".join(parts), re.IGNORECASE | re.S), kinds
+    return re.compile("".join(parts), re.IGNORECASE | re.S)
 
 
 def lex(text: str) -> Lexed | None:
@@ -114,6 +121,7 @@ def lex(text: str) -> Lexed | None:
     values_at = -1
     depth = 0
     rows = row_width = head = 0
+    extra: list[tuple[str, ...]] = []
     group: list[tuple[str, str]] | None = None  # tokens of the first VALUES group, being read
     first_stop = last_stop = -1
     while pos < end:
@@ -147,17 +155,16 @@ def lex(text: str) -> Lexed | None:
         if depth == 0 and group is not None:  # the first group is complete
             first_stop = last_stop = pos
             row_width = len(literals) - head
-            pattern, kinds = _row_pattern(group)
+            pattern = _row_pattern(
+                tuple((k, "" if k in _LITERAL_PATTERNS else v) for k, v in group)
+            )
             group, rows = None, 1
             while (more := pattern.match(text, pos)) is not None:
-                literals.extend(zip(kinds, more.groups(), strict=True))
+                extra.append(more.groups())
                 pos = last_stop = more.end()
-                rows += 1
             key.append("<rows>")
-    if rows <= 1:
-        return Lexed(tuple(key), tuple(literals), 0, 0, 0, text)
-    template = text[:first_stop] + text[last_stop:]
-    return Lexed(tuple(key), tuple(literals), rows, row_width, head, template)
+    template = text[:first_stop] + text[last_stop:] if extra else text
+    return Lexed(tuple(key), tuple(literals), tuple(extra), head, row_width, template)
 
 
 MARKER_BASE = 7_300_000_000_000_000_000  # number markers: far from any real literal
@@ -187,26 +194,22 @@ def marked_template(lexed: Lexed) -> str | None:
 
 def template_values(lexed: Lexed) -> list[Any]:
     """The literal values of the template itself (head, first row, tail)."""
-    width = lexed.row_literals
-    if not lexed.rows:
-        return [literal_value(k, v) for k, v in lexed.literals]
-    head = lexed.head_literals
-    tail_from = head + lexed.rows * width
-    picked = lexed.literals[: head + width] + lexed.literals[tail_from:]
-    return [literal_value(k, v) for k, v in picked]
+    return [literal_value(kind, lexeme) for kind, lexeme in lexed.literals]
 
 
 def row_params(lexed: Lexed) -> list[list[Any]]:
     """Each VALUES row's parameter list: head literals, its own row literals, tail literals."""
-    values = [literal_value(k, v) for k, v in lexed.literals]
-    if not lexed.rows:
+    values = template_values(lexed)
+    if not lexed.extra_rows:
         return [values]
-    head, width = lexed.head_literals, lexed.row_literals
-    tail = values[head + lexed.rows * width :]
-    prefix = values[:head]
-    return [
-        prefix + values[head + r * width : head + (r + 1) * width] + tail for r in range(lexed.rows)
-    ]
+    head, width = lexed.head, lexed.width
+    prefix, tail = values[:head], values[head + width :]
+    kinds = [kind for kind, _ in lexed.literals[head : head + width]]
+    rows = [values]
+    for lexemes in lexed.extra_rows:
+        row = [literal_value(k, v) for k, v in zip(kinds, lexemes, strict=True)]
+        rows.append(prefix + row + tail)
+    return rows
 
 
 def parameterize(marked: exp.Expr, plain: exp.Expr, count: int) -> exp.Expr | None:

@@ -143,6 +143,7 @@ def _integer(col: ColumnInfo) -> Converter:
 
 def _float(col: ColumnInfo, single: bool) -> Converter:
     limit = 3.4028234663852886e38 if single else 1.7976931348623157e308
+    unsigned, scaled = col.unsigned, col.flen > 0 and col.decimal >= 0
 
     def convert(value: Any) -> float:
         if isinstance(value, float):
@@ -154,9 +155,9 @@ def _float(col: ColumnInfo, single: bool) -> Converter:
             number = float(dec)
         if math.isinf(number) or abs(number) > limit:
             raise _out_of_range(col)
-        if col.unsigned and number < 0:
+        if unsigned and number < 0:
             raise _out_of_range(col)
-        if col.flen > 0 and col.decimal >= 0:  # FLOAT(M,D)/DOUBLE(M,D) round and bound
+        if scaled:  # FLOAT(M,D)/DOUBLE(M,D) round and bound
             number = float(Decimal(repr(number)).quantize(Decimal(1).scaleb(-col.decimal)))
             if abs(number) >= 10 ** (col.flen - col.decimal):
                 raise _out_of_range(col)
@@ -168,13 +169,14 @@ def _float(col: ColumnInfo, single: bool) -> Converter:
 def _decimal(col: ColumnInfo) -> Converter:
     quantum = Decimal(1).scaleb(-col.decimal)
     bound = Decimal(10) ** (col.flen - col.decimal)
+    unsigned = col.unsigned
 
     def convert(value: Any) -> Decimal:
         dec = value if type(value) is Decimal else to_decimal(value)
         if dec is None:
             raise _incorrect("decimal", value, col)
         dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
-        if abs(dec) >= bound or (col.unsigned and dec < 0):
+        if abs(dec) >= bound or (unsigned and dec < 0):
             raise _out_of_range(col)
         return dec + 0 if dec else abs(dec)  # no negative zero
 
