@@ -500,3 +500,33 @@ def test_without_old_value_updates_are_insert_shaped_and_deletes_carry_the_key()
         ("insert", None, (0, 0)),
         ("insert", None, (2, 10)),
     ]
+
+
+def test_bulk_multi_row_insert_matches_the_general_path() -> None:
+    from ticdc_sim.generator.script import split_script
+
+    text = (
+        "CREATE TABLE b (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(8) NOT NULL,"
+        " d DECIMAL(5,2), u INT UNIQUE, ts TIMESTAMP NULL, n INT NOT NULL DEFAULT 4);\n"
+        "SET time_zone = '+02:00';\n"
+        "INSERT INTO b (s, d, u, ts) VALUES ('a', 1.005, 1, '2024-01-01 10:00:00'),"
+        " ('it''s', -2, 2, '2024-01-01 11:00:00'), ('c\\\\n', 3e0, 3, '2024-01-01 12:00:00');\n"
+        "INSERT IGNORE INTO b (id, s, d, u) VALUES (10, 'x', 0, 1), (11, 'y', 0, 11), (1, 'z', 0, 12);\n"
+        "INSERT INTO b (s, u) VALUES ('p', 20), ('q', 21);\n"
+    )
+    parsed = list(Engine().run(parse_statements(text)))
+    engine = Engine()
+    fast = list(engine.run(split_script(text.splitlines(keepends=True))))
+    assert fast == parsed
+    rows = [e.columns for e in fast if isinstance(e, RowChangedEvent)]
+    assert rows[0] == (1, "a", Decimal("1.01"), 1, "2024-01-01 08:00:00", 4)
+    assert [r[0] for r in rows] == [1, 2, 3, 11, 12, 13]  # IGNORE skipped ids 10 (u=1) and 1
+    with pytest.raises(SQLError) as info:
+        list(
+            Engine().run(
+                split_script(
+                    ["CREATE TABLE e (a TINYINT);\n", "INSERT INTO e VALUES (1), (2), (300);\n"]
+                )
+            )
+        )
+    assert info.value.code == 1264 and "at row 3" in info.value.message
