@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 import re
 import uuid
@@ -758,8 +759,6 @@ def _json_array(node: exp.Expr, scope: Scope) -> Compiled:
 
 
 def _json_doc(value: Any) -> Any:
-    import json
-
     if isinstance(value, JSONValue):
         return json.loads(value.text, parse_float=Decimal)
     if isinstance(value, bytes):
@@ -777,8 +776,6 @@ def _json_path_steps(path: str) -> list[str | int]:
 
 def _json_extract(unquote: bool) -> Callable[[exp.Expr, Scope], Compiled]:
     def build(node: exp.Expr, scope: Scope) -> Compiled:
-        import json
-
         doc = compile_expr(node.this, scope)
         path = node.expression
         steps = _json_path_steps(path.sql(dialect="mysql").strip("'"))
