@@ -107,6 +107,13 @@ _SPLIT_SPECIAL = re.compile(
 )
 
 
+# A run of text that holds no statement end: plain characters and whole one-line strings.
+_PLAIN_RUN = re.compile(  # possessive: nothing here is worth backtracking into
+    r"""(?:[^'"`;\\/#\-\n]++|'(?:[^'\\\n]++|\\.|'')*+'(?!')|"(?:[^"\\\n]++|\\.|"")*+"(?!")"""
+    r"""|`[^`\n]*+`(?!`)|/(?!\*)|-(?!-))++"""
+)
+
+
 def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawStatement]:
     """Split a script into statement texts lazily, line by line, as the mysql client does.
 
@@ -128,6 +135,10 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
                     if not rest.startswith(("--", "#", "/*")) or rest.startswith(("/*!", "/*T!")):
                         start = Location(file, number, stripped + 1)
                         pending, chunk_start = [], stripped  # drop leading comments
+            if start is not None and not quote and not block:
+                plain = _PLAIN_RUN.match(line, pos)  # skip what cannot end a statement
+                if plain is not None:
+                    pos = plain.end()
             match = _SPLIT_SPECIAL.search(line, pos)
             if match is None:
                 break

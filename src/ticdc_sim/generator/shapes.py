@@ -93,20 +93,29 @@ def literal_value(kind: str, lexeme: str) -> Any:
     return _ESCAPE.sub(unescape, body)
 
 
+# Literal patterns for row groups; possessive, since a literal never gives characters back.
 _LITERAL_PATTERNS = {
-    "str": r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")""",
-    "num": r"((?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w$]))",
+    "str": r"'(?:[^'\\]++|\\.|'')*+'" r'|"(?:[^"\\]++|\\.|"")*+"',
+    "num": r"(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
 }
 
 
 @functools.lru_cache(maxsize=256)
-def _row_pattern(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
-    """A regex matching `, (...)` row groups shaped like `tokens` (the first group's)."""
-    parts = [r"\s*,\s*"]
+def _row_patterns(tokens: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Regexes for `, (...)` row groups shaped like `tokens` (the first group's): one that
+    takes every such group in a row at once, and one that captures a group's literals."""
+    capture, plain = [r"\s*,\s*"], [r"\s*+,\s*+"]
     for kind, lexeme in tokens:
-        parts.append(_LITERAL_PATTERNS[kind] if kind in _LITERAL_PATTERNS else re.escape(lexeme))
-        parts.append(r"\s*")
-    return re.compile("".join(parts), re.IGNORECASE | re.S)
+        if kind in _LITERAL_PATTERNS:
+            capture.append(f"({_LITERAL_PATTERNS[kind]})")
+            plain.append(f"(?:{_LITERAL_PATTERNS[kind]})")
+        else:
+            capture.append(re.escape(lexeme))
+            plain.append(re.escape(lexeme))
+        capture.append(r"\s*")
+        plain.append(r"\s*+")
+    flags = re.IGNORECASE | re.S
+    return re.compile("(?:" + "".join(plain) + ")*+", flags), re.compile("".join(capture), flags)
 
 
 def lex(text: str) -> Lexed | None:
@@ -155,13 +164,15 @@ def lex(text: str) -> Lexed | None:
         if depth == 0 and group is not None:  # the first group is complete
             first_stop = last_stop = pos
             row_width = len(literals) - head
-            pattern = _row_pattern(
-                tuple((k, "" if k in _LITERAL_PATTERNS else v) for k, v in group)
-            )
+            shape = tuple((k, "" if k in _LITERAL_PATTERNS else v) for k, v in group)
+            all_rows, one_row = _row_patterns(shape)
             group, rows = None, 1
-            while (more := pattern.match(text, pos)) is not None:
-                extra.append(more.groups())
-                pos = last_stop = more.end()
+            matched = all_rows.match(text, pos)
+            if matched is not None and matched.end() > pos:
+                last_stop = matched.end()
+                found = one_row.findall(text, pos, last_stop)
+                extra = found if row_width != 1 else [(v,) for v in found]
+                pos = last_stop
             key.append("<rows>")
     template = text[:first_stop] + text[last_stop:] if extra else text
     return Lexed(tuple(key), tuple(literals), tuple(extra), head, row_width, template)
