@@ -530,3 +530,35 @@ def test_bulk_multi_row_insert_matches_the_general_path() -> None:
             )
         )
     assert info.value.code == 1264 and "at row 3" in info.value.message
+
+
+def test_exchange_partition_swaps_rows_and_key_partitions_route_by_crc32() -> None:
+    import zlib
+
+    engine, events = run(
+        "CREATE TABLE p (a INT PRIMARY KEY) PARTITION BY RANGE (a)"
+        " (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20));"
+        "CREATE TABLE o (a INT PRIMARY KEY);"
+        "INSERT INTO p VALUES (1), (15); INSERT INTO o VALUES (5);"
+        "ALTER TABLE p EXCHANGE PARTITION p0 WITH TABLE o;"
+        "INSERT INTO p VALUES (1); INSERT INTO o VALUES (5);"
+        "CREATE TABLE k (a INT PRIMARY KEY) PARTITION BY KEY (a) PARTITIONS 4;"
+        "INSERT INTO k VALUES (5);"
+    )
+    assert table_rows(engine, "p") == [(1,), (15,), (5,)]
+    assert table_rows(engine, "o") == [(1,), (5,)]
+    k = engine.catalog.table("test", "k")
+    # TiDB ForKeyPruning.LocateKeyPartition: crc32(IEEE) of the datum's string form
+    assert events[-1].physical_table_id == k.physical_ids[zlib.crc32(b"5") % 4]
+
+
+def test_zero_in_date_values_in_permissive_sql_mode() -> None:
+    engine, _ = run(
+        "SET sql_mode = '';"
+        "CREATE TABLE z (d DATE, dt DATETIME(3), t TIME);"
+        "INSERT INTO z VALUES ('1000-00-00', '0000-00-00 01:00:00.5', '0000-00-00 01:00:00');"
+    )
+    assert table_rows(engine, "z") == [("1000-00-00", "0000-00-00 01:00:00.500", "01:00:00")]
+    with pytest.raises(SQLError) as info:
+        run("CREATE TABLE z (d DATE); INSERT INTO z VALUES ('1000-00-00');")
+    assert info.value.code == 1292

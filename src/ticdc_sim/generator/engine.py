@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import random
+import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -559,6 +560,9 @@ class Engine:
 
     def _sync_table(self, event: DDLEvent) -> None:
         before, after = event.pre_table_info, event.table_info
+        if _exchanges_partition(event) and before is not None and after is not None:
+            self._exchange_partition(before, after)
+            return
         if before is not None and (after is None or after.id != before.id):
             data = self.tables.pop(before.id, None)
             if data is not None and after is not None and not _drops_rows(event):
@@ -581,6 +585,34 @@ class Engine:
         if before is not None and old_info.columns != after.columns:
             data.rows = _migrate_rows(old_info, after, data.rows, self)
         data.bind(after)
+
+    def _exchange_partition(self, before: TableInfo, after: TableInfo) -> None:
+        """EXCHANGE PARTITION: the partition's rows and the other table's rows swap tables.
+
+        TiDB swaps the two physical ids; the rows keep their handles.
+        """
+        (lost,) = set(before.physical_ids) - set(after.physical_ids)  # now the other table's
+        (gained,) = set(after.physical_ids) - set(before.physical_ids)  # the other's old id
+        data = self.tables[after.id]
+        leaving = [(h, r) for h, r in data.rows.items() if route_partition(data, r) == lost]
+        for handle, _ in leaving:
+            Engine._store(data, handle, None)
+        other = self.tables.pop(gained, None)
+        arriving = list(other.rows.items()) if other is not None else []
+        data.bind(after)
+        for handle, row in arriving:
+            Engine._store(data, handle, row)
+        other_info = next(
+            t
+            for schema in self.catalog.schemas.values()
+            for t in schema.tables.values()
+            if t.id == lost
+        )
+        swapped = TableData(other_info, lambda: self.zone, self.sql_mode)
+        swapped.next_id = other.next_id if other is not None else swapped.next_id
+        for handle, row in leaving:
+            Engine._store(swapped, handle, row)
+        self.tables[other_info.id] = swapped
 
     def table_data(self, table: exp.Table) -> TableData:
         info = self.catalog.table(table.text("db") or None, table.name)
@@ -731,6 +763,12 @@ def _drops_rows(event: DDLEvent) -> bool:
     return event.action in (ActionType.TRUNCATE_TABLE, ActionType.DROP_TABLE)
 
 
+def _exchanges_partition(event: DDLEvent) -> bool:
+    from ticdc_sim.model.actions import ActionType
+
+    return event.action == ActionType.EXCHANGE_TABLE_PARTITION
+
+
 def _drops_partitions(event: DDLEvent) -> bool:
     from ticdc_sim.model.actions import ActionType
 
@@ -765,7 +803,10 @@ def _migrate_rows(
 
 
 def _zero_value(column: ColumnInfo) -> Any:
+    """What TiDB fills existing rows with for a new NOT NULL column without a default."""
     tp = column.tp
+    if tp == MySQLType.JSON:
+        return "null"
     if tp in (MySQLType.DATE,):
         return "0000-00-00"
     if tp == MySQLType.ENUM and column.elems:
@@ -805,7 +846,8 @@ def _build_router(table: TableData) -> Callable[[Row], int]:
             return (key_fn(Context(session=session, row=row)),)
 
     else:
-        offsets = [info.columns[table.scope.columns[c.lower()][0]].offset for c in part.columns]
+        names = part.columns or info.handle_key_columns  # KEY() partitions by the primary key
+        offsets = [table.scope.columns[c.lower()][0] for c in names]
 
         def keys(row: Row) -> tuple[Any, ...]:
             return tuple(row[o] for o in offsets)
@@ -850,7 +892,33 @@ def _build_router(table: TableData) -> Callable[[Row], int]:
             raise SQLError("Table has no partition for value", code=1526)
 
         return route_list
+    if part.type == "KEY":
+        collations = [info.columns[o].collation for o in offsets]
+        count = len(defs)
+
+        def route_key(row: Row) -> int:
+            # TiDB `ForKeyPruning.LocateKeyPartition`: CRC32 (IEEE) over each column's hash key
+            data = b"".join(
+                _key_partition_bytes(v, c) for v, c in zip(keys(row), collations, strict=True)
+            )
+            return defs[zlib.crc32(data) % count].id
+
+        return route_key
     raise SQLError(f"DML on {part.type} partitioned tables is not supported", code=1105)
+
+
+def _key_partition_bytes(value: Any, collation: str) -> bytes:
+    """TiDB `Datum.ToHashKey`: the datum's string form under its collation's sort key."""
+    if value is None:
+        return b"\x00"
+    if isinstance(value, bytes):
+        return value
+    text = value if isinstance(value, str) else as_text(value)
+    if collation.endswith("_ci"):
+        raise SQLError("KEY partitioning on a _ci collated column is not modelled", code=1105)
+    if collation.endswith("_bin") and collation != "binary":
+        text = text.rstrip(" ")  # PAD SPACE collations ignore trailing spaces
+    return text.encode("utf-8", "surrogateescape")
 
 
 _MAX: Any = type("_MaxValue", (), {})()

@@ -57,6 +57,11 @@ class SqlMode:
     def allow_zero_date(self) -> bool:
         return not (self.strict and "NO_ZERO_DATE" in self.names)
 
+    @property
+    def allow_zero_in_date(self) -> bool:
+        """Dates with a zero month or day ('2024-00-10') are stored as they are."""
+        return not (self.strict and "NO_ZERO_IN_DATE" in self.names)
+
     def __str__(self) -> str:
         return ",".join(sorted(self.names))
 
@@ -432,11 +437,35 @@ def _is_zero_date(value: Any) -> bool:
     return isinstance(value, str) and _ZERO_DATE_RE.match(value) is not None
 
 
+def _zero_in_date(value: Any, fsp: int, with_time: bool) -> str | None:
+    """A date with a zero month or day, kept as text (datetime cannot hold it)."""
+    match = _DATE_RE.match(as_text(value)) if isinstance(value, str) else None
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, frac = match.groups()
+    if int(month) and int(day) or int(month) > 12 or int(day) > 31:
+        return None
+    if int(hour or 0) > 23 or int(minute or 0) > 59 or int(second or 0) > 59:
+        return None
+    text = f"{int(year):04d}-{int(month):02d}-{int(day):02d}"
+    if not with_time:
+        return text
+    micros, carry = _fraction(frac, fsp)
+    if carry:
+        return None
+    text += f" {int(hour or 0):02d}:{int(minute or 0):02d}:{int(second or 0):02d}"
+    return text + f".{micros:06d}"[: fsp + 1] if fsp else text
+
+
 def _date(col: ColumnInfo, mode: SqlMode) -> Converter:
     def convert(value: Any) -> str:
         if mode.allow_zero_date and _is_zero_date(value):
             return "0000-00-00"
         moment = parse_datetime(value, 0)
+        if moment is None and mode.allow_zero_in_date:
+            kept = _zero_in_date(value, 0, with_time=False)
+            if kept is not None and (mode.allow_zero_date or not kept.startswith("0000")):
+                return kept
         if moment is None:
             raise _incorrect("date", value, col, code=1292)
         return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
@@ -452,6 +481,10 @@ def _datetime(col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None, mode: SqlMo
         if mode.allow_zero_date and _is_zero_date(value):
             return zero
         moment = parse_datetime(value, fsp)
+        if moment is None and mode.allow_zero_in_date and zone is None:
+            kept = _zero_in_date(value, fsp, with_time=True)
+            if kept is not None and (mode.allow_zero_date or not kept.startswith("0000")):
+                return kept
         if moment is None:
             raise _incorrect("datetime", value, col, code=1292)
         if zone is not None:  # TIMESTAMP: the session's time zone -> UTC
@@ -479,6 +512,12 @@ def _time(col: ColumnInfo) -> Converter:
                 f".{frac}" if frac else ""
             )
         match = _TIME_RE.match(as_text(value))
+        if match is None:  # a datetime gives its time of day
+            moment = _DATE_RE.match(as_text(value)) if isinstance(value, str) else None
+            if moment is not None and moment.group(4) is not None:
+                hour, minute, second, frac = moment.group(4, 5, 6, 7)
+                text = f"{hour}:{minute}:{second or '0'}" + (f".{frac}" if frac else "")
+                match = _TIME_RE.match(text)
         if match is None:
             raise _incorrect("time", value, col, code=1292)
         neg, days, hours, minutes, seconds, frac = match.groups()
