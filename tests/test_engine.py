@@ -562,3 +562,17 @@ def test_zero_in_date_values_in_permissive_sql_mode() -> None:
     with pytest.raises(SQLError) as info:
         run("CREATE TABLE z (d DATE); INSERT INTO z VALUES ('1000-00-00');")
     assert info.value.code == 1292
+
+
+def test_sequences_hand_out_values_per_row_and_per_select() -> None:
+    engine, events = run(
+        "CREATE SEQUENCE s START WITH 5 INCREMENT BY 2 MAXVALUE 11 NOCACHE CYCLE;"
+        "SELECT NEXT VALUE FOR s;"  # takes 5, as in TiDB
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT DEFAULT NEXT VALUE FOR s);"
+        "INSERT INTO t (id) VALUES (1), (2), (3);"
+        "INSERT INTO t VALUES (4, NEXTVAL(s)), (5, LASTVAL(s));"
+    )
+    assert [e.columns for e in events] == [(1, 7), (2, 9), (3, 11), (4, 1), (5, 1)]
+    with pytest.raises(SQLError) as info:
+        run("CREATE SEQUENCE s MAXVALUE 2 NOCACHE; SELECT NEXTVAL(s), NEXTVAL(s), NEXTVAL(s);")
+    assert info.value.code == 4135

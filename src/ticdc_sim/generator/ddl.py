@@ -37,6 +37,7 @@ from ticdc_sim.model.table import (
     IndexInfo,
     PartitionDefinition,
     PartitionInfo,
+    SequenceInfo,
     TableInfo,
 )
 from ticdc_sim.model.tso import TSOClock
@@ -194,6 +195,7 @@ class Catalog:
                 "TABLE": self._create_table,
                 "INDEX": self._create_index,
                 "VIEW": self._create_view,
+                "SEQUENCE": self._create_sequence,
             }.get(node.kind or "")
         if isinstance(node, exp.Drop):
             return {
@@ -202,6 +204,7 @@ class Catalog:
                 "TABLE": self._drop_table,
                 "INDEX": self._drop_index,
                 "VIEW": self._drop_view,
+                "SEQUENCE": self._drop_sequence,
             }.get(node.kind or "")
         table_handlers: dict[type, Callable[[Any, str], list[DDLEvent]]] = {
             exp.Alter: self._alter_table,
@@ -366,6 +369,43 @@ class Catalog:
             )
         ]
 
+    def _create_sequence(self, node: exp.Create, source: str) -> list[DDLEvent]:
+        schema_name, name = self._table_ref(node.this)
+        schema = self.schema(schema_name)
+        if name.lower() in schema.tables:
+            if node.args.get("exists"):
+                return []
+            raise SQLError(f"Table '{name}' already exists", code=1050)
+        info = TableInfo(
+            id=self._alloc_id(),
+            schema=schema.name,
+            name=name,
+            columns=(),
+            sequence=_sequence_info(node),
+        )
+        query = restore(node)
+        return [
+            self._event(ActionType.CREATE_SEQUENCE, query, schema.name, name, info, None, source)
+        ]
+
+    def _drop_sequence(self, node: exp.Drop, source: str) -> list[DDLEvent]:
+        events = []
+        for target in node.args.get("tables") or []:
+            schema_name, name = self._table_ref(target)
+            found = self.find_table(schema_name, name)
+            if found is None or not found.is_sequence:
+                if node.args.get("exists"):
+                    continue
+                raise SQLError(f"Unknown SEQUENCE: '{schema_name}.{name}'", code=4139)
+            del self.schemas[found.schema.lower()].tables[name.lower()]
+            query = f"DROP SEQUENCE `{found.schema}`.`{found.name}`"
+            events.append(
+                self._event(
+                    ActionType.DROP_SEQUENCE, query, found.schema, found.name, None, found, source
+                )
+            )
+        return events
+
     def _drop_table(self, node: exp.Drop, source: str) -> list[DDLEvent]:
         return self._drop_tables(node, source, view=False)
 
@@ -491,6 +531,36 @@ class Catalog:
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _sequence_info(node: exp.Create) -> SequenceInfo:
+    """TiDB's sequence defaults: ascending from MINVALUE 1 (descending from -1), cache 1000."""
+    props = node.find(exp.SequenceProperties)
+    args = props.args if props is not None else {}
+
+    def number(key: str) -> int | None:
+        value = args.get(key)
+        return _lit(value) if value is not None else None
+
+    options = {o.name.upper() for o in args.get("options") or [] if isinstance(o, exp.Var)}
+    increment = number("increment") or 1
+    if increment > 0:
+        low, high = number("minvalue") or 1, number("maxvalue") or 9223372036854775806
+    else:
+        low, high = number("minvalue") or -9223372036854775807, number("maxvalue") or -1
+    start = number("start")
+    cache = number("cache")
+    info = SequenceInfo(
+        start=start if start is not None else (low if increment > 0 else high),
+        increment=increment,
+        min_value=low,
+        max_value=high,
+        cache=0 if "NOCACHE" in options else (cache if cache is not None else 1000),
+        cycle="CYCLE" in options and "NOCYCLE" not in options,
+    )
+    if not info.min_value <= info.start <= info.max_value:
+        raise SQLError("START value of sequence is out of range", code=4136)
+    return info
 
 
 def _drop_target(node: exp.Drop) -> exp.Expr:

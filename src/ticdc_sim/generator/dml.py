@@ -30,6 +30,7 @@ from ticdc_sim.generator.shapes import Lexed, Param, literal_value
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.engine import Engine, TableData
+    from ticdc_sim.model.table import ColumnInfo
 
 Row = tuple[Any, ...]
 Plan = Callable[["Engine", list[list[Any]]], None]
@@ -91,21 +92,26 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
     else:
         raise SQLError("unsupported INSERT source", code=1105)
     nulls = tuple([None] * len(columns))
+    listed = set(offsets)
+    volatile = {o for o, c in enumerate(columns) if o not in listed and _volatile_default(c)}
 
     def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
         defaults: dict[int, Any] = {}
 
         def default_at(offset: int) -> Any:
-            if offset not in defaults:
-                defaults[offset] = engine.default_value(columns[offset])
-            return defaults[offset]
+            # constant defaults (and CURRENT_TIMESTAMP) once per statement, expressions per row
+            if offset in defaults:
+                return defaults[offset]
+            value = engine.default_value(columns[offset])
+            if offset not in volatile:
+                defaults[offset] = value
+            return value
 
         ctx = Context(session=engine, row=nulls, defaults=default_at)
-        listed = set(offsets)
         base = [
             None
             if offset in listed or columns[offset].generated_expr is not None
-            else default_at(offset)
+            else (DEFAULT if offset in volatile else default_at(offset))
             for offset in range(len(columns))
         ]
         if rows_fns:
@@ -182,6 +188,7 @@ def _bulk_insert(
         replace_mode
         or assignments is not None
         or table.generated
+        or any(_volatile_default(c) for o, c in enumerate(columns) if o not in offsets)
         or len(items) != len(offsets)
         or not all(isinstance(item, Param) for item in items)
     ):
@@ -250,11 +257,17 @@ def _insert_row(
     params: list[Any],
     base: list[Any],
 ) -> None:
-    """Insert one VALUES row; `base` holds the defaults of the columns not listed."""
+    """Insert one VALUES row; `base` holds the defaults of the columns not listed (DEFAULT
+    where the default is an expression evaluated for every row)."""
     full = base.copy()
     for offset, value in zip(offsets, values):  # noqa: B905 (lengths checked by the caller)
         full[offset] = value
     auto_explicit = False
+    if DEFAULT in full:
+        columns = table.info.columns
+        for offset, value in enumerate(full):
+            if value is DEFAULT and offset not in offsets:
+                full[offset] = engine.default_value(columns[offset])
     if DEFAULT in values or table.generated:
         columns = table.info.columns
         for offset, value in zip(offsets, values):  # noqa: B905
@@ -285,6 +298,11 @@ def _insert_row(
         )
     elif not ignore:
         raise engine.duplicate_error(table, handle, row)
+
+
+def _volatile_default(column: ColumnInfo) -> bool:
+    """An expression default (NEXT VALUE FOR, UUID() ...) is evaluated anew for every row."""
+    return column.default is not None and column.default.kind not in ("literal", "null", "now")
 
 
 def _generated_error(table: TableData, offset: int) -> SQLError:

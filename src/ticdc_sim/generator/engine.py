@@ -272,6 +272,7 @@ class Engine:
         self.last_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
+        self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
 
@@ -314,6 +315,30 @@ class Engine:
         if name not in values:
             raise SQLError(f"Unknown system variable '{name}'", code=1193)
         return values[name]
+
+    def sequence(self, op: str, schema: str | None, name: str, value: Any = None) -> Any:
+        """NEXTVAL / LASTVAL / SETVAL of a sequence, as one TiDB server hands values out."""
+        info = self.catalog.table(schema, name)
+        seq = info.sequence
+        if seq is None:
+            raise SQLError(f"'{info.schema}.{info.name}' is not SEQUENCE", code=1347)
+        state = self.sequences.setdefault(info.id, [seq.start, None])  # [next, last]
+        if op == "LASTVAL":
+            return state[1]
+        if op == "SETVAL":
+            target = int(to_number(value))
+            ahead = target >= state[0] if seq.increment > 0 else target <= state[0]
+            if not ahead:
+                return None
+            state[0] = target + seq.increment
+            return target
+        current = state[0]
+        if not seq.min_value <= current <= seq.max_value:
+            if not seq.cycle:
+                raise SQLError(f"Sequence '{info.schema}.{info.name}' has run out", code=4135)
+            current = seq.min_value if seq.increment > 0 else seq.max_value
+        state[0], state[1] = current + seq.increment, current
+        return current
 
     def set_sql_mode(self, text: str) -> None:
         self.sql_mode = SqlMode.parse(text)
@@ -383,6 +408,10 @@ class Engine:
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
             yield from handler(self, node, source)
+            return
+        if isinstance(node, exp.Select) and not node.args.get("from_") and _uses_sequences(node):
+            for projection in node.expressions:  # only for the values they take from sequences
+                evaluate_constant(projection.unalias(), self)
             return
         if isinstance(node, _IGNORED):
             return
@@ -952,12 +981,19 @@ class _ConstSession:
         raise SQLError("this function is not allowed in partition expressions", code=1564)
 
     now = current_date = unix_timestamp = rand = uuid = last_insert_id = variable = _refuse
+    sequence = _refuse
 
     def time_zone(self) -> dt.tzinfo:
         return dt.UTC
 
 
 # -- statements --------------------------------------------------------------------------------
+
+
+def _uses_sequences(node: exp.Expr) -> bool:
+    return node.find(exp.NextValueFor) is not None or any(
+        f.name.upper() in ("NEXTVAL", "SETVAL") for f in node.find_all(exp.Anonymous)
+    )
 
 
 def _is_ddl(node: exp.Expr) -> bool:

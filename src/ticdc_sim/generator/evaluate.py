@@ -55,6 +55,7 @@ class SessionFunctions(Protocol):
     def last_insert_id(self) -> int: ...
     def time_zone(self) -> dt.tzinfo: ...
     def variable(self, name: str) -> Any: ...
+    def sequence(self, op: str, schema: str | None, name: str, value: Any = None) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -958,6 +959,9 @@ def _named(name: str, arg_nodes: list[exp.Expr], scope: Scope) -> Compiled:
 
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
     name = node.name.upper()
+    if name in ("NEXTVAL", "LASTVAL", "SETVAL") and node.expressions:
+        target, *rest = node.expressions
+        return _sequence_call(name, target, rest[0] if rest else None, scope)
     if name == "VALUES" and len(node.expressions) == 1:
         column = node.expressions[0]
         index, _ = scope.resolve(exp.column(column.name))
@@ -1006,6 +1010,20 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
 
+def _sequence_call(op: str, target: exp.Expr, value: exp.Expr | None, scope: Scope) -> Compiled:
+    """NEXT VALUE FOR / NEXTVAL / LASTVAL / SETVAL on the sequence `target` names."""
+    if not isinstance(target, exp.Column | exp.Table):
+        raise SQLError(f"{op} needs a sequence name", code=1105)
+    schema, name = target.text("table") or target.text("db") or None, target.name
+    value_fn = compile_expr(value, scope) if value is not None else None
+
+    def run(ctx: Context) -> Any:
+        given = value_fn(ctx) if value_fn is not None else None
+        return ctx.session.sequence(op, schema, name, given)
+
+    return run
+
+
 def _session_call(name: str, arg_nodes: list[exp.Expr], scope: Scope) -> Compiled:
     fn = _SESSION_FUNCS[name]
     args = [compile_expr(a, scope) for a in arg_nodes]
@@ -1024,6 +1042,7 @@ def _session_variable(node: exp.Expr, scope: Scope) -> Compiled:
 
 _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.SessionParameter: _session_variable,
+    exp.NextValueFor: lambda node, scope: _sequence_call("NEXTVAL", node.this, None, scope),
     exp.UnixToTime: lambda node, scope: _session_call("FROM_UNIXTIME", [node.this], scope),
     exp.Literal: _literal,
     exp.Null: lambda node, scope: lambda ctx: None,

@@ -115,6 +115,18 @@ class IndexInfo:
     comment: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SequenceInfo:
+    """A sequence's definition (TiDB `model.SequenceInfo`)."""
+
+    start: int = 1
+    increment: int = 1
+    min_value: int = 1
+    max_value: int = 9223372036854775806
+    cache: int = 1000  # 0 = NOCACHE
+    cycle: bool = False
+
+
 PartitionType = Literal["RANGE", "LIST", "HASH", "KEY", "RANGE COLUMNS", "LIST COLUMNS"]
 
 
@@ -168,7 +180,12 @@ class TableInfo:
     update_ts: int = 0
     is_view: bool = False
     view_select: str = ""
-    is_sequence: bool = False
+    sequence: SequenceInfo | None = None
+
+    @property
+    def is_sequence(self) -> bool:
+        return self.sequence is not None
+
     _column_index: dict[str, int] = field(default_factory=dict, init=False, compare=False)
 
     def __post_init__(self) -> None:
