@@ -27,6 +27,7 @@ from ticdc_sim.generator.evaluate import (
     truth,
 )
 from ticdc_sim.generator.shapes import Lexed, Param, literal_value
+from ticdc_sim.generator.values import batch_converter
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.engine import Engine, TableData
@@ -194,6 +195,7 @@ def _bulk_insert(
     ):
         return None
     indexes = [item.this for item in items]
+    batches: dict[tuple[str, ...], list[Any]] = {}  # batch converters by literal kinds
 
     def run(engine: Engine, lexed: Lexed) -> bool:
         head, width = lexed.head, lexed.width
@@ -201,44 +203,118 @@ def _bulk_insert(
         if any(not 0 <= p < width for p in positions):
             return False  # literals outside the row group: the general plan
         kinds = [lexed.literals[head + p][0] for p in positions]
-        converters = table.converters
-        steps = [
-            (offset, position, _READERS[kind], converters[offset])
-            for offset, position, kind in zip(offsets, positions, kinds, strict=True)
-        ]
-        listed = set(offsets)
-        base = [None if o in listed else engine.default_value(c) for o, c in enumerate(columns)]
-        engine.require_defaults(table, base)
+        if not table.uniques and _insert_columns(engine, table, lexed, offsets, positions, kinds):
+            return True
+        return _insert_rows(engine, table, lexed, offsets, positions, kinds, ignore)
+
+    def _insert_columns(
+        engine: Engine,
+        table: TableData,
+        lexed: Lexed,
+        offsets: list[int],
+        positions: list[int],
+        kinds: list[str],
+    ) -> bool:
+        """All rows column by column; False (nothing written) when a row needs the row path."""
+        key = (*kinds, str(engine.sql_mode))
+        if key not in batches:
+            batches[key] = [
+                batch_converter(columns[o], kind, engine.sql_mode)
+                for o, kind in zip(offsets, kinds, strict=True)
+            ]
+        converters = batches[key]
+        if any(c is None for c in converters) or table.auto_offset in offsets:
+            return False
+        lexeme_columns = lexed.columns()
+        count = len(lexeme_columns[0])
+        base = [engine.default_value(c) for c in columns]
+        full: list[list[Any]] = []
+        listed = dict(zip(offsets, positions, strict=True))
+        for offset in range(len(columns)):
+            if offset in listed:
+                convert = converters[offsets.index(offset)]
+                assert convert is not None
+                values = convert(lexeme_columns[listed[offset]])
+                if values is None:
+                    return False
+                full.append(values)
+            else:
+                full.append([base[offset]] * count)
         auto = table.auto_offset
-        first = tuple(lexeme for _, lexeme in lexed.literals[head : head + width])
-        write, rows, uniques = engine._write, table.rows, table.uniques
-        for number, lexemes in enumerate((first, *lexed.extra_rows), start=1):
-            values = base.copy()
-            try:
-                for offset, position, read, convert in steps:
-                    values[offset] = convert(read(lexemes[position]))
-                if auto is not None:
-                    value = values[auto]
-                    if value is None or value == 0:  # NULL or 0 asks for the next id
-                        values[auto] = engine._allocate(table, columns[auto])
-                    else:
-                        table.next_id = max(table.next_id, int(value) + 1)
-            except SQLError as e:
-                if e.code in _VALUE_ERRORS and "at row" not in e.message:
-                    raise SQLError(f"{e.message} at row {number}", code=e.code) from None
-                raise
-            row = tuple(values)
-            handle = engine.new_handle(table, row)
-            if (table.handle_offsets and handle in rows) or (
-                uniques and engine.conflicts(table, handle, row)
-            ):
-                if ignore:
-                    continue
-                raise engine.duplicate_error(table, handle, row)
-            write(table, handle, row)
+        if auto is not None:
+            first_id = table.next_id
+            if columns[auto].auto_random_bits:
+                full[auto] = [engine._allocate(table, columns[auto]) for _ in range(count)]
+            else:
+                full[auto] = list(range(first_id, first_id + count))
+                table.next_id += count
+            engine.last_id = first_id
+        engine.require_defaults(table, [column[0] for column in full])
+        rows = list(zip(*full, strict=True))
+        if table.handle_offsets:
+            if len(table.handle_offsets) == 1 and table.int_handle:
+                handles: list[Any] = full[table.handle_offsets[0]]
+            else:
+                handles = [table.handle_of(row) for row in rows]
+            if len(set(handles)) != count or not table.rows.keys().isdisjoint(handles):
+                return False  # duplicates: the row path reports or skips them in order
+        else:
+            handles = list(range(table.next_id, table.next_id + count))
+            table.next_id += count
+        engine.write_new(table, handles, rows)
         return True
 
     return run
+
+
+def _insert_rows(
+    engine: Engine,
+    table: TableData,
+    lexed: Lexed,
+    offsets: list[int],
+    positions: list[int],
+    kinds: list[str],
+    ignore: bool,
+) -> bool:
+    """Row by row: each column's converter reads its literal's lexeme directly."""
+    columns = table.info.columns
+    head, width = lexed.head, lexed.width
+    converters = table.converters
+    steps = [
+        (offset, position, _READERS[kind], converters[offset])
+        for offset, position, kind in zip(offsets, positions, kinds, strict=True)
+    ]
+    listed = set(offsets)
+    base = [None if o in listed else engine.default_value(c) for o, c in enumerate(columns)]
+    engine.require_defaults(table, base)
+    auto = table.auto_offset
+    first = tuple(lexeme for _, lexeme in lexed.literals[head : head + width])
+    write, rows, uniques = engine._write, table.rows, table.uniques
+    for number, lexemes in enumerate((first, *lexed.extra), start=1):
+        values = base.copy()
+        try:
+            for offset, position, read, convert in steps:
+                values[offset] = convert(read(lexemes[position]))
+            if auto is not None:
+                value = values[auto]
+                if value is None or value == 0:  # NULL or 0 asks for the next id
+                    values[auto] = engine._allocate(table, columns[auto])
+                else:
+                    table.next_id = max(table.next_id, int(value) + 1)
+        except SQLError as e:
+            if e.code in _VALUE_ERRORS and "at row" not in e.message:
+                raise SQLError(f"{e.message} at row {number}", code=e.code) from None
+            raise
+        row = tuple(values)
+        handle = engine.new_handle(table, row)
+        if (table.handle_offsets and handle in rows) or (
+            uniques and engine.conflicts(table, handle, row)
+        ):
+            if ignore:
+                continue
+            raise engine.duplicate_error(table, handle, row)
+        write(table, handle, row)
+    return True
 
 
 def _set_params(ctx: Context, params: list[Any]) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import operator
 import random
 import zlib
 import zoneinfo
@@ -68,6 +69,7 @@ Row = tuple[Any, ...]
 _MISSING: Any = object()
 # sorter order of a row key's final mutation (tiflow sorter encoding/key.go getDMLOrder)
 _DELETE, _UPDATE, _INSERT = 1, 2, 3
+_ORDER_AND_HANDLE = operator.itemgetter(0, 1)
 _KNOWN_VARIABLES = {
     "autocommit",
     "time_zone",
@@ -179,12 +181,15 @@ class TableData:
             assert col is not None
             self.handle_offsets: tuple[int, ...] = (col.offset,)
             self.int_handle = True
+            self.pk_int_handle = True
         elif info.is_common_handle and pk is not None:
             self.handle_offsets = tuple(ic.offset for ic in pk.columns)
             self.int_handle = False
+            self.pk_int_handle = False
         else:
             self.handle_offsets = ()  # `_tidb_rowid`
             self.int_handle = True
+            self.pk_int_handle = False
         handle_index = pk if (info.pk_is_handle or info.is_common_handle) else None
         self.uniques = [
             UniqueIndex(
@@ -373,7 +378,7 @@ class Engine:
             if lexed.key not in self.plans:
                 self.plans[lexed.key] = self._template_plan(lexed)
             plan = self.plans[lexed.key]
-            if isinstance(plan, BulkPlan) and lexed.extra_rows:
+            if isinstance(plan, BulkPlan) and lexed.extra:
                 bulk_plan = plan
 
                 def bulk() -> None:
@@ -464,6 +469,23 @@ class Engine:
         txn.undo.append((table, handle, previous, first_touch))
         self._store(table, handle, row)
 
+    def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
+        """Insert rows under handles that hold no row (checked by the caller), in one go."""
+        txn = self._begin()
+        first, undo, table_id = txn.first, txn.undo, table.info.id
+        for handle in handles:
+            key = (table_id, handle)
+            touch = key not in first
+            if touch:
+                first[key] = None
+            undo.append((table, handle, None, touch))
+        table.rows.update(zip(handles, rows, strict=True))
+        for unique in table.uniques:
+            for handle, row in zip(handles, rows, strict=True):
+                unique_key = unique.key(row)
+                if unique_key is not None:
+                    unique.entries[unique_key] = handle
+
     @staticmethod
     def _store(table: TableData, handle: Any, row: Row | None) -> None:
         old = table.rows.get(handle)
@@ -499,48 +521,80 @@ class Engine:
     # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
 
     def _row_events(self, txn: Transaction, commit_ts: int) -> Iterator[RowChangedEvent]:
+        """(first image, final image) per written key -> TiCDC's events, in sorter order."""
         by_physical: dict[int, list[tuple[int, Any, RowChangedEvent]]] = {}
+        start_ts, old_value = txn.start_ts, self.config.old_value
+        plain: dict[int, bool] = {}  # table id -> not partitioned and no TIMESTAMP column
         for (table_id, handle), before in txn.first.items():
             table = self.tables[table_id]
             after = table.rows.get(handle)
+            if table_id not in plain:
+                plain[table_id] = table.info.partition is None and not table.timestamps
+            if before is None and plain[table_id]:  # the common case, kept short
+                if after is not None:
+                    row_id = handle if table.int_handle and type(handle) is int else 0
+                    event = RowChangedEvent(
+                        start_ts, commit_ts, table.info, table_id, after, None, row_id
+                    )
+                    by_physical.setdefault(table_id, []).append((_INSERT, handle, event))
+                continue
             if before is None and after is None:
                 continue
-            info = table.info
-            old_pid = self._physical_id(table, before) if before is not None else None
-            new_pid = self._physical_id(table, after) if after is not None else None
-            row_id = handle if table.int_handle and not isinstance(handle, tuple) else 0
-            sort_key = _sort_key(table, handle)
-            parts: list[tuple[int, int, Row | None, Row | None]] = []
-            if before is not None and after is not None and old_pid == new_pid:
-                assert new_pid is not None
-                if self.config.old_value:
-                    parts.append((new_pid, _UPDATE, before, after))
-                else:  # a Put without its old value: TiCDC sees an insert-shaped row
-                    parts.append((new_pid, _INSERT, None, after))
-            else:
-                if before is not None:
-                    assert old_pid is not None
-                    parts.append((old_pid, _DELETE, before, None))
-                if after is not None:
-                    assert new_pid is not None
-                    parts.append((new_pid, _INSERT, None, after))
-            for pid, order, pre, post in parts:
-                if pre is not None and post is None and not self.config.old_value:
-                    pre = table.key_only(pre)  # a delete without old value: the key's columns
-                event = RowChangedEvent(
-                    start_ts=txn.start_ts,
-                    commit_ts=commit_ts,
-                    table=info,
-                    physical_table_id=pid,
-                    columns=self._emitted(table, post),
-                    pre_columns=self._emitted(table, pre),
-                    row_id=row_id,
-                )
-                by_physical.setdefault(pid, []).append((order, sort_key, event))
+            self._changes(table, handle, before, after, start_ts, commit_ts, old_value, by_physical)
         for pid in sorted(by_physical):
-            rows = sorted(by_physical[pid], key=lambda r: (r[0], r[1]))
-            events = [event for _, _, event in rows]
-            yield from self._split_and_sort(self.tables_by_physical(pid), events)
+            rows = by_physical[pid]
+            if not rows:
+                continue
+            table = self.tables_by_physical(pid)
+            if table.int_handle and not table.handle_offsets or table.pk_int_handle:
+                rows.sort(key=_ORDER_AND_HANDLE)  # signed int handles
+            else:
+                rows.sort(key=lambda r: (r[0], _sort_key(table, r[1])))
+            yield from self._split_and_sort(table, [event for _, _, event in rows])
+
+    def _changes(
+        self,
+        table: TableData,
+        handle: Any,
+        before: Row | None,
+        after: Row | None,
+        start_ts: int,
+        commit_ts: int,
+        old_value: bool,
+        by_physical: dict[int, list[tuple[int, Any, RowChangedEvent]]],
+    ) -> None:
+        """One key's change: an update, or a delete and an insert across partitions."""
+        info = table.info
+        old_pid = self._physical_id(table, before) if before is not None else None
+        new_pid = self._physical_id(table, after) if after is not None else None
+        row_id = handle if table.int_handle and not isinstance(handle, tuple) else 0
+        parts: list[tuple[int, int, Row | None, Row | None]] = []
+        if before is not None and after is not None and old_pid == new_pid:
+            assert new_pid is not None
+            if old_value:
+                parts.append((new_pid, _UPDATE, before, after))
+            else:  # a Put without its old value: TiCDC sees an insert-shaped row
+                parts.append((new_pid, _INSERT, None, after))
+        else:
+            if before is not None:
+                assert old_pid is not None
+                parts.append((old_pid, _DELETE, before, None))
+            if after is not None:
+                assert new_pid is not None
+                parts.append((new_pid, _INSERT, None, after))
+        for pid, order, pre, post in parts:
+            if pre is not None and post is None and not old_value:
+                pre = table.key_only(pre)  # a delete without old value: the key's columns
+            event = RowChangedEvent(
+                start_ts=start_ts,
+                commit_ts=commit_ts,
+                table=info,
+                physical_table_id=pid,
+                columns=self._emitted(table, post),
+                pre_columns=self._emitted(table, pre),
+                row_id=row_id,
+            )
+            by_physical.setdefault(pid, []).append((order, handle, event))
 
     def tables_by_physical(self, pid: int) -> TableData:
         for table in self.tables.values():

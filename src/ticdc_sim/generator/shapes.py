@@ -54,20 +54,21 @@ class Lexed:
     """A statement's shape key, its template's literals, and its further VALUES rows.
 
     `literals` are those of the template (the statement with only its first row group), in
-    source order; `extra_rows` hold the literal lexemes of row groups 2..n, whose kinds are
-    those of the first group's literals `literals[head:head + width]`.
+    source order; `extra` holds the literal lexemes of row groups 2..n, a tuple a group, with
+    the kinds of the first group's literals `literals[head:head + width]`.
     """
 
     key: tuple[str, ...]
     literals: tuple[tuple[str, str], ...]  # (kind, lexeme)
-    extra_rows: tuple[tuple[str, ...], ...]
+    extra: list[tuple[str, ...]]
     head: int  # literals before the first row group
     width: int  # literals per row group
     template_text: str
 
-    @property
-    def rows(self) -> int:
-        return 1 + len(self.extra_rows) if self.width or self.extra_rows else 0
+    def columns(self) -> list[tuple[str, ...]]:
+        """Every row group's lexemes, one tuple per position in the group (first row first)."""
+        first = tuple(lexeme for _, lexeme in self.literals[self.head : self.head + self.width])
+        return list(zip(first, *self.extra, strict=True))
 
 
 def literal_value(kind: str, lexeme: str) -> Any:
@@ -96,7 +97,7 @@ def literal_value(kind: str, lexeme: str) -> Any:
 # Literal patterns for row groups; possessive, since a literal never gives characters back.
 _LITERAL_PATTERNS = {
     "str": r"'(?:[^'\\]++|\\.|'')*+'" r'|"(?:[^"\\]++|\\.|"")*+"',
-    "num": r"(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
+    "num": r"(?<![\w$.])(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
 }
 
 
@@ -175,7 +176,7 @@ def lex(text: str) -> Lexed | None:
                 pos = last_stop
             key.append("<rows>")
     template = text[:first_stop] + text[last_stop:] if extra else text
-    return Lexed(tuple(key), tuple(literals), tuple(extra), head, row_width, template)
+    return Lexed(tuple(key), tuple(literals), extra, head, row_width, template)
 
 
 MARKER_BASE = 7_300_000_000_000_000_000  # number markers: far from any real literal
@@ -211,13 +212,13 @@ def template_values(lexed: Lexed) -> list[Any]:
 def row_params(lexed: Lexed) -> list[list[Any]]:
     """Each VALUES row's parameter list: head literals, its own row literals, tail literals."""
     values = template_values(lexed)
-    if not lexed.extra_rows:
+    if not lexed.extra:
         return [values]
     head, width = lexed.head, lexed.width
     prefix, tail = values[:head], values[head + width :]
     kinds = [kind for kind, _ in lexed.literals[head : head + width]]
     rows = [values]
-    for lexemes in lexed.extra_rows:
+    for lexemes in lexed.extra:
         row = [literal_value(k, v) for k, v in zip(kinds, lexemes, strict=True)]
         rows.append(prefix + row + tail)
     return rows

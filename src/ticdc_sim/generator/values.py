@@ -18,7 +18,7 @@ import json
 import math
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from decimal import Context as DecimalContext
@@ -641,6 +641,63 @@ def _adjusted(col: ColumnInfo, value: Any, code: int | None) -> Any:
     if code == 1265:  # not a member
         return "" if tp == M.SET else _EMPTY_ENUM
     raise SQLError(f"cannot store {as_text(value)!r} in column '{col.name}'", code=code)
+
+
+BatchConverter = Callable[[Sequence[str]], "list[Any] | None"]
+
+
+def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter | None:
+    """A whole column of literal lexemes at once, for the common (type, literal kind) pairs.
+
+    Returns None for the pair when there is no batch form; the batch itself returns None when
+    any value needs the per-value path (escapes, out of range, too long: errors are reported
+    there, with their row).
+    """
+    tp = col.tp
+    if kind == "num" and tp in INTEGER_RANGES:
+        signed_min, signed_max, unsigned_max = INTEGER_RANGES[tp]
+        lo, hi = (0, unsigned_max) if col.unsigned else (signed_min, signed_max)
+
+        def integers(lexemes: Sequence[str]) -> list[Any] | None:
+            if not "".join(lexemes).isdigit():  # signs, fractions, exponents: per value
+                return None
+            values = list(map(int, lexemes))
+            return values if lo <= min(values) and max(values) <= hi else None
+
+        return integers
+    text_types = (M.VARCHAR, M.STRING, M.VAR_STRING)
+    if kind == "str" and tp in text_types and col.charset != "binary" and mode.strict:
+        limit, fixed = col.flen, tp == M.STRING
+
+        def strings(lexemes: Sequence[str]) -> list[Any] | None:
+            bodies = [lexeme[1:-1] for lexeme in lexemes]
+            joined = "".join(bodies)
+            if "\\" in joined or "'" in joined or '"' in joined:  # escapes: per value
+                return None
+            if max(map(len, bodies)) > limit:
+                return None
+            return [b.rstrip(" ") for b in bodies] if fixed else bodies
+
+        return strings
+    if kind == "num" and tp == M.NEWDECIMAL:
+        quantum = Decimal(1).scaleb(-col.decimal)
+        bound = Decimal(10) ** (col.flen - col.decimal)
+        unsigned = col.unsigned
+
+        def decimals(lexemes: Sequence[str]) -> list[Any] | None:
+            try:
+                values = [
+                    Decimal(x).quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
+                    for x in lexemes
+                ]
+            except InvalidOperation:
+                return None
+            if max(map(abs, values)) >= bound or (unsigned and min(values) < 0):
+                return None
+            return [v if v else abs(v) for v in values]
+
+        return decimals
+    return None
 
 
 def timestamp_in_zone(utc_text: str, zone: dt.tzinfo, fsp: int) -> str:
