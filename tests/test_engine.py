@@ -576,3 +576,39 @@ def test_sequences_hand_out_values_per_row_and_per_select() -> None:
     with pytest.raises(SQLError) as info:
         run("CREATE SEQUENCE s MAXVALUE 2 NOCACHE; SELECT NEXTVAL(s), NEXTVAL(s), NEXTVAL(s);")
     assert info.value.code == 4135
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "(1, 'a', 1.5), (2, 'b', -2), (3, 'c', 0)",  # column by column
+        "(1, 'a', 1.5), (2, 'it''s', -2), (3, 'c\\\\n', 0)",  # escapes: value by value
+        "(3, 'a', 1.5), (2, 'b', -2), (-1, 'c  ', 0.004)",  # unordered and negative keys
+    ],
+)
+def test_column_wise_insert_matches_the_general_path(rows: str) -> None:
+    from ticdc_sim.generator.script import split_script
+
+    text = f"CREATE TABLE c (id INT PRIMARY KEY, s CHAR(4), d DECIMAL(4,2));\nINSERT INTO c VALUES {rows};\n"
+    parsed = list(Engine().run(parse_statements(text)))
+    fast = list(Engine().run(split_script(text.splitlines(keepends=True))))
+    assert fast == parsed
+
+
+@pytest.mark.parametrize(
+    ("rows", "code", "where"),
+    [
+        ("(1, 'a'), (2, 'b'), (1, 'c')", 1062, "Duplicate entry '1'"),
+        ("(1, 'a'), (2, 'toolong')", 1406, "at row 2"),
+        ("(1, 'a'), (99999999999, 'b')", 1264, "at row 2"),
+    ],
+)
+def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str) -> None:
+    from ticdc_sim.generator.script import split_script
+
+    text = f"CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(4));\nINSERT INTO c VALUES {rows};\n"
+    engine = Engine()
+    with pytest.raises(SQLError) as info:
+        list(engine.run(split_script(text.splitlines(keepends=True))))
+    assert info.value.code == code and where in str(info.value)
+    assert engine.tables[engine.catalog.table("test", "c").id].rows == {}  # nothing half-written
