@@ -612,3 +612,13 @@ def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str
         list(engine.run(split_script(text.splitlines(keepends=True))))
     assert info.value.code == code and where in str(info.value)
     assert engine.tables[engine.catalog.table("test", "c").id].rows == {}  # nothing half-written
+
+
+def test_last_insert_id_is_the_first_id_of_the_last_insert() -> None:
+    engine, events = run(
+        "CREATE TABLE a (id INT AUTO_INCREMENT PRIMARY KEY, v INT);"
+        "INSERT INTO a (v) VALUES (1), (2), (3);"
+        "CREATE TABLE log (id INT PRIMARY KEY, last INT);"
+        "INSERT INTO log VALUES (1, LAST_INSERT_ID());"
+    )
+    assert events[-1].columns == (1, 1)

@@ -248,7 +248,8 @@ def _bulk_insert(
             else:
                 full[auto] = list(range(first_id, first_id + count))
                 table.next_id += count
-            engine.last_id = first_id
+            if not engine.ids_this_statement:
+                engine.last_id, engine.ids_this_statement = first_id, True
         engine.require_defaults(table, [column[0] for column in full])
         rows = list(zip(*full, strict=True))
         if table.handle_offsets:

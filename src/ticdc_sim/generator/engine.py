@@ -274,7 +274,8 @@ class Engine:
         self.txn: Transaction | None = None
         self.rng = random.Random(self.config.seed)
         self.uuid_counter = 0
-        self.last_id = 0
+        self.last_id = 0  # LAST_INSERT_ID(): the first id the last inserting statement took
+        self.ids_this_statement = False
         self.sql_mode = DEFAULT_SQL_MODE
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
@@ -508,6 +509,7 @@ class Engine:
         implicit = self.txn is None and self.autocommit
         txn = self._begin()
         mark = len(txn.undo)
+        self.ids_this_statement = False
         try:
             body()
         except SQLError:
@@ -753,7 +755,6 @@ class Engine:
     def _allocate(self, table: TableData, column: ColumnInfo) -> int:
         value = table.next_id
         table.next_id += 1
-        self.last_id = value
         if column.auto_random_bits:
             # shard bits from a derived seed (TiDB hashes the start ts): deterministic here
             digest = hashlib.blake2b(
@@ -761,6 +762,8 @@ class Engine:
             ).digest()
             shard = int.from_bytes(digest, "big") & ((1 << column.auto_random_bits) - 1)
             value |= shard << (column.auto_random_range - 1 - column.auto_random_bits)
+        if not self.ids_this_statement:
+            self.last_id, self.ids_this_statement = value, True
         return value
 
     def new_handle(self, table: TableData, row: Row) -> Any:
