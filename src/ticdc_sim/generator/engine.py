@@ -22,7 +22,7 @@ import random
 import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -44,6 +44,7 @@ from ticdc_sim.generator.evaluate import (
 from ticdc_sim.generator.gosort import go_sort
 from ticdc_sim.generator.script import RawStatement, Statement, parse_one, parse_raw
 from ticdc_sim.generator.shapes import (
+    Lexed,
     lex,
     marked_template,
     parameterize,
@@ -59,9 +60,10 @@ from ticdc_sim.generator.values import (
     format_datetime,
     timestamp_in_zone,
 )
+from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import ColumnFlag, MySQLType
-from ticdc_sim.model.table import ColumnInfo, IndexInfo, TableInfo
+from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
 from ticdc_sim.model.tso import TSOClock, compose_ts, physical_ms
 
 Event = RowChangedEvent | DDLEvent
@@ -153,6 +155,7 @@ class TableData:
     """One table's rows (by handle), unique indexes and id allocator."""
 
     converters: list[Converter]
+    router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
 
     def __init__(
         self, info: TableInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
@@ -395,7 +398,7 @@ class Engine:
         if stmt is not None:
             yield from self.execute(stmt.expression, stmt.text)
 
-    def _template_plan(self, lexed: Any) -> Plan | None:
+    def _template_plan(self, lexed: Lexed) -> Plan | None:
         """A compiled plan for every statement of this shape, or None to parse each one."""
         if lexed.key[0] not in ("INSERT", "REPLACE", "UPDATE", "DELETE"):
             return None
@@ -813,8 +816,6 @@ _NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default
 
 
 def _with(event: RowChangedEvent, **changes: Any) -> RowChangedEvent:
-    from dataclasses import replace
-
     return replace(event, **changes)
 
 
@@ -844,20 +845,14 @@ def _datum_key(value: Any) -> tuple[int, Any]:
 
 
 def _drops_rows(event: DDLEvent) -> bool:
-    from ticdc_sim.model.actions import ActionType
-
     return event.action in (ActionType.TRUNCATE_TABLE, ActionType.DROP_TABLE)
 
 
 def _exchanges_partition(event: DDLEvent) -> bool:
-    from ticdc_sim.model.actions import ActionType
-
     return event.action == ActionType.EXCHANGE_TABLE_PARTITION
 
 
 def _drops_partitions(event: DDLEvent) -> bool:
-    from ticdc_sim.model.actions import ActionType
-
     return event.action in (ActionType.TRUNCATE_TABLE_PARTITION, ActionType.DROP_TABLE_PARTITION)
 
 
@@ -912,12 +907,9 @@ def route_partition(table: TableData, row: Row) -> int:
     info = table.info
     part = info.partition
     assert part is not None
-    router = getattr(table, "_router", None)
-    if router is None or router[0] is not part:
-        router = (part, _build_router(table))
-        table._router = router  # type: ignore[attr-defined]
-    result: int = router[1](row)
-    return result
+    if table.router is None or table.router[0] is not part:
+        table.router = (part, _build_router(table))
+    return table.router[1](row)
 
 
 def _build_router(table: TableData) -> Callable[[Row], int]:
