@@ -622,3 +622,17 @@ def test_last_insert_id_is_the_first_id_of_the_last_insert() -> None:
         "INSERT INTO log VALUES (1, LAST_INSERT_ID());"
     )
     assert events[-1].columns == (1, 1)
+
+
+def test_division_by_zero_fails_only_when_storing_in_strict_mode() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (1, 1), (2, 0);"
+        "DELETE FROM t WHERE 1 / v IS NULL;"  # WHERE: NULL, no error
+    )
+    assert table_rows(engine, "t") == [(1, 1)]
+    with pytest.raises(SQLError) as info:
+        run("CREATE TABLE t (v INT); INSERT INTO t VALUES (1 DIV 0);")
+    assert info.value.code == 1365
+    engine, _ = run("SET sql_mode = ''; CREATE TABLE t (v INT); INSERT INTO t VALUES (1 / 0);")
+    assert table_rows(engine, "t") == [(None,)]

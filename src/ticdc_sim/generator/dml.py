@@ -108,7 +108,12 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
                 defaults[offset] = value
             return value
 
-        ctx = Context(session=engine, row=nulls, defaults=default_at)
+        ctx = Context(
+            session=engine,
+            row=nulls,
+            defaults=default_at,
+            division_by_zero_is_error=engine.sql_mode.division_by_zero_is_error,
+        )
         base = [
             None
             if offset in listed or columns[offset].generated_expr is not None
@@ -425,6 +430,7 @@ def _update_row(
         inserted=inserted,
         defaults=lambda o: engine.default_value(columns[o]),
         params=params,
+        division_by_zero_is_error=engine.sql_mode.division_by_zero_is_error,
     )
     assigned: set[int] = set()
     for offset, fn in assignments:

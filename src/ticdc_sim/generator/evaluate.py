@@ -67,6 +67,8 @@ class Context:
     inserted: tuple[Any, ...] = ()  # VALUES(col) in ON DUPLICATE KEY UPDATE
     defaults: Callable[[int], Any] | None = None
     params: list[Any] = field(default_factory=list)  # a shape template's literal values
+    # strict sql_mode with ERROR_FOR_DIVISION_BY_ZERO, while computing values to store
+    division_by_zero_is_error: bool = False
 
 
 @dataclass(slots=True)
@@ -283,6 +285,20 @@ def _binary(op: Callable[[Any, Any], Any]) -> Callable[[exp.Expr, Scope], Compil
         return lambda ctx: op(left(ctx), right(ctx))
 
     return build
+
+
+def _division(node: exp.Expr, scope: Scope, op: Callable[[Any, Any], Any]) -> Compiled:
+    """/, DIV and MOD: NULL for a zero divisor, or MySQL error 1365 when storing a value."""
+    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+
+    def run(ctx: Context) -> Any:
+        a, b = left(ctx), right(ctx)
+        strict = ctx.division_by_zero_is_error and a is not None and b is not None
+        if strict and to_number(b) == 0:
+            raise SQLError("Division by 0", code=1365)
+        return op(a, b)
+
+    return run
 
 
 def _comparison(test: Callable[[int], bool]) -> Callable[[exp.Expr, Scope], Compiled]:
@@ -1059,9 +1075,9 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
     exp.Mul: _binary(_arith(lambda a, b: a * b)),
-    exp.Div: _binary(divide),
-    exp.IntDiv: _binary(int_divide),
-    exp.Mod: _binary(modulo),
+    exp.Div: lambda node, scope: _division(node, scope, divide),
+    exp.IntDiv: lambda node, scope: _division(node, scope, int_divide),
+    exp.Mod: lambda node, scope: _division(node, scope, modulo),
     exp.Neg: _neg,
     exp.BitwiseAnd: _binary(
         lambda a, b: None if None in (a, b) else int(to_number(a)) & int(to_number(b))

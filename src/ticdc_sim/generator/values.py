@@ -58,6 +58,11 @@ class SqlMode:
         return not (self.strict and "NO_ZERO_DATE" in self.names)
 
     @property
+    def division_by_zero_is_error(self) -> bool:
+        """INSERT/UPDATE values that divide by zero fail (SELECT and WHERE give NULL)."""
+        return self.strict and "ERROR_FOR_DIVISION_BY_ZERO" in self.names
+
+    @property
     def allow_zero_in_date(self) -> bool:
         """Dates with a zero month or day ('2024-00-10') are stored as they are."""
         return not (self.strict and "NO_ZERO_IN_DATE" in self.names)
