@@ -636,3 +636,11 @@ def test_division_by_zero_fails_only_when_storing_in_strict_mode() -> None:
     assert info.value.code == 1365
     engine, _ = run("SET sql_mode = ''; CREATE TABLE t (v INT); INSERT INTO t VALUES (1 / 0);")
     assert table_rows(engine, "t") == [(None,)]
+
+
+def test_json_objects_keep_keys_in_byte_order() -> None:
+    _, (event,) = run(
+        "CREATE TABLE j (id INT PRIMARY KEY, d JSON);"
+        """INSERT INTO j VALUES (1, '{"bb": 1, "a": [true, null], "c": {"z": 1.5, "y": "x"}}');"""
+    )
+    assert event.columns == (1, '{"a": [true, null], "bb": 1, "c": {"y": "x", "z": 1.5}}')

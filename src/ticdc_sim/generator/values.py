@@ -376,9 +376,10 @@ class JSONValue:
 
 
 def json_text(doc: Any) -> str:
-    """TiDB's `BinaryJSON.String()`: `, ` and `: ` separators, object keys sorted."""
+    """TiDB's `BinaryJSON.String()`: `, ` and `: ` separators, object keys in byte order."""
     if isinstance(doc, dict):
-        items = sorted(doc.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+        # TiDB `appendBinaryObject` sorts keys by their bytes (MySQL sorts by length first)
+        items = sorted(doc.items(), key=lambda kv: kv[0].encode())
         return "{" + ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in items) + "}"
     if isinstance(doc, list):
         return "[" + ", ".join(json_text(v) for v in doc) + "]"
