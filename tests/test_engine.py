@@ -644,3 +644,11 @@ def test_json_objects_keep_keys_in_byte_order() -> None:
         """INSERT INTO j VALUES (1, '{"bb": 1, "a": [true, null], "c": {"z": 1.5, "y": "x"}}');"""
     )
     assert event.columns == (1, '{"a": [true, null], "bb": 1, "c": {"y": "x", "z": 1.5}}')
+
+
+def test_values_items_read_columns_set_before_them() -> None:
+    engine, _ = run(
+        "CREATE TABLE t (a INT, b INT, c INT DEFAULT 7);"
+        "INSERT INTO t (a, b) VALUES (1, a + 1), (5, a * c);"
+    )
+    assert table_rows(engine, "t") == [(1, 2, 7), (5, 35, 7)]

@@ -13,3 +13,7 @@ UPDATE calc SET i = i * 2 + 1, n = n - 0.5 WHERE id IN (1, 3, 5) OR s IS NULL;
 UPDATE calc SET s = CONCAT(s, '!') WHERE id BETWEEN 2 AND 4 AND NOT (n > 100);
 DELETE FROM calc WHERE s LIKE 'A%' ESCAPE '\\';
 UPDATE calc SET dt = '2000-01-01' WHERE dt IS NULL AND id <> 8;
+CREATE TABLE refs (a INT, b INT, c INT DEFAULT 7);
+INSERT INTO refs (a, b) VALUES (1, a + 1), (5, a * c);
+CREATE TABLE divs (v INT);
+INSERT INTO divs VALUES (10 DIV 3), (7 MOD 4);

@@ -75,9 +75,10 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
     assignments = _assignments(table, conflict.expressions) if conflict is not None else None
     source = node.expression
     columns = table.info.columns
+    reads_row = False
     if isinstance(source, exp.Values):
-        # MySQL lets a VALUES item read earlier columns of the same row; that is rare, so
-        # column references see NULLs here.
+        # a VALUES item may read columns of the row being built (`VALUES (1, a + 1)`)
+        reads_row = source.find(exp.Column) is not None
         rows_fns: list[list[Compiled | None]] = [
             [
                 None
@@ -120,7 +121,15 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
             else (DEFAULT if offset in volatile else default_at(offset))
             for offset in range(len(columns))
         ]
-        if rows_fns:
+        if rows_fns and reads_row:
+            start = [None if value is DEFAULT else value for value in base]
+            values_rows = (
+                (params, _values_reading_row(ctx, fns, offsets, start))
+                for params in params_rows
+                for fns in rows_fns
+                if _set_params(ctx, params)
+            )
+        elif rows_fns:
             values_rows = (
                 (params, [DEFAULT if fn is None else fn(ctx) for fn in fns])
                 for params in params_rows
@@ -321,6 +330,23 @@ def _insert_rows(
             raise engine.duplicate_error(table, handle, row)
         write(table, handle, row)
     return True
+
+
+def _values_reading_row(
+    ctx: Context, fns: list[Compiled | None], offsets: list[int], start: list[Any]
+) -> list[Any]:
+    """Items left to right, each seeing the columns set before it (others: their defaults)."""
+    if len(fns) != len(offsets):
+        return [DEFAULT] * len(fns)  # the caller reports the count mismatch
+    row = start.copy()
+    values = []
+    for offset, fn in zip(offsets, fns, strict=True):
+        ctx.row = tuple(row)
+        value = DEFAULT if fn is None else fn(ctx)
+        values.append(value)
+        if value is not DEFAULT:
+            row[offset] = value
+    return values
 
 
 def _set_params(ctx: Context, params: list[Any]) -> bool:
