@@ -652,3 +652,35 @@ def test_values_items_read_columns_set_before_them() -> None:
         "INSERT INTO t (a, b) VALUES (1, a + 1), (5, a * c);"
     )
     assert table_rows(engine, "t") == [(1, 2, 7), (5, 35, 7)]
+
+
+def test_set_names_gbk_rereads_the_script_bytes() -> None:
+    from ticdc_sim.generator.script import decode_script, split_script
+
+    script = (
+        "SET NAMES gbk;\nCREATE TABLE g (id INT PRIMARY KEY, s VARCHAR(4) CHARACTER SET gbk);\n"
+    )
+    data = script.encode() + "INSERT INTO g VALUES (1, '中文');\n".encode("gbk")
+    text = decode_script(data)  # as a script file is read: UTF-8 with surrogate escapes
+    events = list(Engine().run(split_script(text.splitlines(keepends=True))))
+    assert events[-1].columns == (1, "中文")
+
+
+def test_set_accepts_bare_words_and_skips_global_variables() -> None:
+    engine, _ = run(
+        "SET @@global.tidb_enable_exchange_partition = on; SET character_set_client = utf8;"
+        "SET autocommit = OFF; SET autocommit = ON;"
+    )
+    assert engine.autocommit and engine.warnings == []
+
+
+def test_generated_not_null_primary_key() -> None:
+    _, events = run(
+        "CREATE TABLE t8 (a INT, b VARCHAR(255) AS (CONCAT(a, 'test')) STORED, PRIMARY KEY (b));"
+        "INSERT INTO t8 (a) VALUES (2020); UPDATE t8 SET a = 2021;"
+    )
+    assert changes(events) == [
+        ("insert", None, (2020, "2020test")),
+        ("delete", (2020, "2020test"), None),
+        ("insert", None, (2021, "2021test")),
+    ]

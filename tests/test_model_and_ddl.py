@@ -262,3 +262,17 @@ def test_syntax_error_is_located() -> None:
         list(parse_statements("CREATE TABLE ok (a INT);\nCREATE TABLE bad (a INT,,);", "x.sql"))
     assert str(info.value).startswith("x.sql:2:")
     assert "CREATE TABLE bad" in str(info.value)
+
+
+def test_index_visibility_and_foreign_keys() -> None:
+    catalog, events = run(
+        "CREATE TABLE t (a INT, KEY i (a));"
+        "ALTER TABLE t ALTER INDEX i INVISIBLE;"
+        "ALTER TABLE t DROP FOREIGN KEY fk;"
+    )
+    assert [e.action for e in events[1:]] == [
+        ActionType.ALTER_INDEX_VISIBILITY,
+        ActionType.DROP_FOREIGN_KEY,
+    ]
+    assert events[1].query == "ALTER TABLE `t` ALTER INDEX `i` INVISIBLE"
+    assert catalog.table("test", "t").index("i").invisible

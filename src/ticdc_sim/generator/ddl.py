@@ -1105,6 +1105,13 @@ class AlterApplier:
             return info, action_type
         if isinstance(action, exp.Drop):
             return self._drop(action)
+        if isinstance(action, exp.AlterIndex):
+            index = t.index(action.name)
+            if index is None:
+                raise SQLError(f"Key '{action.name}' doesn't exist in table '{t.name}'", code=1176)
+            visible = replace(index, invisible=not action.args.get("visible"))
+            indices = tuple(visible if ix is index else ix for ix in t.indices)
+            return t.evolve(indices=indices), ActionType.ALTER_INDEX_VISIBILITY
         if isinstance(action, exp.AlterColumn):
             return self._alter_column(action), ActionType.SET_DEFAULT_VALUE
         if isinstance(action, exp.AlterRename):
@@ -1272,6 +1279,8 @@ class AlterApplier:
                     code=8200,
                 )
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
+        if kind == "FOREIGN KEY":  # foreign keys shape nothing TiCDC emits
+            return t, ActionType.DROP_FOREIGN_KEY
         raise SQLError(f"unsupported ALTER TABLE DROP {kind}")
 
     def _alter_column(self, action: exp.AlterColumn) -> TableInfo:

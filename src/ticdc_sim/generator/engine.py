@@ -72,6 +72,17 @@ _MISSING: Any = object()
 # sorter order of a row key's final mutation (tiflow sorter encoding/key.go getDMLOrder)
 _DELETE, _UPDATE, _INSERT = 1, 2, 3
 _ORDER_AND_HANDLE = operator.itemgetter(0, 1)
+# MySQL client charsets -> Python codecs (None: the scripts' own UTF-8).
+_CLIENT_CODECS: dict[str, str | None] = {
+    "utf8mb4": None,
+    "utf8": None,
+    "utf8mb3": None,
+    "binary": None,
+    "ascii": "ascii",
+    "latin1": "cp1252",  # MySQL's latin1 is Windows-1252
+    "gbk": "gbk",
+    "gb18030": "gb18030",
+}
 _KNOWN_VARIABLES = {
     "autocommit",
     "time_zone",
@@ -151,10 +162,15 @@ class UniqueIndex:
         )
 
 
+def _keep(value: Any) -> Any:
+    return value
+
+
 class TableData:
     """One table's rows (by handle), unique indexes and id allocator."""
 
     converters: list[Converter]
+    input_converters: list[Converter]
     router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
 
     def __init__(
@@ -169,12 +185,21 @@ class TableData:
     def set_mode(self, mode: SqlMode) -> None:
         self.mode = mode
         self.converters = [column_converter(c, self.zone, mode) for c in self.info.columns]
+        self._input_converters()
+
+    def _input_converters(self) -> None:
+        # generated columns are computed after the others, so a new row leaves them be
+        self.input_converters = [
+            _keep if c.generated_expr is not None else conv
+            for c, conv in zip(self.info.columns, self.converters, strict=True)
+        ]
 
     def bind(self, info: TableInfo) -> None:
         """(Re)derive everything that depends on the table's schema."""
         self.info = info
         self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
         self.converters = [column_converter(c, self.zone, self.mode) for c in info.columns]
+        self._input_converters()
         self.scope = Scope(
             {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)}, info.name
         )
@@ -280,6 +305,7 @@ class Engine:
         self.last_id = 0  # LAST_INSERT_ID(): the first id the last inserting statement took
         self.ids_this_statement = False
         self.sql_mode = DEFAULT_SQL_MODE
+        self.client_codec: str | None = None  # None: UTF-8
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
@@ -349,6 +375,24 @@ class Engine:
         state[0], state[1] = current + seq.increment, current
         return current
 
+    def set_client_charset(self, name: str) -> None:
+        """SET NAMES / character_set_client: how the bytes of later statements are read."""
+        charset = name.lower()
+        if charset not in _CLIENT_CODECS:
+            raise SQLError(f"Unknown character set: '{name}'", code=1115)
+        self.client_codec = _CLIENT_CODECS[charset]
+        self.plans.clear()
+
+    def _as_client_text(self, text: str) -> str:
+        """Statement text as the client charset reads it: scripts are decoded as UTF-8 with
+        surrogate escapes, so their bytes come back exactly and decode again here."""
+        if self.client_codec is None:
+            return text
+        try:
+            return text.encode("utf-8", "surrogateescape").decode(self.client_codec)
+        except UnicodeDecodeError as e:
+            raise SQLError(f"the statement is not valid {self.client_codec}: {e.reason}") from None
+
     def set_sql_mode(self, text: str) -> None:
         self.sql_mode = SqlMode.parse(text)
         for table in self.tables.values():
@@ -364,6 +408,8 @@ class Engine:
         """
         for stmt in statements:
             try:
+                if self.client_codec is not None:  # re-read the bytes in the client charset
+                    stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
                 if isinstance(stmt, RawStatement):
                     yield from self._execute_raw(stmt)
                 else:
@@ -747,7 +793,7 @@ class Engine:
                 values[auto] = self._allocate(table, table.info.columns[auto])
             else:
                 table.next_id = max(table.next_id, int(to_number(value)) + 1)
-        converted = [conv(v) for conv, v in zip(table.converters, values)]  # noqa: B905
+        converted = [conv(v) for conv, v in zip(table.input_converters, values)]  # noqa: B905
         if table.generated:
             ctx = Context(session=self, row=tuple(converted))
             for offset, fn in table.generated:
@@ -838,7 +884,7 @@ def _datum_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, bytes):
         return (1, value)
     if isinstance(value, str):
-        return (1, value.encode())
+        return (1, value.encode("utf-8", "surrogateescape"))
     if isinstance(value, int | float | Decimal):
         return (3, value)
     return (4, as_text(value))
@@ -1120,6 +1166,7 @@ def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> Iterator[Event
 def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
     for item in node.expressions:
         if item.text("kind").upper() == "NAMES":
+            engine.set_client_charset(item.this.name)
             continue
         assignment = item.this
         if not isinstance(assignment, exp.EQ):
@@ -1127,10 +1174,14 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
         target = assignment.this
         if isinstance(target, exp.Parameter):  # user variable @x: no effect on data here
             continue
-        name = target.name.lower()
-        value = evaluate_constant(assignment.expression, engine)
         if item.text("kind").upper() == "GLOBAL" or target.text("kind").upper() == "GLOBAL":
-            continue
+            continue  # global variables do not change this session
+        name = target.name.lower()
+        value_node = assignment.expression
+        if isinstance(value_node, exp.Column | exp.Var) and not value_node.args.get("table"):
+            value: Any = value_node.name  # a bare word: ON, OFF, utf8, SYSTEM ...
+        else:
+            value = evaluate_constant(value_node, engine)
         if name == "autocommit":
             on = as_text(value).upper() in ("1", "ON", "TRUE")
             if on and not engine.autocommit:
@@ -1141,6 +1192,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
             engine.zone_name = as_text(value)
         elif name == "sql_mode":
             engine.set_sql_mode(as_text(value))
+        elif name == "character_set_client":
+            engine.set_client_charset(as_text(value))
         elif name not in _KNOWN_VARIABLES:
             engine.warnings.append(f"variable {name} is accepted and has no effect")
 

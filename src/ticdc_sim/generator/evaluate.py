@@ -37,6 +37,7 @@ from ticdc_sim.generator.values import (
     format_datetime,
     json_text,
     parse_datetime,
+    utf8,
 )
 
 Compiled = Callable[["Context"], Any]
@@ -192,8 +193,8 @@ def compare(a: Any, b: Any, ci: bool) -> int | None:
         and not (isinstance(a, BinaryLiteral) and isinstance(b, BinaryLiteral))
     ):
         if isinstance(a, bytes) or isinstance(b, bytes):
-            x: Any = a if isinstance(a, bytes) else a.encode()
-            y: Any = b if isinstance(b, bytes) else b.encode()
+            x: Any = a if isinstance(a, bytes) else utf8(a)
+            y: Any = b if isinstance(b, bytes) else utf8(b)
         else:
             x, y = _string_key(a, ci), _string_key(b, ci)
     else:
@@ -543,7 +544,7 @@ def _cast(node: exp.Cast, scope: Scope) -> Compiled:
         if kind == exp.DType.JSON:
             return JSONValue(as_text(value))
         if kind in (exp.DType.BINARY, exp.DType.VARBINARY):
-            return value if isinstance(value, bytes) else as_text(value).encode()
+            return value if isinstance(value, bytes) else utf8(as_text(value))
         return as_text(value)
 
     return run
@@ -650,7 +651,7 @@ def _function(fn: Callable[..., Any]) -> Callable[[exp.Expr, Scope], Compiled]:
 
 def _concat(*parts: Any) -> Any:
     if any(isinstance(p, bytes) for p in parts):
-        return b"".join(p if isinstance(p, bytes) else as_text(p).encode() for p in parts)
+        return b"".join(p if isinstance(p, bytes) else utf8(as_text(p)) for p in parts)
     return "".join(as_text(p) for p in parts)
 
 
@@ -678,7 +679,7 @@ def _length(node: exp.Expr, scope: Scope) -> Compiled:
         if isinstance(value, bytes):
             return len(value)
         text = as_text(value)
-        return len(text.encode()) if in_bytes else len(text)
+        return len(utf8(text)) if in_bytes else len(text)
 
     return run
 
@@ -837,7 +838,7 @@ def _default_of(node: exp.Expr, scope: Scope) -> Compiled:
 def _hex(value: Any) -> str:
     if isinstance(value, int | float | Decimal) and not isinstance(value, BinaryLiteral):
         return format(int(to_number(value)), "X")
-    data = value if isinstance(value, bytes) else as_text(value).encode()
+    data = value if isinstance(value, bytes) else utf8(as_text(value))
     return data.hex().upper()
 
 
@@ -850,12 +851,12 @@ def _unhex(value: Any) -> Any:
 
 
 def _md5(value: Any) -> str:
-    data = value if isinstance(value, bytes) else as_text(value).encode()
+    data = value if isinstance(value, bytes) else utf8(as_text(value))
     return hashlib.md5(data).hexdigest()
 
 
 def _sha1(value: Any) -> str:
-    data = value if isinstance(value, bytes) else as_text(value).encode()
+    data = value if isinstance(value, bytes) else utf8(as_text(value))
     return hashlib.sha1(data).hexdigest()
 
 
@@ -950,7 +951,7 @@ _NAMED: dict[str, Callable[..., Any]] = {
     "MD5": _md5,
     "SHA1": _sha1,
     "SHA": _sha1,
-    "ASCII": lambda s: (as_text(s).encode()[:1] or b"\0")[0],
+    "ASCII": lambda s: (utf8(as_text(s))[:1] or b"\0")[0],
     "DATE": _date_part(lambda m: m.strftime("%Y-%m-%d")),
     "YEAR": _date_part(lambda m: m.year),
     "MONTH": _date_part(lambda m: m.month),

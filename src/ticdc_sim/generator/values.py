@@ -200,7 +200,7 @@ def _bit(col: ColumnInfo) -> Converter:
         if isinstance(value, bytes):
             number = int.from_bytes(value, "big")
         elif isinstance(value, str):
-            number = int.from_bytes(value.encode(), "big")
+            number = int.from_bytes(utf8(value), "big")
         else:
             dec = to_decimal(value)
             if dec is None:
@@ -236,6 +236,11 @@ def _year(col: ColumnInfo) -> Converter:
 # -- strings -----------------------------------------------------------------------------------
 
 
+def utf8(text: str) -> bytes:
+    """Text as bytes; surrogate escapes (undecodable script bytes) turn back into the bytes."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def as_text(value: Any) -> str:
     """MySQL's string form of a value (numbers as MySQL prints them)."""
     if isinstance(value, str):
@@ -265,14 +270,14 @@ def _string(
 ) -> Converter:
     def convert(value: Any) -> str | bytes:
         if binary:
-            data = value if isinstance(value, bytes) else as_text(value).encode()
+            data = value if isinstance(value, bytes) else utf8(as_text(value))
             if len(data) > limit:
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
             # BINARY(n) pads with 0x00 (TiDB keeps the padding)
             return data.ljust(limit, b"\0") if fixed else data
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else as_text(value)
         if in_bytes:  # TEXT types are bounded in bytes
-            if len(text.encode()) > limit:
+            if len(utf8(text)) > limit:
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
         elif len(text) > limit:
             # spaces past the length are dropped silently (MySQL), anything else is an error
@@ -379,7 +384,7 @@ def json_text(doc: Any) -> str:
     """TiDB's `BinaryJSON.String()`: `, ` and `: ` separators, object keys in byte order."""
     if isinstance(doc, dict):
         # TiDB `appendBinaryObject` sorts keys by their bytes (MySQL sorts by length first)
-        items = sorted(doc.items(), key=lambda kv: kv[0].encode())
+        items = sorted(doc.items(), key=lambda kv: utf8(kv[0]))
         return "{" + ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in items) + "}"
     if isinstance(doc, list):
         return "[" + ", ".join(json_text(v) for v in doc) + "]"
@@ -632,11 +637,11 @@ def _adjusted(col: ColumnInfo, value: Any, code: int | None) -> Any:
             return (1 << col.flen) - 1
         limit = _BLOB_LIMITS.get(tp, col.flen)
         if isinstance(value, bytes) or col.charset == "binary":
-            data = value if isinstance(value, bytes) else as_text(value).encode()
+            data = value if isinstance(value, bytes) else utf8(as_text(value))
             return data[:limit]
         text = as_text(value)
         if tp in _BLOB_LIMITS:
-            return text.encode()[:limit].decode("utf-8", "ignore")
+            return utf8(text)[:limit].decode("utf-8", "ignore")
         return text[:limit]
     if code == 1292:  # bad date or time: the zero value
         if tp == M.DATE:
