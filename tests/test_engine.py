@@ -684,3 +684,22 @@ def test_generated_not_null_primary_key() -> None:
         ("delete", (2020, "2020test"), None),
         ("insert", None, (2021, "2021test")),
     ]
+
+
+def test_expression_indexes_use_hidden_columns_and_create_unique_index_is_unique() -> None:
+    engine, events = run(
+        "CREATE TABLE t4 (col1 INT, col2 INT, PRIMARY KEY (col1));"
+        "CREATE INDEX idx1 ON t4 ((col1 + col2));"
+        "CREATE UNIQUE INDEX idx2 ON t4 ((col1 - col2), col1);"
+        "INSERT INTO t4 VALUES (1, 2), (3, 4);"
+    )
+    info = engine.catalog.table("test", "t4")
+    assert [c.name for c in info.columns if c.hidden] == ["_V$_idx1_0", "_V$_idx2_0"]
+    assert [c.name for c in info.visible_columns] == ["col1", "col2"]
+    assert events[0].columns is not None and events[0].columns[:2] == (1, 2)
+    with pytest.raises(SQLError) as info_error:
+        run(
+            "CREATE TABLE u (a INT, b INT); CREATE UNIQUE INDEX ub ON u (b);"
+            "INSERT INTO u VALUES (1, 5), (2, 5);"
+        )
+    assert info_error.value.code == 1062

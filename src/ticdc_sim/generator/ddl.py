@@ -485,7 +485,7 @@ class Catalog:
         before = self.table(schema_name, name)
         params = index.args.get("params")
         columns = [c for c in params.args.get("columns") or []] if params else []
-        unique = bool(index.args.get("unique"))
+        unique = bool(node.args.get("unique") or index.args.get("unique"))  # sqlglot: on Create
         after = TableBuilder.add_index(before, index.name, columns, unique=unique, primary=False)
         return [
             self._event(
@@ -501,14 +501,14 @@ class Catalog:
             raise SQLError("DROP INDEX needs ON <table>")
         schema_name, name = self._table_ref(target)
         before = self.table(schema_name, name)
+        action = ActionType.DROP_INDEX
+        if index_name.lower() == "primary":  # TiDB: DROP INDEX `primary` drops the primary key
+            _check_pk_droppable(before)
+            action = ActionType.DROP_PRIMARY_KEY
         after = TableBuilder.drop_index(before, index_name, bool(node.args.get("exists")))
         if after is before:
             return []
-        return [
-            self._event(
-                ActionType.DROP_INDEX, restore(node), before.schema, name, after, before, source
-            )
-        ]
+        return [self._event(action, restore(node), before.schema, name, after, before, source)]
 
     def _alter_table(self, node: exp.Alter, source: str) -> list[DDLEvent]:
         if node.kind != "TABLE":
@@ -561,6 +561,36 @@ def _sequence_info(node: exp.Create) -> SequenceInfo:
     if not info.min_value <= info.start <= info.max_value:
         raise SQLError("START value of sequence is out of range", code=4136)
     return info
+
+
+def _add_hidden_column(table: TableInfo, name: str, expression: exp.Expr) -> TableInfo:
+    """A hidden virtual column for an expression index part.
+
+    TiDB infers its type from the expression; here it is text (LONGTEXT), which holds any
+    value. It is never emitted (`visible_columns`), so only uniqueness sees it.
+    """
+    inner = expression.this if isinstance(expression, exp.Paren) else expression
+    column = ColumnInfo(
+        id=table.max_column_id + 1,
+        name=name,
+        offset=len(table.columns),
+        tp=M.LONG_BLOB,
+        flen=4294967295,
+        decimal=0,
+        flag=TiDBFlag.BLOB,
+        charset=table.charset,
+        collation=table.collation,
+        generated_expr=restore(inner),
+        hidden=True,
+    )
+    return table.evolve(columns=(*table.columns, column), max_column_id=column.id)
+
+
+def _check_pk_droppable(table: TableInfo) -> None:
+    if table.pk_is_handle or table.is_common_handle:
+        raise SQLError(
+            "Unsupported drop primary key when the table is using clustered index", code=8200
+        )
 
 
 def _drop_target(node: exp.Drop) -> exp.Expr:
@@ -716,19 +746,25 @@ class TableBuilder:
         options: list[Any] | None = None,
         altering: bool = False,
     ) -> TableInfo:
-        columns = list(table.columns)
         index_columns = []
-        for part in parts:
+        for number, part in enumerate(parts):
             length = -1
             node = part.this if isinstance(part, exp.Ordered) else part
             if isinstance(node, exp.ColumnPrefix):
                 length = _lit(node.expression)
                 node = node.this
+            if not isinstance(node, exp.Column | exp.Identifier):
+                # an expression index part: TiDB indexes a hidden virtual column `_V$_<idx>_<n>`
+                table = _add_hidden_column(
+                    table, f"_V$_{name or 'expression_index'}_{number}", node
+                )
+                node = exp.column(table.columns[-1].name)
             col_name = node.name
             col = table.column(col_name)
             if col is None:
                 raise SQLError(f"Key column '{col_name}' doesn't exist in table", code=1072)
             index_columns.append(IndexColumn(col.name, col.offset, length))
+        columns = list(table.columns)
         if not index_columns:
             raise SQLError("an index needs at least one column")
         if primary and table.primary_index is not None or primary and table.pk_is_handle:
@@ -1268,16 +1304,13 @@ class AlterApplier:
             return _reindex(info, columns).evolve(
                 pk_is_handle=info.pk_is_handle and not col.flag & TiDBFlag.PRI_KEY
             ), ActionType.DROP_COLUMN
-        if kind in ("INDEX", "KEY"):
+        index_name = _drop_target(action).name if kind in ("INDEX", "KEY") else "PRIMARY"
+        if kind in ("INDEX", "KEY") and index_name.lower() != "primary":
             return TableBuilder.drop_index(
-                t, _drop_target(action).name, bool(action.args.get("exists"))
+                t, index_name, bool(action.args.get("exists"))
             ), ActionType.DROP_INDEX
-        if kind == "PRIMARY KEY" or (action.this is None and kind == "PRIMARY"):
-            if t.pk_is_handle or t.is_common_handle:
-                raise SQLError(
-                    "Unsupported drop primary key when the table is using clustered index",
-                    code=8200,
-                )
+        if kind in ("INDEX", "KEY", "PRIMARY KEY") or (action.this is None and kind == "PRIMARY"):
+            _check_pk_droppable(t)
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
         if kind == "FOREIGN KEY":  # foreign keys shape nothing TiCDC emits
             return t, ActionType.DROP_FOREIGN_KEY

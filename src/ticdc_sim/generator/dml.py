@@ -54,8 +54,8 @@ def compile_dml(engine: Engine, node: exp.Expr) -> Plan:
 
 def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
     target = node.this
-    if not isinstance(target, exp.Schema):
-        return list(range(len(table.info.columns)))
+    if not isinstance(target, exp.Schema):  # every column but TiDB's hidden ones
+        return [i for i, c in enumerate(table.info.columns) if not c.hidden]
     offsets = []
     for ident in target.expressions:
         found = table.scope.columns.get(ident.name.lower())
@@ -675,7 +675,7 @@ def _compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], lis
         raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
     table = engine.table_data(source)
     if any(isinstance(e, exp.Star) for e in node.expressions):
-        projections = [_row_item(i) for i in range(len(table.info.columns))]
+        projections = [_row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
     else:
         projections = [
             compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
