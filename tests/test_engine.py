@@ -703,3 +703,16 @@ def test_expression_indexes_use_hidden_columns_and_create_unique_index_is_unique
             "INSERT INTO u VALUES (1, 5), (2, 5);"
         )
     assert info_error.value.code == 1062
+
+
+def test_vector_values_in_tidb_text_form() -> None:
+    _, events = run(
+        "CREATE TABLE v (id INT PRIMARY KEY, data VECTOR(3));"
+        "INSERT INTO v VALUES (1, '[1, 0.1, 1e-7]'), (2, \"[100,-2.5,123456789]\");"
+    )
+    assert [e.columns for e in events] == [
+        (1, "[1,0.1,0.0000001]"),  # TiDB VectorFloat32.String: float32, 'f' format
+        (2, "[100,-2.5,123456790]"),
+    ]
+    with pytest.raises(SQLError, match="does not fit VECTOR"):
+        run("CREATE TABLE v (data VECTOR(2)); INSERT INTO v VALUES ('[1,2,3]');")

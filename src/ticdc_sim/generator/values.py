@@ -395,6 +395,46 @@ def json_text(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=False)
 
 
+# -- vectors ---------------------------------------------------------------------------------
+
+
+def _float32_shortest(value: float) -> str:
+    """Go's `strconv.AppendFloat(buf, float64(f), 'f', -1, 32)` (TiDB `VectorFloat32.String`):
+    the shortest digits that round-trip through float32, always positional."""
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    for digits in range(1, 10):
+        text = f"{value:.{digits}e}" if digits > 1 else f"{value:.0e}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == value:
+            break
+    mantissa, exponent = text.split("e")
+    return format(Decimal(f"{mantissa}e{int(exponent)}").normalize(), "f")
+
+
+def _vector(col: ColumnInfo) -> Converter:
+    """TiDB's VECTOR(FLOAT32): `[x,y,...]` text, float32 elements, the declared dimension."""
+    dimension = col.flen if col.flen > 0 else None
+
+    def convert(value: Any) -> str:
+        text = as_text(value).strip()
+        try:
+            items = json.loads(text)
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in items
+        ):
+            raise SQLError(f"Invalid vector text: {text!r} for column '{col.name}'", code=1105)
+        if dimension is not None and len(items) != dimension:
+            raise SQLError(
+                f"vector has {len(items)} dimensions, does not fit VECTOR({dimension})", code=1105
+            )
+        floats = [struct.unpack("f", struct.pack("f", float(x)))[0] for x in items]
+        return "[" + ",".join(_float32_shortest(f) for f in floats) + "]"
+
+    return convert
+
+
 # -- dates and times ---------------------------------------------------------------------------
 
 
@@ -577,6 +617,8 @@ def column_converter(
         inner = _set(col)
     elif tp == M.JSON:
         inner = _json(col)
+    elif tp == M.TIDB_VECTOR_FLOAT32:
+        inner = _vector(col)
     elif tp in _BLOB_LIMITS:
         inner = _string(col, binary=binary, fixed=False, limit=_BLOB_LIMITS[tp], in_bytes=True)
     else:  # CHAR/VARCHAR/BINARY/VARBINARY
