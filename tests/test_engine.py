@@ -716,3 +716,21 @@ def test_vector_values_in_tidb_text_form() -> None:
     ]
     with pytest.raises(SQLError, match="does not fit VECTOR"):
         run("CREATE TABLE v (data VECTOR(2)); INSERT INTO v VALUES ('[1,2,3]');")
+
+
+def test_recover_table_brings_back_its_id_and_rows() -> None:
+    engine = Engine()
+    events = list(
+        engine.run(
+            parse_statements(
+                "USE test; CREATE TABLE r (id INT PRIMARY KEY); INSERT INTO r VALUES (1);"
+                "DROP TABLE r; RECOVER TABLE r; INSERT INTO r VALUES (2);"
+            )
+        )
+    )
+    recover = [e for e in events if isinstance(e, DDLEvent)][-1]
+    assert recover.action.name == "RECOVER_TABLE" and recover.query == "RECOVER TABLE `test`.`r`"
+    assert recover.table_info is not None and recover.table_info.id == events[0].table_info.id
+    assert table_rows(engine, "r") == [(1,), (2,)]
+    with pytest.raises(SQLError):
+        run("RECOVER TABLE nothing;")

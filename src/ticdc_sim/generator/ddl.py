@@ -127,6 +127,7 @@ class Catalog:
     next_global_id: int = FIRST_USER_ID
     schema_version: int = 0
     current_schema: str | None = None
+    dropped: list[TableInfo] = field(default_factory=list)  # for RECOVER TABLE, newest last
 
     def __post_init__(self) -> None:
         if not self.schemas:
@@ -180,11 +181,12 @@ class Catalog:
             {k: replace(v, tables=dict(v.tables)) for k, v in self.schemas.items()},
             self.next_global_id,
             self.schema_version,
+            list(self.dropped),
         )
         try:
             return handler(node, source)
         except SQLError:
-            self.schemas, self.next_global_id, self.schema_version = snapshot
+            self.schemas, self.next_global_id, self.schema_version, self.dropped = snapshot
             raise
 
     def _handler(self, node: exp.Expr) -> Callable[[Any, str], list[DDLEvent]] | None:
@@ -212,6 +214,7 @@ class Catalog:
             exp.TruncateTable: self._truncate_table,
             d.AlterDatabase: self._alter_schema,
             exp.Use: self._use,
+            d.RecoverTable: self._recover_table,
         }
         return table_handlers.get(type(node))
 
@@ -369,6 +372,34 @@ class Catalog:
             )
         ]
 
+    def _recover_table(self, node: d.RecoverTable, source: str) -> list[DDLEvent]:
+        """RECOVER TABLE t: the newest dropped table of that name returns, id and data intact."""
+        if node.this is None:
+            raise SQLError("RECOVER TABLE BY JOB needs TiDB's DDL job ids, not modelled", code=1105)
+        schema_name, name = self._table_ref(node.this)
+        schema = self.schema(schema_name)
+        found = next(
+            (
+                t
+                for t in reversed(self.dropped)
+                if t.schema.lower() == schema.name.lower() and t.name.lower() == name.lower()
+            ),
+            None,
+        )
+        if found is None:
+            raise SQLError(
+                f"Can't find dropped/truncated table '{name}' in GC safe point", code=1105
+            )
+        if name.lower() in schema.tables:
+            raise SQLError(f"Table '{name}' already exists", code=1050)
+        self.dropped.remove(found)
+        query = f"RECOVER TABLE `{found.schema}`.`{found.name}`"
+        return [
+            self._event(
+                ActionType.RECOVER_TABLE, query, found.schema, found.name, found, None, source
+            )
+        ]
+
     def _create_sequence(self, node: exp.Create, source: str) -> list[DDLEvent]:
         schema_name, name = self._table_ref(node.this)
         schema = self.schema(schema_name)
@@ -425,6 +456,8 @@ class Catalog:
                     continue
                 raise SQLError(f"Unknown {kind.lower()} '{schema_name}.{name}'", code=1051)
             del self.schemas[found.schema.lower()].tables[name.lower()]
+            if not view:
+                self.dropped.append(found)
             query = f"DROP {kind} `{found.schema}`.`{found.name}`"
             events.append(self._event(action, query, found.schema, found.name, None, found, source))
         return events

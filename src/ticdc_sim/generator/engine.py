@@ -308,6 +308,7 @@ class Engine:
         self.client_codec: str | None = None  # None: UTF-8
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
+        self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
 
@@ -701,6 +702,11 @@ class Engine:
             data = self.tables.pop(before.id, None)
             if data is not None and after is not None and not _drops_rows(event):
                 self.tables[after.id] = data
+            elif data is not None and event.action == ActionType.DROP_TABLE:
+                self.dropped[before.id] = data  # for RECOVER TABLE
+        recovered = event.action == ActionType.RECOVER_TABLE and after is not None
+        if recovered and after is not None and after.id in self.dropped:
+            self.tables[after.id] = self.dropped.pop(after.id)
         if after is None or after.is_view:
             return
         data = self.tables.get(after.id)
@@ -1100,6 +1106,7 @@ def _is_ddl(node: exp.Expr) -> bool:
         | exp.TruncateTable
         | d.RenameTables
         | d.AlterDatabase
+        | d.RecoverTable
         | exp.Use,
     )
 
