@@ -5,11 +5,12 @@ sequence with its literals taken out. `lex()` scans a statement with one regular
 its shape and its literals; the first statement of a shape is parsed by sqlglot into a template
 whose literals became `Param` nodes, and every later statement of that shape reuses the
 compiled template with its own literal values. Multi-row `VALUES` lists are one shape
-whatever their row count: the row group is lexed once per row.
+whatever their row count: after the first row group, every further group of the same shape
+is taken by one regular expression and its literals by one `findall`.
 
-A template is only kept when parsing it gives back exactly the literals the lexer saw, in the
-same order; anything the lexer cannot account for (executable comments, hex literals, odd
-tokens) is simply parsed every time.
+A template is only kept when a re-parse with marker literals lines up node for node with the
+real parse; anything the lexer cannot account for (executable comments, hex literals, odd
+tokens, rows of another shape) is simply parsed every time.
 """
 
 from __future__ import annotations
