@@ -155,6 +155,15 @@ class Catalog:
         s = self.schemas.get((schema or self.current_schema or "").lower())
         return s.tables.get(name.lower()) if s else None
 
+    @staticmethod
+    def _exists(schema: SchemaInfo, name: str, *, if_not_exists: bool) -> bool:
+        """True when CREATE ... IF NOT EXISTS finds `name` taken; MySQL 1050 without it."""
+        if name.lower() not in schema.tables:
+            return False
+        if if_not_exists:
+            return True
+        raise SQLError(f"Table '{name}' already exists", code=1050)
+
     def _alloc_id(self) -> int:
         self.next_global_id += 1
         return self.next_global_id - 1
@@ -320,10 +329,8 @@ class Catalog:
     def _create_table(self, node: exp.Create, source: str) -> list[DDLEvent]:
         schema_name, name = self._table_ref(node.this)
         schema = self.schema(schema_name)
-        if name.lower() in schema.tables:
-            if node.args.get("exists"):
-                return []
-            raise SQLError(f"Table '{name}' already exists", code=1050)
+        if self._exists(schema, name, if_not_exists=bool(node.args.get("exists"))):
+            return []
         like = node.find(exp.LikeProperty)
         if like is not None:
             src_schema, src_name = self._table_ref(like.this)
@@ -355,8 +362,8 @@ class Catalog:
     def _create_view(self, node: exp.Create, source: str) -> list[DDLEvent]:
         schema_name, name = self._table_ref(node.this)
         schema = self.schema(schema_name)
-        if name.lower() in schema.tables and not node.args.get("replace"):
-            raise SQLError(f"Table '{name}' already exists", code=1050)
+        if not node.args.get("replace"):
+            self._exists(schema, name, if_not_exists=False)
         select = node.expression
         info = TableInfo(
             id=self._alloc_id(),
@@ -390,8 +397,7 @@ class Catalog:
             raise SQLError(
                 f"Can't find dropped/truncated table '{name}' in GC safe point", code=1105
             )
-        if name.lower() in schema.tables:
-            raise SQLError(f"Table '{name}' already exists", code=1050)
+        self._exists(schema, name, if_not_exists=False)
         self.dropped.remove(found)
         query = f"RECOVER TABLE `{found.schema}`.`{found.name}`"
         return [
@@ -403,10 +409,8 @@ class Catalog:
     def _create_sequence(self, node: exp.Create, source: str) -> list[DDLEvent]:
         schema_name, name = self._table_ref(node.this)
         schema = self.schema(schema_name)
-        if name.lower() in schema.tables:
-            if node.args.get("exists"):
-                return []
-            raise SQLError(f"Table '{name}' already exists", code=1050)
+        if self._exists(schema, name, if_not_exists=bool(node.args.get("exists"))):
+            return []
         info = TableInfo(
             id=self._alloc_id(),
             schema=schema.name,

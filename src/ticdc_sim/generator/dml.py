@@ -621,11 +621,16 @@ def _compile_order(
     return sort
 
 
-def _compile_update(engine: Engine, node: exp.Update) -> Plan:
+def _single_table(engine: Engine, node: exp.Expr, verb: str, *joins: str) -> TableData:
+    """The one table an UPDATE or DELETE works on; multi-table forms are refused."""
     target = node.this
-    if not isinstance(target, exp.Table) or node.args.get("from_") or node.args.get("joins"):
-        raise SQLError("multi-table UPDATE is not supported", code=1105)
-    table = engine.table_data(target)
+    if not isinstance(target, exp.Table) or any(node.args.get(key) for key in joins):
+        raise SQLError(f"multi-table {verb} is not supported", code=1105)
+    return engine.table_data(target)
+
+
+def _compile_update(engine: Engine, node: exp.Update) -> Plan:
+    table = _single_table(engine, node, "UPDATE", "from_", "joins")
     assignments = _assignments(table, node.expressions)
     match = _compile_matcher(engine, table, node)
 
@@ -640,10 +645,7 @@ def _compile_update(engine: Engine, node: exp.Update) -> Plan:
 
 
 def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
-    target = node.this
-    if not isinstance(target, exp.Table) or node.args.get("using") or node.args.get("tables"):
-        raise SQLError("multi-table DELETE is not supported", code=1105)
-    table = engine.table_data(target)
+    table = _single_table(engine, node, "DELETE", "using", "tables")
     match = _compile_matcher(engine, table, node)
 
     def plan(engine: Engine, params_rows: list[list[Any]]) -> None:

@@ -574,7 +574,9 @@ class Engine:
 
     def _row_events(self, txn: Transaction, commit_ts: int) -> Iterator[RowChangedEvent]:
         """(first image, final image) per written key -> TiCDC's events, in sorter order."""
-        by_physical: dict[int, list[tuple[int, Any, RowChangedEvent]]] = {}
+        by_physical: dict[
+            int, tuple[TableData, list[tuple[int, Any, RowChangedEvent]]]
+        ] = {}  # physical id -> (its table, its rows)
         start_ts, old_value = txn.start_ts, self.config.old_value
         plain: dict[int, bool] = {}  # table id -> not partitioned and no TIMESTAMP column
         for (table_id, handle), before in txn.first.items():
@@ -588,16 +590,15 @@ class Engine:
                     event = RowChangedEvent(
                         start_ts, commit_ts, table.info, table_id, after, None, row_id
                     )
-                    by_physical.setdefault(table_id, []).append((_INSERT, handle, event))
+                    by_physical.setdefault(table_id, (table, []))[1].append(
+                        (_INSERT, handle, event)
+                    )
                 continue
             if before is None and after is None:
                 continue
             self._changes(table, handle, before, after, start_ts, commit_ts, old_value, by_physical)
         for pid in sorted(by_physical):
-            rows = by_physical[pid]
-            if not rows:
-                continue
-            table = self.tables_by_physical(pid)
+            table, rows = by_physical[pid]
             if table.int_handle and not table.handle_offsets or table.pk_int_handle:
                 rows.sort(key=_ORDER_AND_HANDLE)  # signed int handles
             else:
@@ -613,7 +614,7 @@ class Engine:
         start_ts: int,
         commit_ts: int,
         old_value: bool,
-        by_physical: dict[int, list[tuple[int, Any, RowChangedEvent]]],
+        by_physical: dict[int, tuple[TableData, list[tuple[int, Any, RowChangedEvent]]]],
     ) -> None:
         """One key's change: an update, or a delete and an insert across partitions."""
         info = table.info
@@ -646,13 +647,7 @@ class Engine:
                 pre_columns=self._emitted(table, pre),
                 row_id=row_id,
             )
-            by_physical.setdefault(pid, []).append((order, handle, event))
-
-    def tables_by_physical(self, pid: int) -> TableData:
-        for table in self.tables.values():
-            if pid in table.info.physical_ids:
-                return table
-        raise KeyError(pid)
+            by_physical.setdefault(pid, (table, []))[1].append((order, handle, event))
 
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
         """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
@@ -676,8 +671,8 @@ class Engine:
             pre, post = event.pre_columns, event.columns
             if pre is not None and post is not None and any(pre[o] != post[o] for o in offsets):
                 split = True
-                out.append(_with(event, columns=None))
-                out.append(_with(event, pre_columns=None))
+                out.append(replace(event, columns=None))
+                out.append(replace(event, pre_columns=None))
             else:
                 out.append(event)
         if split:
@@ -867,10 +862,6 @@ class Engine:
 _NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default>"})()
 
 
-def _with(event: RowChangedEvent, **changes: Any) -> RowChangedEvent:
-    return replace(event, **changes)
-
-
 def _kind_order(event: RowChangedEvent) -> int:
     kind = event.kind
     return 1 if kind == "delete" else 2 if kind == "update" else 3
@@ -935,20 +926,36 @@ def _migrate_rows(
     return migrated
 
 
+# TiDB's zero value per type, for existing rows under a new NOT NULL column with no default.
+_ZERO_VALUES: dict[MySQLType, Any] = {
+    MySQLType.JSON: "null",
+    MySQLType.DATE: "0000-00-00",
+    MySQLType.DATETIME: "0000-00-00 00:00:00",
+    MySQLType.TIMESTAMP: "0000-00-00 00:00:00",
+    MySQLType.DURATION: "00:00:00",
+    MySQLType.SET: "",
+    MySQLType.TIDB_VECTOR_FLOAT32: "[]",
+}
+_STRING_TYPES = frozenset(
+    {
+        MySQLType.VARCHAR,
+        MySQLType.STRING,
+        MySQLType.VAR_STRING,
+        MySQLType.TINY_BLOB,
+        MySQLType.BLOB,
+        MySQLType.MEDIUM_BLOB,
+        MySQLType.LONG_BLOB,
+    }
+)
+
+
 def _zero_value(column: ColumnInfo) -> Any:
     """What TiDB fills existing rows with for a new NOT NULL column without a default."""
-    tp = column.tp
-    if tp == MySQLType.JSON:
-        return "null"
-    if tp in (MySQLType.DATE,):
-        return "0000-00-00"
-    if tp == MySQLType.ENUM and column.elems:
-        return column.elems[0]
-    if column.charset == "binary" and tp not in (MySQLType.BIT,):
-        return b"" if tp not in (MySQLType.TINY, MySQLType.LONG, MySQLType.LONGLONG) else 0
-    if tp in (MySQLType.VARCHAR, MySQLType.STRING, MySQLType.VAR_STRING, MySQLType.SET):
-        return ""
-    return 0
+    if column.tp == MySQLType.ENUM:
+        return column.elems[0] if column.elems else ""
+    if column.tp in _STRING_TYPES:
+        return b"" if column.charset == "binary" else ""
+    return _ZERO_VALUES.get(column.tp, 0)  # numbers, BIT and YEAR
 
 
 # -- partitions --------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -302,10 +302,15 @@ def _division(node: exp.Expr, scope: Scope, op: Callable[[Any, Any], Any]) -> Co
     return run
 
 
+def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
+    """A comparison's two sides, and whether they compare case-insensitively."""
+    ci = _is_ci(node.this, node.expression, scope=scope)
+    return ci, compile_expr(node.this, scope), compile_expr(node.expression, scope)
+
+
 def _comparison(test: Callable[[int], bool]) -> Callable[[exp.Expr, Scope], Compiled]:
     def build(node: exp.Expr, scope: Scope) -> Compiled:
-        ci = _is_ci(node.this, node.expression, scope=scope)
-        left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+        ci, left, right = _operands(node, scope)
 
         def run(ctx: Context) -> int | None:
             result = compare(left(ctx), right(ctx), ci)
@@ -317,8 +322,7 @@ def _comparison(test: Callable[[int], bool]) -> Callable[[exp.Expr, Scope], Comp
 
 
 def _null_safe_eq(node: exp.Expr, scope: Scope) -> Compiled:
-    ci = _is_ci(node.this, node.expression, scope=scope)
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+    ci, left, right = _operands(node, scope)
 
     def run(ctx: Context) -> int:
         a, b = left(ctx), right(ctx)
@@ -503,8 +507,7 @@ def _coalesce(node: exp.Expr, scope: Scope) -> Compiled:
 
 
 def _nullif(node: exp.Expr, scope: Scope) -> Compiled:
-    ci = _is_ci(node.this, node.expression, scope=scope)
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+    ci, left, right = _operands(node, scope)
 
     def run(ctx: Context) -> Any:
         a = left(ctx)
@@ -1156,10 +1159,3 @@ def stable_uuid(seed: int, counter: int) -> str:
     """A version-1-shaped UUID drawn from (seed, counter): deterministic, unique per call."""
     digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
     return str(uuid.UUID(bytes=digest[:16], version=1))
-
-
-def decimal_or_none(text: str) -> Decimal | None:
-    try:
-        return Decimal(text)
-    except InvalidOperation:
-        return None

@@ -83,7 +83,6 @@ _NUMBER_RE = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 _ZERO_DATE_RE = re.compile(
     r"\s*0{1,4}-0{1,2}-0{1,2}(?:[ T]0{1,2}:0{1,2}(?::0{1,2}(?:\.0*)?)?)?\s*$"
 )
-_EPOCH = dt.datetime(1970, 1, 1)
 _TIMESTAMP_MIN = dt.datetime(1970, 1, 1, 0, 0, 1)
 _TIMESTAMP_MAX = dt.datetime(2038, 1, 19, 3, 14, 7, 999999)
 _MAX_TIME_SECONDS = 838 * 3600 + 59 * 60 + 59
@@ -176,9 +175,13 @@ def _float(col: ColumnInfo, single: bool) -> Converter:
     return convert
 
 
+def _decimal_limits(col: ColumnInfo) -> tuple[Decimal, Decimal]:
+    """DECIMAL(M, D): the quantum values round to, and the bound their magnitude stays below."""
+    return Decimal(1).scaleb(-col.decimal), Decimal(10) ** (col.flen - col.decimal)
+
+
 def _decimal(col: ColumnInfo) -> Converter:
-    quantum = Decimal(1).scaleb(-col.decimal)
-    bound = Decimal(10) ** (col.flen - col.decimal)
+    quantum, bound = _decimal_limits(col)
     unsigned = col.unsigned
 
     def convert(value: Any) -> Decimal:
@@ -589,40 +592,39 @@ def _time(col: ColumnInfo) -> Converter:
 # -- the table ---------------------------------------------------------------------------------
 
 
+# Per type code: the strict converter of a column (strings are handled by `_string`).
+_CONVERTERS: dict[
+    MySQLType, Callable[[ColumnInfo, Callable[[], dt.tzinfo], SqlMode], Converter]
+] = {
+    **{t: (lambda c, z, m: _integer(c)) for t in (M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG)},
+    M.FLOAT: lambda c, z, m: _float(c, single=True),
+    M.DOUBLE: lambda c, z, m: _float(c, single=False),
+    M.NEWDECIMAL: lambda c, z, m: _decimal(c),
+    M.BIT: lambda c, z, m: _bit(c),
+    M.YEAR: lambda c, z, m: _year(c),
+    M.DATE: lambda c, z, m: _date(c, m),
+    M.DATETIME: lambda c, z, m: _datetime(c, None, m),
+    M.TIMESTAMP: lambda c, z, m: _datetime(c, z, m),  # session time zone -> UTC
+    M.DURATION: lambda c, z, m: _time(c),
+    M.ENUM: lambda c, z, m: _enum(c),
+    M.SET: lambda c, z, m: _set(c),
+    M.JSON: lambda c, z, m: _json(c),
+    M.TIDB_VECTOR_FLOAT32: lambda c, z, m: _vector(c),
+}
+
+
 def column_converter(
     col: ColumnInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
 ) -> Converter:
     """The conversion of any evaluated value into `col`'s canonical value under `mode`."""
     tp = col.tp
-    binary = col.charset == "binary"
-    if tp in (M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG):
-        inner = _integer(col)
-    elif tp in (M.FLOAT, M.DOUBLE):
-        inner = _float(col, tp == M.FLOAT)
-    elif tp == M.NEWDECIMAL:
-        inner = _decimal(col)
-    elif tp == M.BIT:
-        inner = _bit(col)
-    elif tp == M.YEAR:
-        inner = _year(col)
-    elif tp == M.DATE:
-        inner = _date(col, mode)
-    elif tp in (M.DATETIME, M.TIMESTAMP):
-        inner = _datetime(col, zone if tp == M.TIMESTAMP else None, mode)
-    elif tp == M.DURATION:
-        inner = _time(col)
-    elif tp == M.ENUM:
-        inner = _enum(col)
-    elif tp == M.SET:
-        inner = _set(col)
-    elif tp == M.JSON:
-        inner = _json(col)
-    elif tp == M.TIDB_VECTOR_FLOAT32:
-        inner = _vector(col)
-    elif tp in _BLOB_LIMITS:
-        inner = _string(col, binary=binary, fixed=False, limit=_BLOB_LIMITS[tp], in_bytes=True)
-    else:  # CHAR/VARCHAR/BINARY/VARBINARY
-        inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=col.flen)
+    if tp in _CONVERTERS:
+        inner = _CONVERTERS[tp](col, zone, mode)
+    else:  # CHAR/VARCHAR/BINARY/VARBINARY and the TEXT/BLOB family
+        binary = col.charset == "binary"
+        in_bytes = tp in _BLOB_LIMITS
+        limit = _BLOB_LIMITS.get(tp, col.flen)
+        inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=limit, in_bytes=in_bytes)
     not_null = col.not_null
     if not mode.strict:
         inner = _lenient(col, inner)
@@ -733,8 +735,7 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
 
         return strings
     if kind == "num" and tp == M.NEWDECIMAL:
-        quantum = Decimal(1).scaleb(-col.decimal)
-        bound = Decimal(10) ** (col.flen - col.decimal)
+        quantum, bound = _decimal_limits(col)
         unsigned = col.unsigned
 
         def decimals(lexemes: Sequence[str]) -> list[Any] | None:
@@ -761,7 +762,3 @@ def timestamp_in_zone(utc_text: str, zone: dt.tzinfo, fsp: int) -> str:
     assert moment is not None
     local = moment.replace(tzinfo=dt.UTC).astimezone(zone).replace(tzinfo=None)
     return format_datetime(local, fsp)
-
-
-def epoch_seconds(moment: dt.datetime) -> float:
-    return (moment - _EPOCH).total_seconds()
