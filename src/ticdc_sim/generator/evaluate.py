@@ -1030,6 +1030,12 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
 
+def _tuple(node: exp.Expr, scope: Scope) -> Compiled:
+    if len(node.expressions) != 1:
+        raise SQLError(f"row values are not supported: {node.sql(dialect=d.TiDB)}", code=1105)
+    return compile_expr(node.expressions[0], scope)
+
+
 def _sequence_call(op: str, target: exp.Expr, value: exp.Expr | None, scope: Scope) -> Compiled:
     """NEXT VALUE FOR / NEXTVAL / LASTVAL / SETVAL on the sequence `target` names."""
     if not isinstance(target, exp.Column | exp.Table):
@@ -1071,11 +1077,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.BitString: lambda node, scope: _binary_literal(node, 2),
     exp.Column: _column,
     exp.Paren: _paren,
-    exp.Tuple: lambda node, scope: (
-        compile_expr(node.expressions[0], scope)
-        if len(node.expressions) == 1
-        else _placeholder(node, scope)
-    ),
+    exp.Tuple: _tuple,
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
     exp.Mul: _binary(_arith(lambda a, b: a * b)),
