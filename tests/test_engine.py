@@ -141,6 +141,20 @@ def test_ddl_commits_the_open_transaction_and_gets_its_own_ts() -> None:
     assert events[1].commit_ts < events[2].commit_ts < events[3].commit_ts
 
 
+def test_rows_committed_by_a_failing_ddl_are_still_emitted() -> None:
+    engine = Engine()
+    statements = parse_statements(
+        "USE test; CREATE TABLE t (id INT PRIMARY KEY); BEGIN; INSERT INTO t VALUES (1);"
+        "CREATE TABLE t (id INT);"  # commits the transaction, then fails: the table exists
+    )
+    events: list[Any] = []
+    with pytest.raises(SQLError, match="1050"):
+        for event in engine.run(statements):
+            events.append(event)
+    assert [type(e).__name__ for e in events] == ["DDLEvent", "RowChangedEvent"]
+    assert events[1].columns == (1,)
+
+
 def test_autocommit_off_needs_commit() -> None:
     _, events = run(
         "CREATE TABLE t (id INT PRIMARY KEY); SET autocommit = 0;"
@@ -299,6 +313,26 @@ def test_value_conversions() -> None:
         "-01:02:03",
         3,
     )
+
+
+def test_decimal_65_30_keeps_every_digit_through_literals_strings_and_arithmetic() -> None:
+    wide = "12345678901234567890123456789012.123456789012345678901234567891"
+    _, events = run(
+        "CREATE TABLE w (id INT PRIMARY KEY, v DECIMAL(65,30));"
+        f"INSERT INTO w VALUES (1, {wide});"
+        f"INSERT INTO w VALUES (2, '{wide}');"
+        f"INSERT INTO w VALUES (3, {wide}), (4, -{wide});"  # the multi-row batch path
+        "UPDATE w SET v = v * 2 - 0.5 + 0 WHERE id = 1;"
+        "UPDATE w SET v = v / 4 WHERE id = 3;"  # scale 30 + 4, stored rounded half up
+        "UPDATE w SET v = ROUND(v, 29) WHERE id = 2;"
+    )
+    expected = Decimal(wide)
+    assert [e.columns[1] for e in events[:4]] == [expected, expected, expected, -expected]
+    assert [e.columns[1] for e in events[4:]] == [
+        Decimal("24691357802469135780246913578023.746913578024691357802469135782"),
+        Decimal("3086419725308641972530864197253.030864197253086419725308641973"),
+        Decimal("12345678901234567890123456789012.123456789012345678901234567890"),
+    ]
 
 
 def test_timestamps_render_in_the_changefeed_time_zone() -> None:

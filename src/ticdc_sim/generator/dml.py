@@ -503,7 +503,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     sort = _compile_order(table.scope, order) if order is not None else None
     limit = node.args.get("limit")
     limit_fn = compile_expr(limit.expression, Scope()) if limit is not None else None
-    key_of = engine.sort_key
+    key_of = engine.key_order
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
@@ -519,7 +519,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
         if sort is not None:
             matched = sort(engine, matched, params)
         elif len(matched) > 1:
-            matched.sort(key=lambda hr: key_of(table, hr[0]))  # TiDB scans in key order
+            matched.sort(key=lambda hr: key_of(hr[0]))  # TiDB scans in key order
         if limit_fn is not None:
             matched = matched[: int(to_number(limit_fn(ctx)))]
         return matched

@@ -22,9 +22,9 @@ import random
 import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlglot import exp
 
@@ -277,11 +277,29 @@ def _duplicate(info: TableInfo, index: IndexInfo, row: Row, offsets: Iterable[in
 # -- transactions ------------------------------------------------------------------------------
 
 
+class _Write(NamedTuple):
+    """Undo record of one key's write."""
+
+    table: TableData
+    handle: Any
+    previous: Row | None
+    first_touch: bool  # the transaction's first write of this key
+
+
+class _BulkInsert(NamedTuple):
+    """Undo record of `Engine.write_new`: rows put under keys that held none."""
+
+    table: TableData
+    handles: list[Any]
+    touched: list[Any]  # the handles this transaction had not written before
+
+
 @dataclass
 class Transaction:
     start_ts: int
-    first: dict[tuple[int, Any], Row | None] = field(default_factory=dict)
-    undo: list[tuple[TableData, Any, Row | None, bool]] = field(default_factory=list)
+    # per table, each written key's row as it was before the transaction (None: no row)
+    first: dict[TableData, dict[Any, Row | None]] = field(default_factory=dict)
+    undo: list[_Write | _BulkInsert] = field(default_factory=list)
     savepoints: dict[str, int] = field(default_factory=dict)
 
 
@@ -311,6 +329,7 @@ class Engine:
         self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
+        self.outbox: list[Event] = []  # committed, not yet yielded by `run`
 
     # -- session functions (evaluate.SessionFunctions) ---------------------------------------
 
@@ -406,24 +425,31 @@ class Engine:
 
         Split-off statements (`script.split_script`) go through the shape cache first; an
         explicit transaction still open at the end is rolled back, as when a client leaves.
+        What a statement committed before it failed (the implicit commit of a bad DDL, say)
+        is yielded before its error is raised.
         """
         for stmt in statements:
+            error = None
             try:
                 if self.client_codec is not None:  # re-read the bytes in the client charset
                     stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
                 if isinstance(stmt, RawStatement):
-                    yield from self._execute_raw(stmt)
+                    self._execute_raw(stmt)
                 else:
-                    yield from self.execute(stmt.expression, stmt.text)
+                    self.execute(stmt.expression, stmt.text)
             except SQLError as e:
-                located = e.with_context(stmt.location, stmt.text)
+                error = e.with_context(stmt.location, stmt.text)
+            if self.outbox:
+                events, self.outbox = self.outbox, []
+                yield from events
+            if error is not None:
                 if not self.config.continue_on_error:
                     self._abort()
-                    raise located from None
-                self.errors.append(str(located))
+                    raise error from None
+                self.errors.append(str(error))
         self._abort()
 
-    def _execute_raw(self, raw: RawStatement) -> Iterator[Event]:
+    def _execute_raw(self, raw: RawStatement) -> None:
         lexed = lex(raw.text)
         if lexed is not None:
             if lexed.key not in self.plans:
@@ -436,14 +462,14 @@ class Engine:
                     if not bulk_plan.bulk(self, lexed):
                         bulk_plan(self, row_params(lexed))
 
-                yield from self._statement(bulk)
+                self._statement(bulk)
                 return
             if plan is not None:
-                yield from self._statement(lambda: plan(self, row_params(lexed)))
+                self._statement(lambda: plan(self, row_params(lexed)))
                 return
         stmt = parse_raw(raw)
         if stmt is not None:
-            yield from self.execute(stmt.expression, stmt.text)
+            self.execute(stmt.expression, stmt.text)
 
     def _template_plan(self, lexed: Lexed) -> Plan | None:
         """A compiled plan for every statement of this shape, or None to parse each one."""
@@ -460,10 +486,11 @@ class Engine:
         except SQLError:
             return None  # the statement's own parse reports the error, located
 
-    def execute(self, node: exp.Expr, source: str = "") -> Iterator[Event]:
+    def execute(self, node: exp.Expr, source: str = "") -> None:
+        """Execute one parsed statement; what it commits goes to `outbox`."""
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
-            yield from handler(self, node, source)
+            handler(self, node, source)
             return
         if isinstance(node, exp.Select) and not node.args.get("from_") and _uses_sequences(node):
             for projection in node.expressions:  # only for the values they take from sequences
@@ -472,11 +499,11 @@ class Engine:
         if isinstance(node, _IGNORED):
             return
         if _is_ddl(node):
-            yield from self._commit()
+            self._commit()
             self.plans.clear()  # plans hold tables and the current database
             for event in self.catalog.apply(node, source):
                 self._sync_table(event)
-                yield event
+                self.outbox.append(event)
             return
         raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
 
@@ -493,43 +520,52 @@ class Engine:
             self.txn = Transaction(start_ts=self.catalog.clock.next())
         return self.txn
 
-    def _commit(self) -> Iterator[Event]:
+    def _commit(self) -> None:
         txn, self.txn = self.txn, None
-        if txn is None or not txn.first:
+        if txn is None or not any(txn.first.values()):
             return
         commit_ts = self.catalog.clock.next()
-        yield from self._row_events(txn, commit_ts)
+        self.outbox.extend(self._row_events(txn, commit_ts))
 
     def _rollback_to(self, mark: int) -> None:
         assert self.txn is not None
         undo, first = self.txn.undo, self.txn.first
         while len(undo) > mark:
-            table, handle, previous, first_touch = undo.pop()
+            entry = undo.pop()
+            if isinstance(entry, _BulkInsert):
+                for handle in entry.handles:
+                    self._store(entry.table, handle, None)
+                firsts = first[entry.table]
+                for handle in entry.touched:
+                    del firsts[handle]
+                continue
+            table, handle, previous, first_touch = entry
             self._store(table, handle, previous)
             if first_touch:
-                del first[(table.info.id, handle)]
+                del first[table][handle]
 
     def _write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""
         txn = self._begin()
+        firsts = txn.first.get(table)
+        if firsts is None:
+            firsts = txn.first[table] = {}
         previous = table.rows.get(handle)
-        key = (table.info.id, handle)
-        first_touch = key not in txn.first
+        first_touch = handle not in firsts
         if first_touch:
-            txn.first[key] = previous
-        txn.undo.append((table, handle, previous, first_touch))
+            firsts[handle] = previous
+        txn.undo.append(_Write(table, handle, previous, first_touch))
         self._store(table, handle, row)
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
-        """Insert rows under handles that hold no row (checked by the caller), in one go."""
+        """Insert rows under distinct handles that hold no row (checked by the caller)."""
         txn = self._begin()
-        first, undo, table_id = txn.first, txn.undo, table.info.id
-        for handle in handles:
-            key = (table_id, handle)
-            touch = key not in first
-            if touch:
-                first[key] = None
-            undo.append((table, handle, None, touch))
+        firsts = txn.first.get(table)
+        if firsts is None:
+            firsts = txn.first[table] = {}
+        touched = [h for h in handles if h not in firsts] if firsts else handles
+        firsts.update(dict.fromkeys(touched))
+        txn.undo.append(_BulkInsert(table, handles, touched))
         table.rows.update(zip(handles, rows, strict=True))
         for unique in table.uniques:
             for handle, row in zip(handles, rows, strict=True):
@@ -554,7 +590,7 @@ class Engine:
             if key is not None:
                 unique.entries[key] = handle
 
-    def _statement(self, body: Callable[[], None]) -> Iterator[Event]:
+    def _statement(self, body: Callable[[], None]) -> None:
         """Run one DML statement atomically, committing it under autocommit."""
         implicit = self.txn is None and self.autocommit
         txn = self._begin()
@@ -568,42 +604,42 @@ class Engine:
                 self.txn = None
             raise
         if implicit:
-            yield from self._commit()
+            self._commit()
 
     # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
 
-    def _row_events(self, txn: Transaction, commit_ts: int) -> Iterator[RowChangedEvent]:
-        """(first image, final image) per written key -> TiCDC's events, in sorter order."""
-        by_physical: dict[
-            int, tuple[TableData, list[tuple[int, Any, RowChangedEvent]]]
-        ] = {}  # physical id -> (its table, its rows)
-        start_ts, old_value = txn.start_ts, self.config.old_value
-        plain: dict[int, bool] = {}  # table id -> not partitioned and no TIMESTAMP column
-        for (table_id, handle), before in txn.first.items():
-            table = self.tables[table_id]
-            after = table.rows.get(handle)
-            if table_id not in plain:
-                plain[table_id] = table.info.partition is None and not table.timestamps
-            if before is None and plain[table_id]:  # the common case, kept short
-                if after is not None:
-                    row_id = handle if table.int_handle and type(handle) is int else 0
-                    event = RowChangedEvent(
-                        start_ts, commit_ts, table.info, table_id, after, None, row_id
-                    )
-                    by_physical.setdefault(table_id, (table, []))[1].append(
-                        (_INSERT, handle, event)
-                    )
+    def _row_events(self, txn: Transaction, commit_ts: int) -> list[RowChangedEvent]:
+        """(first image, final image) per written key -> TiCDC's events, in sorter order:
+        by physical table id, then per key's final mutation delete < update < insert, then
+        by key (tiflow `sorter/pebble/encoding/key.go`)."""
+        ordered: dict[int, tuple[TableData, list[RowChangedEvent]]] = {}  # physical id ->
+        start_ts = txn.start_ts
+        for table, firsts in txn.first.items():
+            info = table.info
+            plain = info.partition is None and not table.timestamps
+            if plain and list(firsts.values()).count(None) == len(firsts):
+                # only keys new to this transaction: inserts in key order, nothing to split
+                rows = table.rows
+                handles = [h for h in firsts if h in rows]
+                handles.sort(key=None if table.int_handle else _key_order)
+                tid = info.id
+                if table.int_handle:
+                    events = [RowChangedEvent(start_ts, commit_ts, info, tid, rows[h], None, h)
+                              for h in handles]  # fmt: skip
+                else:
+                    events = [RowChangedEvent(start_ts, commit_ts, info, tid, rows[h], None, 0)
+                              for h in handles]  # fmt: skip
+                if events:
+                    ordered[tid] = (table, events)
                 continue
-            if before is None and after is None:
-                continue
-            self._changes(table, handle, before, after, start_ts, commit_ts, old_value, by_physical)
-        for pid in sorted(by_physical):
-            table, rows = by_physical[pid]
-            if table.int_handle and not table.handle_offsets or table.pk_int_handle:
-                rows.sort(key=_ORDER_AND_HANDLE)  # signed int handles
-            else:
-                rows.sort(key=lambda r: (r[0], _sort_key(table, r[1])))
-            yield from self._split_and_sort(table, [event for _, _, event in rows])
+            keyed: dict[int, list[tuple[int, Any, RowChangedEvent]]] = {}
+            rows_get = table.rows.get
+            for handle, before in firsts.items():
+                self._changes(table, handle, before, rows_get(handle), start_ts, commit_ts, keyed)
+            for pid, changes in keyed.items():
+                changes.sort(key=_ORDER_AND_HANDLE if table.int_handle else _order_and_key)
+                ordered[pid] = (table, self._split_and_sort(table, [e for _, _, e in changes]))
+        return [event for pid in sorted(ordered) for event in ordered[pid][1]]
 
     def _changes(
         self,
@@ -613,14 +649,15 @@ class Engine:
         after: Row | None,
         start_ts: int,
         commit_ts: int,
-        old_value: bool,
-        by_physical: dict[int, tuple[TableData, list[tuple[int, Any, RowChangedEvent]]]],
+        keyed: dict[int, list[tuple[int, Any, RowChangedEvent]]],
     ) -> None:
-        """One key's change: an update, or a delete and an insert across partitions."""
-        info = table.info
+        """One key's change, as (sorter order, key, event) under its physical table id: an
+        update, or a delete and an insert when the row moved partition."""
+        if before is None and after is None:
+            return  # inserted and deleted again: TiKV keeps nothing
         old_pid = self._physical_id(table, before) if before is not None else None
         new_pid = self._physical_id(table, after) if after is not None else None
-        row_id = handle if table.int_handle and not isinstance(handle, tuple) else 0
+        old_value = self.config.old_value
         parts: list[tuple[int, int, Row | None, Row | None]] = []
         if before is not None and after is not None and old_pid == new_pid:
             assert new_pid is not None
@@ -635,19 +672,20 @@ class Engine:
             if after is not None:
                 assert new_pid is not None
                 parts.append((new_pid, _INSERT, None, after))
+        row_id = handle if table.int_handle else 0
         for pid, order, pre, post in parts:
             if pre is not None and post is None and not old_value:
                 pre = table.key_only(pre)  # a delete without old value: the key's columns
             event = RowChangedEvent(
                 start_ts=start_ts,
                 commit_ts=commit_ts,
-                table=info,
+                table=table.info,
                 physical_table_id=pid,
                 columns=self._emitted(table, post),
                 pre_columns=self._emitted(table, pre),
                 row_id=row_id,
             )
-            by_physical.setdefault(pid, (table, []))[1].append((order, handle, event))
+            keyed.setdefault(pid, []).append((order, handle, event))
 
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
         """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
@@ -671,8 +709,8 @@ class Engine:
             pre, post = event.pre_columns, event.columns
             if pre is not None and post is not None and any(pre[o] != post[o] for o in offsets):
                 split = True
-                out.append(replace(event, columns=None))
-                out.append(replace(event, pre_columns=None))
+                out.append(event._replace(columns=None))
+                out.append(event._replace(pre_columns=None))
             else:
                 out.append(event)
         if split:
@@ -838,8 +876,8 @@ class Engine:
         return found
 
     @staticmethod
-    def sort_key(table: TableData, handle: Any) -> Any:
-        return _sort_key(table, handle)
+    def key_order(handle: Any) -> Any:
+        return _key_order(handle)
 
     @staticmethod
     def unique_error(table: TableData, unique: UniqueIndex, row: Row) -> SQLError:
@@ -867,11 +905,15 @@ def _kind_order(event: RowChangedEvent) -> int:
     return 1 if kind == "delete" else 2 if kind == "update" else 3
 
 
-def _sort_key(table: TableData, handle: Any) -> Any:
+def _key_order(handle: Any) -> Any:
     """Row-key order within one table: signed int handles, or the common handle's datums."""
     if not isinstance(handle, tuple):
-        return (0, handle)
-    return (1, tuple(_datum_key(v) for v in handle))
+        return handle
+    return tuple(_datum_key(v) for v in handle)
+
+
+def _order_and_key(change: tuple[int, Any, RowChangedEvent]) -> Any:
+    return change[0], _key_order(change[1])
 
 
 def _datum_key(value: Any) -> tuple[int, Any]:
@@ -1131,22 +1173,21 @@ _IGNORED = (
 )
 
 
-def _use(engine: Engine, node: exp.Use, source: str) -> Iterator[Event]:
+def _use(engine: Engine, node: exp.Use, source: str) -> None:
     engine.catalog.apply(node, source)
     engine.plans.clear()
-    return iter(())
 
 
-def _transaction(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
-    yield from engine._commit()  # BEGIN commits an open transaction (MySQL)
+def _transaction(engine: Engine, node: exp.Expr, source: str) -> None:
+    engine._commit()  # BEGIN commits an open transaction (MySQL)
     engine._begin()
 
 
-def _commit(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
-    yield from engine._commit()
+def _commit(engine: Engine, node: exp.Expr, source: str) -> None:
+    engine._commit()
 
 
-def _rollback(engine: Engine, node: exp.Rollback, source: str) -> Iterator[Event]:
+def _rollback(engine: Engine, node: exp.Rollback, source: str) -> None:
     savepoint = node.args.get("savepoint")
     if savepoint is not None:
         name = savepoint.name.lower()
@@ -1157,27 +1198,25 @@ def _rollback(engine: Engine, node: exp.Rollback, source: str) -> Iterator[Event
         engine._rollback_to(mark)
         names = list(txn.savepoints)  # savepoints set after this one are gone (MySQL)
         txn.savepoints = {k: txn.savepoints[k] for k in names[: names.index(name) + 1]}
-        return iter(())
+        return
     engine._abort()
-    return iter(())
 
 
-def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> Iterator[Event]:
+def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
     name = node.this.name.lower()
     if node.args.get("release"):
         if engine.txn is None or name not in engine.txn.savepoints:
             raise SQLError(f"SAVEPOINT {node.this.name} does not exist", code=1305)
         del engine.txn.savepoints[name]
-        return iter(())
+        return
     if engine.txn is None and engine.autocommit:
-        return iter(())  # a savepoint outside a transaction is a no-op (MySQL)
+        return  # a savepoint outside a transaction is a no-op (MySQL)
     txn = engine._begin()
     txn.savepoints.pop(name, None)  # re-setting a name moves it to the end
     txn.savepoints[name] = len(txn.undo)
-    return iter(())
 
 
-def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
+def _set(engine: Engine, node: exp.Set, source: str) -> None:
     for item in node.expressions:
         if item.text("kind").upper() == "NAMES":
             engine.set_client_charset(item.this.name)
@@ -1199,7 +1238,7 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
         if name == "autocommit":
             on = as_text(value).upper() in ("1", "ON", "TRUE")
             if on and not engine.autocommit:
-                yield from engine._commit()  # turning autocommit on commits (MySQL)
+                engine._commit()  # turning autocommit on commits (MySQL)
             engine.autocommit = on
         elif name == "time_zone":
             engine.zone = load_zone(as_text(value))
@@ -1212,12 +1251,12 @@ def _set(engine: Engine, node: exp.Set, source: str) -> Iterator[Event]:
             engine.warnings.append(f"variable {name} is accepted and has no effect")
 
 
-def _dml(engine: Engine, node: exp.Expr, source: str) -> Iterator[Event]:
+def _dml(engine: Engine, node: exp.Expr, source: str) -> None:
     plan = compile_dml(engine, node)
-    return engine._statement(lambda: plan(engine, [[]]))
+    engine._statement(lambda: plan(engine, [[]]))
 
 
-_STATEMENTS: dict[type, Callable[[Engine, Any, str], Iterator[Event]]] = {
+_STATEMENTS: dict[type, Callable[[Engine, Any, str], None]] = {
     exp.Insert: _dml,
     d.ReplaceInto: _dml,
     exp.Update: _dml,

@@ -18,6 +18,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import operator
 import re
 import uuid
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from ticdc_sim.errors import SQLError
 from ticdc_sim.generator import dialect as d
 from ticdc_sim.generator.shapes import Param
 from ticdc_sim.generator.values import (
+    WIDE,
     BinaryLiteral,
     JSONValue,
     as_text,
@@ -123,7 +125,9 @@ def _int_result(value: int) -> int:
     return value
 
 
-def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _arith(
+    op: Callable[[Any, Any], Any], decimal_op: Callable[[Decimal, Decimal], Decimal]
+) -> Callable[[Any, Any], Any]:
     def apply(a: Any, b: Any) -> Any:
         if a is None or b is None:
             return None
@@ -131,7 +135,7 @@ def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         if isinstance(x, float) or isinstance(y, float):
             return float(op(float(x), float(y)))
         if isinstance(x, Decimal) or isinstance(y, Decimal):
-            return op(Decimal(x), Decimal(y))
+            return decimal_op(Decimal(x), Decimal(y))
         return _int_result(op(x, y))
 
     return apply
@@ -152,7 +156,7 @@ def divide(a: Any, b: Any) -> Any:
         return float(x) / float(y)
     dx = Decimal(x)
     quantum = Decimal(1).scaleb(-(_scale(dx) + 4))
-    return (dx / Decimal(y)).quantize(quantum, rounding=ROUND_HALF_UP)
+    return WIDE.quantize(WIDE.divide(dx, Decimal(y)), quantum)
 
 
 def int_divide(a: Any, b: Any) -> Any:
@@ -161,7 +165,7 @@ def int_divide(a: Any, b: Any) -> Any:
     x, y = to_number(a), to_number(b)
     if y == 0:
         return None
-    quotient = Decimal(x) / Decimal(y)
+    quotient = WIDE.divide(Decimal(x), Decimal(y))
     return _int_result(int(quotient.to_integral_value(rounding=ROUND_DOWN)))
 
 
@@ -173,7 +177,7 @@ def modulo(a: Any, b: Any) -> Any:
         return None
     if isinstance(x, float) or isinstance(y, float):
         return math.fmod(float(x), float(y))
-    result = abs(Decimal(x)) % abs(Decimal(y))
+    result = WIDE.remainder(abs(Decimal(x)), abs(Decimal(y)))
     result = -result if x < 0 else result
     return int(result) if isinstance(x, int) and isinstance(y, int) else result
 
@@ -532,9 +536,7 @@ def _cast(node: exp.Cast, scope: Scope) -> Compiled:
         if kind == exp.DType.DECIMAL:
             params = [int(p.this.this) for p in to.expressions] or [10, 0]
             scale = params[1] if len(params) > 1 else 0
-            return Decimal(to_number(value)).quantize(
-                Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP
-            )
+            return WIDE.quantize(Decimal(to_number(value)), Decimal(1).scaleb(-scale))
         if kind in (exp.DType.DOUBLE, exp.DType.FLOAT):
             return float(to_number(value))
         if kind in (exp.DType.DATE, exp.DType.DATETIME, exp.DType.TIMESTAMP):
@@ -596,7 +598,9 @@ def add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
 
 
 def _interval_arith(sign: int) -> Callable[[exp.Expr, Scope], Compiled]:
-    numeric = _binary(_arith(lambda a, b: a + b) if sign > 0 else _arith(lambda a, b: a - b))
+    numeric = _binary(
+        _arith(operator.add, WIDE.add) if sign > 0 else _arith(operator.sub, WIDE.subtract)
+    )
 
     def build(node: exp.Expr, scope: Scope) -> Compiled:
         interval = node.expression
@@ -706,18 +710,16 @@ def _round(value: Any, places: Any = 0) -> Any:
         return (
             float(round(Decimal(repr(number)), digits))
             if digits >= 0
-            else float(
-                Decimal(repr(number)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-            )
+            else float(WIDE.quantize(Decimal(repr(number)), Decimal(1).scaleb(-digits)))
         )
     quantum = Decimal(1).scaleb(-digits)
-    result = Decimal(number).quantize(quantum, rounding=ROUND_HALF_UP)
+    result = WIDE.quantize(Decimal(number), quantum)
     return int(result) if isinstance(number, int) and digits <= 0 else result
 
 
 def _truncate(value: Any, places: Any) -> Any:
     number, digits = to_number(value), int(to_number(places))
-    result = Decimal(number).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_DOWN)
+    result = Decimal(number).quantize(Decimal(1).scaleb(-digits), ROUND_DOWN, WIDE)
     if isinstance(number, int):
         return int(result)
     return float(result) if isinstance(number, float) else result
@@ -1080,7 +1082,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Tuple: _tuple,
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
-    exp.Mul: _binary(_arith(lambda a, b: a * b)),
+    exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
     exp.Div: lambda node, scope: _division(node, scope, divide),
     exp.IntDiv: lambda node, scope: _division(node, scope, int_divide),
     exp.Mod: lambda node, scope: _division(node, scope, modulo),

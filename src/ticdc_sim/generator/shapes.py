@@ -6,7 +6,7 @@ its shape and its literals; the first statement of a shape is parsed by sqlglot 
 whose literals became `Param` nodes, and every later statement of that shape reuses the
 compiled template with its own literal values. Multi-row `VALUES` lists are one shape
 whatever their row count: after the first row group, every further group of the same shape
-is taken by one regular expression and its literals by one `findall`.
+is taken, literals and all, by one `findall`.
 
 A template is only kept when a re-parse with marker literals lines up node for node with the
 real parse; anything the lexer cannot account for (executable comments, hex literals, odd
@@ -98,33 +98,40 @@ def literal_value(kind: str, lexeme: str) -> Any:
 # Literal patterns for row groups; possessive, since a literal never gives characters back.
 _LITERAL_PATTERNS = {
     "str": r"'(?:[^'\\]++|\\.|'')*+'" r'|"(?:[^"\\]++|\\.|"")*+"',
-    "num": r"(?<![\w$.])(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
+    "num": r"(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
 }
 
 
 @functools.lru_cache(maxsize=256)
-def _row_patterns(tokens: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Regexes for `, (...)` row groups shaped like `tokens` (the first group's): one that
-    takes every such group in a row at once, and one that captures a group's literals."""
-    capture, plain = [r"\s*,\s*"], [r"\s*+,\s*+"]
+def _row_pattern(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    """A regex for one `, (...)` row group shaped like `tokens` (the first group's),
+    capturing its literals, or else capturing the whole rest of the text.
+
+    One `findall` from the end of the first group then returns every following group of
+    that shape, and as its last item the text after them: the rows are taken in one pass
+    and known to be contiguous.
+    """
+    parts = [r"\s*+,\s*+"]
+    previous = ","
     for kind, lexeme in tokens:
         if kind in _LITERAL_PATTERNS:
-            capture.append(f"({_LITERAL_PATTERNS[kind]})")
-            plain.append(f"(?:{_LITERAL_PATTERNS[kind]})")
+            if previous[-1:].isalnum() or previous[-1:] in "_$.":
+                parts.append(r"(?<![\w$.])")  # `x1` and `1.5` are single tokens
+            parts.append(f"({_LITERAL_PATTERNS[kind]})")
         else:
-            capture.append(re.escape(lexeme))
-            plain.append(re.escape(lexeme))
-        capture.append(r"\s*")
-        plain.append(r"\s*+")
-    flags = re.IGNORECASE | re.S
-    return re.compile("(?:" + "".join(plain) + ")*+", flags), re.compile("".join(capture), flags)
+            parts.append(re.escape(lexeme))
+        parts.append(r"\s*+")
+        previous = lexeme if kind not in _LITERAL_PATTERNS else "0"
+    if not any(kind in _LITERAL_PATTERNS for kind, _ in tokens):
+        parts.append("()")  # findall gives tuples only with two groups or more
+    return re.compile("".join(parts) + r"|(.++)", re.IGNORECASE | re.S)
 
 
 def lex(text: str) -> Lexed | None:
     """Shape and literals of a statement, or None when the fast path should not try.
 
-    After the first `VALUES (...)` group, further groups of the same shape are matched by
-    one regular expression each and folded into the key as `<rows>`.
+    After the first `VALUES (...)` group, further groups of the same shape are taken by one
+    `findall` (`_row_pattern`) and folded into the key as `<rows>`.
     """
     key: list[str] = []
     literals: list[tuple[str, str]] = []
@@ -167,14 +174,12 @@ def lex(text: str) -> Lexed | None:
             first_stop = last_stop = pos
             row_width = len(literals) - head
             shape = tuple((k, "" if k in _LITERAL_PATTERNS else v) for k, v in group)
-            all_rows, one_row = _row_patterns(shape)
+            found = _row_pattern(shape).findall(text, pos)
+            rest = found.pop()[-1] if found and found[-1][-1] else ""
+            if found:
+                extra = [row[:row_width] for row in found]
+                last_stop = pos = end - len(rest)
             group, rows = None, 1
-            matched = all_rows.match(text, pos)
-            if matched is not None and matched.end() > pos:
-                last_stop = matched.end()
-                found = one_row.findall(text, pos, last_stop)
-                extra = found if row_width != 1 else [(v,) for v in found]
-                pos = last_stop
             key.append("<rows>")
     template = text[:first_stop] + text[last_stop:] if extra else text
     return Lexed(tuple(key), tuple(literals), extra, head, row_width, template)

@@ -20,8 +20,9 @@ import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import MAX_PREC, ROUND_HALF_UP, Decimal, InvalidOperation
 from decimal import Context as DecimalContext
+from itertools import repeat
 from typing import Any
 
 from ticdc_sim.errors import SQLError
@@ -30,8 +31,11 @@ from ticdc_sim.model.table import ColumnInfo
 
 M = MySQLType
 Converter = Callable[[Any], Any]
-# DECIMAL(65, 30) needs more than the default 28 digits of precision
-WIDE = DecimalContext(prec=100)
+# DECIMAL arithmetic: DECIMAL(65, 30) needs more than the default context's 28 digits, and
+# MySQL rounds half away from zero. Every Decimal operation names this context.
+WIDE = DecimalContext(prec=100, rounding=ROUND_HALF_UP)
+# literal text -> Decimal with every digit kept (range checks come after rounding to scale)
+EXACT = DecimalContext(prec=MAX_PREC, rounding=ROUND_HALF_UP)
 
 TIDB_DEFAULT_SQL_MODE = (
     "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
@@ -191,7 +195,7 @@ def _decimal(col: ColumnInfo) -> Converter:
         dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
         if abs(dec) >= bound or (unsigned and dec < 0):
             raise _out_of_range(col)
-        return dec + 0 if dec else abs(dec)  # no negative zero
+        return dec if dec else abs(dec)  # no negative zero
 
     return convert
 
@@ -737,14 +741,12 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
     if kind == "num" and tp == M.NEWDECIMAL:
         quantum, bound = _decimal_limits(col)
         unsigned = col.unsigned
+        quantize, exact = WIDE.quantize, EXACT.create_decimal
 
         def decimals(lexemes: Sequence[str]) -> list[Any] | None:
             try:
-                values = [
-                    Decimal(x).quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
-                    for x in lexemes
-                ]
-            except InvalidOperation:
+                values = list(map(quantize, map(exact, lexemes), repeat(quantum, len(lexemes))))
+            except ArithmeticError:  # not a number, or beyond 100 digits: per value
                 return None
             if max(map(abs, values)) >= bound or (unsigned and min(values) < 0):
                 return None

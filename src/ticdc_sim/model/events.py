@@ -1,6 +1,6 @@
 """The events that flow from the generator to the partitioner and the encoders.
 
-Frozen and slotted like h11's events; they mirror tiflow `cdc/model/sink.go`
+Immutable like h11's events; they mirror tiflow `cdc/model/sink.go`
 (`RowChangedEvent`, `DDLEvent`, `ResolvedEvent`). Row values are Python values in table column
 order (`None` for SQL NULL); `columns`/`pre_columns` being empty encodes the row kind exactly as
 TiCDC does: insert = columns only, delete = pre_columns only, update = both. Virtual generated
@@ -11,7 +11,7 @@ columns keep their computed value in place; TiCDC never emits them, so encoders 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.table import TableInfo
@@ -20,8 +20,13 @@ Value = int | float | str | bytes | None
 RowKind = Literal["insert", "update", "delete"]
 
 
-@dataclass(frozen=True, slots=True)
-class RowChangedEvent:
+class RowChangedEvent(NamedTuple):
+    """One row change. A named tuple rather than a frozen dataclass: just as immutable, and
+    built about four times faster, which matters at hundreds of thousands of rows a second.
+
+    The engine guarantees `start_ts < commit_ts` and that at least one image is present.
+    """
+
     start_ts: int
     commit_ts: int
     table: TableInfo
@@ -29,12 +34,6 @@ class RowChangedEvent:
     columns: tuple[Value, ...] | None  # new row image, one value per table column
     pre_columns: tuple[Value, ...] | None  # old row image
     row_id: int = 0  # the int handle (`_tidb_rowid` or the int PK); 0 for common handles
-
-    def __post_init__(self) -> None:
-        if self.columns is None and self.pre_columns is None:
-            raise ValueError("a row change needs a new or an old row image")
-        if not self.start_ts < self.commit_ts:
-            raise ValueError(f"start ts {self.start_ts} must be below commit ts {self.commit_ts}")
 
     @property
     def kind(self) -> RowKind:
