@@ -648,6 +648,46 @@ def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str
     assert engine.tables[engine.catalog.table("test", "c").id].rows == {}  # nothing half-written
 
 
+def test_bulk_inserts_roll_back_to_savepoints_and_fold_with_earlier_writes() -> None:
+    from ticdc_sim.generator.script import split_script
+
+    text = (
+        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(4));\n"
+        "BEGIN;\n"
+        "INSERT INTO c VALUES (1, 'a'), (2, 'b');\n"
+        "DELETE FROM c WHERE id = 2;\n"
+        "SAVEPOINT s;\n"
+        "INSERT INTO c VALUES (2, 'x'), (3, 'c');\n"  # key 2 was written before, 3 was not
+        "ROLLBACK TO s;\n"
+        "INSERT INTO c VALUES (3, 'd'), (4, 'e');\n"
+        "COMMIT;\n"
+    )
+    parsed = list(Engine().run(parse_statements(text)))
+    fast = list(Engine().run(split_script(text.splitlines(keepends=True))))
+    assert fast == parsed
+    assert changes([e for e in fast if isinstance(e, RowChangedEvent)]) == [
+        ("insert", None, (1, "a")),
+        ("insert", None, (3, "d")),
+        ("insert", None, (4, "e")),
+    ]
+
+
+def test_long_statements_pause_the_collector_and_always_restore_it() -> None:
+    import gc
+
+    from ticdc_sim.generator.script import split_script
+
+    rows = ", ".join(f"({i}, 'v{i}')" for i in range(8000))  # beyond 64 KiB of text
+    create = "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(8));\n"
+    events = list(Engine().run(split_script([create, f"INSERT INTO c VALUES {rows};\n"])))
+    assert len(events) == 8001 and gc.isenabled()
+    engine = Engine()
+    with pytest.raises(SQLError, match="Duplicate entry '0'"):
+        list(engine.run(split_script([create, f"INSERT INTO c VALUES {rows}, (0, 'a');\n"])))
+    assert gc.isenabled()
+    assert engine.tables[engine.catalog.table("test", "c").id].rows == {}
+
+
 def test_last_insert_id_is_the_first_id_of_the_last_insert() -> None:
     engine, events = run(
         "CREATE TABLE a (id INT AUTO_INCREMENT PRIMARY KEY, v INT);"

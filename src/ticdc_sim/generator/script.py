@@ -114,6 +114,21 @@ _PLAIN_RUN = re.compile(  # possessive: nothing here is worth backtracking into
 )
 
 
+def _ends_one_statement(line: str) -> bool:
+    """Whether a line needs no scanning: its one `;` ends the statement it holds or ends.
+
+    That is a line without double quotes, backquotes, backslashes or comment starts, whose
+    single quotes pair up and whose only `;` is its last visible character: with an even
+    number of quotes before it (doubled quotes count twice), that `;` is outside any string.
+    """
+    if line.count(";") != 1 or not line.rstrip().endswith(";") or line.count("'") % 2:
+        return False
+    return not any(hard in line for hard in _HARD)
+
+
+_HARD = ('"', "`", "\\", "#", "--", "/*")
+
+
 def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawStatement]:
     """Split a script into statement texts lazily, line by line, as the mysql client does.
 
@@ -125,6 +140,16 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
     pending: list[str] = []
     start: Location | None = None
     for number, line in enumerate(lines, start=1):
+        if not quote and not block and _ends_one_statement(line):  # nothing to scan for
+            if start is None:
+                stripped = len(line) - len(line.lstrip())
+                start, pending = Location(file, number, stripped + 1), []
+            pending.append(line[: line.rindex(";")])
+            text = "".join(pending).strip()
+            if text:
+                yield RawStatement(text, start)
+            pending, start = [], None
+            continue
         pos = 0
         chunk_start = 0
         while True:
