@@ -58,3 +58,12 @@ class SQLError(SimError):
                 stmt = stmt[:197] + "..."
             text += f"\n  in: {stmt}"
         return text
+
+
+class ConfigError(SimError):
+    """A sink URI, changefeed config or dispatcher that TiCDC would reject; says which part."""
+
+
+class EncodeError(SimError):
+    """An event an encoder cannot write, e.g. a message over max-message-bytes
+    (TiCDC's ErrMessageTooLarge)."""

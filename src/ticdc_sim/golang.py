@@ -1,0 +1,116 @@
+"""Go standard-library formatting that TiCDC's bytes depend on.
+
+Floats: Go's shortest round-trip digits for the value's bit size, laid out as
+`strconv.FormatFloat(v, 'f', -1, bits)` (canal-json values, dispatcher hashing) or as
+`encoding/json`'s `floatEncoder` (JSON numbers; jsoniter's WriteFloat32/64 agree).
+`go_quote_inner` is `strconv.Quote` without its quotes (open protocol binary values).
+Pure functions over Python values; nothing here imports the rest of the package.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import unicodedata
+from decimal import Decimal
+
+# -- floats ------------------------------------------------------------------------------------
+
+
+def shortest_digits(value: float, bits: int) -> tuple[str, int]:
+    """Go's shortest round-trip digits of a finite non-zero float and its decimal exponent:
+    value = 0.d1d2... * 10**exponent. `bits` is 32 for FLOAT (the float32 the value holds)."""
+    if bits == 64:
+        sign, digits, exp = Decimal(repr(value)).as_tuple()
+        text = "".join(map(str, digits)).rstrip("0") or "0"
+        return text, len(digits) + int(exp)
+    for precision in range(1, 10):
+        candidate = f"{value:.{precision - 1}e}"
+        if float32(float(candidate)) == value:
+            mantissa, _, exponent = candidate.partition("e")
+            text = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+            return text, int(exponent) + 1
+    raise AssertionError(f"{value!r} is not a float32")
+
+
+def float32(value: float) -> float:
+    """The float32 nearest `value` (FLOAT columns hold these)."""
+    result: float = struct.unpack("f", struct.pack("f", value))[0]
+    return result
+
+
+def format_f(value: float, bits: int) -> str:
+    """`strconv.FormatFloat(v, 'f', -1, bits)`: shortest digits, never an exponent."""
+    if not math.isfinite(value):
+        return "0"  # TiCDC's mounter turns NaN and infinities into 0
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    digits, exponent = shortest_digits(abs(value), bits)
+    sign = "-" if value < 0 else ""
+    if exponent <= 0:
+        return f"{sign}0.{'0' * -exponent}{digits}"
+    if exponent >= len(digits):
+        return sign + digits + "0" * (exponent - len(digits))
+    return f"{sign}{digits[:exponent]}.{digits[exponent:]}"
+
+
+def json_number(value: float, bits: int) -> str:
+    """A float as `encoding/json` writes it (jsoniter's WriteFloat32/64 agree)."""
+    if not math.isfinite(value):
+        return "0"
+    magnitude = abs(value)
+    limit_small, limit_big = (1e-6, 1e21)
+    if bits == 32:
+        magnitude = float32(magnitude)
+    if magnitude == 0 or limit_small <= magnitude < limit_big:
+        return format_f(value, bits)
+    digits, exponent = shortest_digits(magnitude, bits)
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    power = exponent - 1
+    sign = "-" if value < 0 else ""
+    # strconv writes at least two exponent digits; encoding/json turns e-07 back into e-7
+    exp_text = f"{'+' if power >= 0 else '-'}{abs(power):02d}"
+    if power < 0 and abs(power) < 10:
+        exp_text = f"-{abs(power)}"
+    return f"{sign}{mantissa}e{exp_text}"
+
+
+# -- strconv.Quote -----------------------------------------------------------------------------
+
+_QUOTE_SHORT = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote_inner(data: bytes) -> str:
+    """`strconv.Quote(string(data))` without its outer quotes (open protocol binary values)."""
+    out: list[str] = []
+    text = data.decode("utf-8", "surrogateescape")
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # an invalid UTF-8 byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char in _QUOTE_SHORT:
+            out.append(_QUOTE_SHORT[char])
+        elif _is_print(char):
+            out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def _is_print(char: str) -> bool:
+    # Go unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space
+    return char == " " or unicodedata.category(char)[0] in "LMNPS"
