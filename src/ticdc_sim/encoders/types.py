@@ -1,0 +1,157 @@
+"""Type names and codes the encoders write: TiDB's type strings and Java SQL types.
+
+Tables from TiDB `pkg/parser/types/etc.go` (`TypeToStr`), `pkg/parser/types/field_type.go`
+(`CompactStr`, `InfoSchemaStr`), tiflow `pkg/sink/codec/internal/java.go`
+(`MySQLType2JavaType`) and `pkg/sink/codec/canal/canal_entry.go` (unsigned promotion).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ticdc_sim.model.mysql import MySQLType as M
+from ticdc_sim.model.mysql import TiDBFlag
+from ticdc_sim.model.table import ColumnInfo
+
+TYPE_NAMES: dict[M, str] = {
+    M.BIT: "bit",
+    M.TINY: "tinyint",
+    M.SHORT: "smallint",
+    M.INT24: "mediumint",
+    M.LONG: "int",
+    M.LONGLONG: "bigint",
+    M.FLOAT: "float",
+    M.DOUBLE: "double",
+    M.NEWDECIMAL: "decimal",
+    M.DATE: "date",
+    M.NEWDATE: "date",
+    M.DATETIME: "datetime",
+    M.TIMESTAMP: "timestamp",
+    M.DURATION: "time",
+    M.YEAR: "year",
+    M.VARCHAR: "varchar",
+    M.VAR_STRING: "var_string",
+    M.STRING: "char",
+    M.TINY_BLOB: "tinytext",
+    M.BLOB: "text",
+    M.MEDIUM_BLOB: "mediumtext",
+    M.LONG_BLOB: "longtext",
+    M.ENUM: "enum",
+    M.SET: "set",
+    M.JSON: "json",
+    M.TIDB_VECTOR_FLOAT32: "vector",
+    M.GEOMETRY: "geometry",
+    M.NULL: "null",
+}
+# `TypeToStr` with the binary charset
+_BINARY_NAMES = {
+    "tinytext": "tinyblob",
+    "text": "blob",
+    "mediumtext": "mediumblob",
+    "longtext": "longblob",
+    "char": "binary",
+    "varchar": "varbinary",
+}
+
+INTEGER_TYPES = frozenset({M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG})
+BLOB_TYPES = frozenset({M.TINY_BLOB, M.BLOB, M.MEDIUM_BLOB, M.LONG_BLOB})
+_TIME_TYPES = frozenset({M.DATETIME, M.TIMESTAMP, M.DURATION})
+
+
+def type_to_str(col: ColumnInfo) -> str:
+    name = TYPE_NAMES.get(col.tp, "unknown")
+    return _BINARY_NAMES.get(name, name) if col.is_binary_charset else name
+
+
+def _sign_suffix(col: ColumnInfo) -> str:
+    suffix = ""
+    if col.flag & TiDBFlag.UNSIGNED and col.tp not in (M.BIT, M.YEAR):
+        suffix += " unsigned"
+    if col.flag & TiDBFlag.ZEROFILL and col.tp != M.YEAR:
+        suffix += " zerofill"
+    return suffix
+
+
+def short_type(col: ColumnInfo) -> str:
+    """canal-json `mysqlType` by default: the type name with unsigned/zerofill."""
+    return type_to_str(col) + _sign_suffix(col)
+
+
+def full_type(col: ColumnInfo) -> str:
+    """`ColumnInfo.GetTypeDesc()`: canal-json `mysqlType` with content-compatible."""
+    name = type_to_str(col)
+    tp = col.tp
+    if tp in (M.ENUM, M.SET):
+        members = ",".join(
+            "'" + e.replace("\\", "\\\\").replace("'", "''") + "'" for e in col.elems
+        )
+        body = f"{name}({members})"
+    elif tp in _TIME_TYPES:
+        body = f"{name}({col.decimal})" if col.decimal > 0 else name
+    elif tp in (M.FLOAT, M.DOUBLE):
+        body = f"{name}({col.flen},{col.decimal})" if col.decimal >= 0 else name
+    elif tp == M.NEWDECIMAL:
+        body = f"{name}({col.flen},{col.decimal})"
+    elif tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR, M.VARCHAR, M.STRING, M.VAR_STRING):
+        body = f"{name}({col.flen})"
+    elif tp == M.TIDB_VECTOR_FLOAT32:
+        body = f"{name}({col.flen})" if col.flen > 0 else name
+    else:
+        body = name
+    return body + _sign_suffix(col)
+
+
+# MySQLType2JavaType; (text charset, binary charset) where they differ
+JAVA_TYPES: dict[M, int] = {
+    M.BIT: -7,
+    M.TINY: -6,
+    M.SHORT: 5,
+    M.INT24: 4,
+    M.LONG: 4,
+    M.LONGLONG: -5,
+    M.FLOAT: 7,
+    M.DOUBLE: 8,
+    M.NEWDECIMAL: 3,
+    M.DATE: 91,
+    M.NEWDATE: 91,
+    M.DATETIME: 93,
+    M.TIMESTAMP: 93,
+    M.DURATION: 92,
+    M.YEAR: 12,
+    M.ENUM: 4,
+    M.SET: -7,
+    M.JSON: 12,
+    M.TIDB_VECTOR_FLOAT32: 12,
+}
+_JAVA_STRING = {M.STRING: 1, M.VARCHAR: 12, M.VAR_STRING: 12}  # binary charset: 2004 (BLOB)
+JAVA_BLOB, JAVA_CLOB, JAVA_VARCHAR = 2004, 2005, 12
+# unsigned integers whose value exceeds the signed range move up one Java type
+_UNSIGNED_PROMOTION: dict[M, tuple[int, int]] = {
+    M.TINY: (127, 5),
+    M.SHORT: (32767, 4),
+    M.LONG: (2147483647, -5),
+    M.LONGLONG: (9223372036854775807, 3),
+}
+
+
+def java_type(col: ColumnInfo) -> int:
+    """The Java SQL type of a column, before unsigned promotion by value."""
+    if col.tp in BLOB_TYPES:
+        return JAVA_BLOB if col.is_binary_charset else JAVA_CLOB
+    if col.tp in _JAVA_STRING:
+        return JAVA_BLOB if col.is_binary_charset else _JAVA_STRING[col.tp]
+    return JAVA_TYPES.get(col.tp, JAVA_VARCHAR)
+
+
+def unsigned_promotion(col: ColumnInfo) -> tuple[int, int] | None:
+    """(signed maximum, promoted Java type) for an unsigned integer column, else None."""
+    if not col.unsigned:
+        return None
+    return _UNSIGNED_PROMOTION.get(col.tp)
+
+
+def promoted_java_type(base: int, promotion: tuple[int, int] | None, value: Any) -> int:
+    if promotion is None or value is None:
+        return base
+    limit, promoted = promotion
+    return promoted if value > limit else base
