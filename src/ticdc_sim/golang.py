@@ -114,3 +114,32 @@ def go_quote_inner(data: bytes) -> str:
 def _is_print(char: str) -> bool:
     # Go unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space
     return char == " " or unicodedata.category(char)[0] in "LMNPS"
+
+
+_UNQUOTE_SHORT = {v[1]: k for k, v in _QUOTE_SHORT.items()}
+
+
+def go_unquote_inner(text: str) -> bytes:
+    """The bytes `go_quote_inner` wrote (`strconv.Unquote` of the quoted text)."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\":
+            out += char.encode("utf-8")
+            i += 1
+            continue
+        kind = text[i + 1]
+        if kind == "x":
+            out.append(int(text[i + 2 : i + 4], 16))
+            i += 4
+        elif kind in "uU":
+            width = 4 if kind == "u" else 8
+            out += chr(int(text[i + 2 : i + 2 + width], 16)).encode("utf-8")
+            i += 2 + width
+        elif kind in _UNQUOTE_SHORT:
+            out += _UNQUOTE_SHORT[kind].encode()
+            i += 2
+        else:
+            raise ValueError(f"bad escape \\{kind} in a Go quoted string")
+    return bytes(out)

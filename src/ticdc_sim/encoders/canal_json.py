@@ -38,7 +38,7 @@ from ticdc_sim.encoders.types import (
     unsigned_promotion,
 )
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.golang import format_f
+from ticdc_sim.golang import float32, format_f
 from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
@@ -294,7 +294,9 @@ def parse_value(mysql_type: str, text: str | None) -> Any:
     name = mysql_type.split("(")[0].split(" ")[0]
     if name in _INTEGER_NAMES:
         return int(text)
-    if name in ("float", "double"):
+    if name == "float":
+        return float32(float(text))  # the float32 the column holds
+    if name == "double":
         return float(text)
     if name == "decimal":
         return Decimal(text)

@@ -61,10 +61,25 @@ def string(text: str, flavor: Flavor) -> str:
     return '"' + _NEEDS_ESCAPE.sub(escape, text) + '"'
 
 
+class RawJSON(str):
+    """JSON text written as it is (numbers already in Go's form)."""
+
+    __slots__ = ()
+
+
+def _raw(value: Any) -> orjson.Fragment:
+    if isinstance(value, RawJSON):
+        return orjson.Fragment(str(value))
+    raise TypeError(f"cannot write {type(value).__name__} as Go JSON")
+
+
+_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
 def dumps(value: Any, flavor: Flavor) -> bytes:
-    """Compact JSON of dicts (insertion order), lists, str, int, bool, None and Fragments."""
+    """Compact JSON of dicts (insertion order), lists, str, int, bool, None and RawJSON."""
     try:
-        out = orjson.dumps(value)
+        out = orjson.dumps(value, default=_raw, option=_OPTIONS)
     except orjson.JSONEncodeError:  # surrogate escapes: invalid UTF-8 in the data
         return _slow_dumps(value, flavor).encode("utf-8", "surrogateescape")
     if not flavor.short_bf and (b"\\b" in out or b"\\f" in out):
@@ -77,6 +92,8 @@ def dumps(value: Any, flavor: Flavor) -> bytes:
 
 
 def _slow_dumps(value: Any, flavor: Flavor) -> str:
+    if isinstance(value, RawJSON):
+        return str(value)
     if isinstance(value, str):
         return string(value, flavor)
     if value is None:
@@ -87,9 +104,6 @@ def _slow_dumps(value: Any, flavor: Flavor) -> str:
         return "false"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, orjson.Fragment):
-        contents = value.contents
-        return contents if isinstance(contents, str) else bytes(contents).decode()
     if isinstance(value, dict):
         items = (f"{string(k, flavor)}:{_slow_dumps(v, flavor)}" for k, v in value.items())
         return "{" + ",".join(items) + "}"
