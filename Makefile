@@ -28,3 +28,4 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/encode.py
