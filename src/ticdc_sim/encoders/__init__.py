@@ -1,7 +1,7 @@
 """Encoders: events -> Kafka records (key, value), one module per TiCDC protocol, no I/O.
 
 Every protocol module has the same verbs, after TiCDC's `RowEventEncoder`
-(tiflow `pkg/sink/codec/encoder.go`): `Encoder.append_row(event, partition_key)`, `build()`,
+(tiflow `pkg/sink/codec/encoder.go`): `Encoder.append_row(event)`, `build()`,
 `encode_ddl(event)`, `encode_checkpoint(ts)`; and `Decoder.decode(key, value)`, which reads
 records back into `Decoded*` events. `encoder_for`/`decoder_for` look modules up by TiCDC's
 protocol name and import them only when asked.

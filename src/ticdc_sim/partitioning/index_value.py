@@ -24,13 +24,14 @@ class IndexValueDispatcher:
     def __init__(self, index: str = "", profile: TiCDCFlagProfile = "classic") -> None:
         self.index = index
         self.profile = profile
-        self._columns: dict[int, Picked] = {}  # by id(TableInfo): TableInfo changes on DDL
+        self._columns: dict[int, tuple[TableInfo, Picked]] = {}  # by table version
 
     def dispatch(self, event: RowChangedEvent, partitions: int) -> tuple[int, str]:
         info = event.table
-        picked = self._columns.get(id(info))
-        if picked is None:
-            picked = self._columns[id(info)] = self._pick(info)
+        cached = self._columns.get(id(info))
+        if cached is None or cached[0] is not info:  # ids are reused once a version is gone
+            cached = self._columns[id(info)] = (info, self._pick(info))
+        picked = cached[1]
         row = event.columns if event.columns is not None else event.pre_columns
         assert row is not None
         visible = [row[c.offset] for c in info.visible_columns]
