@@ -126,7 +126,6 @@ class _TableCodec:
         describe = full_type if config.content_compatible else short_type
         self.mysql_types = {c.name: describe(c) for c in self.columns}
         flags = info.ticdc_flags("classic" if config.profile == "v8.5" else "new-arch")
-        self.handle = [bool(flags[c.offset] & ColumnFlag.HANDLE_KEY) for c in self.columns]
         pk_names = [c.name for c in self.columns if c.flag & TiDBFlag.PRI_KEY]
         self.head = (
             b'{"id":0,"database":'
@@ -139,8 +138,8 @@ class _TableCodec:
         )
         self.fixed_sql_type = None if self.promoted else self.sql_type(None, None)
         self.mysql_type_json = gj.dumps(self.mysql_types, gj.EASYJSON)
-        keep = [i for i, h in enumerate(self.handle) if h]
-        self.handle_positions = keep
+        handle = ColumnFlag.HANDLE_KEY
+        self.handle_positions = [i for i, c in enumerate(self.columns) if flags[c.offset] & handle]
 
     def sql_type(self, row: list[Any] | None, positions: list[int] | None) -> bytes:
         picked = range(len(self.columns)) if positions is None else positions

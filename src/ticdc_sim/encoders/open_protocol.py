@@ -90,6 +90,7 @@ class _TableCodec:
             )
             for c in order
         ]
+        self.handle_offsets = frozenset(offset for _, offset, _, _, _, h in self.fields if h)
 
     def columns(
         self, row: tuple[Any, ...], keep: Callable[[int], bool] | None = None
@@ -154,7 +155,7 @@ class Encoder:
         elif pre is not None:
             keep = None
             if self.config.delete_only_output_handle_key_columns:
-                handles = {o for _, o, _, _, _, h in codec.fields if h}
+                handles = codec.handle_offsets
                 if not handles:
                     raise EncodeError(
                         f"delete-only-output-handle-key-columns: {info.schema}.{info.name} has"
