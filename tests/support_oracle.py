@@ -11,7 +11,10 @@ from typing import Any
 
 import pymysql
 
+from support_changelog import check_ordering, decode, merged
 from support_mariadb import SYSTEM_SCHEMAS, MariaDB
+from ticdc_sim.config import changefeed
+from ticdc_sim.encoders import DecodedDDL, DecodedRow
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.engine import Engine, EngineConfig
 from ticdc_sim.generator.script import RawStatement, split_script
@@ -19,6 +22,8 @@ from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock, physical_ms
+from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks.memory import MemorySink
 
 _SCHEMA_ACTIONS = {
     ActionType.CREATE_SCHEMA,
@@ -76,6 +81,75 @@ def apply_changelog(conn: Any, events: Iterable[DDLEvent | RowChangedEvent]) -> 
         if open_ts is not None:
             cur.execute("COMMIT")
     return rows
+
+
+class DecodedApplier:
+    """A consumer of decoded records: DDL queries as they are, row changes as SQL on the
+    replica, rows found by the key columns the protocol names (else by every column that is
+    not a float). Generated columns are the replica's to compute, as a MySQL sink leaves them."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self._generated: dict[tuple[str, str], set[str]] = {}
+
+    def generated(self, cur: Any, schema: str, table: str) -> set[str]:
+        key = (schema, table)
+        if key not in self._generated:
+            cur.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+                " AND table_name = %s AND is_generated = 'ALWAYS'",
+                (schema, table),
+            )
+            self._generated[key] = {name for (name,) in cur.fetchall()}
+        return self._generated[key]
+
+    def apply(self, changelog: Iterable[DecodedRow | DecodedDDL]) -> int:
+        rows = 0
+        open_ts: int | None = None
+        with self.conn.cursor() as cur:
+            for event in changelog:
+                if isinstance(event, DecodedDDL):
+                    if open_ts is not None:
+                        cur.execute("COMMIT")
+                        open_ts = None
+                    if event.table:
+                        cur.execute(f"USE `{event.schema}`")
+                    cur.execute(event.query)
+                    self._generated.clear()
+                    continue
+                if open_ts != event.commit_ts:
+                    if open_ts is not None:
+                        cur.execute("COMMIT")
+                    cur.execute("BEGIN")
+                    open_ts = event.commit_ts
+                sql, params = self.row_sql(cur, event)
+                cur.execute(sql, params)
+                if cur.rowcount != 1:
+                    raise AssertionError(f"{sql} {params} changed {cur.rowcount} rows")
+                rows += 1
+            if open_ts is not None:
+                cur.execute("COMMIT")
+        return rows
+
+    def row_sql(self, cur: Any, row: DecodedRow) -> tuple[str, list[Any]]:
+        name = f"`{row.schema}`.`{row.table}`"
+        skip = self.generated(cur, row.schema, row.table)
+        if row.pre_columns is None:
+            assert row.columns is not None
+            cols = [c for c in row.columns if c not in skip]
+            names = ", ".join(f"`{c}`" for c in cols)
+            marks = ", ".join(["%s"] * len(cols))
+            return f"INSERT INTO {name} ({names}) VALUES ({marks})", [row.columns[c] for c in cols]
+        pre = row.pre_columns
+        keys = row.keys or [c for c, v in pre.items() if c not in skip and not isinstance(v, float)]
+        where = " AND ".join(f"`{c}` <=> %s" for c in keys)
+        params = [pre[c] for c in keys]
+        if row.columns is None:
+            return f"DELETE FROM {name} WHERE {where} LIMIT 1", params
+        cols = [c for c in row.columns if c not in skip]
+        sets = ", ".join(f"`{c}` = %s" for c in cols)
+        values = [row.columns[c] for c in cols]
+        return f"UPDATE {name} SET {sets} WHERE {where} LIMIT 1", values + params
 
 
 def _writable(info: TableInfo) -> list[int]:
@@ -142,8 +216,17 @@ def _row_key(row: tuple[Any, ...]) -> str:
     return repr(tuple(float(v) if isinstance(v, Decimal) else v for v in row))
 
 
-def check_script(source: MariaDB, replica: MariaDB, text: str, name: str, **config: Any) -> Outcome:
-    """Run `text` on MariaDB and through the engine; compare every table."""
+def check_script(
+    source: MariaDB,
+    replica: MariaDB,
+    text: str,
+    name: str,
+    protocol: str | None = None,
+    **config: Any,
+) -> Outcome:
+    """Run `text` on MariaDB and through the engine; compare every table. With a `protocol`,
+    the changelog goes through the pipeline (every table replicated, 3 partitions) and the
+    replica gets what a consumer decodes from the records."""
     statements = list(split_script(text.splitlines(keepends=True), name))
     src, dst = source.connect(), replica.connect()
     try:
@@ -164,7 +247,18 @@ def check_script(source: MariaDB, replica: MariaDB, text: str, name: str, **conf
             # and stores what upstream stored: zero dates too (TiCDC's MySQL sink does the same)
             cur.execute("SET sql_mode = 'NO_ENGINE_SUBSTITUTION'")
             cur.execute("USE test")
-        rows = apply_changelog(dst, events)
+        if protocol is None:
+            rows = apply_changelog(dst, events)
+        else:
+            feed = changefeed(
+                f"memory://?protocol={protocol}&partition-num=3&enable-tidb-extension=true",
+                "force-replicate = true\n",
+            )
+            sink = MemorySink()
+            Pipeline(feed, sink).run(events)
+            decoded = decode(feed, sink.records())
+            check_ordering(decoded)
+            rows = DecodedApplier(dst).apply(merged(decoded))
         expected, actual = _snapshot(src), _snapshot(dst)
         mismatches = []
         for table in sorted(set(expected) | set(actual)):

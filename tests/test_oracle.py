@@ -19,9 +19,16 @@ SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 
 
+# None: the engine's events as they are; else through the pipeline, encoded and decoded
+THROUGH = [None, "canal-json", "open-protocol"]
+
+
+@pytest.mark.parametrize("protocol", THROUGH, ids=lambda p: p or "events")
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
-def test_script_matches_mariadb(script: Path, mariadb_pair: tuple[MariaDB, MariaDB]) -> None:
-    outcome = check_script(*mariadb_pair, script.read_text(), str(script))
+def test_script_matches_mariadb(
+    script: Path, protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB]
+) -> None:
+    outcome = check_script(*mariadb_pair, script.read_text(), str(script), protocol)
     assert outcome.mismatches == []
     assert outcome.rows > 0 and outcome.tables > 0
 
@@ -32,8 +39,9 @@ def _known_differences() -> dict[str, str]:
     return {path.strip(): reason.strip() for path, reason in entries}
 
 
+@pytest.mark.parametrize("protocol", THROUGH, ids=lambda p: p or "events")
 def test_corpus_matches_mariadb(
-    mariadb_pair: tuple[MariaDB, MariaDB], capsys: pytest.CaptureFixture[str]
+    protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
@@ -41,7 +49,7 @@ def test_corpus_matches_mariadb(
     for path in sorted(CORPUS.rglob("*.sql")):
         name = str(path.relative_to(CORPUS))
         try:
-            outcome = check_script(*mariadb_pair, read_script(path), str(path))
+            outcome = check_script(*mariadb_pair, read_script(path), str(path), protocol)
         except MariaDBRejects:
             rejected.append(name)  # TiDB-only syntax or semantics: not an oracle case
             continue
@@ -51,7 +59,7 @@ def test_corpus_matches_mariadb(
             passed.append(name)
     with capsys.disabled():
         print(
-            f"\noracle corpus: {len(passed)} passed, {len(failed)} differ (all listed in "
+            f"\noracle corpus ({protocol or 'events'}): {len(passed)} passed, {len(failed)} differ (all listed in "
             f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
         )
     known = _known_differences()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +12,14 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from ticdc_sim.errors import SimError, SQLError
+from ticdc_sim.config import Changefeed, changefeed
+from ticdc_sim.encoders import (
+    Decoded,
+    DecodedCheckpoint,
+    DecodedDDL,
+    decoder_for,
+)
+from ticdc_sim.errors import ConfigError, SimError, SQLError
 from ticdc_sim.generator.ddl import Catalog
 from ticdc_sim.generator.engine import Engine, EngineConfig
 from ticdc_sim.generator.script import (
@@ -21,8 +28,11 @@ from ticdc_sim.generator.script import (
     read_script,
     split_script,
 )
-from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.tso import TSOClock
+from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks import open_sink
+from ticdc_sim.sinks.jsonl import read_jsonl
 
 app = typer.Typer(
     add_completion=False, help="A simulated TiCDC producer.", pretty_exceptions_show_locals=False
@@ -124,6 +134,19 @@ def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
 @app.command()
 def replay(
     scripts: Annotated[list[Path], typer.Argument(help="SQL scripts, run in order in one session")],
+    sink_uri: Annotated[
+        str | None,
+        typer.Option(
+            help="where TiCDC's messages go, e.g. jsonl:///tmp/out?protocol=canal-json"
+            "&partition-num=3 (without it: the captured events as JSON lines)"
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="replace earlier output in the jsonl directory")
+    ] = False,
     seed: Annotated[int, typer.Option(help="seed for RAND(), UUID() and AUTO_RANDOM shards")] = 0,
     start_ts: Annotated[
         int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
@@ -135,29 +158,50 @@ def replay(
         bool, typer.Option(help="report a failing statement and go on with the next")
     ] = False,
     output_raw_change_event: Annotated[
-        bool, typer.Option(help="keep updates of key columns whole instead of DELETE+INSERT")
-    ] = False,
+        bool | None,
+        typer.Option(
+            help="keep updates of key columns whole instead of DELETE+INSERT"
+            " (default: the config's [sink.kafka-config] output-raw-change-event)"
+        ),
+    ] = None,
     database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
     old_value: Annotated[
-        bool, typer.Option(help="the changefeed's enable-old-value (updates keep their old row)")
-    ] = True,
+        bool | None,
+        typer.Option(help="the changefeed's enable-old-value (updates keep their old row)"),
+    ] = None,
 ) -> None:
-    """Execute SCRIPTS as TiDB would and print what TiCDC captures, one JSON event a line."""
-    config = EngineConfig(
-        seed=seed,
-        start_ts=start_ts,
-        time_zone=time_zone,
-        continue_on_error=continue_on_error,
-        output_raw_change_event=output_raw_change_event,
-        database=database,
-        old_value=old_value,
-    )
-    out = sys.stdout.buffer
+    """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
+    flags: dict[str, Any] = {}
+    if output_raw_change_event is not None:
+        flags["output_raw_change_event"] = output_raw_change_event
+    if old_value is not None:
+        flags["enable_old_value"] = old_value
     try:
-        engine = Engine(config)
-        for event in engine.run(_statements(scripts)):
-            record = ddl_record(event) if isinstance(event, DDLEvent) else row_record(event)
-            out.write(orjson.dumps(record) + b"\n")
+        feed = None
+        if sink_uri is not None:
+            feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
+        elif config is not None:
+            raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
+        engine = Engine(
+            EngineConfig(
+                seed=seed,
+                start_ts=start_ts,
+                time_zone=time_zone,
+                continue_on_error=continue_on_error,
+                output_raw_change_event=(
+                    feed.output_raw_change_event
+                    if feed
+                    else flags.get("output_raw_change_event", False)
+                ),
+                database=database,
+                old_value=feed.enable_old_value if feed else flags.get("enable_old_value", True),
+            )
+        )
+        events = engine.run(_statements(scripts))
+        if feed is None:
+            _print_events(events)
+        else:
+            _replay_to_sink(feed, events, overwrite)
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
@@ -167,6 +211,111 @@ def replay(
         typer.echo(f"error: {error}", err=True)
     if engine.errors:
         raise typer.Exit(1)
+
+
+def _read_config(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _print_events(events: Iterable[DDLEvent | RowChangedEvent]) -> None:
+    out = sys.stdout.buffer
+    for event in events:
+        record = ddl_record(event) if isinstance(event, DDLEvent) else row_record(event)
+        out.write(orjson.dumps(record) + b"\n")
+
+
+def _replay_to_sink(feed: Changefeed, events: Iterable[Event], overwrite: bool) -> None:
+    pipeline = Pipeline(feed, open_sink(feed.sink, overwrite=overwrite))
+    for warning in pipeline.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    try:
+        for event in events:
+            pipeline.push(event)
+    finally:
+        summary = pipeline.close()  # what was sent stays sent, as in Kafka
+        per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
+        typer.echo(
+            f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
+            f" -> records per topic: {per_topic}"
+            + (
+                f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
+                " ineligible tables skipped)"
+                if summary.skipped_rows or summary.skipped_ddls
+                else ""
+            ),
+            err=True,
+        )
+
+
+def decoded_record(event: Decoded) -> dict[str, Any]:
+    """A decoded protocol event as one JSON object."""
+    if isinstance(event, DecodedCheckpoint):
+        return {"type": "checkpoint", "ts": event.ts}
+    if isinstance(event, DecodedDDL):
+        return {
+            "type": "ddl",
+            "schema": event.schema,
+            "table": event.table,
+            "commit_ts": event.commit_ts,
+            "query": event.query,
+            "ddl_type": event.ddl_type,
+        }
+
+    def image(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if row is None else {k: _json_value(v) for k, v in row.items()}
+
+    return {
+        "type": event.kind,
+        "schema": event.schema,
+        "table": event.table,
+        "commit_ts": event.commit_ts,
+        "columns": image(event.columns),
+        "pre_columns": image(event.pre_columns),
+        "keys": list(event.keys),
+        **event.extra,
+    }
+
+
+@app.command()
+def decode(
+    source: Annotated[
+        str, typer.Argument(help="jsonl:///DIR?protocol=... (the sink URI that wrote it)")
+    ],
+    config: Annotated[
+        Path | None, typer.Option(help="the changefeed TOML the records were written with")
+    ] = None,
+) -> None:
+    """Print every message of SOURCE decoded, one JSON object a line, with its position."""
+    out = sys.stdout.buffer
+    try:
+        feed = changefeed(source, _read_config(config), str(config or ""))
+        if feed.sink.scheme != "jsonl":
+            raise ConfigError(f"decode reads jsonl:// directories, not {feed.sink.scheme}://")
+        decoder = decoder_for(feed.codec)
+        for record in read_jsonl(feed.sink.target):
+            try:
+                decoded = decoder.decode(record.key, record.value)
+            except (ValueError, KeyError, TypeError, IndexError) as e:
+                raise SimError(
+                    f"{feed.sink.target}/{record.topic}/partition-{record.partition}.jsonl"
+                    f" offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
+                ) from None
+            for index, event in enumerate(decoded):
+                position = {
+                    "topic": record.topic,
+                    "partition": record.partition,
+                    "offset": record.offset,
+                    "index": index,
+                }
+                out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
+    except SimError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

@@ -70,6 +70,7 @@ class DecodedRow:
     columns: dict[str, Any] | None
     pre_columns: dict[str, Any] | None
     extra: dict[str, Any] = field(default_factory=dict)  # protocol fields (rid, ptn, es ...)
+    keys: tuple[str, ...] = ()  # the columns that identify the row, as the protocol tells them
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +112,19 @@ PLANNED = ("craft", "simple", "avro", "debezium", "csv", "maxwell", "canal")
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 
 
-def _module(protocol: str) -> Any:
+def check_protocol(protocol: str) -> str:
+    """The module of a TiCDC protocol name; a clear error for the others."""
     name = PROTOCOLS.get(protocol)
     if name is None:
         if protocol in PLANNED:
             raise ConfigError(f"protocol {protocol!r} is not simulated yet")
         known = ", ".join(sorted(PROTOCOLS))
         raise ConfigError(f"unknown protocol {protocol!r} (simulated: {known})")
-    return importlib.import_module(name)
+    return name
+
+
+def _module(protocol: str) -> Any:
+    return importlib.import_module(check_protocol(protocol))
 
 
 def encoder_for(config: CodecConfig) -> Encoder:

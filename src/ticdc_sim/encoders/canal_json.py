@@ -324,10 +324,11 @@ class Decoder:
         columns = {k: parse_value(types[k], v) for k, v in data.items()}
         kind = message["type"].lower()
         extra = {"es": message["es"], "pkNames": message["pkNames"], "sqlType": message["sqlType"]}
+        keys = tuple(message["pkNames"] or ())
         if kind == "delete":
-            return [DecodedRow("delete", schema, table, commit_ts, None, columns, extra)]
+            return [DecodedRow("delete", schema, table, commit_ts, None, columns, extra, keys)]
         if kind == "insert":
-            return [DecodedRow("insert", schema, table, commit_ts, columns, None, extra)]
+            return [DecodedRow("insert", schema, table, commit_ts, columns, None, extra, keys)]
         (old,) = message["old"]
         pre = {**columns, **{k: parse_value(types[k], v) for k, v in old.items()}}
-        return [DecodedRow("update", schema, table, commit_ts, columns, pre, extra)]
+        return [DecodedRow("update", schema, table, commit_ts, columns, pre, extra, keys)]

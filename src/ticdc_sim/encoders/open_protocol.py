@@ -281,13 +281,15 @@ class Decoder:
             extra = {name: k[name] for name in ("rid", "ptn") if name in k}
             new = {n: parse_column(c) for n, c in v["u"].items()} if "u" in v else None
             old = {n: parse_column(c) for n, c in v["p"].items()} if "p" in v else None
+            image = v.get("d") or v.get("u") or {}
+            handle = tuple(n for n, c in image.items() if c["f"] & ColumnFlag.HANDLE_KEY)
+            ts = k["ts"]
             if "d" in v:
                 gone = {n: parse_column(c) for n, c in v["d"].items()}
-                out.append(DecodedRow("delete", schema, table, k["ts"], None, gone, extra))
+                out.append(DecodedRow("delete", schema, table, ts, None, gone, extra, handle))
             elif old is not None:
-                out.append(
-                    DecodedRow("update", schema, table, k["ts"], new, {**(new or {}), **old}, extra)
-                )
+                pre = {**(new or {}), **old}
+                out.append(DecodedRow("update", schema, table, ts, new, pre, extra, handle))
             else:
-                out.append(DecodedRow("insert", schema, table, k["ts"], new, None, extra))
+                out.append(DecodedRow("insert", schema, table, ts, new, None, extra, handle))
         return out

@@ -19,6 +19,7 @@ class _Rule:
     positive: bool
     schema: re.Pattern[str]
     table: re.Pattern[str]
+    any_table: bool  # the table part is `*`
 
 
 class TableFilter:
@@ -34,6 +35,16 @@ class TableFilter:
                 return rule.positive
         return False
 
+    def match_schema(self, schema: str) -> bool:
+        """Whether any table of `schema` may match: schema-level DDL passes on this
+        (tidb-tools `MatchSchema`; an exclusion drops the schema only when it excludes `s.*`)."""
+        if not self.case_sensitive:
+            schema = schema.lower()
+        for rule in reversed(self.rules):
+            if rule.schema.fullmatch(schema):
+                return rule.positive or not rule.any_table
+        return False
+
     def _parse(self, text: str) -> _Rule:
         rule = text.strip()
         positive = not rule.startswith("!")
@@ -45,7 +56,8 @@ class TableFilter:
         if rest.strip():
             raise ConfigError(f"table filter {text!r}: unexpected {rest!r}")
         flags = 0 if self.case_sensitive else re.IGNORECASE
-        return _Rule(positive, re.compile(schema_re, flags), re.compile(table_re, flags))
+        table = re.compile(table_re, flags)
+        return _Rule(positive, re.compile(schema_re, flags), table, table_re == ".*")
 
 
 def _pattern(text: str, rule: str) -> tuple[str, str]:

@@ -1,0 +1,411 @@
+"""The changefeed's configuration: the sink URI and TiCDC's changefeed TOML, merged.
+
+Spelling and precedence are TiCDC's: parameter names of tiflow `pkg/sink/kafka/options.go`
+(`urlConfig`) and `pkg/sink/codec/common/config.go`, TOML keys of `pkg/config/replica_config.go`
+and `pkg/config/sink.go`; a URI parameter overrides the same setting in the file (TiCDC merges
+with `mergo.WithOverride`). Unlike TiCDC, which drops unknown URI parameters silently, an
+unknown parameter or TOML key is an error that names it: a typo must not produce other bytes.
+Settings that only tune a real producer (timeouts, SASL, compression ...) are accepted and have
+no effect; settings that would change the output but are not simulated yet fail clearly.
+
+This module parses text; the CLI and the service read the files.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, get_args
+from urllib.parse import parse_qsl, urlsplit
+
+from ticdc_sim.encoders import CodecConfig, Profile, check_protocol
+from ticdc_sim.errors import ConfigError
+from ticdc_sim.partitioning.router import DispatchRule
+
+SIMULATED_SCHEMES = ("jsonl", "memory", "blackhole")
+LATER_SCHEMES = ("kafka", "kafka+ssl", "parquet", "file", "s3", "gcs", "azure", "pulsar", "mysql")
+DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
+DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
+
+# TiCDC's strconv.ParseBool
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True)
+class SinkURI:
+    scheme: str
+    target: str  # the directory (jsonl) or the broker list (kafka)
+    params: dict[str, str]
+    text: str
+
+
+@dataclass(frozen=True)
+class Changefeed:
+    """Everything the pipeline and the engine need to know about the simulated changefeed."""
+
+    sink: SinkURI
+    codec: CodecConfig
+    topic: str = DEFAULT_TOPIC
+    partition_num: int = DEFAULT_PARTITION_NUM
+    rules: tuple[DispatchRule, ...] = ()
+    case_sensitive: bool = False
+    force_replicate: bool = False
+    filter_rules: tuple[str, ...] = ("*.*",)
+    output_raw_change_event: bool = False
+    enable_old_value: bool = True
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+
+# -- value parsers: (text or TOML value, where) -> value --------------------------------------
+
+Parse = Callable[[Any, str], Any]
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in _TRUE:
+        return True
+    if isinstance(value, str) and value in _FALSE:
+        return False
+    raise ConfigError(f"{where}: {value!r} is not a boolean (true or false)")
+
+
+def _positive(value: Any, where: str) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value, 10)
+        except ValueError:
+            raise ConfigError(f"{where}: {value!r} is not an integer") from None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{where}: {value!r} is not an integer")
+    if value <= 0:
+        raise ConfigError(f"{where}: must be greater than 0, got {value}")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {value!r} is not a string")
+    return value
+
+
+def _protocol(value: Any, where: str) -> str:
+    return _text(value, where).strip().lower()
+
+
+def _profile(value: Any, where: str) -> Profile:
+    text = _text(value, where)
+    choices: tuple[str, ...] = get_args(Profile)
+    if text not in choices:
+        raise ConfigError(f"{where}: unknown TiCDC version {text!r} (one of {', '.join(choices)})")
+    return text  # type: ignore[return-value]
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _topic(value: Any, where: str) -> str:
+    text = _text(value, where)
+    # Kafka's own rule for topic names; it also keeps a topic a safe directory name
+    if not _TOPIC_NAME.fullmatch(text) or text in (".", ".."):
+        raise ConfigError(f"{where}: {text!r} is not a Kafka topic name (letters, digits, `._-`)")
+    return text
+
+
+# -- the sink URI -------------------------------------------------------------------------------
+
+# parameter -> (setting, parser); the settings are Changefeed and CodecConfig field names
+_URI_PARAMS: dict[str, tuple[str, Parse]] = {
+    "protocol": ("protocol", _protocol),
+    "topic": ("topic", _topic),
+    "partition-num": ("partition_num", _positive),
+    "max-message-bytes": ("max_message_bytes", _positive),
+    "max-batch-size": ("max_batch_size", _positive),
+    "enable-tidb-extension": ("enable_tidb_extension", _bool),
+    "content-compatible": ("content_compatible", _bool),
+    "only-output-updated-columns": ("only_output_updated_columns", _bool),
+    "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", _bool),
+    "ticdc-version": ("profile", _profile),
+}
+# producer-only parameters, and codec parameters of protocols that ignore them: no effect here
+_URI_IGNORED = frozenset(
+    {
+        "replication-factor",
+        "kafka-version",
+        "kafka-client-id",
+        "compression",
+        "auto-create-topic",
+        "dial-timeout",
+        "write-timeout",
+        "read-timeout",
+        "required-acks",
+        "enable-tls",
+        "ca",
+        "cert",
+        "key",
+        "insecure-skip-verify",
+        "sasl-user",
+        "sasl-password",
+        "sasl-mechanism",
+        "sasl-gssapi-auth-type",
+        "sasl-gssapi-keytab-path",
+        "sasl-gssapi-kerberos-config-path",
+        "sasl-gssapi-service-name",
+        "sasl-gssapi-user",
+        "sasl-gssapi-password",
+        "sasl-gssapi-realm",
+        "sasl-gssapi-disable-pafxfast",
+        "avro-decimal-handling-mode",
+        "avro-bigint-unsigned-handling-mode",
+        "avro-include-before-value",
+        "avro-enable-watermark",
+        "schema-registry",
+        "encoding-format",
+        "simple-include-start-ts",
+        "debezium-disable-schema",
+        "debezium-include-start-ts",
+        "debezium-decimal-handling-mode",
+        "debezium-bigint-unsigned-handling-mode",
+        "debezium-binary-handling-mode",
+        "output-row-key",
+    }
+)
+
+
+def parse_sink_uri(text: str) -> SinkURI:
+    """`scheme://target?params`, checked: the scheme is simulated, every parameter is known."""
+    parts = urlsplit(text.strip())
+    scheme = parts.scheme.lower()
+    if scheme in LATER_SCHEMES:
+        raise ConfigError(
+            f"sink URI {text!r}: the {scheme}:// sink is not simulated yet;"
+            f" use one of {', '.join(s + '://' for s in SIMULATED_SCHEMES)}"
+        )
+    if scheme not in SIMULATED_SCHEMES:
+        raise ConfigError(
+            f"sink URI {text!r}: unknown scheme {parts.scheme!r}"
+            f" (simulated: {', '.join(s + '://' for s in SIMULATED_SCHEMES)})"
+        )
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in params:
+            raise ConfigError(f"sink URI {text!r}: parameter {name!r} is given twice")
+        params[name] = value
+    unknown = [n for n in params if n not in _URI_PARAMS and n not in _URI_IGNORED]
+    if unknown:
+        raise ConfigError(
+            f"sink URI {text!r}: unknown parameter{'s' if len(unknown) > 1 else ''}"
+            f" {', '.join(map(repr, unknown))}"
+        )
+    target = parts.netloc + parts.path
+    if scheme == "jsonl" and not target:
+        raise ConfigError(f"sink URI {text!r}: jsonl:// needs a directory, e.g. jsonl:///tmp/out")
+    return SinkURI(scheme, target, params, text)
+
+
+# -- the changefeed TOML ------------------------------------------------------------------------
+
+Path = tuple[str, ...]
+
+# key path -> (setting, parser)
+_TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
+    ("case-sensitive",): ("case_sensitive", _bool),
+    ("force-replicate",): ("force_replicate", _bool),
+    ("enable-old-value",): ("enable_old_value", _bool),
+    ("ticdc-version",): ("profile", _profile),  # ours: the fidelity profile
+    ("filter", "rules"): ("filter_rules", _strings),
+    ("sink", "protocol"): ("protocol", _protocol),
+    ("sink", "dispatchers"): ("rules", lambda v, w: _dispatchers(v, w)),
+    ("sink", "only-output-updated-columns"): ("only_output_updated_columns", _bool),
+    ("sink", "delete-only-output-handle-key-columns"): (
+        "delete_only_output_handle_key_columns",
+        _bool,
+    ),
+    ("sink", "content-compatible"): ("content_compatible", _bool),
+    ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
+    ("sink", "kafka-config", "partition-num"): ("partition_num", _positive),
+    ("sink", "kafka-config", "max-message-bytes"): ("max_message_bytes", _positive),
+    ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", _bool),
+    ("sink", "kafka-config", "codec-config", "enable-tidb-extension"): (
+        "enable_tidb_extension",
+        _bool,
+    ),
+    ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
+}
+# keys and whole tables that tune the real system, not the messages: accepted, no effect
+_TOML_IGNORED: frozenset[Path] = frozenset(
+    {
+        ("memory-quota",),
+        ("check-gc-safe-point",),
+        ("enable-sync-point",),
+        ("enable-table-monitor",),
+        ("bdr-mode",),
+        ("sync-point-interval",),
+        ("sync-point-retention",),
+        ("changefeed-error-stuck-duration",),
+        ("sql-mode",),
+        ("mounter",),
+        ("consistent",),
+        ("scheduler",),
+        ("integrity",),
+        ("synced-status",),
+        ("sink", "encoder-concurrency"),
+        ("sink", "schema-registry"),
+        ("sink", "safe-mode"),
+        ("sink", "advance-timeout-in-sec"),
+        ("sink", "tidb-source-id"),
+        ("sink", "enable-kafka-sink-v2"),
+        ("sink", "send-bootstrap-interval-in-sec"),
+        ("sink", "send-bootstrap-in-msg-count"),
+        ("sink", "send-bootstrap-to-all-partition"),
+        ("sink", "send-all-bootstrap-at-start"),
+        *(("sink", "kafka-config", k) for k in sorted(_URI_IGNORED)),
+        ("sink", "kafka-config", "sasl-oauth-client-id"),
+        ("sink", "kafka-config", "sasl-oauth-client-secret"),
+        ("sink", "kafka-config", "sasl-oauth-token-url"),
+        ("sink", "kafka-config", "sasl-oauth-scopes"),
+        ("sink", "kafka-config", "sasl-oauth-grant-type"),
+        ("sink", "kafka-config", "sasl-oauth-audience"),
+        ("sink", "kafka-config", "glue-schema-registry-config"),
+        *(("sink", "kafka-config", "codec-config", k) for k in sorted(_URI_IGNORED)),
+        ("sink", "kafka-config", "codec-config", "avro-enable-watermark"),
+        ("sink", "debezium"),
+        ("sink", "simple"),
+        ("sink", "cloud-storage-config"),
+        ("sink", "pulsar-config"),
+        ("sink", "mysql-config"),
+    }
+)
+# settings that change the messages but are not simulated yet
+_TOML_LATER: dict[Path, str] = {
+    ("filter", "event-filters"): "event filters",
+    ("filter", "ignore-txn-start-ts"): "ignored transactions",
+    ("sink", "column-selectors"): "column selectors",
+    ("sink", "csv"): "the csv protocol",
+    ("sink", "terminator"): "the csv terminator",
+    ("sink", "date-separator"): "the storage sink",
+    ("sink", "enable-partition-separator"): "the storage sink",
+    ("sink", "file-index-digit"): "the storage sink",
+    ("sink", "transaction-atomicity"): "transaction atomicity",
+}
+_DISPATCHER_KEYS = frozenset({"matcher", "partition", "dispatcher", "index", "columns", "topic"})
+
+
+def _dispatchers(value: Any, where: str) -> tuple[DispatchRule, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: expected [[sink.dispatchers]] tables, got {value!r}")
+    rules = []
+    for i, entry in enumerate(value):
+        at = f"{where}[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{at}: expected a table, got {entry!r}")
+        unknown = sorted(set(entry) - _DISPATCHER_KEYS)
+        if unknown:
+            raise ConfigError(f"{at}: unknown key{'s' if len(unknown) > 1 else ''} {unknown}")
+        matcher = _strings(entry.get("matcher", []), f"{at}.matcher")
+        if not matcher:
+            raise ConfigError(f"{at}.matcher: a rule needs at least one table filter")
+        if "partition" in entry and "dispatcher" in entry:
+            # tiflow pkg/config/sink.go validateAndAdjust
+            raise ConfigError(f"{at}: `dispatcher` and `partition` cannot both be set")
+        partition = _text(entry.get("partition", entry.get("dispatcher", "")), f"{at}.partition")
+        rules.append(
+            DispatchRule(
+                matcher=matcher,
+                partition=partition or "default",
+                index=_text(entry.get("index", ""), f"{at}.index"),
+                columns=_strings(entry.get("columns", []), f"{at}.columns"),
+                topic=_text(entry.get("topic", ""), f"{at}.topic"),
+            )
+        )
+    return tuple(rules)
+
+
+def _walk(table: Mapping[str, Any], path: Path, out: dict[str, Any], source: str) -> None:
+    for key, value in table.items():
+        here = (*path, key)
+        where = f"{source}: {'.'.join(here)}"
+        if here in _TOML_SETTINGS:
+            name, parse = _TOML_SETTINGS[here]
+            out[name] = parse(value, where)
+        elif here in _TOML_LATER:
+            raise ConfigError(f"{where}: {_TOML_LATER[here]} are not simulated yet")
+        elif here == ("sink", "kafka-config", "large-message-handle"):
+            option = value.get("large-message-handle-option", "none")
+            if option != "none":
+                raise ConfigError(f"{where}: large-message handling {option!r} is not simulated")
+        elif any(here[: len(p)] == p for p in _TOML_IGNORED):
+            continue
+        elif isinstance(value, dict) and any(k[: len(here)] == here for k in _TOML_SETTINGS):
+            _walk(value, here, out, source)
+        else:
+            raise ConfigError(f"{where}: unknown configuration key")
+
+
+def parse_changefeed_toml(text: str, source: str = "changefeed.toml") -> dict[str, Any]:
+    """The settings a changefeed TOML gives, by Changefeed/CodecConfig field name."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    settings: dict[str, Any] = {}
+    _walk(document, (), settings, source)
+    return settings
+
+
+# -- merging ------------------------------------------------------------------------------------
+
+_CODEC_FIELDS = frozenset(CodecConfig.__dataclass_fields__)
+
+
+def changefeed(
+    sink_uri: str,
+    toml_text: str | None = None,
+    toml_source: str = "",
+    overrides: Mapping[str, Any] | None = None,
+) -> Changefeed:
+    """The changefeed of a sink URI and (optionally) a changefeed TOML; the URI wins over the
+    file, and `overrides` (settings by field name, from command-line flags) over both."""
+    sink = parse_sink_uri(sink_uri)
+    settings = {}
+    if toml_text is not None:
+        settings = parse_changefeed_toml(toml_text, toml_source or "changefeed.toml")
+    for name, value in sink.params.items():
+        if name in _URI_PARAMS:
+            setting, parse = _URI_PARAMS[name]
+            settings[setting] = parse(value, f"sink URI parameter {name}")
+    settings.update(overrides or {})
+    protocol = settings.pop("protocol", "")
+    if not protocol:
+        raise ConfigError(
+            f"sink URI {sink_uri!r}: no protocol; add ?protocol=canal-json (or open-protocol),"
+            " or `protocol` under [sink] in the changefeed config"
+        )
+    check_protocol(protocol)
+    codec = CodecConfig(protocol, **{k: v for k, v in settings.items() if k in _CODEC_FIELDS})
+    feed = Changefeed(sink, codec, **{k: v for k, v in settings.items() if k not in _CODEC_FIELDS})
+    return _adjust(feed)
+
+
+def _adjust(feed: Changefeed) -> Changefeed:
+    """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
+    codec, warnings = feed.codec, list(feed.warnings)
+    protocol = codec.protocol
+    if not feed.enable_old_value and protocol in ("canal-json", "canal", "maxwell"):
+        # replica_config.go AdjustEnableOldValue
+        warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")
+        feed = replace(feed, enable_old_value=True)
+    if codec.enable_tidb_extension and protocol not in ("canal-json", "avro", "debezium"):
+        warnings.append(f"enable-tidb-extension has no effect with protocol {protocol}")
+    if codec.content_compatible and protocol != "canal-json":
+        # common/config.go Apply reads content-compatible for canal-json only
+        codec = replace(codec, content_compatible=False)
+    return replace(feed, codec=codec, warnings=tuple(warnings))

@@ -1,0 +1,238 @@
+"""The pipeline, wired once: engine events -> table filter -> router -> batches -> encoder -> sink.
+
+What a TiCDC changefeed with an MQ sink does between the puller and Kafka, on the simulated
+clock (the physical part of commit ts), so that the same input gives the same records:
+
+- replication filter (tiflow `cdc/entry/schema_storage.go` `shouldIgnoreTable`,
+  `cdc/owner/ddl_manager.go`): system schemas and tables outside `[filter] rules` are dropped;
+  so are the rows and DDL of tables without a handle key unless `force-replicate`.
+- row batches (`cdc/sink/dmlsink/mq/worker.go`): a batch closes at 2048 rows or when a row comes
+  15 ms after the batch's first; its rows are grouped by (topic, partition, partition key) and
+  each group is encoded on its own, so a Kafka record never mixes groups. TiCDC sends the groups
+  of one batch in Go map order, which is random; we send them in order of first appearance.
+- DDL (`cdc/sink/ddlsink/mq/mq_ddl_sink.go`): the pending batch goes out first; the DDL goes to
+  partition 0 of its topic for canal and canal-json, to every partition otherwise.
+- checkpoints (`cdc/owner/ddl_sink.go`): on a 1 s ticker, only when the checkpoint advanced,
+  forced after each DDL, and a last one covering the final commit; each is broadcast to every
+  partition of every active topic. The checkpoint is the commit ts of the last event processed,
+  so it never goes back and every later row has a larger commit ts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ticdc_sim.config import Changefeed
+from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
+from ticdc_sim.model.actions import ActionType
+from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
+from ticdc_sim.model.table import TableInfo, TiCDCFlagProfile
+from ticdc_sim.model.tso import physical_ms
+from ticdc_sim.partitioning.filter import TableFilter
+from ticdc_sim.partitioning.router import EventRouter
+from ticdc_sim.sinks import Sink
+
+BATCH_ROWS = 2048  # worker.go batchSize
+BATCH_INTERVAL_MS = 15  # worker.go batchInterval
+CHECKPOINT_INTERVAL_MS = 1000  # ddl_sink.go ticker
+
+# tidb-tools filter.IsSystemSchema, plus TiCDC's own bookkeeping schema
+SYSTEM_SCHEMAS = frozenset(
+    {
+        "mysql",
+        "sys",
+        "information_schema",
+        "performance_schema",
+        "metrics_schema",
+        "inspection_schema",
+        "tidb_cdc",
+    }
+)
+_SCHEMA_ACTIONS = frozenset(
+    {
+        ActionType.CREATE_SCHEMA,
+        ActionType.DROP_SCHEMA,
+        ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE,
+    }
+)
+
+
+@dataclass
+class Summary:
+    """What a run sent: events in, records out."""
+
+    rows: int = 0
+    ddls: int = 0
+    checkpoints: int = 0
+    skipped_rows: int = 0  # rows of filtered or ineligible tables
+    skipped_ddls: int = 0
+    records: dict[str, int] = field(default_factory=dict)  # per topic
+    checkpoint_ts: int = 0
+
+
+class Pipeline:
+    """Feed it events in commit order (`push`), then `close` it; or `run` an iterable."""
+
+    def __init__(self, feed: Changefeed, sink: Sink) -> None:
+        self.feed = feed
+        self.sink = sink
+        self.partitions = feed.partition_num
+        profile: TiCDCFlagProfile = "classic" if feed.codec.profile == "v8.5" else "new-arch"
+        self.router = EventRouter(list(feed.rules), feed.topic, feed.case_sensitive, profile)
+        self.filter = TableFilter(list(feed.filter_rules), case_sensitive=feed.case_sensitive)
+        self.encoder = encoder_for(feed.codec)
+        self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO
+        self.warnings = [*feed.warnings, *self.router.warnings]
+        self.summary = Summary()
+        self.tables: dict[int, TableInfo] = {}  # replicated tables by id (active topics)
+        self._eligible: dict[int, tuple[TableInfo, bool]] = {}
+        self._batch: list[RowChangedEvent] = []
+        self._batch_start = 0
+        self._next_tick: int | None = None
+        self._seen_ts = 0  # commit ts of the last event processed
+        self._sent_ts = 0  # the last checkpoint sent
+
+    # -- the replication filter ------------------------------------------------------------------
+
+    def replicates(self, info: TableInfo) -> bool:
+        cached = self._eligible.get(id(info))
+        if cached is not None and cached[0] is info:
+            return cached[1]
+        ok = (
+            info.schema.lower() not in SYSTEM_SCHEMAS
+            and self.filter.match(info.schema, info.name)
+            and (info.has_handle_key or self.feed.force_replicate)
+        )
+        self._eligible[id(info)] = (info, ok)
+        return ok
+
+    def _ddl_replicated(self, ddl: DDLEvent) -> bool:
+        if ddl.schema.lower() in SYSTEM_SCHEMAS:
+            return False
+        if ddl.action in _SCHEMA_ACTIONS or not ddl.table:
+            return self.filter.match_schema(ddl.schema)
+        if not self.filter.match(ddl.schema, ddl.table):
+            return False
+        # ddl_manager.go: a DDL whose table is ineligible after it is skipped
+        info = ddl.table_info
+        return info is None or info.has_handle_key or self.feed.force_replicate
+
+    def _track(self, ddl: DDLEvent) -> None:
+        if ddl.action == ActionType.DROP_SCHEMA:
+            gone = ddl.schema.lower()
+            self.tables = {i: t for i, t in self.tables.items() if t.schema.lower() != gone}
+        if ddl.pre_table_info is not None:
+            self.tables.pop(ddl.pre_table_info.id, None)
+        info = ddl.table_info
+        if info is not None and info.columns:
+            if self.replicates(info):
+                self.tables[info.id] = info
+            else:
+                self.tables.pop(info.id, None)
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def run(self, events: Iterable[Event]) -> Summary:
+        for event in events:
+            self.push(event)
+        return self.close()
+
+    def push(self, event: Event) -> None:
+        if isinstance(event, ResolvedEvent):
+            self._tick(event.ts)
+            return
+        now = physical_ms(event.commit_ts)
+        self._tick(event.commit_ts)
+        if isinstance(event, RowChangedEvent):
+            if not self.replicates(event.table):
+                self.summary.skipped_rows += 1
+            else:
+                if self._batch and (
+                    now - self._batch_start >= BATCH_INTERVAL_MS or len(self._batch) >= BATCH_ROWS
+                ):
+                    self._flush()
+                if not self._batch:
+                    self._batch_start = now
+                self._batch.append(event)
+                self.summary.rows += 1
+        else:
+            self._flush()
+            if self._ddl_replicated(event):
+                self._send_ddl(event)
+                self.summary.ddls += 1
+            else:
+                self.summary.skipped_ddls += 1
+            self._track(event)
+        self._seen_ts = event.commit_ts
+        if isinstance(event, DDLEvent):
+            self._checkpoint()  # forced: a consumer runs a DDL once the checkpoint passes it
+
+    def close(self) -> Summary:
+        """Send what is pending and the final checkpoint; closes the sink."""
+        try:
+            self._flush()
+            self._checkpoint()
+        finally:
+            self.sink.close()
+        return self.summary
+
+    def _tick(self, ts: int) -> None:
+        now = physical_ms(ts)
+        if self._next_tick is None:
+            self._next_tick = now + CHECKPOINT_INTERVAL_MS
+        elif now >= self._next_tick:
+            self._flush()
+            self._checkpoint()
+            behind = (now - self._next_tick) // CHECKPOINT_INTERVAL_MS + 1
+            self._next_tick += behind * CHECKPOINT_INTERVAL_MS
+
+    # -- output ------------------------------------------------------------------------------------
+
+    def _send(self, topic: str, partition: int, messages: list[Message]) -> None:
+        if messages:
+            self.sink.send(topic, partition, messages)
+            records = self.summary.records
+            records[topic] = records.get(topic, 0) + len(messages)
+
+    def _flush(self) -> None:
+        if not self._batch:
+            return
+        groups: dict[tuple[str, int, str], list[RowChangedEvent]] = {}
+        route, partitions = self.router, self.partitions
+        for row in self._batch:
+            info = row.table
+            partition, key = route.partition(row, partitions)
+            group = (route.topic(info.schema, info.name), partition, key)
+            found = groups.get(group)
+            if found is None:
+                groups[group] = [row]
+            else:
+                found.append(row)
+        self._batch = []
+        encoder = self.encoder
+        for (topic, partition, _), rows in groups.items():
+            for row in rows:
+                encoder.append_row(row)
+            self._send(topic, partition, encoder.build())
+
+    def _send_ddl(self, ddl: DDLEvent) -> None:
+        message = self.encoder.encode_ddl(ddl)
+        topic = self.router.ddl_topic(ddl)
+        for partition in [0] if self.ddl_to_zero else range(self.partitions):
+            self._send(topic, partition, [message])
+
+    def _checkpoint(self) -> None:
+        ts = self._seen_ts
+        if ts <= self._sent_ts:
+            return
+        self._sent_ts = self.summary.checkpoint_ts = ts
+        message = self.encoder.encode_checkpoint(ts)
+        if message is None:  # canal-json without the TiDB extension has no checkpoints
+            return
+        self.summary.checkpoints += 1
+        for topic in self.router.active_topics(
+            (t.schema, t.name) for _, t in sorted(self.tables.items())
+        ):
+            for partition in range(self.partitions):
+                self._send(topic, partition, [message])

@@ -1,0 +1,47 @@
+"""Sinks: where encoded records go. The only package besides `service` that does I/O.
+
+Every sink takes whole Kafka records for one (topic, partition) at a time, as TiCDC's producer
+does, gives them offsets from 0 per partition, and is closed when the replay ends. `open_sink`
+picks one by the sink URI's scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+from ticdc_sim.config import SinkURI
+from ticdc_sim.encoders import Message
+
+
+class Record(NamedTuple):
+    """One Kafka record as a consumer sees it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, bytes]
+
+
+class Sink(Protocol):
+    def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None: ...
+    def close(self) -> None: ...
+
+
+def open_sink(uri: SinkURI, *, overwrite: bool = False) -> Sink:
+    """The sink a parsed URI names; jsonl refuses a non-empty directory unless `overwrite`."""
+    if uri.scheme == "jsonl":
+        from ticdc_sim.sinks.jsonl import JsonlSink
+
+        return JsonlSink(uri.target, overwrite=overwrite)
+    if uri.scheme == "memory":
+        from ticdc_sim.sinks.memory import MemorySink
+
+        return MemorySink()
+    if uri.scheme == "blackhole":
+        from ticdc_sim.sinks.memory import BlackholeSink
+
+        return BlackholeSink()
+    raise AssertionError(f"parse_sink_uri let scheme {uri.scheme!r} through")

@@ -1,0 +1,153 @@
+"""`jsonl://DIR`: Kafka records as fixture files, `DIR/<topic>/partition-<p>.jsonl`.
+
+One record a line, `{"offset":n,"key":base64|null,"value":base64|null,"headers":{name:base64}}`,
+offsets from 0 per partition. Lines are buffered per file and written whole with `os.write`;
+a write that fails part-way is cut back to the last whole line, so a crash or a full disk never
+leaves half a line for a consumer to trip on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from binascii import a2b_base64, b2a_base64
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import orjson
+
+from ticdc_sim.encoders import Message
+from ticdc_sim.errors import ConfigError, SimError
+from ticdc_sim.sinks import Record
+
+_FLUSH_BYTES = 1 << 20
+_PARTITION_FILE = re.compile(r"partition-(0|[1-9][0-9]*)\.jsonl")
+
+
+def _b64(data: bytes | None) -> bytes:
+    return b"null" if data is None else b'"' + b2a_base64(data, newline=False) + b'"'
+
+
+def _headers(headers: dict[str, bytes]) -> bytes:
+    if not headers:
+        return b"{}"
+    return orjson.dumps({k: b2a_base64(v, newline=False).decode() for k, v in headers.items()})
+
+
+class _PartitionFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.offset = 0
+        self.written = 0  # bytes of whole lines on disk
+        self.buffer = bytearray()
+
+    def flush(self) -> None:
+        data, done = bytes(self.buffer), 0
+        try:
+            while done < len(data):
+                done += os.write(self.fd, data[done:] if done else data)
+        except OSError as e:
+            os.ftruncate(self.fd, self.written)  # no half line stays behind
+            raise SimError(f"cannot write {self.path}: {e.strerror}") from None
+        self.written += len(self.buffer)
+        self.buffer.clear()
+
+
+class JsonlSink:
+    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
+        self.root = Path(directory)
+        _prepare(self.root, overwrite)
+        self.files: dict[tuple[str, int], _PartitionFile] = {}
+
+    def _file(self, topic: str, partition: int) -> _PartitionFile:
+        found = self.files.get((topic, partition))
+        if found is None:
+            folder = self.root / topic
+            folder.mkdir(exist_ok=True)
+            found = self.files[(topic, partition)] = _PartitionFile(
+                folder / f"partition-{partition}.jsonl"
+            )
+        return found
+
+    def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        out = self._file(topic, partition)
+        buffer = out.buffer
+        for m in messages:
+            buffer += b'{"offset":%d,"key":%s,"value":%s,"headers":%s}\n' % (
+                out.offset,
+                _b64(m.key),
+                _b64(m.value),
+                _headers(m.headers),
+            )
+            out.offset += 1
+        if len(buffer) >= _FLUSH_BYTES:
+            out.flush()
+
+    def close(self) -> None:
+        try:
+            for out in self.files.values():
+                out.flush()
+        finally:
+            for out in self.files.values():
+                os.close(out.fd)
+            self.files.clear()
+
+
+def _prepare(root: Path, overwrite: bool) -> None:
+    """An empty directory to write into; with `overwrite`, earlier output is removed first,
+    but only if everything in it looks like our own layout."""
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"jsonl sink: {root} exists and is not a directory")
+    entries = list(root.iterdir()) if root.exists() else []
+    if entries and not overwrite:
+        raise ConfigError(f"jsonl sink: {root} is not empty; pass --overwrite to replace it")
+    for entry in entries:
+        foreign = not entry.is_dir() or any(
+            not (f.is_file() and _PARTITION_FILE.fullmatch(f.name)) for f in entry.iterdir()
+        )
+        if foreign:
+            raise ConfigError(
+                f"jsonl sink: {root} holds {entry.name!r}, which is not ticdc-sim output;"
+                " refusing to overwrite it"
+            )
+    for entry in entries:
+        shutil.rmtree(entry)
+    root.mkdir(parents=True, exist_ok=True)
+
+
+def read_jsonl(directory: str) -> Iterator[Record]:
+    """Every record of a jsonl directory: topics by name, partitions by number, then offset."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(f"jsonl source: {root} is not a directory")
+    for topic_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = [f for f in topic_dir.iterdir() if _PARTITION_FILE.fullmatch(f.name)]
+        for path in sorted(files, key=lambda f: int(f.name[10:-6])):
+            yield from _read_partition(path, topic_dir.name, int(path.name[10:-6]))
+
+
+def _read_partition(path: Path, topic: str, partition: int) -> Iterator[Record]:
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, 1):
+            where = f"{path}:{number}"
+            if not line.endswith(b"\n"):
+                raise SimError(f"{where}: the last line is cut off (no newline)")
+            try:
+                doc = orjson.loads(line)
+                offset, key, value = doc["offset"], doc["key"], doc["value"]
+                headers = {k: a2b_base64(v) for k, v in doc.get("headers", {}).items()}
+                record = Record(
+                    topic,
+                    partition,
+                    offset,
+                    None if key is None else a2b_base64(key),
+                    None if value is None else a2b_base64(value),
+                    headers,
+                )
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
+                raise SimError(f"{where}: not a jsonl record ({e})") from None
+            if offset != number - 1:
+                raise SimError(f"{where}: offset {offset}, expected {number - 1}")
+            yield record

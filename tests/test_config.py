@@ -1,0 +1,187 @@
+"""Sink URIs and changefeed TOML, as TiCDC users write them; every mistake named."""
+
+from __future__ import annotations
+
+import pytest
+
+from ticdc_sim.config import changefeed, parse_changefeed_toml, parse_sink_uri
+from ticdc_sim.errors import ConfigError
+from ticdc_sim.partitioning.router import DispatchRule
+
+
+def test_uri_parameters_take_ticdc_names() -> None:
+    feed = changefeed(
+        "jsonl:///tmp/x?protocol=canal-json&partition-num=5&max-message-bytes=1048576"
+        "&max-batch-size=8&enable-tidb-extension=true&content-compatible=1"
+        "&only-output-updated-columns=T&delete-only-output-handle-key-columns=true"
+        "&topic=cdc-events&ticdc-version=new-arch"
+    )
+    assert feed.sink.scheme == "jsonl" and feed.sink.target == "/tmp/x"
+    assert (feed.topic, feed.partition_num) == ("cdc-events", 5)
+    codec = feed.codec
+    assert codec.protocol == "canal-json" and codec.profile == "new-arch"
+    assert (codec.max_message_bytes, codec.max_batch_size) == (1048576, 8)
+    assert codec.enable_tidb_extension and codec.content_compatible and codec.only_updated
+    assert codec.delete_only_output_handle_key_columns
+
+
+def test_defaults_are_ticdcs() -> None:
+    feed = changefeed("memory://?protocol=open-protocol")
+    assert (feed.topic, feed.partition_num, feed.filter_rules) == ("ticdc", 3, ("*.*",))
+    assert feed.codec.max_message_bytes == 10 * 1024 * 1024 and feed.codec.max_batch_size == 16
+    assert feed.codec.profile == "v8.5" and feed.enable_old_value
+
+
+def test_producer_only_parameters_are_accepted_and_ignored() -> None:
+    feed = changefeed(
+        "blackhole://?protocol=open-protocol&kafka-version=2.4.0&replication-factor=3"
+        "&compression=lz4&required-acks=-1&sasl-user=u&dial-timeout=5s"
+    )
+    assert feed.codec.protocol == "open-protocol"
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("jsonl:///x?protocol=canal-json&partition-nums=3", "unknown parameter 'partition-nums'"),
+        ("jsonl:///x?protocol=canal-json&a=1&b=2", "unknown parameters 'a', 'b'"),
+        ("kafka://127.0.0.1:9092/t?protocol=canal-json", "kafka:// sink is not simulated yet"),
+        ("parquet:///x?protocol=canal-json", "parquet:// sink is not simulated yet"),
+        ("file:///x?protocol=canal-json", "file:// sink is not simulated yet"),
+        ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
+        ("jsonl://?protocol=canal-json", "jsonl:// needs a directory"),
+        ("jsonl:///x", "no protocol"),
+        ("jsonl:///x?protocol=avro", "protocol 'avro' is not simulated yet"),
+        ("jsonl:///x?protocol=cannal-json", "unknown protocol 'cannal-json'"),
+        ("jsonl:///x?protocol=canal-json&partition-num=0", "partition-num: must be greater"),
+        ("jsonl:///x?protocol=canal-json&max-batch-size=x", "max-batch-size: 'x' is not an"),
+        ("jsonl:///x?protocol=canal-json&enable-tidb-extension=yes", "'yes' is not a boolean"),
+        ("jsonl:///x?protocol=canal-json&topic=../up", "'../up' is not a Kafka topic name"),
+        ("jsonl:///x?protocol=canal-json&ticdc-version=v9", "unknown TiCDC version 'v9'"),
+        ("jsonl:///x?protocol=canal-json&topic=a&topic=b", "'topic' is given twice"),
+    ],
+)
+def test_bad_uris_say_what_is_wrong(uri: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("?", r"\?").replace(".", r"\.")):
+        changefeed(uri)
+
+
+TOML = """
+case-sensitive = true
+force-replicate = true
+enable-old-value = true
+memory-quota = 1073741824
+ticdc-version = "new-arch"
+
+[mounter]
+worker-num = 16
+
+[filter]
+rules = ['test.*', '!test.skip']
+
+[sink]
+protocol = "open-protocol"
+encoder-concurrency = 8
+dispatchers = [
+  {matcher = ['test.t?'], partition = "index-value", index = "uk"},
+  {matcher = ['test.c*'], dispatcher = "columns", columns = ["a", "b"], topic = "{schema}_{table}"},
+  {matcher = ['test.*'], partition = "ts"},
+]
+
+[sink.open]
+output-old-value = false
+
+[sink.kafka-config]
+partition-num = 6
+max-message-bytes = 4096
+kafka-version = "3.5.0"
+output-raw-change-event = true
+
+[sink.kafka-config.codec-config]
+max-batch-size = 4
+enable-tidb-extension = true
+
+[sink.kafka-config.large-message-handle]
+large-message-handle-option = "none"
+"""
+
+
+def test_the_changefeed_toml() -> None:
+    feed = changefeed("memory://", TOML, "cf.toml")
+    assert feed.case_sensitive and feed.force_replicate and feed.output_raw_change_event
+    assert feed.filter_rules == ("test.*", "!test.skip")
+    assert feed.partition_num == 6
+    codec = feed.codec
+    assert codec.protocol == "open-protocol" and codec.profile == "new-arch"
+    assert (codec.max_message_bytes, codec.max_batch_size) == (4096, 4)
+    assert not codec.open_output_old_value and codec.enable_tidb_extension
+    assert feed.rules == (
+        DispatchRule(("test.t?",), "index-value", index="uk"),
+        DispatchRule(("test.c*",), "columns", columns=("a", "b"), topic="{schema}_{table}"),
+        DispatchRule(("test.*",), "ts"),
+    )
+    assert any("enable-tidb-extension has no effect" in w for w in feed.warnings)
+
+
+def test_the_uri_wins_over_the_file() -> None:
+    feed = changefeed("memory://?protocol=canal-json&partition-num=2&max-batch-size=9", TOML)
+    assert feed.codec.protocol == "canal-json"
+    assert (feed.partition_num, feed.codec.max_batch_size) == (2, 9)
+    assert feed.codec.max_message_bytes == 4096  # from the file
+
+
+def test_canal_json_forces_old_value_on_as_ticdc() -> None:
+    feed = changefeed("memory://?protocol=canal-json", "enable-old-value = false\n")
+    assert feed.enable_old_value
+    assert any("enable-old-value is forced on" in w for w in feed.warnings)
+    assert not changefeed(
+        "memory://?protocol=open-protocol", "enable-old-value = false\n"
+    ).enable_old_value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("protocl = 'x'\n", "cf.toml: protocl: unknown configuration key"),
+        ("[sink]\nprotocoll = 'x'\n", "cf.toml: sink.protocoll: unknown configuration key"),
+        ("[sink.kafka-config]\nbogus = 1\n", "sink.kafka-config.bogus: unknown"),
+        (
+            "[sink]\ndispatchers = [{matcher = ['*.*'], partiton = 'ts'}]\n",
+            r"dispatchers\[0\]: unknown key",
+        ),
+        ("[sink]\ndispatchers = [{partition = 'ts'}]\n", r"dispatchers\[0\].matcher: a rule needs"),
+        (
+            "[sink]\ndispatchers = [{matcher = ['*.*'], partition = 'ts', dispatcher = 'ts'}]\n",
+            "`dispatcher` and `partition` cannot both be set",
+        ),
+        ("force-replicate = 'yes'\n", "force-replicate: 'yes' is not a boolean"),
+        ("[sink.kafka-config]\npartition-num = -1\n", "partition-num: must be greater than 0"),
+        ("[sink]\ncolumn-selectors = []\n", "column selectors are not simulated yet"),
+        ("[filter]\nevent-filters = []\n", "event filters are not simulated yet"),
+        (
+            "[sink.kafka-config.large-message-handle]\nlarge-message-handle-option = 'claim-check'\n",
+            "large-message handling 'claim-check' is not simulated",
+        ),
+        ("[sink\n", "cf.toml: "),
+        ("ticdc-version = 'v4.0'\n", "unknown TiCDC version 'v4.0'"),
+    ],
+)
+def test_bad_toml_names_the_key(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_changefeed_toml(text, "cf.toml")
+
+
+def test_a_bad_matcher_is_reported_when_the_router_is_built() -> None:
+    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.sinks.memory import MemorySink
+
+    feed = changefeed(
+        "memory://?protocol=canal-json",
+        "[sink]\ndispatchers = [{matcher = ['test.[a'], partition = 'ts'}]\n",
+    )
+    with pytest.raises(ConfigError, match="unterminated"):
+        Pipeline(feed, MemorySink())
+
+
+def test_relative_jsonl_directories() -> None:
+    assert parse_sink_uri("jsonl://out/dir?protocol=canal-json").target == "out/dir"
