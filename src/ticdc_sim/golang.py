@@ -20,32 +20,56 @@ from decimal import Decimal
 def shortest_digits(value: float, bits: int) -> tuple[str, int]:
     """Go's shortest round-trip digits of a finite non-zero float and its decimal exponent:
     value = 0.d1d2... * 10**exponent. `bits` is 32 for FLOAT (the float32 the value holds)."""
-    if bits == 64:
-        sign, digits, exp = Decimal(repr(value)).as_tuple()
-        text = "".join(map(str, digits)).rstrip("0") or "0"
-        return text, len(digits) + int(exp)
-    for precision in range(1, 10):
-        candidate = f"{value:.{precision - 1}e}"
-        if float32(float(candidate)) == value:
-            mantissa, _, exponent = candidate.partition("e")
-            text = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-            return text, int(exponent) + 1
+    if bits == 32:
+        value = shortest32(value)
+    sign, digits, exp = Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    return text, len(digits) + int(exp)
+
+
+def shortest32(value: float) -> float:
+    """The double whose shortest digits are the float32 `value`'s shortest digits.
+
+    A float32 has 6 to 9 significant digits. If some k <= 6 digits round-trip, the value
+    rounded to 6 digits is those k digits padded with zeros (a normal float32's half-ulp is
+    below half a unit of the 6th digit); else the first of 7, 8, 9 digits that round-trips
+    is the shortest. Subnormals have fewer digits of precision: every length is tried there.
+    A decimal of at most 9 digits parsed as a double gives those digits back from `repr`."""
+    if not value or value != value or value in _INFINITIES:
+        return value
+    packed = _F32.pack(value)
+    formats = _FORMATS_NORMAL if abs(value) >= _F32_MIN_NORMAL else _FORMATS_ALL
+    for fmt in formats:
+        candidate = float(fmt % value)
+        if _F32.pack(candidate) == packed:
+            return candidate
     raise AssertionError(f"{value!r} is not a float32")
+
+
+_F32 = struct.Struct("f")
+_F32_MIN_NORMAL = 2.0**-126
+_FORMATS_NORMAL = ("%.5e", "%.6e", "%.7e", "%.8e")
+_FORMATS_ALL = tuple(f"%.{p}e" for p in range(9))
+_INFINITIES = (math.inf, -math.inf)
 
 
 def float32(value: float) -> float:
     """The float32 nearest `value` (FLOAT columns hold these)."""
-    result: float = struct.unpack("f", struct.pack("f", value))[0]
+    result: float = _F32.unpack(_F32.pack(value))[0]
     return result
 
 
 def format_f(value: float, bits: int) -> str:
     """`strconv.FormatFloat(v, 'f', -1, bits)`: shortest digits, never an exponent."""
+    if bits == 32:
+        value = shortest32(value)
+    # repr has Go's shortest digits; it is laid out the same unless it uses an exponent
+    text = repr(value)
+    if "e" not in text and "n" not in text:  # not 1e+16, 1e-05, inf or nan
+        return text[:-2] if text.endswith(".0") else text
     if not math.isfinite(value):
         return "0"  # TiCDC's mounter turns NaN and infinities into 0
-    if value == 0:
-        return "-0" if math.copysign(1, value) < 0 else "0"
-    digits, exponent = shortest_digits(abs(value), bits)
+    digits, exponent = shortest_digits(abs(value), 64)
     sign = "-" if value < 0 else ""
     if exponent <= 0:
         return f"{sign}0.{'0' * -exponent}{digits}"

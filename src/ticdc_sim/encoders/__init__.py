@@ -10,13 +10,16 @@ protocol name and import them only when asked.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 Profile = Literal["v8.5", "new-arch"]
+NO_HEADERS: Mapping[str, bytes] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,9 @@ class CodecConfig:
         return self.only_output_updated_columns or self.content_compatible
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One Kafka record, with what sinks may want to know about it."""
+class Message(NamedTuple):
+    """One Kafka record, with what sinks may want to know about it. A named tuple: encoders
+    make one per row, and it builds several times faster than a frozen dataclass."""
 
     key: bytes | None
     value: bytes | None
@@ -50,7 +53,7 @@ class Message:
     rows: int = 0
     schema: str = ""
     table: str = ""
-    headers: dict[str, bytes] = field(default_factory=dict)
+    headers: Mapping[str, bytes] = NO_HEADERS
 
     def length(self) -> int:
         """TiCDC's `Message.Length()`: key + value + MaxRecordOverhead (36)."""

@@ -13,19 +13,20 @@ map in TiCDC and so comes out in random key order; we write table order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from ticdc_sim.encoders import (
+    MAX_RECORD_OVERHEAD,
     CodecConfig,
     Decoded,
     DecodedCheckpoint,
     DecodedDDL,
     DecodedRow,
     Message,
+    rowcode,
 )
 from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.types import (
@@ -38,14 +39,14 @@ from ticdc_sim.encoders.types import (
     unsigned_promotion,
 )
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.golang import float32, format_f
+from ticdc_sim.golang import float32
 from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
 from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
-from ticdc_sim.model.tso import physical_ms
+from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 
 # canal_entry.go convertDdlEventType; everything else is QUERY
 DDL_TYPES: dict[A, str] = {
@@ -83,25 +84,25 @@ DDL_TYPES: dict[A, str] = {
     },
 }
 
-Render = Callable[[Any], "str | None"]
 
-
-def _render(col: ColumnInfo) -> Render:
-    """A column's value as the string canal-json writes (canal_entry.go formatValue)."""
+def _template(col: ColumnInfo) -> tuple[str, Any]:
+    """A column's value as the string canal-json writes (canal_entry.go formatValue): the
+    expression template and what it calls."""
     tp = col.tp
     mount = mounter(col)
-    if tp == M.FLOAT or tp == M.DOUBLE:
-        bits = 32 if tp == M.FLOAT else 64
-        return lambda v: None if v is None else format_f(v, bits)
+    if tp == M.FLOAT:
+        return "_f32({v})", None
+    if tp == M.DOUBLE:
+        return "_f64({v})", None
     if tp == M.NEWDECIMAL:
-        return lambda v: None if v is None else format(v, "f")
+        return rowcode.DECIMAL, None
     if mount is not None:  # ENUM index, SET bits
-        return lambda v: None if v is None else str(mount(v))
+        return "None if {v} is None else str(_mount({v}))", mount
     if _is_binary_string(col):
-        return lambda v: None if v is None else v.decode("latin-1")
+        return rowcode.LATIN1, None
     if tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR):
-        return lambda v: None if v is None else str(v)
-    return lambda v: v  # text, dates and times, JSON, VECTOR: already TiDB's strings
+        return rowcode.INTEGER, None
+    return rowcode.AS_IS, None  # text, dates and times, JSON, VECTOR: already TiDB's strings
 
 
 def _is_binary_string(col: ColumnInfo) -> bool:
@@ -118,8 +119,14 @@ class _TableCodec:
         self.info = info
         self.columns = info.visible_columns
         self.names = [c.name for c in self.columns]
-        self.offsets = [c.offset for c in self.columns]
-        self.renders = [_render(c) for c in self.columns]
+        env, fields = {}, []
+        for i, c in enumerate(self.columns):
+            template, mount = _template(c)
+            if mount is not None:
+                env[f"_mount{i}"] = mount
+                template = template.replace("_mount(", f"_mount{i}(")
+            fields.append((c.name, c.offset, template))
+        self.render = rowcode.compile_row("canal_json_data", fields, env)
         self.java = [java_type(c) for c in self.columns]
         self.promotions = [unsigned_promotion(c) for c in self.columns]
         self.promoted = any(p is not None for p in self.promotions)
@@ -140,6 +147,23 @@ class _TableCodec:
         self.mysql_type_json = gj.dumps(self.mysql_types, gj.EASYJSON)
         handle = ColumnFlag.HANDLE_KEY
         self.handle_positions = [i for i, c in enumerate(self.columns) if flags[c.offset] & handle]
+        # the whole record but kind, es, ts, old, data (and commitTs) when the types are fixed
+        self.template: bytes | None = None
+        if self.fixed_sql_type is not None:
+            middle = (
+                b',"sql":"","sqlType":'
+                + self.fixed_sql_type
+                + b',"mysqlType":'
+                + self.mysql_type_json
+            )
+            tail = b',"_tidb":{"commitTs":%d}}' if config.enable_tidb_extension else b"}"
+            self.template = (
+                self.head.replace(b"%", b"%%")
+                + b'%s","es":%d,"ts":%d'
+                + middle.replace(b"%", b"%%")
+                + b',"old":%s,"data":[%s]'
+                + tail
+            )
 
     def sql_type(self, row: list[Any] | None, positions: list[int] | None) -> bytes:
         picked = range(len(self.columns)) if positions is None else positions
@@ -157,6 +181,8 @@ class Encoder:
         self.config = config
         self._tables: dict[int, _TableCodec] = {}
         self._messages: list[Message] = []
+        self._plain_updates = not config.only_updated
+        self._plain_deletes = not config.delete_only_output_handle_key_columns
 
     def _codec(self, info: TableInfo) -> _TableCodec:
         codec = self._tables.get(id(info))
@@ -165,41 +191,64 @@ class Encoder:
         return codec
 
     def append_row(self, event: RowChangedEvent) -> None:
-        codec = self._codec(event.table)
+        info = event.table
+        codec = self._tables.get(id(info))
+        if codec is None or codec.info is not info:
+            codec = self._codec(info)
         value = self._row_value(codec, event)
-        message = Message(None, value, event.commit_ts, 1, event.table.schema, event.table.name)
-        if message.length() > self.config.max_message_bytes:
+        if len(value) + MAX_RECORD_OVERHEAD > self.config.max_message_bytes:
             raise EncodeError(
-                f"a canal-json message of {message.length()} bytes for {event.table.schema}."
-                f"{event.table.name} at commit ts {event.commit_ts} exceeds max-message-bytes"
-                f" {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
+                f"a canal-json message of {len(value) + MAX_RECORD_OVERHEAD} bytes for"
+                f" {info.schema}.{info.name} at commit ts {event.commit_ts} exceeds"
+                f" max-message-bytes {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
             )
-        self._messages.append(message)
+        self._messages.append(Message(None, value, event.commit_ts, 1, info.schema, info.name))
 
     def _row_value(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
-        offsets, renders, names = codec.offsets, codec.renders, codec.names
+        pre, post = event.pre_columns, event.columns
+        template = codec.template
+        if template is not None:  # the common shapes, in one format
+            es = event.commit_ts >> PHYSICAL_SHIFT_BITS
+            ext = (event.commit_ts,) if self.config.enable_tidb_extension else ()
+            if pre is None:
+                assert post is not None
+                data = gj.dumps(codec.render(post), gj.EASYJSON)
+                return template % (b"INSERT", es, es, b"null", data, *ext)
+            if post is None:
+                if self._plain_deletes:
+                    data = gj.dumps(codec.render(pre), gj.EASYJSON)
+                    return template % (b"DELETE", es, es, b"null", data, *ext)
+            elif self._plain_updates:
+                data = gj.dumps(codec.render(post), gj.EASYJSON)
+                old = b"[" + gj.dumps(codec.render(pre), gj.EASYJSON) + b"]"
+                return template % (b"UPDATE", es, es, old, data, *ext)
+        return self._row_value_general(codec, event)
+
+    def _row_value_general(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
+        """Value-dependent sqlType (unsigned promotions), only-updated columns and
+        handle-key-only deletes."""
+        names = codec.names
         pre, post = event.pre_columns, event.columns
         kind = b"INSERT" if pre is None else b"DELETE" if post is None else b"UPDATE"
         row = post if post is not None else pre
         assert row is not None
-        values = [row[o] for o in offsets]
+        values = [row[c.offset] for c in codec.columns]
         positions: list[int] | None = None
         if kind == b"DELETE" and self.config.delete_only_output_handle_key_columns:
             positions = codec.handle_positions
         picked = range(len(names)) if positions is None else positions
-        data = {names[i]: renders[i](values[i]) for i in picked}
+        rendered = codec.render(row)
+        data = {names[i]: rendered[names[i]] for i in picked}
         old: bytes = b"null"
         if kind == b"UPDATE":
             assert pre is not None
-            before = [pre[o] for o in offsets]
+            before = codec.render(pre)
             kept = (
-                [i for i in picked if before[i] != values[i]]
+                [i for i in picked if pre[codec.columns[i].offset] != values[i]]
                 if self.config.only_updated
                 else picked
             )
-            old = (
-                b"[" + gj.dumps({names[i]: renders[i](before[i]) for i in kept}, gj.EASYJSON) + b"]"
-            )
+            old = b"[" + gj.dumps({names[i]: before[names[i]] for i in kept}, gj.EASYJSON) + b"]"
         if positions is None and codec.fixed_sql_type is not None:
             sql_type = codec.fixed_sql_type
             mysql_type = codec.mysql_type_json

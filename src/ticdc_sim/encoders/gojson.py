@@ -82,11 +82,12 @@ def dumps(value: Any, flavor: Flavor) -> bytes:
         out = orjson.dumps(value, default=_raw, option=_OPTIONS)
     except orjson.JSONEncodeError:  # surrogate escapes: invalid UTF-8 in the data
         return _slow_dumps(value, flavor).encode("utf-8", "surrogateescape")
-    if not flavor.short_bf and (b"\\b" in out or b"\\f" in out):
+    if not flavor.short_bf and b"\\" in out and (b"\\b" in out or b"\\f" in out):
         return _slow_dumps(value, flavor).encode("utf-8", "surrogateescape")
-    if flavor.html and (b"<" in out or b">" in out or b"&" in out):
+    # one pass to learn whether any of <>& is there (they are rare in data)
+    if flavor.html and len(out.translate(None, b"<>&")) != len(out):
         out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-    if flavor.escape_line_separators and b"\xe2\x80" in out:
+    if flavor.escape_line_separators and not out.isascii() and b"\xe2\x80" in out:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return out
 

@@ -28,6 +28,7 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     DecodedRow,
     Message,
+    rowcode,
 )
 from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
@@ -45,25 +46,24 @@ _U64 = struct.Struct(">Q")
 _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 _INT64_WRAP = 1 << 64
 
-Render = Callable[[Any], Any]
 
-
-def _render(col: ColumnInfo) -> Render:
-    """A mounted value as the `"v"` of a column object (research §1.4)."""
+def _template(col: ColumnInfo) -> tuple[str, Any]:
+    """A mounted value as the `"v"` of a column object (research §1.4): the expression
+    template and the function it calls, if any."""
     tp = col.tp
     mount = mounter(col)
     if tp in (M.FLOAT, M.DOUBLE):
         bits = 32 if tp == M.FLOAT else 64
-        return lambda v: None if v is None else gj.RawJSON(json_number(v, bits))
+        return "None if {v} is None else _call({v})", lambda v: gj.RawJSON(json_number(v, bits))
     if tp == M.NEWDECIMAL:
-        return lambda v: None if v is None else format(v, "f")
+        return rowcode.DECIMAL, None
     if mount is not None:
-        return mount
+        return "_call({v})", mount
     if tp in BLOB_TYPES:  # Go marshals []byte as base64, text columns included
-        return lambda v: None if v is None else base64.b64encode(_bytes(v)).decode()
+        return "None if {v} is None else _call({v})", lambda v: base64.b64encode(_bytes(v)).decode()
     if tp in _STRING_TYPES and col.is_binary_charset:
-        return lambda v: None if v is None else go_quote_inner(v)
-    return lambda v: v
+        return "None if {v} is None else _call({v})", go_quote_inner
+    return rowcode.AS_IS, None
 
 
 def _bytes(value: str | bytes) -> bytes:
@@ -71,42 +71,51 @@ def _bytes(value: str | bytes) -> bytes:
 
 
 class _TableCodec:
-    def __init__(self, info: TableInfo, config: CodecConfig) -> None:
+    def __init__(self, info: TableInfo, config: CodecConfig, flavor: gj.Flavor) -> None:
         self.info = info
         new_arch = config.profile == "new-arch"
         flags = info.ticdc_flags("new-arch" if new_arch else "classic")
         columns = info.visible_columns
         order = columns if new_arch else sorted(columns, key=lambda c: c.name.encode())
-        self.fields = [
-            (
-                c.name,
-                c.offset,
-                {"t": int(c.tp), "h": True}
-                if flags[c.offset] & ColumnFlag.HANDLE_KEY
-                else {"t": int(c.tp)},
-                int(flags[c.offset]),
-                _render(c),
-                bool(flags[c.offset] & ColumnFlag.HANDLE_KEY),
-            )
-            for c in order
-        ]
-        self.handle_offsets = frozenset(offset for _, offset, _, _, _, h in self.fields if h)
+        env: dict[str, Any] = {}
+        fields = []
+        for i, c in enumerate(order):
+            template, call = _template(c)
+            if call is not None:
+                env[f"_call{i}"] = call
+                template = template.replace("_call(", f"_call{i}(")
+            flag = int(flags[c.offset])
+            handle = ', "h": True' if flag & ColumnFlag.HANDLE_KEY else ""
+            column = f'{{"t": {int(c.tp)}{handle}, "f": {flag}, "v": ({template})}}'
+            fields.append((c.name, c.offset, column))
+        # the column objects of a whole image, and picked ones (only-updated, handle key only)
+        self.image = rowcode.compile_row("open_protocol_columns", fields, env)
+        self.offsets = {c.name: c.offset for c in order}
+        self.handle_offsets = frozenset(
+            c.offset for c in order if flags[c.offset] & ColumnFlag.HANDLE_KEY
+        )
+        # the row key, but ts, rid and ptn
+        names = (
+            b',"scm":' + gj.dumps(info.schema, flavor) + b',"tbl":' + gj.dumps(info.name, flavor)
+        )
+        self.key_head = b'{"ts":%d' + names.replace(b"%", b"%%")
+        self.partitioned = info.partition is not None
 
     def columns(
         self, row: tuple[Any, ...], keep: Callable[[int], bool] | None = None
     ) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, offset, head, flag, render, _ in self.fields:
-            if keep is not None and not keep(offset):
-                continue
-            out[name] = {**head, "f": flag, "v": render(row[offset])}
-        return out
+        image = self.image(row)
+        if keep is None:
+            return image
+        offsets = self.offsets
+        return {name: column for name, column in image.items() if keep(offsets[name])}
 
 
 class Encoder:
     def __init__(self, config: CodecConfig) -> None:
         self.config = config
         self.flavor = gj.JSONITER if config.profile == "new-arch" else gj.ENCODING_JSON
+        self._new_arch = config.profile == "new-arch"
         self._tables: dict[int, _TableCodec] = {}
         self._records: list[tuple[list[bytes], list[bytes], int, int]] = []  # keys, values, ts, n
         self._sizes: list[int] = []  # each record's Length()
@@ -114,7 +123,7 @@ class Encoder:
     def _codec(self, info: TableInfo) -> _TableCodec:
         codec = self._tables.get(id(info))
         if codec is None or codec.info is not info:
-            codec = self._tables[id(info)] = _TableCodec(info, self.config)
+            codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
         return codec
 
     def _key(self, ts: int, schema: str, table: str, kind: int, **extra: Any) -> bytes:
@@ -135,16 +144,27 @@ class Encoder:
         key["t"] = kind
         return gj.dumps(key, self.flavor)
 
+    def _row_key(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
+        """`_key` of a row, from the table's pre-written head."""
+        key = codec.key_head % event.commit_ts
+        ptn = b',"ptn":%d' % event.physical_table_id if codec.partitioned else b""
+        if self._new_arch:
+            return key + b',"t":1' + ptn + b"}"
+        rid = event.row_id
+        if rid:
+            key += b',"rid":%d' % (rid - _INT64_WRAP if rid >= 1 << 63 else rid)
+        return key + ptn + b',"t":1}'
+
     def row_key_value(self, event: RowChangedEvent) -> tuple[bytes, bytes]:
         info = event.table
-        codec = self._codec(info)
-        rid = event.row_id - _INT64_WRAP if event.row_id >= 1 << 63 else event.row_id
-        ptn = event.physical_table_id if info.partition is not None else None
-        key = self._key(event.commit_ts, info.schema, info.name, ROW, rid=rid, ptn=ptn)
+        codec = self._tables.get(id(info))
+        if codec is None or codec.info is not info:
+            codec = self._codec(info)
+        key = self._row_key(codec, event)
         pre, post = event.pre_columns, event.columns
         value: dict[str, Any] = {}
         if post is not None:
-            value["u"] = codec.columns(post)
+            value["u"] = codec.image(post)
             if pre is not None and self.config.open_output_old_value:
                 keep = None
                 if self.config.only_output_updated_columns:
@@ -163,7 +183,9 @@ class Encoder:
                     )
                 keep = handles.__contains__
             value["d"] = codec.columns(pre, keep)
-        return key, gj.dumps({k: v for k, v in value.items() if v}, self.flavor)
+        if not value.get("u", True):  # a table of only virtual columns: Go omits empty maps
+            del value["u"]
+        return key, gj.dumps(value, self.flavor)
 
     def append_row(self, event: RowChangedEvent) -> None:
         key, value = self.row_key_value(event)

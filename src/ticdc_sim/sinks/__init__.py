@@ -7,7 +7,7 @@ picks one by the sink URI's scheme.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from ticdc_sim.config import SinkURI
@@ -22,7 +22,7 @@ class Record(NamedTuple):
     offset: int
     key: bytes | None
     value: bytes | None
-    headers: dict[str, bytes]
+    headers: Mapping[str, bytes]
 
 
 class Sink(Protocol):

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 from binascii import a2b_base64, b2a_base64
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import orjson
@@ -29,7 +29,7 @@ def _b64(data: bytes | None) -> bytes:
     return b"null" if data is None else b'"' + b2a_base64(data, newline=False) + b'"'
 
 
-def _headers(headers: dict[str, bytes]) -> bytes:
+def _headers(headers: Mapping[str, bytes]) -> bytes:
     if not headers:
         return b"{}"
     return orjson.dumps({k: b2a_base64(v, newline=False).decode() for k, v in headers.items()})
