@@ -4,7 +4,7 @@ the engine's changelog (DDL queries and row changes applied to a second MariaDB)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -56,24 +56,38 @@ def run_on_mariadb(conn: Any, statements: Iterable[RawStatement]) -> None:
 
 def apply_changelog(conn: Any, events: Iterable[DDLEvent | RowChangedEvent]) -> int:
     """Replay DDL queries and row changes on the replica, one transaction per commit ts."""
+
+    def ddl(cur: Any, event: DDLEvent) -> None:
+        if event.action not in _SCHEMA_ACTIONS and event.schema:
+            cur.execute(f"USE `{event.schema}`")
+        cur.execute(event.query)
+
+    return _replay(conn, events, ddl, lambda _, event: row_change_sql(event))
+
+
+def _replay(
+    conn: Any,
+    events: Iterable[Any],
+    ddl: Callable[[Any, Any], None],
+    row_sql: Callable[[Any, Any], tuple[str, list[Any]]],
+) -> int:
+    """DDL as they come, rows in one transaction per commit ts; each row must change one."""
     rows = 0
     open_ts: int | None = None
     with conn.cursor() as cur:
         for event in events:
-            if isinstance(event, DDLEvent):
+            if isinstance(event, DDLEvent | DecodedDDL):
                 if open_ts is not None:
                     cur.execute("COMMIT")
                     open_ts = None
-                if event.action not in _SCHEMA_ACTIONS and event.schema:
-                    cur.execute(f"USE `{event.schema}`")
-                cur.execute(event.query)
+                ddl(cur, event)
                 continue
             if open_ts != event.commit_ts:
                 if open_ts is not None:
                     cur.execute("COMMIT")
                 cur.execute("BEGIN")
                 open_ts = event.commit_ts
-            sql, params = row_change_sql(event)
+            sql, params = row_sql(cur, event)
             cur.execute(sql, params)
             if cur.rowcount != 1:
                 raise AssertionError(f"{sql} {params} changed {cur.rowcount} rows")
@@ -104,32 +118,13 @@ class DecodedApplier:
         return self._generated[key]
 
     def apply(self, changelog: Iterable[DecodedRow | DecodedDDL]) -> int:
-        rows = 0
-        open_ts: int | None = None
-        with self.conn.cursor() as cur:
-            for event in changelog:
-                if isinstance(event, DecodedDDL):
-                    if open_ts is not None:
-                        cur.execute("COMMIT")
-                        open_ts = None
-                    if event.table:
-                        cur.execute(f"USE `{event.schema}`")
-                    cur.execute(event.query)
-                    self._generated.clear()
-                    continue
-                if open_ts != event.commit_ts:
-                    if open_ts is not None:
-                        cur.execute("COMMIT")
-                    cur.execute("BEGIN")
-                    open_ts = event.commit_ts
-                sql, params = self.row_sql(cur, event)
-                cur.execute(sql, params)
-                if cur.rowcount != 1:
-                    raise AssertionError(f"{sql} {params} changed {cur.rowcount} rows")
-                rows += 1
-            if open_ts is not None:
-                cur.execute("COMMIT")
-        return rows
+        def ddl(cur: Any, event: DecodedDDL) -> None:
+            if event.table:
+                cur.execute(f"USE `{event.schema}`")
+            cur.execute(event.query)
+            self._generated.clear()
+
+        return _replay(self.conn, changelog, ddl, self.row_sql)
 
     def row_sql(self, cur: Any, row: DecodedRow) -> tuple[str, list[Any]]:
         name = f"`{row.schema}`.`{row.table}`"
