@@ -162,6 +162,8 @@ def test_canal_json_forces_old_value_on_as_ticdc() -> None:
             "[sink.kafka-config.large-message-handle]\nlarge-message-handle-option = 'claim-check'\n",
             "large-message handling 'claim-check' is not simulated",
         ),
+        ("[sink.kafka-config]\nlarge-message-handle = 1\n", "expected a table, got 1"),
+        ("sink = 'kafka'\n", "cf.toml: sink: expected a table, got 'kafka'"),
         ("[sink\n", "cf.toml: "),
         ("ticdc-version = 'v4.0'\n", "unknown TiCDC version 'v4.0'"),
     ],

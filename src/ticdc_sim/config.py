@@ -339,12 +339,16 @@ def _walk(table: Mapping[str, Any], path: Path, out: dict[str, Any], source: str
         elif here in _TOML_LATER:
             raise ConfigError(f"{where}: {_TOML_LATER[here]} are not simulated yet")
         elif here == ("sink", "kafka-config", "large-message-handle"):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table, got {value!r}")
             option = value.get("large-message-handle-option", "none")
             if option != "none":
                 raise ConfigError(f"{where}: large-message handling {option!r} is not simulated")
         elif any(here[: len(p)] == p for p in _TOML_IGNORED):
             continue
-        elif isinstance(value, dict) and any(k[: len(here)] == here for k in _TOML_SETTINGS):
+        elif any(k[: len(here)] == here for k in _TOML_SETTINGS):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table, got {value!r}")
             _walk(value, here, out, source)
         else:
             raise ConfigError(f"{where}: unknown configuration key")
