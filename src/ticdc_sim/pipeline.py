@@ -140,10 +140,10 @@ class Pipeline:
 
     def push(self, event: Event) -> None:
         if isinstance(event, ResolvedEvent):
-            self._tick(event.ts)
+            self._tick(physical_ms(event.ts))
             return
         now = physical_ms(event.commit_ts)
-        self._tick(event.commit_ts)
+        self._tick(now)
         if isinstance(event, RowChangedEvent):
             if not self.replicates(event.table):
                 self.summary.skipped_rows += 1
@@ -177,8 +177,8 @@ class Pipeline:
             self.sink.close()
         return self.summary
 
-    def _tick(self, ts: int) -> None:
-        now = physical_ms(ts)
+    def _tick(self, now: int) -> None:
+        """The 1 s ticker at simulated time `now` (ms)."""
         if self._next_tick is None:
             self._next_tick = now + CHECKPOINT_INTERVAL_MS
         elif now >= self._next_tick:

@@ -91,9 +91,9 @@ def _template(col: ColumnInfo) -> tuple[str, Any]:
     tp = col.tp
     mount = mounter(col)
     if tp == M.FLOAT:
-        return "_f32({v})", None
+        return rowcode.FLOAT, None
     if tp == M.DOUBLE:
-        return "_f64({v})", None
+        return rowcode.DOUBLE, None
     if tp == M.NEWDECIMAL:
         return rowcode.DECIMAL, None
     if mount is not None:  # ENUM index, SET bits
@@ -184,17 +184,16 @@ class Encoder:
         self._plain_updates = not config.only_updated
         self._plain_deletes = not config.delete_only_output_handle_key_columns
 
-    def _codec(self, info: TableInfo) -> _TableCodec:
-        codec = self._tables.get(id(info))
-        if codec is None or codec.info is not info:
-            codec = self._tables[id(info)] = _TableCodec(info, self.config)
+    def _new_codec(self, info: TableInfo) -> _TableCodec:
+        # callers look up `_tables` inline (it is per row); ids are reused once a version is gone
+        codec = self._tables[id(info)] = _TableCodec(info, self.config)
         return codec
 
     def append_row(self, event: RowChangedEvent) -> None:
         info = event.table
         codec = self._tables.get(id(info))
         if codec is None or codec.info is not info:
-            codec = self._codec(info)
+            codec = self._new_codec(info)
         value = self._row_value(codec, event)
         if len(value) + MAX_RECORD_OVERHEAD > self.config.max_message_bytes:
             raise EncodeError(

@@ -120,32 +120,27 @@ class Encoder:
         self._records: list[tuple[list[bytes], list[bytes], int, int]] = []  # keys, values, ts, n
         self._sizes: list[int] = []  # each record's Length()
 
-    def _codec(self, info: TableInfo) -> _TableCodec:
-        codec = self._tables.get(id(info))
-        if codec is None or codec.info is not info:
-            codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
+    def _new_codec(self, info: TableInfo) -> _TableCodec:
+        # callers look up `_tables` inline (it is per row); ids are reused once a version is gone
+        codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
         return codec
 
-    def _key(self, ts: int, schema: str, table: str, kind: int, **extra: Any) -> bytes:
-        if self.config.profile == "new-arch":  # ts scm tbl t [ptn]; no rid
-            key: dict[str, Any] = {"ts": ts, "scm": schema, "tbl": table, "t": kind}
-            if extra.get("ptn") is not None:
-                key["ptn"] = extra["ptn"]
-            return gj.dumps(key, self.flavor)
-        key = {"ts": ts}
-        if schema:
-            key["scm"] = schema
-        if table:
-            key["tbl"] = table
-        if extra.get("rid"):
-            key["rid"] = extra["rid"]
-        if extra.get("ptn") is not None:
-            key["ptn"] = extra["ptn"]
-        key["t"] = kind
+    def _ddl_key(self, event: DDLEvent) -> bytes:
+        """The key of a DDL; rows take theirs from `_row_key`."""
+        key: dict[str, Any] = {"ts": event.commit_ts}
+        if self._new_arch:  # ts scm tbl t, even when empty
+            key |= {"scm": event.schema, "tbl": event.table}
+        else:
+            if event.schema:
+                key["scm"] = event.schema
+            if event.table:
+                key["tbl"] = event.table
+        key["t"] = DDL
         return gj.dumps(key, self.flavor)
 
     def _row_key(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
-        """`_key` of a row, from the table's pre-written head."""
+        """A row's key, from the table's pre-written head: classic `ts scm tbl [rid] [ptn] t`,
+        new architecture `ts scm tbl t [ptn]` (no rid)."""
         key = codec.key_head % event.commit_ts
         ptn = b',"ptn":%d' % event.physical_table_id if codec.partitioned else b""
         if self._new_arch:
@@ -159,7 +154,7 @@ class Encoder:
         info = event.table
         codec = self._tables.get(id(info))
         if codec is None or codec.info is not info:
-            codec = self._codec(info)
+            codec = self._new_codec(info)
         key = self._row_key(codec, event)
         pre, post = event.pre_columns, event.columns
         value: dict[str, Any] = {}
@@ -220,7 +215,7 @@ class Encoder:
         return out
 
     def encode_ddl(self, event: DDLEvent) -> Message:
-        key = self._key(event.commit_ts, event.schema, event.table, DDL)
+        key = self._ddl_key(event)
         value = gj.dumps({"q": event.query, "t": int(event.action)}, self.flavor)
         return Message(
             _frame_keys([key]),

@@ -14,13 +14,15 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from ticdc_sim.golang import format_f, shortest32
+from ticdc_sim.golang import format_f
 
 Row = tuple[Any, ...]
 
 # `{v}` stands for the value; a template must give None for None unless it says otherwise
 INTEGER = "None if {v} is None else str({v})"
 DECIMAL = "None if {v} is None else _decimal({v})"
+FLOAT = "None if {v} is None else _format_f({v}, 32)"  # Go's FormatFloat(v, 'f', -1, 32)
+DOUBLE = "None if {v} is None else _format_f({v}, 64)"
 LATIN1 = "None if {v} is None else {v}.decode('latin-1')"
 AS_IS = "{v}"
 
@@ -31,20 +33,7 @@ def _decimal(value: Decimal) -> str:
     return text if "E" not in text else format(value, "f")
 
 
-def _f64(value: float | None) -> str | None:
-    if value is None:
-        return None
-    text = repr(value)  # Go's shortest digits; the same layout unless there is an exponent
-    if "e" in text or "n" in text:
-        return format_f(value, 64)
-    return text[:-2] if text.endswith(".0") else text
-
-
-def _f32(value: float | None) -> str | None:
-    return None if value is None else _f64(shortest32(value))
-
-
-BASE_ENV: dict[str, Any] = {"_decimal": _decimal, "_f64": _f64, "_f32": _f32}
+BASE_ENV: dict[str, Any] = {"_decimal": _decimal, "_format_f": format_f}
 
 
 def compile_row(

@@ -1305,17 +1305,7 @@ class AlterApplier:
         columns = list(t.columns)
         columns.insert(self._position(cdef, len(columns), columns), column)
         info = _reindex(t, columns).evolve(max_column_id=column.id)
-        for key in keys:
-            primary = isinstance(key, exp.PrimaryKeyColumnConstraint)
-            info = TableBuilder.add_index(
-                info,
-                "PRIMARY" if primary else column.name,
-                [exp.column(column.name)],
-                unique=True,
-                primary=primary,
-                altering=True,
-            )
-        return info
+        return _add_column_keys(info, column.name, keys, altering=True)
 
     def _drop(self, action: exp.Drop) -> tuple[TableInfo, ActionType]:
         t = self.table
@@ -1419,16 +1409,7 @@ class AlterApplier:
             ),
             columns,
         )
-        for key in keys:
-            primary = isinstance(key, exp.PrimaryKeyColumnConstraint)
-            info = TableBuilder.add_index(
-                info,
-                "PRIMARY" if primary else new.name,
-                [exp.column(new.name)],
-                unique=True,
-                primary=primary,
-            )
-        return info
+        return _add_column_keys(info, new.name, keys, altering=False)
 
     def _position(self, cdef: exp.ColumnDef, default: int, columns: list[ColumnInfo]) -> int:
         position = cdef.args.get("position")
@@ -1564,3 +1545,20 @@ def _reindex(table: TableInfo, columns: list[ColumnInfo]) -> TableInfo:
         for ix in table.indices
     )
     return table.evolve(columns=new_columns, indices=indices)
+
+
+def _add_column_keys(
+    info: TableInfo, name: str, keys: Sequence[exp.Expr], *, altering: bool
+) -> TableInfo:
+    """The PRIMARY KEY / UNIQUE of a column definition, as indexes on that column."""
+    for key in keys:
+        primary = isinstance(key, exp.PrimaryKeyColumnConstraint)
+        info = TableBuilder.add_index(
+            info,
+            "PRIMARY" if primary else name,
+            [exp.column(name)],
+            unique=True,
+            primary=primary,
+            altering=altering,
+        )
+    return info

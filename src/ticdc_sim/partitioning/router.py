@@ -60,6 +60,7 @@ class EventRouter:
         implicit = DispatchRule(matcher=("*.*",))
         self._compiled = [self._compile(r) for r in [*self.rules, implicit]]
         self._by_table: dict[tuple[str, str], _Compiled] = {}
+        self._topics: dict[tuple[str, str], str] = {}  # expressions substituted once a table
 
     def _compile(self, rule: DispatchRule) -> _Compiled:
         if not rule.matcher:
@@ -96,7 +97,11 @@ class EventRouter:
         return found
 
     def topic(self, schema: str, table: str) -> str:
-        return self._rule(schema, table).topic.topic(schema, table)
+        key = (schema, table)
+        found = self._topics.get(key)
+        if found is None:
+            found = self._topics[key] = self._rule(schema, table).topic.topic(schema, table)
+        return found
 
     def partition(self, event: RowChangedEvent, partitions: int) -> tuple[int, str]:
         """(partition, partition key) of a row; the key groups rows into batches (v7.4+)."""
