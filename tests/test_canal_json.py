@@ -129,8 +129,9 @@ def test_decoder_reads_rows_ddl_and_watermarks_back() -> None:
 
 def test_message_too_large_names_the_table_and_limit() -> None:
     encoder = Encoder(CodecConfig("canal-json", max_message_bytes=100))
+    encoder.append_row(c4_event(C4["cases"][0]))
     with pytest.raises(EncodeError, match=r"test.tp_int .* exceeds max-message-bytes 100"):
-        encoder.append_row(c4_event(C4["cases"][0]))
+        encoder.build()
 
 
 def test_delete_only_handle_key_columns_and_only_updated_columns() -> None:

@@ -48,9 +48,9 @@ def test_o1_record_bytes_and_tiflow_max_message_bytes_188() -> None:
     assert (message.key or b"").hex() == V["O1"]["kafka_key"]
     assert (message.value or b"").hex() == V["O1"]["kafka_value"]
     assert message.length() == V["O1"]["length"]
-    Encoder(replace(CONFIG, max_message_bytes=188)).append_row(event)  # just fits
+    assert Encoder(replace(CONFIG, max_message_bytes=188)).build_groups([[event]])  # just fits
     with pytest.raises(EncodeError, match="exceeds max-message-bytes 187"):
-        Encoder(replace(CONFIG, max_message_bytes=187)).append_row(event)
+        Encoder(replace(CONFIG, max_message_bytes=187)).build_groups([[event]])
 
 
 def test_o4_three_rows_batch_into_one_record_and_split_by_max_batch_size() -> None:

@@ -210,11 +210,9 @@ class Pipeline:
             else:
                 found.append(row)
         self._batch = []
-        encoder = self.encoder
-        for (topic, partition, _), rows in groups.items():
-            for row in rows:
-                encoder.append_row(row)
-            self._send(topic, partition, encoder.build())
+        built = self.encoder.build_groups(list(groups.values()))
+        for (topic, partition, _), messages in zip(groups, built, strict=True):
+            self._send(topic, partition, messages)
 
     def _send_ddl(self, ddl: DDLEvent) -> None:
         message = self.encoder.encode_ddl(ddl)

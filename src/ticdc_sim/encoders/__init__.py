@@ -2,15 +2,17 @@
 
 Every protocol module has the same verbs, after TiCDC's `RowEventEncoder`
 (tiflow `pkg/sink/codec/encoder.go`): `Encoder.append_row(event)`, `build()`,
-`encode_ddl(event)`, `encode_checkpoint(ts)`; and `Decoder.decode(key, value)`, which reads
-records back into `Decoded*` events. `encoder_for`/`decoder_for` look modules up by TiCDC's
-protocol name and import them only when asked.
+`encode_ddl(event)`, `encode_checkpoint(ts)`, and `build_groups(groups)`, which encodes
+several batches (a pipeline window's partition-key groups) in one pass; and
+`Decoder.decode(key, value)`, which reads records back into `Decoded*` events.
+`encoder_for`/`decoder_for` look modules up by TiCDC's protocol name and import them only
+when asked.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
@@ -96,6 +98,7 @@ Decoded = DecodedRow | DecodedDDL | DecodedCheckpoint
 class Encoder(Protocol):
     def append_row(self, event: RowChangedEvent) -> None: ...
     def build(self) -> list[Message]: ...
+    def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]: ...
     def encode_ddl(self, event: DDLEvent) -> Message: ...
     def encode_checkpoint(self, ts: int) -> Message | None: ...
 

@@ -13,6 +13,7 @@ map in TiCDC and so comes out in random key order; we write table order.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -26,9 +27,10 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     DecodedRow,
     Message,
-    rowcode,
+    columnar,
 )
 from ticdc_sim.encoders import gojson as gj
+from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer, row_messages
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
     INTEGER_TYPES,
@@ -85,54 +87,53 @@ DDL_TYPES: dict[A, str] = {
 }
 
 
-def _template(col: ColumnInfo) -> tuple[str, Any]:
-    """A column's value as the string canal-json writes (canal_entry.go formatValue): the
-    expression template and what it calls."""
+def _writer(col: ColumnInfo) -> Writer:
+    """A column's values as the strings canal-json writes (canal_entry.go formatValue)."""
     tp = col.tp
     mount = mounter(col)
     if tp == M.FLOAT:
-        return rowcode.FLOAT, None
+        return _FLOAT
     if tp == M.DOUBLE:
-        return rowcode.DOUBLE, None
+        return _DOUBLE
     if tp == M.NEWDECIMAL:
-        return rowcode.DECIMAL, None
+        return columnar.decimals
     if mount is not None:  # ENUM index, SET bits
-        return "None if {v} is None else str(_mount({v}))", mount
+        return columnar.mapped(mount, columnar.quoted_ints)
     if _is_binary_string(col):
-        return rowcode.LATIN1, None
+        return _LATIN1
     if tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR):
-        return rowcode.INTEGER, None
-    return rowcode.AS_IS, None  # text, dates and times, JSON, VECTOR: already TiDB's strings
+        return columnar.quoted_ints
+    return _STRINGS  # text, dates and times, JSON, VECTOR: already TiDB's strings
+
+
+_FLOAT = columnar.floats(32, quoted=True)
+_DOUBLE = columnar.floats(64, quoted=True)
+_STRINGS = columnar.strings(gj.EASYJSON)
+_LATIN1 = columnar.mapped(lambda v: v.decode("latin-1"), _STRINGS)
+_STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 
 
 def _is_binary_string(col: ColumnInfo) -> bool:
     return col.is_binary_charset and (col.tp in BLOB_TYPES or col.tp in _STRING_TYPES)
 
 
-_STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
-
-
 class _TableCodec:
-    """Everything about one table version that does not depend on the row."""
+    """Everything about one table version that does not depend on the rows."""
 
     def __init__(self, info: TableInfo, config: CodecConfig) -> None:
         self.info = info
+        self.config = config
         self.columns = info.visible_columns
-        self.names = [c.name for c in self.columns]
-        env, fields = {}, []
-        for i, c in enumerate(self.columns):
-            template, mount = _template(c)
-            if mount is not None:
-                env[f"_mount{i}"] = mount
-                template = template.replace("_mount(", f"_mount{i}(")
-            fields.append((c.name, c.offset, template))
-        self.render = rowcode.compile_row("canal_json_data", fields, env)
+        self.offsets = [c.offset for c in self.columns]
+        self.writers = [columnar.nullable(_writer(c)) for c in self.columns]
+        self.keys = [gj.dumps(c.name, gj.EASYJSON) + b":" for c in self.columns]
         self.java = [java_type(c) for c in self.columns]
         self.promotions = [unsigned_promotion(c) for c in self.columns]
-        self.promoted = any(p is not None for p in self.promotions)
         describe = full_type if config.content_compatible else short_type
-        self.mysql_types = {c.name: describe(c) for c in self.columns}
+        self.mysql_types = [describe(c) for c in self.columns]
         flags = info.ticdc_flags("classic" if config.profile == "v8.5" else "new-arch")
+        handle = ColumnFlag.HANDLE_KEY
+        self.handle_positions = [i for i, c in enumerate(self.columns) if flags[c.offset] & handle]
         pk_names = [c.name for c in self.columns if c.flag & TiDBFlag.PRI_KEY]
         self.head = (
             b'{"id":0,"database":'
@@ -143,144 +144,141 @@ class _TableCodec:
             + gj.dumps(pk_names, gj.EASYJSON)
             + b',"isDdl":false,"type":"'
         )
-        self.fixed_sql_type = None if self.promoted else self.sql_type(None, None)
-        self.mysql_type_json = gj.dumps(self.mysql_types, gj.EASYJSON)
-        handle = ColumnFlag.HANDLE_KEY
-        self.handle_positions = [i for i, c in enumerate(self.columns) if flags[c.offset] & handle]
-        # the whole record but kind, es, ts, old, data (and commitTs) when the types are fixed
-        self.template: bytes | None = None
-        if self.fixed_sql_type is not None:
-            middle = (
-                b',"sql":"","sqlType":'
-                + self.fixed_sql_type
-                + b',"mysqlType":'
-                + self.mysql_type_json
-            )
-            tail = b',"_tidb":{"commitTs":%d}}' if config.enable_tidb_extension else b"}"
-            self.template = (
-                self.head.replace(b"%", b"%%")
-                + b'%s","es":%d,"ts":%d'
-                + middle.replace(b"%", b"%%")
-                + b',"old":%s,"data":[%s]'
-                + tail
-            )
+        self.layouts = {kind: self._layout(kind) for kind in (INSERT, UPDATE, DELETE)}
+        self.sql_types = {
+            kind: columnar.Field(self.sql_type(None, self.picked(kind)).replace(b"%", b"%%"))
+            for kind in (INSERT, UPDATE, DELETE)
+        }
 
-    def sql_type(self, row: list[Any] | None, positions: list[int] | None) -> bytes:
-        picked = range(len(self.columns)) if positions is None else positions
+    def picked(self, kind: str) -> list[int]:
+        """The positions a kind writes: all, or the handle key of a delete when asked."""
+        if kind == DELETE and self.config.delete_only_output_handle_key_columns:
+            return self.handle_positions
+        return list(range(len(self.columns)))
+
+    def sql_type(self, row: tuple[Any, ...] | None, picked: list[int]) -> bytes:
+        """`sqlType`: Java types, unsigned ones promoted by the row's values."""
+        if not picked:
+            return b"null"
         types = {
-            self.names[i]: promoted_java_type(
-                self.java[i], self.promotions[i], None if row is None else row[i]
+            self.columns[i].name: promoted_java_type(
+                self.java[i], self.promotions[i], None if row is None else row[self.offsets[i]]
             )
             for i in picked
         }
-        return gj.dumps(types, gj.EASYJSON) if types else b"null"
+        return gj.dumps(types, gj.EASYJSON)
+
+    def _layout(self, kind: str) -> columnar.Layout:
+        picked = self.picked(kind)
+        mysql_types = {self.columns[i].name: self.mysql_types[i] for i in picked}
+        parts: list[bytes | str] = [
+            self.head + kind.upper().encode() + b'","es":',
+            "es",
+            b',"ts":',
+            "es",
+            b',"sql":"","sqlType":',
+            "sqlType",
+            b',"mysqlType":' + gj.dumps(mysql_types, gj.EASYJSON) + b',"old":',
+        ]
+        if kind != UPDATE:
+            parts.append(b"null")
+        elif self.config.only_updated:
+            parts.append("old")
+        else:
+            parts += [b"[{", *self._object("p", picked), b"}]"]
+        parts += [b',"data":[{', *self._object("d", picked), b"}]"]
+        if self.config.enable_tidb_extension:
+            parts += [b',"_tidb":{"commitTs":', "commitTs", b"}"]
+        parts.append(b"}")
+        return columnar.Layout(parts)
+
+    def _object(self, image: str, picked: list[int]) -> Iterator[bytes | str]:
+        for n, i in enumerate(picked):
+            yield (b"," if n else b"") + self.keys[i]
+            yield f"{image}{i}"
+
+    def encode(self, kind: str, events: list[RowChangedEvent]) -> Texts:
+        """The records of events of one kind, in order."""
+        ts = columnar.commit_ts(events)
+        fields = {
+            "es": columnar.ints([t >> PHYSICAL_SHIFT_BITS for t in ts]),
+            "commitTs": columnar.ints(ts),
+        }
+        picked = self.picked(kind)
+        fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
+        if kind == UPDATE and self.config.only_updated:
+            fields["old"] = self._changed(events, picked, fields)
+        rows = columnar.images(kind, events)
+        if self._promoted(rows, picked):
+            fields["sqlType"] = columnar.Field(b"%s", [self.sql_type(r, picked) for r in rows])
+        else:
+            fields["sqlType"] = self.sql_types[kind]
+        return self.layouts[kind].fill(fields, len(events))
+
+    def _promoted(self, rows: list[Any], picked: list[int]) -> bool:
+        """Whether an unsigned value beyond the signed range moves a Java type up."""
+        for i in picked:
+            promotion = self.promotions[i]
+            if promotion is not None:
+                offset = self.offsets[i]
+                if any(r[offset] is not None and r[offset] > promotion[0] for r in rows):
+                    return True
+        return False
+
+    def _changed(
+        self, events: list[RowChangedEvent], picked: list[int], fields: dict[str, columnar.Field]
+    ) -> columnar.Field:
+        """`old` with only the columns an update changed (only-output-updated-columns)."""
+        old = []
+        for r, event in enumerate(events):
+            pre, post = event.pre_columns, event.columns
+            assert pre is not None and post is not None
+            changed = [i for i in picked if pre[self.offsets[i]] != post[self.offsets[i]]]
+            body = b",".join(self.keys[i] + columnar.text(fields[f"p{i}"], r) for i in changed)
+            old.append(b"[{" + body + b"}]")
+        return columnar.Field(b"%s", old)
 
 
-class Encoder:
+class Encoder(columnar.BatchEncoder):
     def __init__(self, config: CodecConfig) -> None:
+        super().__init__()
         self.config = config
         self._tables: dict[int, _TableCodec] = {}
-        self._messages: list[Message] = []
-        self._plain_updates = not config.only_updated
-        self._plain_deletes = not config.delete_only_output_handle_key_columns
 
-    def _new_codec(self, info: TableInfo) -> _TableCodec:
-        # callers look up `_tables` inline (it is per row); ids are reused once a version is gone
-        codec = self._tables[id(info)] = _TableCodec(info, self.config)
-        return codec
-
-    def append_row(self, event: RowChangedEvent) -> None:
-        info = event.table
+    def _codec(self, info: TableInfo) -> _TableCodec:
+        # ids are reused once a table version is gone, hence the identity check
         codec = self._tables.get(id(info))
         if codec is None or codec.info is not info:
-            codec = self._new_codec(info)
-        value = self._row_value(codec, event)
-        if len(value) + MAX_RECORD_OVERHEAD > self.config.max_message_bytes:
+            codec = self._tables[id(info)] = _TableCodec(info, self.config)
+        return codec
+
+    def encode_rows(self, events: list[RowChangedEvent]) -> list[Message]:
+        """One message per row, in order."""
+        values: list[Any] = [None] * len(events)
+        for kind, positions, rows in columnar.shapes(events):
+            encoded = self._codec(rows[0].table).encode(kind, rows)
+            values = columnar.place(values, positions, encoded)
+        limit = self.config.max_message_bytes
+        if values and max(map(len, values)) + MAX_RECORD_OVERHEAD > limit:
+            event, size = next(
+                (e, len(v) + MAX_RECORD_OVERHEAD)
+                for e, v in zip(events, values, strict=True)
+                if len(v) + MAX_RECORD_OVERHEAD > limit
+            )
             raise EncodeError(
-                f"a canal-json message of {len(value) + MAX_RECORD_OVERHEAD} bytes for"
-                f" {info.schema}.{info.name} at commit ts {event.commit_ts} exceeds"
-                f" max-message-bytes {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
+                f"a canal-json message of {size} bytes for {event.table.schema}."
+                f"{event.table.name} at commit ts {event.commit_ts} exceeds"
+                f" max-message-bytes {limit} (TiCDC: ErrMessageTooLarge)"
             )
-        self._messages.append(Message(None, value, event.commit_ts, 1, info.schema, info.name))
+        return row_messages(values, events)
 
-    def _row_value(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
-        pre, post = event.pre_columns, event.columns
-        template = codec.template
-        if template is not None:  # the common shapes, in one format
-            es = event.commit_ts >> PHYSICAL_SHIFT_BITS
-            ext = (event.commit_ts,) if self.config.enable_tidb_extension else ()
-            if pre is None:
-                assert post is not None
-                data = gj.dumps(codec.render(post), gj.EASYJSON)
-                return template % (b"INSERT", es, es, b"null", data, *ext)
-            if post is None:
-                if self._plain_deletes:
-                    data = gj.dumps(codec.render(pre), gj.EASYJSON)
-                    return template % (b"DELETE", es, es, b"null", data, *ext)
-            elif self._plain_updates:
-                data = gj.dumps(codec.render(post), gj.EASYJSON)
-                old = b"[" + gj.dumps(codec.render(pre), gj.EASYJSON) + b"]"
-                return template % (b"UPDATE", es, es, old, data, *ext)
-        return self._row_value_general(codec, event)
-
-    def _row_value_general(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
-        """Value-dependent sqlType (unsigned promotions), only-updated columns and
-        handle-key-only deletes."""
-        names = codec.names
-        pre, post = event.pre_columns, event.columns
-        kind = b"INSERT" if pre is None else b"DELETE" if post is None else b"UPDATE"
-        row = post if post is not None else pre
-        assert row is not None
-        values = [row[c.offset] for c in codec.columns]
-        positions: list[int] | None = None
-        if kind == b"DELETE" and self.config.delete_only_output_handle_key_columns:
-            positions = codec.handle_positions
-        picked = range(len(names)) if positions is None else positions
-        rendered = codec.render(row)
-        data = {names[i]: rendered[names[i]] for i in picked}
-        old: bytes = b"null"
-        if kind == b"UPDATE":
-            assert pre is not None
-            before = codec.render(pre)
-            kept = (
-                [i for i in picked if pre[codec.columns[i].offset] != values[i]]
-                if self.config.only_updated
-                else picked
-            )
-            old = b"[" + gj.dumps({names[i]: before[names[i]] for i in kept}, gj.EASYJSON) + b"]"
-        if positions is None and codec.fixed_sql_type is not None:
-            sql_type = codec.fixed_sql_type
-            mysql_type = codec.mysql_type_json
-        else:
-            sql_type = codec.sql_type(values, positions)
-            types = {names[i]: codec.mysql_types[names[i]] for i in picked}
-            mysql_type = gj.dumps(types, gj.EASYJSON)
-        es = str(physical_ms(event.commit_ts)).encode()
-        parts = [
-            codec.head,
-            kind,
-            b'","es":',
-            es,
-            b',"ts":',
-            es,
-            b',"sql":"","sqlType":',
-            sql_type,
-            b',"mysqlType":',
-            mysql_type,
-            b',"old":',
-            old,
-            b',"data":[',
-            gj.dumps(data, gj.EASYJSON),
-            b"]",
-        ]
-        if self.config.enable_tidb_extension:
-            parts.append(b',"_tidb":{"commitTs":' + str(event.commit_ts).encode() + b"}")
-        parts.append(b"}")
-        return b"".join(parts)
-
-    def build(self) -> list[Message]:
-        messages, self._messages = self._messages, []
-        return messages
+    def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
+        messages = self.encode_rows([e for group in groups for e in group])
+        out, start = [], 0
+        for group in groups:
+            out.append(messages[start : start + len(group)])
+            start += len(group)
+        return out
 
     def encode_ddl(self, event: DDLEvent) -> Message:
         es = physical_ms(event.commit_ts)

@@ -13,9 +13,12 @@ DDL and checkpoints travel alone.
 from __future__ import annotations
 
 import base64
+import binascii
 import struct
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
+from functools import partial
+from operator import add, methodcaller
 from typing import Any
 
 import orjson
@@ -28,12 +31,13 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     DecodedRow,
     Message,
-    rowcode,
+    columnar,
 )
 from ticdc_sim.encoders import gojson as gj
+from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.golang import float32, go_quote_inner, go_unquote_inner, json_number
+from ticdc_sim.golang import float32, go_quote_inner, go_unquote_inner
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
 from ticdc_sim.model.mysql import ColumnFlag
@@ -45,88 +49,172 @@ ROW, DDL, RESOLVED = 1, 2, 3  # cdc/model/sink.go MessageType
 _U64 = struct.Struct(">Q")
 _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 _INT64_WRAP = 1 << 64
+_FRESH = 8 + MAX_RECORD_OVERHEAD  # a record before its rows: key = u64be(1), and the overhead
 
 
-def _template(col: ColumnInfo) -> tuple[str, Any]:
-    """A mounted value as the `"v"` of a column object (research §1.4): the expression
-    template and the function it calls, if any."""
+def _writer(col: ColumnInfo, flavor: gj.Flavor) -> Writer:
+    """A mounted value as the `"v"` of a column object (research §1.4)."""
     tp = col.tp
     mount = mounter(col)
-    if tp in (M.FLOAT, M.DOUBLE):
-        bits = 32 if tp == M.FLOAT else 64
-        return "None if {v} is None else _call({v})", lambda v: gj.RawJSON(json_number(v, bits))
+    if tp == M.FLOAT:
+        return _FLOAT
+    if tp == M.DOUBLE:
+        return _DOUBLE
     if tp == M.NEWDECIMAL:
-        return rowcode.DECIMAL, None
-    if mount is not None:
-        return "_call({v})", mount
+        return columnar.decimals
+    if mount is not None:  # ENUM index, SET bits
+        return columnar.mapped(mount, columnar.ints)
     if tp in BLOB_TYPES:  # Go marshals []byte as base64, text columns included
-        return "None if {v} is None else _call({v})", lambda v: base64.b64encode(_bytes(v)).decode()
+        return _BASE64_BYTES if col.is_binary_charset else _BASE64_TEXT
+    if tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR):
+        return columnar.ints
+    strings = columnar.strings(flavor)
     if tp in _STRING_TYPES and col.is_binary_charset:
-        return "None if {v} is None else _call({v})", go_quote_inner
-    return rowcode.AS_IS, None
+        return columnar.mapped(go_quote_inner, strings)
+    return strings
 
 
-def _bytes(value: str | bytes) -> bytes:
-    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
+_FLOAT = columnar.floats(32, quoted=False)
+_DOUBLE = columnar.floats(64, quoted=False)
+# canonical values: bytes in binary columns, str (invalid UTF-8 as surrogate escapes) in text
+_BASE64_BYTES = columnar.mapped(partial(binascii.b2a_base64, newline=False), columnar.plain_strings)
+_BASE64_TEXT = columnar.mapped(methodcaller("encode", "utf-8", "surrogateescape"), _BASE64_BYTES)
 
 
 class _TableCodec:
+    """Everything about one table version that does not depend on the rows."""
+
     def __init__(self, info: TableInfo, config: CodecConfig, flavor: gj.Flavor) -> None:
         self.info = info
+        self.config = config
         new_arch = config.profile == "new-arch"
         flags = info.ticdc_flags("new-arch" if new_arch else "classic")
         columns = info.visible_columns
         order = columns if new_arch else sorted(columns, key=lambda c: c.name.encode())
-        env: dict[str, Any] = {}
-        fields = []
-        for i, c in enumerate(order):
-            template, call = _template(c)
-            if call is not None:
-                env[f"_call{i}"] = call
-                template = template.replace("_call(", f"_call{i}(")
-            flag = int(flags[c.offset])
-            handle = ', "h": True' if flag & ColumnFlag.HANDLE_KEY else ""
-            column = f'{{"t": {int(c.tp)}{handle}, "f": {flag}, "v": ({template})}}'
-            fields.append((c.name, c.offset, column))
-        # the column objects of a whole image, and picked ones (only-updated, handle key only)
-        self.image = rowcode.compile_row("open_protocol_columns", fields, env)
-        self.offsets = {c.name: c.offset for c in order}
-        self.handle_offsets = frozenset(
-            c.offset for c in order if flags[c.offset] & ColumnFlag.HANDLE_KEY
-        )
-        # the row key, but ts, rid and ptn
+        self.offsets = [c.offset for c in order]
+        self.writers = [columnar.nullable(_writer(c, flavor)) for c in order]
+        # each column object up to its value: "name":{"t":3,"h":true,"f":11,"v":
+        self.heads = [
+            gj.dumps(c.name, flavor)
+            + b':{"t":%d%s,"f":%d,"v":'
+            % (
+                c.tp,
+                b',"h":true' if flags[c.offset] & ColumnFlag.HANDLE_KEY else b"",
+                flags[c.offset],
+            )
+            for c in order
+        ]
+        self.handle_positions = [
+            i for i, c in enumerate(order) if flags[c.offset] & ColumnFlag.HANDLE_KEY
+        ]
         names = (
             b',"scm":' + gj.dumps(info.schema, flavor) + b',"tbl":' + gj.dumps(info.name, flavor)
         )
-        self.key_head = b'{"ts":%d' + names.replace(b"%", b"%%")
+        ptn: list[bytes | str] = ["ptn"] if info.partition is not None else []
+        # classic `ts scm tbl [rid] [ptn] t`, new architecture `ts scm tbl t [ptn]` (no rid)
+        self.key = columnar.Layout(
+            [b'{"ts":', "ts", names, b',"t":1', *ptn, b"}"]
+            if new_arch
+            else [b'{"ts":', "ts", names, "rid", *ptn, b',"t":1}']
+        )
+        self.new_arch = new_arch
         self.partitioned = info.partition is not None
+        self._values: dict[str, columnar.Layout] = {}
 
-    def columns(
-        self, row: tuple[Any, ...], keep: Callable[[int], bool] | None = None
-    ) -> dict[str, Any]:
-        image = self.image(row)
-        if keep is None:
-            return image
-        offsets = self.offsets
-        return {name: column for name, column in image.items() if keep(offsets[name])}
+    def picked(self, kind: str) -> list[int]:
+        """The positions a kind writes: all, or the handle key of a delete when asked."""
+        if kind == DELETE and self.config.delete_only_output_handle_key_columns:
+            if not self.handle_positions:
+                raise EncodeError(
+                    f"delete-only-output-handle-key-columns: {self.info.schema}.{self.info.name}"
+                    " has no handle key columns"
+                )
+            return self.handle_positions
+        return list(range(len(self.offsets)))
+
+    def value_layout(self, kind: str) -> columnar.Layout:
+        found = self._values.get(kind)
+        if found is not None:
+            return found
+        picked = self.picked(kind)
+        parts: list[bytes | str] = [b"{"]
+        if kind == DELETE:
+            parts += [b'"d":{', *self._object("d", picked), b"}"]
+        else:
+            if picked:  # a table of only virtual columns: Go omits the empty map
+                parts += [b'"u":{', *self._object("d", picked), b"}"]
+            if kind == UPDATE and self.config.open_output_old_value:
+                if self.config.only_output_updated_columns:
+                    parts.append("old")
+                elif picked:
+                    parts += [b',"p":{', *self._object("p", picked), b"}"]
+        parts.append(b"}")
+        layout = self._values[kind] = columnar.Layout(parts)
+        return layout
+
+    def _object(self, image: str, picked: list[int]) -> Iterator[bytes | str]:
+        for n, i in enumerate(picked):
+            yield (b"," if n else b"") + self.heads[i]
+            yield f"{image}{i}"
+            yield b"}"
+
+    def encode(self, kind: str, events: list[RowChangedEvent]) -> tuple[Texts, Texts]:
+        """The keys and values of events of one kind, in order."""
+        fields = {"ts": columnar.ints(columnar.commit_ts(events))}
+        if self.partitioned:
+            ptn = [e.physical_table_id for e in events]
+            fields["ptn"] = columnar.prefixed(b',"ptn":', ptn)
+        if not self.new_arch:
+            fields["rid"] = _row_ids([e.row_id for e in events])
+        picked = self.picked(kind)
+        fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
+        config = self.config
+        if kind == UPDATE and config.open_output_old_value and config.only_output_updated_columns:
+            fields["old"] = self._changed(events, picked, fields)
+        count = len(events)
+        return self.key.fill(fields, count), self.value_layout(kind).fill(fields, count)
+
+    def _changed(
+        self, events: list[RowChangedEvent], picked: list[int], fields: dict[str, columnar.Field]
+    ) -> columnar.Field:
+        """`"p"` with only the columns an update changed, and none when nothing did."""
+        old = []
+        for r, event in enumerate(events):
+            pre, post = event.pre_columns, event.columns
+            assert pre is not None and post is not None
+            changed = [i for i in picked if pre[self.offsets[i]] != post[self.offsets[i]]]
+            body = b",".join(
+                self.heads[i] + columnar.text(fields[f"p{i}"], r) + b"}" for i in changed
+            )
+            old.append(b',"p":{' + body + b"}" if changed else b"")
+        return columnar.Field(b"%s", old)
 
 
-class Encoder:
+def _row_ids(ids: list[int]) -> columnar.Field:
+    """`"rid"` (Go's int64 of the handle), omitted when 0."""
+    if 0 not in ids and max(ids) < 1 << 63:
+        return columnar.prefixed(b',"rid":', ids)
+    wrapped = [rid - _INT64_WRAP if rid >= 1 << 63 else rid for rid in ids]
+    return columnar.Field(b"%s", [b',"rid":%d' % rid if rid else b"" for rid in wrapped])
+
+
+class Encoder(columnar.BatchEncoder):
     def __init__(self, config: CodecConfig) -> None:
+        super().__init__()
         self.config = config
         self.flavor = gj.JSONITER if config.profile == "new-arch" else gj.ENCODING_JSON
         self._new_arch = config.profile == "new-arch"
         self._tables: dict[int, _TableCodec] = {}
-        self._records: list[tuple[list[bytes], list[bytes], int, int]] = []  # keys, values, ts, n
-        self._sizes: list[int] = []  # each record's Length()
 
-    def _new_codec(self, info: TableInfo) -> _TableCodec:
-        # callers look up `_tables` inline (it is per row); ids are reused once a version is gone
-        codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
+    def _codec(self, info: TableInfo) -> _TableCodec:
+        # ids are reused once a table version is gone, hence the identity check
+        codec = self._tables.get(id(info))
+        if codec is None or codec.info is not info:
+            codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
         return codec
 
     def _ddl_key(self, event: DDLEvent) -> bytes:
-        """The key of a DDL; rows take theirs from `_row_key`."""
+        """The key of a DDL; rows take theirs from the table's key layout."""
         key: dict[str, Any] = {"ts": event.commit_ts}
         if self._new_arch:  # ts scm tbl t, even when empty
             key |= {"scm": event.schema, "tbl": event.table}
@@ -138,81 +226,71 @@ class Encoder:
         key["t"] = DDL
         return gj.dumps(key, self.flavor)
 
-    def _row_key(self, codec: _TableCodec, event: RowChangedEvent) -> bytes:
-        """A row's key, from the table's pre-written head: classic `ts scm tbl [rid] [ptn] t`,
-        new architecture `ts scm tbl t [ptn]` (no rid)."""
-        key = codec.key_head % event.commit_ts
-        ptn = b',"ptn":%d' % event.physical_table_id if codec.partitioned else b""
-        if self._new_arch:
-            return key + b',"t":1' + ptn + b"}"
-        rid = event.row_id
-        if rid:
-            key += b',"rid":%d' % (rid - _INT64_WRAP if rid >= 1 << 63 else rid)
-        return key + ptn + b',"t":1}'
+    def encode_rows(self, events: list[RowChangedEvent]) -> tuple[Texts, Texts]:
+        """Each row's key and value, in order."""
+        keys: list[Any] = [None] * len(events)
+        values: list[Any] = [None] * len(events)
+        for kind, positions, rows in columnar.shapes(events):
+            k, v = self._codec(rows[0].table).encode(kind, rows)
+            keys = columnar.place(keys, positions, k)
+            values = columnar.place(values, positions, v)
+        return keys, values
 
     def row_key_value(self, event: RowChangedEvent) -> tuple[bytes, bytes]:
-        info = event.table
-        codec = self._tables.get(id(info))
-        if codec is None or codec.info is not info:
-            codec = self._new_codec(info)
-        key = self._row_key(codec, event)
-        pre, post = event.pre_columns, event.columns
-        value: dict[str, Any] = {}
-        if post is not None:
-            value["u"] = codec.image(post)
-            if pre is not None and self.config.open_output_old_value:
-                keep = None
-                if self.config.only_output_updated_columns:
-                    keep = lambda o: pre[o] != post[o]  # noqa: E731
-                old = codec.columns(pre, keep)
-                if old:
-                    value["p"] = old
-        elif pre is not None:
-            keep = None
-            if self.config.delete_only_output_handle_key_columns:
-                handles = codec.handle_offsets
-                if not handles:
-                    raise EncodeError(
-                        f"delete-only-output-handle-key-columns: {info.schema}.{info.name} has"
-                        " no handle key columns"
-                    )
-                keep = handles.__contains__
-            value["d"] = codec.columns(pre, keep)
-        if not value.get("u", True):  # a table of only virtual columns: Go omits empty maps
-            del value["u"]
-        return key, gj.dumps(value, self.flavor)
+        (key,), (value,) = self.encode_rows([event])
+        return key, value
 
-    def append_row(self, event: RowChangedEvent) -> None:
-        key, value = self.row_key_value(event)
-        limit = self.config.max_message_bytes
-        length = len(key) + len(value) + MAX_RECORD_OVERHEAD + 16 + 8
-        if length > limit:
-            raise EncodeError(
-                f"an open-protocol row of {length} bytes for {event.table.schema}."
-                f"{event.table.name} at commit ts {event.commit_ts} exceeds max-message-bytes"
-                f" {limit} (TiCDC: ErrMessageTooLarge)"
-            )
-        added = len(key) + len(value) + 16
-        if (
-            not self._records
-            or self._records[-1][3] >= self.config.max_batch_size
-            or self._sizes[-1] + added > limit
-        ):
-            self._records.append(([], [], 0, 0))
-            self._sizes.append(8 + MAX_RECORD_OVERHEAD)  # a fresh record: key = u64be(1)
-        keys, values, ts, count = self._records[-1]
-        keys.append(key)
-        values.append(value)
-        self._records[-1] = (keys, values, max(ts, event.commit_ts), count + 1)
-        self._sizes[-1] += added
-
-    def build(self) -> list[Message]:
-        out = [
-            Message(_frame_keys(keys), _frame_values(values), ts, count)
-            for keys, values, ts, count in self._records
-        ]
-        self._records, self._sizes = [], []
+    def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
+        events = [e for group in groups for e in group]
+        keys, values = self.encode_rows(events)
+        out, start = [], 0
+        for group in groups:
+            end = start + len(group)
+            out.append(self._records(events[start:end], keys[start:end], values[start:end]))
+            start = end
         return out
+
+    def _records(self, events: list[RowChangedEvent], keys: Texts, values: Texts) -> list[Message]:
+        """Rows batched into records: at most max-batch-size rows, and under
+        max-message-bytes by TiCDC's arithmetic (open_protocol_encoder.go)."""
+        if not events:
+            return []
+        limit, most = self.config.max_message_bytes, self.config.max_batch_size
+        # each row adds its key, its value and their two u64 lengths
+        sizes = list(map(add, map(len, keys), map(len, values)))
+        largest = max(sizes) + 16
+        if largest + _FRESH > limit:
+            self._too_large(events, sizes)
+        if _FRESH + most * largest <= limit:  # no record can fill up: max-batch-size decides
+            starts = list(range(0, len(sizes), most))
+        else:
+            starts, total = [0], _FRESH
+            for i, size in enumerate(sizes):
+                if i > starts[-1] and (i - starts[-1] >= most or total + size + 16 > limit):
+                    starts.append(i)
+                    total = _FRESH
+                total += size + 16
+        ends = [*starts[1:], len(sizes)]
+        return [
+            Message(
+                _frame_keys(keys[start:end]),
+                _frame_values(values[start:end]),
+                max(map(columnar.COMMIT_TS, events[start:end])),
+                end - start,
+            )
+            for start, end in zip(starts, ends, strict=True)
+        ]
+
+    def _too_large(self, events: list[RowChangedEvent], sizes: list[int]) -> None:
+        limit = self.config.max_message_bytes
+        for event, size in zip(events, sizes, strict=True):
+            length = size + 16 + _FRESH
+            if length > limit:
+                raise EncodeError(
+                    f"an open-protocol row of {length} bytes for {event.table.schema}."
+                    f"{event.table.name} at commit ts {event.commit_ts} exceeds max-message-bytes"
+                    f" {limit} (TiCDC: ErrMessageTooLarge)"
+                )
 
     def encode_ddl(self, event: DDLEvent) -> Message:
         key = self._ddl_key(event)
@@ -232,11 +310,15 @@ class Encoder:
 
 
 def _frame_keys(keys: list[bytes]) -> bytes:
-    return _U64.pack(BATCH_VERSION) + b"".join(_U64.pack(len(k)) + k for k in keys)
+    return _U64.pack(BATCH_VERSION) + _frame_values(keys)
 
 
 def _frame_values(values: list[bytes]) -> bytes:
-    return b"".join(_U64.pack(len(v)) + v for v in values)
+    """Each value after its u64be length."""
+    pieces = [b""] * (2 * len(values))
+    pieces[0::2] = map(_U64.pack, map(len, values))
+    pieces[1::2] = values
+    return b"".join(pieces)
 
 
 # -- decoding ----------------------------------------------------------------------------------
