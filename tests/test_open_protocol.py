@@ -146,3 +146,16 @@ def test_new_architecture_key_order_and_table_order_columns() -> None:
     assert value.decode().startswith('{"u":{"id":')
     zoo_key, _ = Encoder(config).row_key_value(last_row(V["O5"]))
     assert b'"rid"' not in zoo_key
+
+
+def test_handle_key_only_deletes_need_a_handle_key() -> None:
+    events = Engine().run(
+        parse_statements(
+            "USE test; CREATE TABLE nokey (a INT); INSERT INTO nokey VALUES (1); DELETE FROM nokey;"
+        )
+    )
+    delete = [e for e in events if isinstance(e, RowChangedEvent)][-1]
+    encoder = Encoder(replace(CONFIG, delete_only_output_handle_key_columns=True))
+    encoder.append_row(delete)
+    with pytest.raises(EncodeError, match="test.nokey has no handle key columns"):
+        encoder.build()

@@ -207,12 +207,14 @@ class _TableCodec:
         picked = self.picked(kind)
         fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
         if kind == UPDATE and self.config.only_updated:
-            fields["old"] = self._changed(events, picked, fields)
-        rows = columnar.images(kind, events)
-        if self._promoted(rows, picked):
-            fields["sqlType"] = columnar.Field(b"%s", [self.sql_type(r, picked) for r in rows])
-        else:
-            fields["sqlType"] = self.sql_types[kind]
+            changed = columnar.changed_members(events, picked, self.offsets, fields, self.keys)
+            fields["old"] = columnar.Field(b"[{%s}]", [body or b"" for body in changed])
+        fields["sqlType"] = self.sql_types[kind]
+        if any(self.promotions[i] is not None for i in picked):
+            rows = columnar.images(kind, events)
+            if self._promoted(rows, picked):
+                sql_types = [self.sql_type(r, picked) for r in rows]
+                fields["sqlType"] = columnar.Field(b"%s", sql_types)
         return self.layouts[kind].fill(fields, len(events))
 
     def _promoted(self, rows: list[Any], picked: list[int]) -> bool:
@@ -225,38 +227,20 @@ class _TableCodec:
                     return True
         return False
 
-    def _changed(
-        self, events: list[RowChangedEvent], picked: list[int], fields: dict[str, columnar.Field]
-    ) -> columnar.Field:
-        """`old` with only the columns an update changed (only-output-updated-columns)."""
-        old = []
-        for r, event in enumerate(events):
-            pre, post = event.pre_columns, event.columns
-            assert pre is not None and post is not None
-            changed = [i for i in picked if pre[self.offsets[i]] != post[self.offsets[i]]]
-            body = b",".join(self.keys[i] + columnar.text(fields[f"p{i}"], r) for i in changed)
-            old.append(b"[{" + body + b"}]")
-        return columnar.Field(b"%s", old)
 
-
-class Encoder(columnar.BatchEncoder):
+class Encoder(columnar.BatchEncoder[_TableCodec]):
     def __init__(self, config: CodecConfig) -> None:
         super().__init__()
         self.config = config
-        self._tables: dict[int, _TableCodec] = {}
 
-    def _codec(self, info: TableInfo) -> _TableCodec:
-        # ids are reused once a table version is gone, hence the identity check
-        codec = self._tables.get(id(info))
-        if codec is None or codec.info is not info:
-            codec = self._tables[id(info)] = _TableCodec(info, self.config)
-        return codec
+    def new_codec(self, info: TableInfo) -> _TableCodec:
+        return _TableCodec(info, self.config)
 
     def encode_rows(self, events: list[RowChangedEvent]) -> list[Message]:
         """One message per row, in order."""
         values: list[Any] = [None] * len(events)
         for kind, positions, rows in columnar.shapes(events):
-            encoded = self._codec(rows[0].table).encode(kind, rows)
+            encoded = self.codec(rows[0].table).encode(kind, rows)
             values = columnar.place(values, positions, encoded)
         limit = self.config.max_message_bytes
         if values and max(map(len, values)) + MAX_RECORD_OVERHEAD > limit:

@@ -23,7 +23,7 @@ from decimal import Decimal
 from functools import partial
 from itertools import repeat
 from operator import attrgetter, is_
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy
 import orjson
@@ -32,8 +32,10 @@ from ticdc_sim.encoders import NO_HEADERS, Message
 from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.golang import format_f, json_number
 from ticdc_sim.model.events import RowChangedEvent
+from ticdc_sim.model.table import TableInfo
 
 Texts = list[bytes]  # one JSON text per value or per record
+Codec = TypeVar("Codec")
 
 
 class Field(NamedTuple):
@@ -223,6 +225,27 @@ def image_fields(
     return fields
 
 
+def changed_members(
+    events: Sequence[RowChangedEvent],
+    picked: Sequence[int],
+    offsets: Sequence[int],
+    fields: Mapping[str, Field],
+    heads: Sequence[bytes],
+    tail: bytes = b"",
+) -> list[bytes | None]:
+    """Per update, the old values of only the columns it changed as object members
+    (`heads[i]`, the value, `tail`, comma-joined); None where it changed none
+    (only-output-updated-columns)."""
+    out: list[bytes | None] = []
+    for r, event in enumerate(events):
+        pre, post = event.pre_columns, event.columns
+        assert pre is not None and post is not None
+        changed = [i for i in picked if pre[offsets[i]] != post[offsets[i]]]
+        members = (heads[i] + text(fields[f"p{i}"], r) + tail for i in changed)
+        out.append(b",".join(members) if changed else None)
+    return out
+
+
 COMMIT_TS = attrgetter("commit_ts")
 SCHEMA = attrgetter("table.schema")
 TABLE_NAME = attrgetter("table.name")
@@ -306,13 +329,25 @@ def row_messages(values: Texts, events: Sequence[RowChangedEvent]) -> list[Messa
     )
 
 
-class BatchEncoder:
+class BatchEncoder(Generic[Codec]):
     """`append_row` queues; `build` encodes the queue in one columnar pass. Protocols define
     `build_groups`, which the pipeline calls with a whole window's groups at once so that
-    small groups (one key each, under index-value) still render in one pass."""
+    small groups (one key each, under index-value) still render in one pass, and
+    `new_codec`, what they precompute for a table version."""
 
     def __init__(self) -> None:
         self._pending: list[RowChangedEvent] = []
+        self._codecs: dict[int, tuple[TableInfo, Codec]] = {}
+
+    def codec(self, info: TableInfo) -> Codec:
+        # keyed by id, checked by identity: ids are reused once a table version is gone
+        found = self._codecs.get(id(info))
+        if found is None or found[0] is not info:
+            found = self._codecs[id(info)] = (info, self.new_codec(info))
+        return found[1]
+
+    def new_codec(self, info: TableInfo) -> Codec:
+        raise NotImplementedError
 
     def append_row(self, event: RowChangedEvent) -> None:
         self._pending.append(event)

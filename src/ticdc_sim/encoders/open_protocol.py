@@ -49,6 +49,7 @@ ROW, DDL, RESOLVED = 1, 2, 3  # cdc/model/sink.go MessageType
 _U64 = struct.Struct(">Q")
 _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 _INT64_WRAP = 1 << 64
+_VERSION = _U64.pack(BATCH_VERSION)  # a record key's first 8 bytes
 _FRESH = 8 + MAX_RECORD_OVERHEAD  # a record before its rows: key = u64be(1), and the overhead
 
 
@@ -170,24 +171,14 @@ class _TableCodec:
         fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
         config = self.config
         if kind == UPDATE and config.open_output_old_value and config.only_output_updated_columns:
-            fields["old"] = self._changed(events, picked, fields)
+            changed = columnar.changed_members(
+                events, picked, self.offsets, fields, self.heads, b"}"
+            )
+            fields["old"] = columnar.Field(
+                b"%s", [b',"p":{' + body + b"}" if body else b"" for body in changed]
+            )
         count = len(events)
         return self.key.fill(fields, count), self.value_layout(kind).fill(fields, count)
-
-    def _changed(
-        self, events: list[RowChangedEvent], picked: list[int], fields: dict[str, columnar.Field]
-    ) -> columnar.Field:
-        """`"p"` with only the columns an update changed, and none when nothing did."""
-        old = []
-        for r, event in enumerate(events):
-            pre, post = event.pre_columns, event.columns
-            assert pre is not None and post is not None
-            changed = [i for i in picked if pre[self.offsets[i]] != post[self.offsets[i]]]
-            body = b",".join(
-                self.heads[i] + columnar.text(fields[f"p{i}"], r) + b"}" for i in changed
-            )
-            old.append(b',"p":{' + body + b"}" if changed else b"")
-        return columnar.Field(b"%s", old)
 
 
 def _row_ids(ids: list[int]) -> columnar.Field:
@@ -198,20 +189,15 @@ def _row_ids(ids: list[int]) -> columnar.Field:
     return columnar.Field(b"%s", [b',"rid":%d' % rid if rid else b"" for rid in wrapped])
 
 
-class Encoder(columnar.BatchEncoder):
+class Encoder(columnar.BatchEncoder[_TableCodec]):
     def __init__(self, config: CodecConfig) -> None:
         super().__init__()
         self.config = config
         self.flavor = gj.JSONITER if config.profile == "new-arch" else gj.ENCODING_JSON
         self._new_arch = config.profile == "new-arch"
-        self._tables: dict[int, _TableCodec] = {}
 
-    def _codec(self, info: TableInfo) -> _TableCodec:
-        # ids are reused once a table version is gone, hence the identity check
-        codec = self._tables.get(id(info))
-        if codec is None or codec.info is not info:
-            codec = self._tables[id(info)] = _TableCodec(info, self.config, self.flavor)
-        return codec
+    def new_codec(self, info: TableInfo) -> _TableCodec:
+        return _TableCodec(info, self.config, self.flavor)
 
     def _ddl_key(self, event: DDLEvent) -> bytes:
         """The key of a DDL; rows take theirs from the table's key layout."""
@@ -231,7 +217,7 @@ class Encoder(columnar.BatchEncoder):
         keys: list[Any] = [None] * len(events)
         values: list[Any] = [None] * len(events)
         for kind, positions, rows in columnar.shapes(events):
-            k, v = self._codec(rows[0].table).encode(kind, rows)
+            k, v = self.codec(rows[0].table).encode(kind, rows)
             keys = columnar.place(keys, positions, k)
             values = columnar.place(values, positions, v)
         return keys, values
@@ -256,9 +242,9 @@ class Encoder(columnar.BatchEncoder):
         if not events:
             return []
         limit, most = self.config.max_message_bytes, self.config.max_batch_size
-        # each row adds its key, its value and their two u64 lengths
-        sizes = list(map(add, map(len, keys), map(len, values)))
-        largest = max(sizes) + 16
+        key_frames, value_frames = _frames(keys), _frames(values)
+        sizes = list(map(add, map(len, key_frames), map(len, value_frames)))
+        largest = max(sizes)
         if largest + _FRESH > limit:
             self._too_large(events, sizes)
         if _FRESH + most * largest <= limit:  # no record can fill up: max-batch-size decides
@@ -266,15 +252,15 @@ class Encoder(columnar.BatchEncoder):
         else:
             starts, total = [0], _FRESH
             for i, size in enumerate(sizes):
-                if i > starts[-1] and (i - starts[-1] >= most or total + size + 16 > limit):
+                if i > starts[-1] and (i - starts[-1] >= most or total + size > limit):
                     starts.append(i)
                     total = _FRESH
-                total += size + 16
+                total += size
         ends = [*starts[1:], len(sizes)]
         return [
             Message(
-                _frame_keys(keys[start:end]),
-                _frame_values(values[start:end]),
+                _VERSION + b"".join(key_frames[start:end]),
+                b"".join(value_frames[start:end]),
                 max(map(columnar.COMMIT_TS, events[start:end])),
                 end - start,
             )
@@ -284,7 +270,7 @@ class Encoder(columnar.BatchEncoder):
     def _too_large(self, events: list[RowChangedEvent], sizes: list[int]) -> None:
         limit = self.config.max_message_bytes
         for event, size in zip(events, sizes, strict=True):
-            length = size + 16 + _FRESH
+            length = size + _FRESH
             if length > limit:
                 raise EncodeError(
                     f"an open-protocol row of {length} bytes for {event.table.schema}."
@@ -309,16 +295,17 @@ class Encoder(columnar.BatchEncoder):
         return Message(_frame_keys([key]), _U64.pack(0), ts)
 
 
+def _frames(texts: Texts) -> Texts:
+    """Each text after its u64be length."""
+    return list(map(add, map(_U64.pack, map(len, texts)), texts))
+
+
 def _frame_keys(keys: list[bytes]) -> bytes:
-    return _U64.pack(BATCH_VERSION) + _frame_values(keys)
+    return _VERSION + b"".join(_frames(keys))
 
 
 def _frame_values(values: list[bytes]) -> bytes:
-    """Each value after its u64be length."""
-    pieces = [b""] * (2 * len(values))
-    pieces[0::2] = map(_U64.pack, map(len, values))
-    pieces[1::2] = values
-    return b"".join(pieces)
+    return b"".join(_frames(values))
 
 
 # -- decoding ----------------------------------------------------------------------------------
