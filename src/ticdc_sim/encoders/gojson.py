@@ -61,25 +61,10 @@ def string(text: str, flavor: Flavor) -> str:
     return '"' + _NEEDS_ESCAPE.sub(escape, text) + '"'
 
 
-class RawJSON(str):
-    """JSON text written as it is (numbers already in Go's form)."""
-
-    __slots__ = ()
-
-
-def _raw(value: Any) -> orjson.Fragment:
-    if isinstance(value, RawJSON):
-        return orjson.Fragment(str(value))
-    raise TypeError(f"cannot write {type(value).__name__} as Go JSON")
-
-
-_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS
-
-
 def dumps(value: Any, flavor: Flavor) -> bytes:
-    """Compact JSON of dicts (insertion order), lists, str, int, bool, None and RawJSON."""
+    """Compact JSON of dicts (insertion order), lists, str, int, bool and None."""
     try:
-        out = orjson.dumps(value, default=_raw, option=_OPTIONS)
+        out = orjson.dumps(value)
     except orjson.JSONEncodeError:  # surrogate escapes: invalid UTF-8 in the data
         return _slow_dumps(value, flavor).encode("utf-8", "surrogateescape")
     if not flavor.short_bf and b"\\" in out and (b"\\b" in out or b"\\f" in out):
@@ -93,8 +78,6 @@ def dumps(value: Any, flavor: Flavor) -> bytes:
 
 
 def _slow_dumps(value: Any, flavor: Flavor) -> str:
-    if isinstance(value, RawJSON):
-        return str(value)
     if isinstance(value, str):
         return string(value, flavor)
     if value is None:
