@@ -33,7 +33,6 @@ from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer, row_messages
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
-    INTEGER_TYPES,
     full_type,
     java_type,
     promoted_java_type,
@@ -44,7 +43,6 @@ from ticdc_sim.errors import EncodeError
 from ticdc_sim.golang import float32
 from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mounted import mounter
 from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
@@ -89,25 +87,14 @@ DDL_TYPES: dict[A, str] = {
 
 def _writer(col: ColumnInfo) -> Writer:
     """A column's values as the strings canal-json writes (canal_entry.go formatValue)."""
-    tp = col.tp
-    mount = mounter(col)
-    if tp == M.FLOAT:
-        return _FLOAT
-    if tp == M.DOUBLE:
-        return _DOUBLE
-    if tp == M.NEWDECIMAL:
-        return columnar.decimals
-    if mount is not None:  # ENUM index, SET bits
-        return columnar.mapped(mount, columnar.quoted_ints)
+    number = columnar.number_writer(col, quoted=True)
+    if number is not None:
+        return number
     if _is_binary_string(col):
         return _LATIN1
-    if tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR):
-        return columnar.quoted_ints
     return _STRINGS  # text, dates and times, JSON, VECTOR: already TiDB's strings
 
 
-_FLOAT = columnar.floats(32, quoted=True)
-_DOUBLE = columnar.floats(64, quoted=True)
 _STRINGS = columnar.strings(gj.EASYJSON)
 _LATIN1 = columnar.mapped(lambda v: v.decode("latin-1"), _STRINGS)
 _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)

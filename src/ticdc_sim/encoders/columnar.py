@@ -30,9 +30,12 @@ import orjson
 
 from ticdc_sim.encoders import NO_HEADERS, Message
 from ticdc_sim.encoders import gojson as gj
+from ticdc_sim.encoders.types import INTEGER_TYPES
 from ticdc_sim.golang import format_f, json_number
 from ticdc_sim.model.events import RowChangedEvent
-from ticdc_sim.model.table import TableInfo
+from ticdc_sim.model.mounted import mounter
+from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.table import ColumnInfo, TableInfo
 
 Texts = list[bytes]  # one JSON text per value or per record
 Codec = TypeVar("Codec")
@@ -163,6 +166,30 @@ def floats(bits: int, quoted: bool) -> Writer:
         return Field(spec, texts)
 
     return write
+
+
+_FLOATS = {
+    (MySQLType.FLOAT, True): floats(32, quoted=True),
+    (MySQLType.DOUBLE, True): floats(64, quoted=True),
+    (MySQLType.FLOAT, False): floats(32, quoted=False),
+    (MySQLType.DOUBLE, False): floats(64, quoted=False),
+}
+_INTEGERS = INTEGER_TYPES | {MySQLType.BIT, MySQLType.YEAR}
+
+
+def number_writer(col: ColumnInfo, quoted: bool) -> Writer | None:
+    """Numbers and decimals, ENUM and SET as their numbers: `"12"` when `quoted` (canal-json
+    writes every value as a string), else `12`; None for the other types."""
+    found = _FLOATS.get((col.tp, quoted))
+    if found is not None:
+        return found
+    if col.tp == MySQLType.NEWDECIMAL:
+        return decimals
+    digits = quoted_ints if quoted else ints
+    mount = mounter(col)
+    if mount is not None:  # ENUM index, SET bits
+        return mapped(mount, digits)
+    return digits if col.tp in _INTEGERS else None
 
 
 def prefixed(prefix: bytes, ids: list[int]) -> Field:

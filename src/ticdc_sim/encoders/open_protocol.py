@@ -39,7 +39,6 @@ from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.errors import EncodeError
 from ticdc_sim.golang import float32, go_quote_inner, go_unquote_inner
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mounted import mounter
 from ticdc_sim.model.mysql import ColumnFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
@@ -55,28 +54,17 @@ _FRESH = 8 + MAX_RECORD_OVERHEAD  # a record before its rows: key = u64be(1), an
 
 def _writer(col: ColumnInfo, flavor: gj.Flavor) -> Writer:
     """A mounted value as the `"v"` of a column object (research §1.4)."""
-    tp = col.tp
-    mount = mounter(col)
-    if tp == M.FLOAT:
-        return _FLOAT
-    if tp == M.DOUBLE:
-        return _DOUBLE
-    if tp == M.NEWDECIMAL:
-        return columnar.decimals
-    if mount is not None:  # ENUM index, SET bits
-        return columnar.mapped(mount, columnar.ints)
-    if tp in BLOB_TYPES:  # Go marshals []byte as base64, text columns included
+    number = columnar.number_writer(col, quoted=False)
+    if number is not None:
+        return number
+    if col.tp in BLOB_TYPES:  # Go marshals []byte as base64, text columns included
         return _BASE64_BYTES if col.is_binary_charset else _BASE64_TEXT
-    if tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR):
-        return columnar.ints
     strings = columnar.strings(flavor)
-    if tp in _STRING_TYPES and col.is_binary_charset:
+    if col.tp in _STRING_TYPES and col.is_binary_charset:
         return columnar.mapped(go_quote_inner, strings)
     return strings
 
 
-_FLOAT = columnar.floats(32, quoted=False)
-_DOUBLE = columnar.floats(64, quoted=False)
 # canonical values: bytes in binary columns, str (invalid UTF-8 as surrogate escapes) in text
 _BASE64_BYTES = columnar.mapped(partial(binascii.b2a_base64, newline=False), columnar.plain_strings)
 _BASE64_TEXT = columnar.mapped(methodcaller("encode", "utf-8", "surrogateescape"), _BASE64_BYTES)
