@@ -1,23 +1,38 @@
 """Encoder benchmark: events/s per protocol beside plain orjson of the same rows.
 
     python bench/encode.py [--events 60000] [--repeat 3]
+    python bench/encode.py --instructions [--events 12000]
 
 One 10-column mixed-type table; the engine makes an insert/update/delete mix once (not timed),
-then each protocol encodes every event on one core the way the pipeline drives it: append_row
-for each row of a window, build at the end of the window (2048 rows, the pipeline's batch).
+then each protocol encodes every event on one core the way the pipeline drives it: one
+`build_groups` call a window (2048 rows, the pipeline's batch; one group, as under the table
+dispatcher with one table).
 The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run. Each
 figure is the best of --repeat runs (this kind of machine varies by a factor of two from one
 run to the next). Targets (issue 4): canal-json and open protocol >= 300k events/s, i.e. at
 least 0.4 of the orjson rate.
+
+`--instructions` counts CPU instructions per event instead, under valgrind's callgrind: each
+body runs once in its own process, minus a process that does everything but the body. The
+counts repeat exactly from run to run, so they settle an A/B that timings on a noisy machine
+cannot; the ratio is of instructions, and timings have run 1.3-1.6 times kinder to the
+encoders (orjson's instructions are the more expensive ones).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
+import pickle
 import random
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -76,32 +91,92 @@ def best_rate(count: int, run: Callable[[], object], repeat: int) -> float:
 def encode_all(protocol: str, events: list[RowChangedEvent]) -> None:
     encoder = encoder_for(CodecConfig(protocol))
     for start in range(0, len(events), BATCH_ROWS):
-        for event in events[start : start + BATCH_ROWS]:
-            encoder.append_row(event)
-        encoder.build()
+        encoder.build_groups([events[start : start + BATCH_ROWS]])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=60_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    events = make_events(args.events)
+def bodies(events: list[RowChangedEvent]) -> dict[str, Callable[[], object]]:
+    """What is measured, by name: the orjson baseline and each protocol."""
     names = [c.name for c in events[0].table.columns]
     dicts = [
         dict(zip(names, e.columns if e.columns is not None else e.pre_columns or (), strict=True))
         for e in events
     ]
 
-    def baseline_run() -> None:
+    def baseline() -> None:
         for row in dicts:
             orjson.dumps(row, default=str)
 
-    baseline = best_rate(len(events), baseline_run, args.repeat)
+    runs: dict[str, Callable[[], object]] = {"orjson": baseline}
+    for protocol in sorted(PROTOCOLS):
+        runs[protocol] = partial(encode_all, protocol, events)
+    return runs
+
+
+def run_once(path: str, name: str) -> None:
+    """The body `name` once ("none": nothing) over the pickled events at `path`, after the
+    same set-up and warm-up for all."""
+    with open(path, "rb") as file:
+        events = pickle.load(file)
+    runs = bodies(events)
+    for protocol in PROTOCOLS:  # imports and table codecs, outside what is counted
+        encode_all(protocol, events[:100])
+    gc.collect()
+    gc.freeze()
+    if name != "none":
+        runs[name]()
+
+
+def instructions(path: str, name: str) -> int:
+    """Instructions of a process that runs `name` once, counted by callgrind."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}  # no variance
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+    command += [__file__, "--events-file", path, "--only", name]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions(count: int) -> None:
+    events = make_events(count)  # made once: the engine under valgrind would take minutes
+    with tempfile.NamedTemporaryFile(suffix=".pickle") as file:
+        pickle.dump(events, file)
+        file.flush()
+        none = instructions(file.name, "none")
+        per_event = {
+            name: (instructions(file.name, name) - none) / len(events) for name in bodies(events)
+        }
+    baseline = per_event.pop("orjson")
+    print(f"{len(events)} events; orjson.dumps of the row dicts: {baseline:,.0f} instr/event\n")
+    print(f"{'protocol':<14} {'instr/event':>12} {'orjson/this':>12}")
+    for protocol, cost in per_event.items():
+        print(f"{protocol:<14} {cost:>12,.0f} {baseline / cost:>12.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under valgrind"
+    )
+    parser.add_argument("--only", help=argparse.SUPPRESS)  # one body, for --instructions
+    parser.add_argument("--events-file", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.only is not None:
+        run_once(args.events_file, args.only)
+        return
+    if args.instructions:
+        count_instructions(args.events or 12_000)
+        return
+    events = make_events(args.events or 60_000)
+    runs = bodies(events)
+    baseline = best_rate(len(events), runs.pop("orjson"), args.repeat)
     print(f"{len(events)} events; plain orjson.dumps of the row dicts: {baseline:,.0f} events/s\n")
     print(f"{'protocol':<14} {'events/s':>10} {'vs orjson':>10}  target")
-    for protocol in sorted(PROTOCOLS):
-        rate = best_rate(len(events), lambda p=protocol: encode_all(p, events), args.repeat)
+    for protocol, run in runs.items():
+        rate = best_rate(len(events), run, args.repeat)
         met = rate >= 300_000 and rate >= 0.4 * baseline
         print(f"{protocol:<14} {rate:>10,.0f} {rate / baseline:>10.2f}  {'met' if met else 'MISS'}")
 

@@ -134,6 +134,21 @@ def test_message_too_large_names_the_table_and_limit() -> None:
         encoder.build()
 
 
+def test_message_too_large_names_the_first_row_in_order_across_kinds() -> None:
+    rows = [
+        e
+        for e in events(
+            "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(300));"
+            "INSERT INTO t VALUES (1, 'x'); UPDATE t SET a = REPEAT('y', 300);"
+            "INSERT INTO t VALUES (2, REPEAT('z', 300));"
+        )
+        if isinstance(e, RowChangedEvent)
+    ]
+    update = rows[1]  # the second row; the insert after it is as large, but grouped first
+    with pytest.raises(EncodeError, match=f"at commit ts {update.commit_ts} exceeds"):
+        Encoder(CodecConfig("canal-json", max_message_bytes=560)).build_groups([rows])
+
+
 def test_delete_only_handle_key_columns_and_only_updated_columns() -> None:
     rows = [
         e

@@ -80,6 +80,10 @@ def test_nulls_in_any_column_are_null() -> None:
         (columnar.floats(64, quoted=True), [None, 0.5, None]),
         (columnar.strings(gj.EASYJSON), ["<", None]),
         (columnar.quoted_ints, [None, None]),
+        (columnar.floats(32, quoted=False), [1.5, None, float("nan")]),
+        (columnar.floats(64, quoted=False), [None, 1e-7, None]),
+        (columnar.mapped(str.upper, columnar.strings(gj.EASYJSON)), ["a", None]),
+        (columnar.decimals, [Decimal("1E-10"), None]),
     ]
     for write, values in cases:
         got = texts(columnar.nullable(write)(values), len(values))
@@ -88,6 +92,17 @@ def test_nulls_in_any_column_are_null() -> None:
             b"null"
         ] * values.count(None)
         assert [t for t, v in zip(got, values, strict=True) if v is not None] == whole
+
+
+def test_a_wrong_value_that_is_not_null_still_fails() -> None:
+    # writers refuse None with TypeError and nullable takes that as the sign of NULLs; any
+    # other value a writer refuses must not be mistaken for one
+    for write, values in [
+        (columnar.ints, [1, "2"]),
+        (columnar.strings(gj.EASYJSON), ["a", 2]),
+    ]:
+        with pytest.raises(TypeError):
+            columnar.nullable(write)(values)
 
 
 def test_layouts_keep_percent_signs_and_constant_slots() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
+from itertools import repeat
+from operator import itemgetter, rshift
 from typing import Any
 
 import orjson
@@ -184,12 +186,11 @@ class _TableCodec:
             yield (b"," if n else b"") + self.keys[i]
             yield f"{image}{i}"
 
-    def encode(self, kind: str, events: list[RowChangedEvent]) -> Texts:
-        """The records of events of one kind, in order."""
-        ts = columnar.commit_ts(events)
+    def encode(self, kind: str, events: list[RowChangedEvent], ts: list[int]) -> Texts:
+        """The records of events of one kind, in order; `ts` their commit ts."""
         fields = {
-            "es": columnar.ints([t >> PHYSICAL_SHIFT_BITS for t in ts]),
-            "commitTs": columnar.ints(ts),
+            "es": columnar.Field(b"%d", list(map(rshift, ts, repeat(PHYSICAL_SHIFT_BITS)))),
+            "commitTs": columnar.Field(b"%d", ts),
         }
         picked = self.picked(kind)
         fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
@@ -225,23 +226,27 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
 
     def encode_rows(self, events: list[RowChangedEvent]) -> list[Message]:
         """One message per row, in order."""
-        values: list[Any] = [None] * len(events)
+        messages: list[Any] = [None] * len(events)
+        limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
+        too_large: list[tuple[int, RowChangedEvent, int]] = []  # (position, row, size)
         for kind, positions, rows in columnar.shapes(events):
-            encoded = self.codec(rows[0].table).encode(kind, rows)
-            values = columnar.place(values, positions, encoded)
-        limit = self.config.max_message_bytes
-        if values and max(map(len, values)) + MAX_RECORD_OVERHEAD > limit:
-            event, size = next(
-                (e, len(v) + MAX_RECORD_OVERHEAD)
-                for e, v in zip(events, values, strict=True)
-                if len(v) + MAX_RECORD_OVERHEAD > limit
-            )
+            codec = self.codec(rows[0].table)
+            ts = columnar.commit_ts(rows)
+            values = codec.encode(kind, rows, ts)
+            if max(map(len, values)) > limit:
+                at = next(i for i, v in enumerate(values) if len(v) > limit)
+                size = len(values[at]) + MAX_RECORD_OVERHEAD
+                too_large.append((at if positions is None else positions[at], rows[at], size))
+            found = row_messages(values, ts, codec.info)
+            messages = columnar.place(messages, positions, found)
+        if too_large:
+            _, event, size = min(too_large, key=itemgetter(0))
             raise EncodeError(
                 f"a canal-json message of {size} bytes for {event.table.schema}."
                 f"{event.table.name} at commit ts {event.commit_ts} exceeds"
-                f" max-message-bytes {limit} (TiCDC: ErrMessageTooLarge)"
+                f" max-message-bytes {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
             )
-        return row_messages(values, events)
+        return messages
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         messages = self.encode_rows([e for group in groups for e in group])
