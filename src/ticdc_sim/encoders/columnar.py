@@ -296,8 +296,7 @@ def changed_members(
 
 # RowChangedEvent fields by position: on a named tuple, itemgetter is the cheapest C-level getter
 _FIELDS = {name: itemgetter(i) for i, name in enumerate(RowChangedEvent._fields)}
-TABLE, COMMIT_TS = _FIELDS["table"], _FIELDS["commit_ts"]
-COLUMNS, PRE_COLUMNS = _FIELDS["columns"], _FIELDS["pre_columns"]
+COMMIT_TS, COLUMNS, PRE_COLUMNS = (_FIELDS[n] for n in ("commit_ts", "columns", "pre_columns"))
 
 
 def commit_ts(events: Sequence[RowChangedEvent]) -> list[int]:
