@@ -15,7 +15,7 @@ least 0.4 of the orjson rate.
 `--instructions` counts CPU instructions per event instead, under valgrind's callgrind: each
 body runs once in its own process, minus a process that does everything but the body. The
 counts repeat exactly from run to run, so they settle an A/B that timings on a noisy machine
-cannot. The ratio is of instructions; the timed ratio has run 1.3-1.6 times higher here.
+cannot. The ratio is of instructions; the timed ratio has run 1.15-1.6 times higher here.
 """
 
 from __future__ import annotations
