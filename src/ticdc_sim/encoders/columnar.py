@@ -49,7 +49,8 @@ class Field(NamedTuple):
     items: Sequence[Any] | None = None
 
 
-Writer = Callable[[Sequence[Any]], Field]  # a column's values (no None) -> its field
+# a column's values -> its field; a None among them raises TypeError (see `nullable`)
+Writer = Callable[[Sequence[Any]], Field]
 
 
 # -- writers -------------------------------------------------------------------------------------
@@ -65,8 +66,7 @@ def nullable(write: Writer) -> Writer:
         try:
             return write(values)
         except TypeError:
-            # identity, not `None in values`: Decimal's == runs an ABC check on each element
-            if not any(map(is_, values, repeat(None))):
+            if not _has_null(values):
                 raise
         where = [i for i, v in enumerate(values) if v is not None]
         out = [b"null"] * len(values)
@@ -80,8 +80,13 @@ def nullable(write: Writer) -> Writer:
     return run
 
 
+def _has_null(values: Sequence[Any]) -> bool:
+    # identity, not `None in values`: Decimal's == runs an ABC check on each element
+    return any(map(is_, values, repeat(None)))
+
+
 def _no_nulls(values: Sequence[Any]) -> None:
-    if any(map(is_, values, repeat(None))):
+    if _has_null(values):
         raise TypeError("a NULL among the values")
 
 
