@@ -40,8 +40,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from ticdc_sim.encoders import PROTOCOLS, CodecConfig, encoder_for  # noqa: E402
-from ticdc_sim.generator.engine import Engine  # noqa: E402
-from ticdc_sim.generator.script import split_script  # noqa: E402
+from ticdc_sim.generator.sql.engine import Engine  # noqa: E402
+from ticdc_sim.generator.sql.script import split_script  # noqa: E402
 from ticdc_sim.model.events import RowChangedEvent  # noqa: E402
 from ticdc_sim.pipeline import BATCH_ROWS  # noqa: E402
 

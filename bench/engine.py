@@ -33,8 +33,8 @@ TABLE = (
 
 ENGINE_RUN = """
 import json, resource, sys, time
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import split_script
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import split_script
 path = sys.argv[1]
 start = time.perf_counter()
 events = rows = 0

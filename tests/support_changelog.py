@@ -15,8 +15,8 @@ from ticdc_sim.encoders import (
     DecodedRow,
     decoder_for,
 )
-from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.script import split_script
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.model.mounted import mount_row, mounter
 from ticdc_sim.pipeline import Pipeline, Summary
 from ticdc_sim.sinks import Record

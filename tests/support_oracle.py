@@ -16,8 +16,8 @@ from support_mariadb import SYSTEM_SCHEMAS, MariaDB
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import DecodedDDL, DecodedRow
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.script import RawStatement, split_script
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo

@@ -12,7 +12,6 @@ import pytest
 
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.encoders.canal_json import Decoder, Encoder
-from ticdc_sim.encoders.gojson import EASYJSON, dumps
 from ticdc_sim.encoders.types import (
     full_type,
     java_type,
@@ -21,8 +20,9 @@ from ticdc_sim.encoders.types import (
     unsigned_promotion,
 )
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_statements
+from ticdc_sim.golang.json import EASYJSON, dumps
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "canal_json.json").read_text())

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from ticdc_sim.encoders import CodecConfig, columnar
-from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.canal_json import Encoder as CanalEncoder
 from ticdc_sim.encoders.open_protocol import Encoder as OpenEncoder
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_statements
+from ticdc_sim.golang import json as gj
 from ticdc_sim.model.events import RowChangedEvent
 
 FLAVORS = {"encoding/json": gj.ENCODING_JSON, "easyjson": gj.EASYJSON, "jsoniter": gj.JSONITER}

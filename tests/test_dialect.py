@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from sqlglot import exp
 
-from ticdc_sim.generator.dialect import TiDB
-from ticdc_sim.generator.script import parse_one, parse_statements, read_script, split_tokens
+from ticdc_sim.generator.sql.dialect import TiDB
+from ticdc_sim.generator.sql.script import parse_one, parse_statements, read_script, split_tokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

@@ -16,8 +16,8 @@ from ticdc_sim.encoders import (
     encoder_for,
 )
 from ticdc_sim.errors import ConfigError
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mount_row, mounter
 

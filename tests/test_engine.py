@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.gosort import go_sort
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import parse_statements
+from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 
@@ -508,7 +508,7 @@ def _mixed_script(n: int) -> str:
 def test_shape_templates_give_the_same_events_as_parsing() -> None:
     from pathlib import Path
 
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     scripts = [
         p.read_text() for p in sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -537,7 +537,7 @@ def test_without_old_value_updates_are_insert_shaped_and_deletes_carry_the_key()
 
 
 def test_bulk_multi_row_insert_matches_the_general_path() -> None:
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     text = (
         "CREATE TABLE b (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(8) NOT NULL,"
@@ -621,7 +621,7 @@ def test_sequences_hand_out_values_per_row_and_per_select() -> None:
     ],
 )
 def test_column_wise_insert_matches_the_general_path(rows: str) -> None:
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     text = f"CREATE TABLE c (id INT PRIMARY KEY, s CHAR(4), d DECIMAL(4,2));\nINSERT INTO c VALUES {rows};\n"
     parsed = list(Engine().run(parse_statements(text)))
@@ -638,7 +638,7 @@ def test_column_wise_insert_matches_the_general_path(rows: str) -> None:
     ],
 )
 def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str) -> None:
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     text = f"CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(4));\nINSERT INTO c VALUES {rows};\n"
     engine = Engine()
@@ -649,7 +649,7 @@ def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str
 
 
 def test_bulk_inserts_roll_back_to_savepoints_and_fold_with_earlier_writes() -> None:
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     text = (
         "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(4));\n"
@@ -675,7 +675,7 @@ def test_bulk_inserts_roll_back_to_savepoints_and_fold_with_earlier_writes() -> 
 def test_long_statements_pause_the_collector_and_always_restore_it() -> None:
     import gc
 
-    from ticdc_sim.generator.script import split_script
+    from ticdc_sim.generator.sql.script import split_script
 
     rows = ", ".join(f"({i}, 'v{i}')" for i in range(8000))  # beyond 64 KiB of text
     create = "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(8));\n"
@@ -729,7 +729,7 @@ def test_values_items_read_columns_set_before_them() -> None:
 
 
 def test_set_names_gbk_rereads_the_script_bytes() -> None:
-    from ticdc_sim.generator.script import decode_script, split_script
+    from ticdc_sim.generator.sql.script import decode_script, split_script
 
     script = (
         "SET NAMES gbk;\nCREATE TABLE g (id INT PRIMARY KEY, s VARCHAR(4) CHARACTER SET gbk);\n"

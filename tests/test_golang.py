@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from ticdc_sim.encoders import columnar
-from ticdc_sim.golang import float32, format_f, json_number
+from ticdc_sim.golang.strconv import float32, format_f, json_number
 
 
 def reference_digits(value: float, bits: int) -> tuple[str, int]:
@@ -88,7 +88,7 @@ def test_known_layouts(value: float, bits: int, text: str, number: str) -> None:
 @pytest.mark.parametrize("bits", [32, 64])
 def test_column_writers_agree_with_the_per_value_layouts(bits: int) -> None:
     """The encoders write float columns with orjson (float32 through numpy) and fall back to
-    `golang` per value; both layouts must come out as the reference's."""
+    `golang.strconv` per value; both layouts must come out as the reference's."""
     specials = [0.0, -0.0, 1.0, 100.0, 1e21, 1e20, 1e16, 1e-5, 1e-6, 9.9e-7, 1e-7, 5e-324]
     specials += [float("nan"), float("inf"), float("-inf"), 123456789.0, 0.1, 2.5]
     values = _samples(bits, 20000) + [float32(v) if bits == 32 else v for v in specials]

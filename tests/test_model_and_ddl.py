@@ -4,8 +4,8 @@ DDL kinds and located errors."""
 import pytest
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator.ddl import Catalog
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.ddl import Catalog
+from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model import ActionType, TSOClock, compose_ts
 from ticdc_sim.model.tso import logical, physical_ms
 

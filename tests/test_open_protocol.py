@@ -12,8 +12,8 @@ import pytest
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.encoders.open_protocol import Decoder, Encoder
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 

@@ -13,7 +13,7 @@ import pytest
 
 from support_mariadb import MariaDB
 from support_oracle import MariaDBRejects, check_script
-from ticdc_sim.generator.script import read_script
+from ticdc_sim.generator.sql.script import read_script
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from ticdc_sim.errors import ConfigError
-from ticdc_sim.generator.engine import Engine
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model.events import RowChangedEvent
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.hash import position_inertia
@@ -145,7 +145,7 @@ def test_router_partitions(case: dict[str, Any]) -> None:
 
 
 def test_ddl_topics() -> None:
-    from ticdc_sim.generator.ddl import Catalog
+    from ticdc_sim.generator.sql.ddl import Catalog
 
     router = EventRouter(
         [

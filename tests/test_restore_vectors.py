@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ticdc_sim.generator.ddl import Catalog
-from ticdc_sim.generator.script import parse_statements
+from ticdc_sim.generator.sql.ddl import Catalog
+from ticdc_sim.generator.sql.script import parse_statements
 
 VECTORS = json.loads(
     (Path(__file__).parent / "vectors/tiflow_add_special_comment.json").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator import script
-from ticdc_sim.generator.script import Location, RawStatement, split_script
+from ticdc_sim.generator.sql import script
+from ticdc_sim.generator.sql.script import Location, RawStatement, split_script
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

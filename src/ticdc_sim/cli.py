@@ -20,9 +20,9 @@ from ticdc_sim.encoders import (
     decoder_for,
 )
 from ticdc_sim.errors import ConfigError, SimError, SQLError
-from ticdc_sim.generator.ddl import Catalog
-from ticdc_sim.generator.engine import Engine, EngineConfig
-from ticdc_sim.generator.script import (
+from ticdc_sim.generator.sql.ddl import Catalog
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import (
     RawStatement,
     parse_statements,
     read_script,

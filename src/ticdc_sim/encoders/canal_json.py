@@ -31,7 +31,6 @@ from ticdc_sim.encoders import (
     Message,
     columnar,
 )
-from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer, row_messages
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
@@ -42,7 +41,8 @@ from ticdc_sim.encoders.types import (
     unsigned_promotion,
 )
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.golang import float32
+from ticdc_sim.golang import json as gj
+from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag

@@ -11,7 +11,7 @@ row, so the encoders never convert values one at a time:
   whole column (orjson over the column, one join, one translate, one split). Values those
   passes cannot vouch for (a string needing an unusual escape, a float Go writes with an
   exponent, a decimal whose `str` has one) go through the exact per-value writers of
-  `gojson` and `golang`, which stay the reference the fast passes are tested against;
+  `golang.json` and `golang.strconv`, the reference the fast passes are tested against;
 - a `Layout`, literal bytes between named slots, compiles the fields' specs into one bytes
   format and applies it to each row's items.
 """
@@ -29,9 +29,9 @@ import numpy
 import orjson
 
 from ticdc_sim.encoders import NO_HEADERS, Message
-from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.types import INTEGER_TYPES
-from ticdc_sim.golang import format_f, json_number
+from ticdc_sim.golang import json as gj
+from ticdc_sim.golang.strconv import format_f, json_number
 from ticdc_sim.model.events import RowChangedEvent
 from ticdc_sim.model.mounted import mounter
 from ticdc_sim.model.mysql import MySQLType
@@ -168,7 +168,7 @@ def floats(bits: int, quoted: bool) -> Writer:
 
     orjson writes the same shortest digits (ryu; float32 ones through numpy) and lays them
     out like Go's 'f' but for a trailing ".0"; what it writes with an exponent, non-finite
-    values (null) and, for JSON numbers, magnitudes below 1e-5 go through `golang`."""
+    values (null) and, for JSON numbers, magnitudes below 1e-5 go through `golang.strconv`."""
     exact: Callable[[float, int], str] = format_f if quoted else json_number
     spec = b'"%s"' if quoted else b"%s"
 

@@ -33,11 +33,11 @@ from ticdc_sim.encoders import (
     Message,
     columnar,
 )
-from ticdc_sim.encoders import gojson as gj
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.errors import EncodeError
-from ticdc_sim.golang import float32, go_quote_inner, go_unquote_inner
+from ticdc_sim.golang import json as gj
+from ticdc_sim.golang.strconv import float32, go_quote_inner, go_unquote_inner
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import ColumnFlag
 from ticdc_sim.model.mysql import MySQLType as M

@@ -5,7 +5,7 @@ Immutable like h11's events; they mirror tiflow `cdc/model/sink.go`
 order (`None` for SQL NULL); `columns`/`pre_columns` being empty encodes the row kind exactly as
 TiCDC does: insert = columns only, delete = pre_columns only, update = both. Virtual generated
 columns keep their computed value in place; TiCDC never emits them, so encoders iterate
-`TableInfo.visible_columns`. The value forms are those of `generator/values.py`.
+`TableInfo.visible_columns`. The value forms are those of `generator/sql/values.py`.
 """
 
 from __future__ import annotations

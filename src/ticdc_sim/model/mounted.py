@@ -1,7 +1,7 @@
 """Row values as TiCDC's mounter hands them to dispatchers and encoders.
 
 Mirrors tiflow `cdc/entry/mounter.go` `formatColVal` on top of our canonical values
-(`generator/values.py`): ENUM becomes its 1-based index, SET its bitmask, everything else
+(`generator/sql/values.py`): ENUM becomes its 1-based index, SET its bitmask, everything else
 keeps its form (BIT and YEAR are already integers, TIMESTAMP already in TiCDC's time zone).
 """
 

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from ticdc_sim.errors import ConfigError
-from ticdc_sim.golang import format_f
+from ticdc_sim.golang.strconv import format_f
 from ticdc_sim.model.events import RowChangedEvent
 from ticdc_sim.model.mounted import Mounter, mounter
 from ticdc_sim.model.mysql import MySQLType

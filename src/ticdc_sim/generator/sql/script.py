@@ -18,7 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from ticdc_sim.errors import Location, SQLError
-from ticdc_sim.generator.dialect import TiDB
+from ticdc_sim.generator.sql.dialect import TiDB
 
 _DIALECT = TiDB()
 

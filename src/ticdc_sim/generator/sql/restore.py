@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ticdc_sim.generator import dialect as d
+from ticdc_sim.generator.sql import dialect as d
 
 # TiDB restores arithmetic and comparisons without spaces, logic operators with them
 # (TiDB `pkg/parser/opcode` `ops` table).
@@ -315,7 +315,7 @@ class TiDBRestoreGenerator(d.TiDBGenerator):
 TiDBRestoreGenerator.TRANSFORMS = {
     node: fn
     for node, fn in d.TiDBGenerator.TRANSFORMS.items()
-    # our own nodes dispatch late-bound (dialect.py) and so already reach the methods here
+    # our own nodes dispatch late-bound (dialect/generator.py) and so already reach the methods here
     if not node.__module__.startswith("sqlglot")
     or f"{node.key}_sql" not in vars(TiDBRestoreGenerator)
 }

@@ -29,9 +29,9 @@ from typing import Any, Protocol
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator import dialect as d
-from ticdc_sim.generator.shapes import Param
-from ticdc_sim.generator.values import (
+from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.shapes import Param
+from ticdc_sim.generator.sql.values import (
     WIDE,
     BinaryLiteral,
     JSONValue,

@@ -32,10 +32,10 @@ from typing import Any, NamedTuple
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator import dialect as d
-from ticdc_sim.generator.ddl import Catalog
-from ticdc_sim.generator.dml import BulkPlan, Plan, compile_dml
-from ticdc_sim.generator.evaluate import (
+from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.ddl import Catalog
+from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml
+from ticdc_sim.generator.sql.evaluate import (
     Context,
     Scope,
     compare,
@@ -44,9 +44,8 @@ from ticdc_sim.generator.evaluate import (
     stable_uuid,
     to_number,
 )
-from ticdc_sim.generator.gosort import go_sort
-from ticdc_sim.generator.script import RawStatement, Statement, parse_one, parse_raw
-from ticdc_sim.generator.shapes import (
+from ticdc_sim.generator.sql.script import RawStatement, Statement, parse_one, parse_raw
+from ticdc_sim.generator.sql.shapes import (
     Lexed,
     lex,
     marked_template,
@@ -54,7 +53,7 @@ from ticdc_sim.generator.shapes import (
     row_params,
     template_values,
 )
-from ticdc_sim.generator.values import (
+from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
     Converter,
     SqlMode,
@@ -63,6 +62,7 @@ from ticdc_sim.generator.values import (
     format_datetime,
     timestamp_in_zone,
 )
+from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import ColumnFlag, MySQLType

@@ -6,7 +6,7 @@ one row of that table. `dumps` serialises with orjson and repairs the few bytes 
 differs; strings orjson cannot take (invalid UTF-8 carried as surrogate escapes) go through
 the pure-Python writer, which is the reference both paths must agree with.
 
-Numbers inside JSON come from `ticdc_sim.golang` (Go's float formatting).
+Numbers inside JSON come from `golang.strconv` (Go's float formatting).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator import dialect as d
-from ticdc_sim.generator.evaluate import (
+from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.evaluate import (
     Compiled,
     Context,
     Scope,
@@ -26,11 +26,11 @@ from ticdc_sim.generator.evaluate import (
     to_number,
     truth,
 )
-from ticdc_sim.generator.shapes import Lexed, Param, literal_value
-from ticdc_sim.generator.values import batch_converter
+from ticdc_sim.generator.sql.shapes import Lexed, Param, literal_value
+from ticdc_sim.generator.sql.values import batch_converter
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.engine import Engine, TableData
+    from ticdc_sim.generator.sql.engine import Engine, TableData
     from ticdc_sim.model.table import ColumnInfo
 
 Row = tuple[Any, ...]

@@ -15,8 +15,8 @@ from typing import Any
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator import dialect as d
-from ticdc_sim.generator.restore import TiDBRestoreGenerator
+from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.restore import TiDBRestoreGenerator
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.mysql import (

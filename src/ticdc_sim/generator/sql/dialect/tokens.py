@@ -1,0 +1,101 @@
+"""The TiDB tokenizer: MySQL's, with executable comments lexed as code.
+
+TiDB `pkg/parser/lexer.go` treats `/*T![feature] ... */` and `/*!NNNNN ... */` as SQL.
+"""
+
+from __future__ import annotations
+
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.tokenizer_core import Token, TokenType
+
+# TiDB feature ids whose `/*T![id] ... */` content TiDB executes (TiDB `pkg/parser/tidb`
+# `FeatureIDs`); a comment naming any other id stays a comment, as in TiDB.
+TIDB_FEATURE_IDS = frozenset(
+    {
+        "auto_rand",
+        "auto_id_cache",
+        "auto_rand_base",
+        "clustered_index",
+        "force_inc",
+        "placement",
+        "ttl",
+        "resource_group",
+        "global_index",
+        "ddl_distribute",
+        "vector_index",
+        "ttl_enable",
+        "ttl_job_interval",
+    }
+)
+
+
+class TiDBTokenizer(MySQL.Tokenizer):
+    # RENAME and REPLACE are statements TiDB parses, not opaque commands.
+    COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME, TokenType.REPLACE}
+
+    def tokenize(self, sql: str) -> list[Token]:
+        """Tokenize, treating executable comments as code.
+
+        `/*!...*/` and `/*T![id] ...*/` can only stand between tokens, so the gaps between the
+        tokens of a first pass are scanned for them; if any is found, its markers are blanked
+        (offsets, lines and columns stay exact) and the text is tokenized again.
+        """
+        toks = super().tokenize(sql)
+        if "/*!" not in sql and "/*T!" not in sql:
+            return toks
+        spans = list(_executable_comment_markers(sql, toks))
+        if not spans:
+            return toks
+        chars = list(sql)
+        for start, end in spans:
+            for i in range(start, end):
+                if chars[i] not in "\r\n":
+                    chars[i] = " "
+        return super().tokenize("".join(chars))
+
+
+def _executable_comment_markers(sql: str, toks: list[Token]) -> list[tuple[int, int]]:
+    """(start, end) spans of executable-comment markers found between tokens."""
+    spans: list[tuple[int, int]] = []
+    gaps = [(0, toks[0].start if toks else len(sql))]
+    gaps += [(a.end + 1, b.start) for a, b in zip(toks, toks[1:], strict=False)]
+    if toks:
+        gaps.append((toks[-1].end + 1, len(sql)))
+    for lo, hi in gaps:
+        i = lo
+        while i < hi:
+            if sql.startswith("--", i) or sql[i] == "#":
+                nl = sql.find("\n", i, hi)
+                i = hi if nl < 0 else nl + 1
+            elif sql.startswith("/*", i):
+                close = sql.find("*/", i + 2, hi)
+                if close < 0:
+                    break
+                opener = _executable_opener(sql, i, close)
+                if opener:
+                    spans += [(i, i + opener), (close, close + 2)]
+                i = close + 2
+            else:
+                i += 1
+    return spans
+
+
+def _executable_opener(sql: str, start: int, close: int) -> int:
+    """Length of the `/*!NNNNN` or `/*T![id]` marker at `start`, or 0 for a plain comment."""
+    if sql.startswith("/*!", start):
+        i = start + 3
+        while i < close and i - start < 8 and sql[i].isdigit():
+            i += 1
+        return i - start
+    if sql.startswith("/*T!", start):
+        i = start + 4
+        if i < close and sql[i] == "[":
+            end = sql.find("]", i, close)
+            if end < 0:
+                return 0
+            features = {f.strip().lower() for f in sql[i + 1 : end].split(",")}
+            if not features <= TIDB_FEATURE_IDS:
+                return 0
+            return end + 1 - start
+        return i - start
+    return 0
