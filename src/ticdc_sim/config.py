@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 from urllib.parse import parse_qsl, urlsplit
 
-from ticdc_sim.encoders import CodecConfig, Profile, check_protocol
+from ticdc_sim.encoders import CodecConfig, check_protocol
 from ticdc_sim.errors import ConfigError
+from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.router import DispatchRule
 
 SIMULATED_SCHEMES = ("jsonl", "memory", "blackhole")
@@ -98,9 +99,9 @@ def _protocol(value: Any, where: str) -> str:
     return _text(value, where).strip().lower()
 
 
-def _profile(value: Any, where: str) -> Profile:
+def _profile(value: Any, where: str) -> TiCDCProfile:
     text = _text(value, where)
-    choices: tuple[str, ...] = get_args(Profile)
+    choices: tuple[str, ...] = get_args(TiCDCProfile)
     if text not in choices:
         raise ConfigError(f"{where}: unknown TiCDC version {text!r} (one of {', '.join(choices)})")
     return text  # type: ignore[return-value]

@@ -27,7 +27,7 @@ from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
-from ticdc_sim.model.table import TableInfo, TiCDCFlagProfile
+from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import EventRouter
@@ -78,8 +78,9 @@ class Pipeline:
         self.feed = feed
         self.sink = sink
         self.partitions = feed.partition_num
-        profile: TiCDCFlagProfile = "classic" if feed.codec.profile == "v8.5" else "new-arch"
-        self.router = EventRouter(list(feed.rules), feed.topic, feed.case_sensitive, profile)
+        self.router = EventRouter(
+            list(feed.rules), feed.topic, feed.case_sensitive, feed.codec.profile
+        )
         self.filter = TableFilter(list(feed.filter_rules), case_sensitive=feed.case_sensitive)
         self.encoder = encoder_for(feed.codec)
         self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO

@@ -19,8 +19,8 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.table import TiCDCProfile
 
-Profile = Literal["v8.5", "new-arch"]
 NO_HEADERS: Mapping[str, bytes] = MappingProxyType({})
 
 
@@ -37,7 +37,7 @@ class CodecConfig:
     max_message_bytes: int = 10 * 1024 * 1024
     max_batch_size: int = 16
     open_output_old_value: bool = True
-    profile: Profile = "v8.5"
+    profile: TiCDCProfile = "v8.5"
 
     @property
     def only_updated(self) -> bool:

@@ -120,7 +120,7 @@ class _TableCodec:
         self.promotions = [unsigned_promotion(c) for c in self.columns]
         describe = full_type if config.content_compatible else short_type
         self.mysql_types = [describe(c) for c in self.columns]
-        flags = info.ticdc_flags("classic" if config.profile == "v8.5" else "new-arch")
+        flags = info.ticdc_flags(config.profile)
         handle = ColumnFlag.HANDLE_KEY
         self.handle_positions = [i for i, c in enumerate(self.columns) if flags[c.offset] & handle]
         pk_names = [c.name for c in self.columns if c.flag & TiDBFlag.PRI_KEY]

@@ -77,7 +77,7 @@ class _TableCodec:
         self.info = info
         self.config = config
         new_arch = config.profile == "new-arch"
-        flags = info.ticdc_flags("new-arch" if new_arch else "classic")
+        flags = info.ticdc_flags(config.profile)
         columns = info.visible_columns
         order = columns if new_arch else sorted(columns, key=lambda c: c.name.encode())
         self.offsets = [c.offset for c in order]
@@ -100,7 +100,7 @@ class _TableCodec:
             b',"scm":' + gj.dumps(info.schema, flavor) + b',"tbl":' + gj.dumps(info.name, flavor)
         )
         ptn: list[bytes | str] = ["ptn"] if info.partition is not None else []
-        # classic `ts scm tbl [rid] [ptn] t`, new architecture `ts scm tbl t [ptn]` (no rid)
+        # v8.5 `ts scm tbl [rid] [ptn] t`, new architecture `ts scm tbl t [ptn]` (no rid)
         self.key = columnar.Layout(
             [b'{"ts":', "ts", names, b',"t":1', *ptn, b"}"]
             if new_arch

@@ -155,7 +155,9 @@ class PartitionInfo:
         return next((d for d in self.definitions if d.name.lower() == lname), None)
 
 
-TiCDCFlagProfile = Literal["classic", "new-arch"]
+# Which TiCDC the bytes follow: v8.5 (tiflow) or the new architecture (pingcap/ticdc); the
+# sink URI's `ticdc-version`. One name everywhere: flags, dispatchers and encoders.
+TiCDCProfile = Literal["v8.5", "new-arch"]
 
 
 @dataclass(frozen=True)
@@ -281,16 +283,16 @@ class TableInfo:
         """Columns TiCDC emits: everything but virtual generated columns (`IsColCDCVisible`)."""
         return tuple(c for c in self.columns if not c.is_virtual_generated and not c.hidden)
 
-    def ticdc_flags(self, profile: TiCDCFlagProfile = "classic") -> tuple[ColumnFlag, ...]:
+    def ticdc_flags(self, profile: TiCDCProfile = "v8.5") -> tuple[ColumnFlag, ...]:
         """TiCDC ColumnFlagType of every column, in table order.
 
-        classic: tiflow HEAD `initColumnsFlag` (PK index columns get no UniqueKey, v8.0+).
+        v8.5: tiflow HEAD `initColumnsFlag` (PK index columns get no UniqueKey, v8.0+).
         new-arch: ticdc `initColumnFlags`; generated columns skip the index pass.
         """
-        return self._classic_flags if profile == "classic" else self._new_arch_flags
+        return self._v85_flags if profile == "v8.5" else self._new_arch_flags
 
     @cached_property
-    def _classic_flags(self) -> tuple[ColumnFlag, ...]:
+    def _v85_flags(self) -> tuple[ColumnFlag, ...]:
         hid = self.handle_index_id
         flags = [self._column_pass_flag(c, handle_from_pk=hid == -1) for c in self.columns]
         for ix in self.indices:

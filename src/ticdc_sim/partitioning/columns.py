@@ -8,14 +8,14 @@ table's own spelling of its name. Classic hashes NULL as "null"; the new archite
 from __future__ import annotations
 
 from ticdc_sim.errors import ConfigError
-from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCFlagProfile
+from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCProfile
 from ticdc_sim.partitioning.hash import ColumnHashDispatcher
 
 
 class ColumnsDispatcher(ColumnHashDispatcher):
     name = "columns"
 
-    def __init__(self, columns: list[str], profile: TiCDCFlagProfile = "classic") -> None:
+    def __init__(self, columns: list[str], profile: TiCDCProfile = "v8.5") -> None:
         if not columns:
             raise ConfigError("the columns dispatcher needs `columns = [...]`")
         super().__init__(profile)

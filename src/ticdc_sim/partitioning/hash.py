@@ -18,7 +18,7 @@ from ticdc_sim.golang.strconv import format_f
 from ticdc_sim.model.events import RowChangedEvent
 from ticdc_sim.model.mounted import Mounter, mounter
 from ticdc_sim.model.mysql import MySQLType
-from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCFlagProfile
+from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCProfile
 
 
 def position_inertia(writes: Iterable[Iterable[bytes]]) -> int:
@@ -58,7 +58,7 @@ class ColumnHashDispatcher:
 
     name = ""
 
-    def __init__(self, profile: TiCDCFlagProfile) -> None:
+    def __init__(self, profile: TiCDCProfile) -> None:
         self.profile = profile
         self._picked: dict[int, tuple[TableInfo, list[Picked]]] = {}  # by table version
 

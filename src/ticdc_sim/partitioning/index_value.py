@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.mysql import ColumnFlag
-from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCFlagProfile
+from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCProfile
 from ticdc_sim.partitioning.hash import ColumnHashDispatcher
 
 
 class IndexValueDispatcher(ColumnHashDispatcher):
     name = "index-value"
 
-    def __init__(self, index: str = "", profile: TiCDCFlagProfile = "classic") -> None:
+    def __init__(self, index: str = "", profile: TiCDCProfile = "v8.5") -> None:
         super().__init__(profile)
         self.index = index
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.table import TiCDCFlagProfile
+from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.columns import ColumnsDispatcher
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.index_value import IndexValueDispatcher
@@ -53,7 +53,7 @@ class EventRouter:
     rules: list[DispatchRule]
     default_topic: str
     case_sensitive: bool = False
-    profile: TiCDCFlagProfile = "classic"
+    profile: TiCDCProfile = "v8.5"
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
