@@ -37,6 +37,14 @@ FRAGMENTS = [
     "SELECT 7; SELECT 8;",
     "INSERT INTO t VALUES (9, '--not a comment');",
     "INSERT INTO t VALUES (10, 'a'), (11, 'b');",
+    # strings that span lines and hold the other quotes (issue 11, family 1)
+    "INSERT INTO t VALUES (12, 'a",
+    '"\'), (13, "b");',
+    'INSERT INTO t VALUES (14, "x',
+    "';\"), (15, `y",
+    "`);",
+    "INSERT INTO t VALUES (16, 'esc\\",
+    "aped\\\\'); SELECT '/* not a comment';",
 ]
 
 
@@ -82,3 +90,84 @@ def test_shortcut_splits_the_corpus_like_the_scan(monkeypatch: pytest.MonkeyPatc
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
         fast, scanned = split_both(text.splitlines(keepends=True), monkeypatch)
         assert fast == scanned, path
+
+
+def reference_split(text: str) -> list[str]:
+    """The mysql client's splitting, one character at a time: the independent reference."""
+    out: list[str] = []
+    current: list[str] = []
+    quote = ""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            current.append(c)
+            if c == "\\" and quote != "`" and i + 1 < n:
+                current.append(text[i + 1])
+                i += 1
+            elif c == quote:
+                if text.startswith(quote, i + 1):
+                    current.append(quote)
+                    i += 1
+                else:
+                    quote = ""
+        elif c in "'\"`":
+            quote = c
+            current.append(c)
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            current.append(text[i:end])
+            i = end - 1
+        elif text.startswith("--", i) or c == "#":
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            current.append(text[i:end])  # kept, as the client sends it
+            i = end - 1
+        elif c == ";":
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    if quote:
+        raise SQLError("unterminated")
+    out.append("".join(current))
+    return [_normal(s) for s in out if _normal(s)]
+
+
+def _normal(text: str) -> str:
+    """Statement text without comments that stand alone, for comparing the two splitters."""
+    text = text.strip()
+    while text.startswith(("/*", "--", "#")) and not text.startswith(("/*!", "/*T!")):
+        block = text.startswith("/*")
+        end = text.find("*/" if block else "\n")
+        text = "" if end < 0 else text[end + (2 if block else 1) :].strip()
+    return text
+
+
+def test_split_matches_a_character_by_character_reference() -> None:
+    rng = random.Random(11)
+    for _ in range(500):
+        lines = [rng.choice(FRAGMENTS) + "\n" for _ in range(rng.randint(1, 12))]
+        text = "".join(lines)
+        try:
+            expected = reference_split(text)
+        except SQLError:
+            with pytest.raises(SQLError):
+                list(split_script(lines, "s.sql"))
+            continue
+        got = [_normal(raw.text) for raw in split_script(lines, "s.sql")]
+        assert got == expected, text
+
+
+def test_a_string_spanning_lines_is_one_value() -> None:
+    from ticdc_sim.generator.sql.engine import Engine
+
+    lines = [
+        "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10));\n",
+        "INSERT INTO t VALUES (1, 'a\n",
+        '"\'), (2, "b");\n',
+    ]
+    events = list(Engine().run(split_script(lines, "s.sql")))
+    assert [e.columns for e in events[1:]] == [(1, 'a\n"'), (2, "b")]

@@ -107,6 +107,15 @@ _SPLIT_SPECIAL = re.compile(
 )
 
 
+# What can end a string or comment that spans lines: its closer, or an escape before one.
+_INSIDE = {
+    "'": re.compile(r"[\\']"),
+    '"': re.compile(r'[\\"]'),
+    "`": re.compile("`"),
+    "*/": re.compile(r"\*/"),
+}
+
+
 # A run of text that holds no statement end: plain characters and whole one-line strings.
 _PLAIN_RUN = re.compile(  # possessive: nothing here is worth backtracking into
     r"""(?:[^'"`;\\/#\-\n]++|'(?:[^'\\\n]++|\\.|'')*+'(?!')|"(?:[^"\\\n]++|\\.|"")*+"(?!")"""
@@ -164,7 +173,10 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
                 plain = _PLAIN_RUN.match(line, pos)  # skip what cannot end a statement
                 if plain is not None:
                     pos = plain.end()
-            match = _SPLIT_SPECIAL.search(line, pos)
+            if quote or block:  # only the closer (or an escape) matters inside
+                match = _INSIDE[quote or "*/"].search(line, pos)
+            else:
+                match = _SPLIT_SPECIAL.search(line, pos)
             if match is None:
                 break
             token, pos = match.group(0), match.end()
