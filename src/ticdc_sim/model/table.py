@@ -9,6 +9,7 @@ ticdc `pkg/sink/codec/open/message.go`). All types are frozen; DDL builds new on
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import cached_property
 from typing import Literal
 
@@ -29,12 +30,13 @@ class ColumnDefault:
     """A column default: a literal, NULL, CURRENT_TIMESTAMP[(fsp)] or an expression.
 
     `sql` is the default as TiDB restores it; `value` holds the literal's value for
-    `kind == "literal"` (str for strings, int/float/bool for numbers, bytes for bit/hex).
+    `kind == "literal"` as written: str for strings, int/Decimal/float for numbers (MySQL
+    literal types), bytes for bit/hex.
     """
 
     kind: DefaultKind
     sql: str
-    value: str | int | float | bytes | None = None
+    value: str | int | float | Decimal | bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ Nothing changes when a statement fails.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,6 +18,13 @@ from sqlglot import exp
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.restore import TiDBRestoreGenerator
+from ticdc_sim.generator.sql.values import (
+    DEFAULT_SQL_MODE,
+    SqlMode,
+    binary_literal,
+    column_converter,
+    number_literal,
+)
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.mysql import (
@@ -128,6 +136,7 @@ class Catalog:
     schema_version: int = 0
     current_schema: str | None = None
     dropped: list[TableInfo] = field(default_factory=list)  # for RECOVER TABLE, newest last
+    sql_mode: SqlMode = DEFAULT_SQL_MODE  # the session's, for checking literal defaults
 
     def __post_init__(self) -> None:
         if not self.schemas:
@@ -700,6 +709,7 @@ class TableBuilder:
                 raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
             seen.add(cdef.name.lower())
             col, keys = build_column(cdef, offset + 1, offset, charset, collation)
+            _check_default(col, self.catalog.sql_mode)
             columns.append(col)
             column_constraints += [(col.name, k) for k in keys]
         table = TableInfo(
@@ -1131,27 +1141,29 @@ def _column_default(node: exp.Expr) -> ColumnDefault:
         and node.name.upper() in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP")
     ):
         return ColumnDefault("now", sql)
-    if isinstance(node, exp.Literal):
-        value: str | int | float = node.this if node.is_string else _number(node.this)
+    if isinstance(node, exp.Literal):  # the value exactly as written, as the evaluator reads it
+        value: Any = node.this if node.is_string else number_literal(node.this)
         return ColumnDefault("literal", sql, value)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
-        return ColumnDefault("literal", sql, -_number(node.this.this))
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return ColumnDefault("literal", sql, number_literal(node.this.this, negative=True))
     if isinstance(node, exp.Boolean):
         return ColumnDefault("literal", sql, 1 if node.this else 0)
     if isinstance(node, exp.HexString | exp.BitString):
         base = 16 if isinstance(node, exp.HexString) else 2
-        number = int(node.this or "0", base)
-        return ColumnDefault(
-            "literal", sql, number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
-        )
+        return ColumnDefault("literal", sql, binary_literal(node.this or "", base))
     return ColumnDefault("expr", sql)
 
 
-def _number(text: str) -> int | float:
+def _check_default(column: ColumnInfo, mode: SqlMode) -> None:
+    """A literal default must be a value of the column's type under the session's sql_mode
+    (MySQL 1067), as TiDB checks at CREATE/ALTER time (`ddl.checkDefaultValue`)."""
+    default = column.default
+    if default is None or default.kind != "literal" or column.tp == M.TIMESTAMP:
+        return  # TIMESTAMP defaults are read in the session's zone, when used
     try:
-        return int(text)
-    except ValueError:
-        return float(text)
+        column_converter(column, lambda: dt.UTC, mode)(default.value)
+    except SQLError:
+        raise SQLError(f"Invalid default value for '{column.name}'", code=1067) from None
 
 
 class AlterApplier:
@@ -1302,6 +1314,7 @@ class AlterApplier:
         column, keys = build_column(
             cdef, t.max_column_id + 1, len(t.columns), t.charset, t.collation
         )
+        _check_default(column, self.catalog.sql_mode)
         columns = list(t.columns)
         columns.insert(self._position(cdef, len(columns), columns), column)
         info = _reindex(t, columns).evolve(max_column_id=column.id)
@@ -1352,6 +1365,7 @@ class AlterApplier:
             new = replace(col, default=None, flag=col.flag | TiDBFlag.NO_DEFAULT_VALUE)
         elif action.args.get("default") is not None:
             new = replace(col, default=_column_default(action.args["default"]))
+            _check_default(new, self.catalog.sql_mode)
         else:
             raise SQLError(f"unsupported ALTER COLUMN: {action.sql(dialect=d.TiDB)}")
         return t.evolve(columns=tuple(new if c is col else c for c in t.columns))
@@ -1394,6 +1408,7 @@ class AlterApplier:
         ):
             raise SQLError("Unsupported modify column: this column has primary key flag", code=8200)
         new, keys = build_column(cdef, old.id, old.offset, t.charset, t.collation)
+        _check_default(new, self.catalog.sql_mode)
         key_flags = old.flag & (TiDBFlag.PRI_KEY | TiDBFlag.UNIQUE_KEY | TiDBFlag.MULTIPLE_KEY)
         if old.flag & TiDBFlag.PRI_KEY:
             key_flags |= TiDBFlag.NOT_NULL

@@ -204,6 +204,7 @@ def _bulk_insert(
         or assignments is not None
         or table.generated
         or any(_volatile_default(c) for o, c in enumerate(columns) if o not in offsets)
+        or not items  # `VALUES ()`: every column its default, the general plan
         or len(items) != len(offsets)
         or not all(isinstance(item, Param) for item in items)
     ):
@@ -590,7 +591,7 @@ def _compile_order(
 ) -> Callable[[Engine, list[tuple[Any, Row]], list[Any]], list[tuple[Any, Row]]]:
     keys = [
         (
-            compile_expr(o.this, scope),
+            _sort_value(o.this, scope),
             bool(o.args.get("desc")),
             collation_of(o.this, scope).endswith("_ci"),
         )
@@ -619,6 +620,16 @@ def _compile_order(
         return sorted(rows, key=functools.cmp_to_key(cmp))
 
     return sort
+
+
+def _sort_value(node: exp.Expr, scope: Scope) -> Compiled:
+    """What ORDER BY sorts on: ENUM and SET columns by number, TIME by duration."""
+    fn = compile_expr(node, scope)
+    if isinstance(node, exp.Column):
+        by = scope.order_keys.get(scope.resolve(node)[0])
+        if by is not None:
+            return lambda ctx: by(fn(ctx))
+    return fn
 
 
 def _single_table(engine: Engine, node: exp.Expr, verb: str, *joins: str) -> TableData:

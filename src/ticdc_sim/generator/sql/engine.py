@@ -59,7 +59,9 @@ from ticdc_sim.generator.sql.values import (
     SqlMode,
     as_text,
     column_converter,
+    comparison_keys,
     format_datetime,
+    order_key,
     timestamp_in_zone,
 )
 from ticdc_sim.golang.sort import go_sort
@@ -206,7 +208,14 @@ class TableData:
         self.converters = [column_converter(c, self.zone, self.mode) for c in info.columns]
         self._input_converters()
         self.scope = Scope(
-            {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)}, info.name
+            {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)},
+            info.name,
+            {
+                c.offset: pair
+                for c in info.columns
+                if (pair := comparison_keys(c, self.zone)) is not None
+            },
+            {c.offset: by for c in info.columns if (by := order_key(c)) is not None},
         )
         pk = info.primary_index
         if info.pk_is_handle:
@@ -335,6 +344,8 @@ class Engine:
         self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
+        # literal defaults converted to their column's type, per session settings
+        self._literal_defaults: dict[tuple[ColumnInfo, SqlMode, dt.tzinfo], Any] = {}
 
     # -- session functions (evaluate.SessionFunctions) ---------------------------------------
 
@@ -419,7 +430,7 @@ class Engine:
             raise SQLError(f"the statement is not valid {self.client_codec}: {e.reason}") from None
 
     def set_sql_mode(self, text: str) -> None:
-        self.sql_mode = SqlMode.parse(text)
+        self.sql_mode = self.catalog.sql_mode = SqlMode.parse(text)
         for table in self.tables.values():
             table.set_mode(self.sql_mode)
 
@@ -811,13 +822,18 @@ class Engine:
     # -- row building ------------------------------------------------------------------------
 
     def default_value(self, column: ColumnInfo) -> Any:
+        """The value a row takes for a column it leaves out, in the column's stored form."""
         default = column.default
         if default is None:
             if column.not_null and not column.auto_increment and not column.auto_random_bits:
                 return _NO_DEFAULT
             return None
         if default.kind == "literal":
-            return default.value
+            key = (column, self.sql_mode, self.zone)
+            if key not in self._literal_defaults:
+                convert = column_converter(column, lambda: self.zone, self.sql_mode)
+                self._literal_defaults[key] = convert(default.value)
+            return self._literal_defaults[key]
         if default.kind == "null":
             return None
         if default.kind == "now":

@@ -32,18 +32,22 @@ from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.shapes import Param
 from ticdc_sim.generator.sql.values import (
+    BIGINT_MIN,
+    UBIGINT_MAX,
     WIDE,
     BinaryLiteral,
     JSONValue,
+    Key,
     as_text,
+    binary_literal,
     format_datetime,
     json_text,
+    number_literal,
     parse_datetime,
     utf8,
 )
 
 Compiled = Callable[["Context"], Any]
-BIGINT_MIN, BIGINT_MAX, UBIGINT_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 _NUMERIC_PREFIX = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -76,10 +80,14 @@ class Context:
 
 @dataclass(slots=True)
 class Scope:
-    """Column names visible to an expression: name -> (index in row, collation)."""
+    """Column names visible to an expression: name -> (index in row, collation), and how the
+    columns that are not compared or sorted as stored are (`values.comparison_keys`,
+    `values.order_key`), by index."""
 
     columns: dict[str, tuple[int, str]] = field(default_factory=dict)
     table: str = ""
+    comparison_keys: dict[int, tuple[Key, Key]] = field(default_factory=dict)
+    order_keys: dict[int, Key] = field(default_factory=dict)
 
     def resolve(self, node: exp.Column) -> tuple[int, str]:
         found = self.columns.get(node.name.lower())
@@ -257,25 +265,12 @@ def _literal(node: exp.Literal, scope: Scope) -> Compiled:
     if node.is_string:
         text = node.this
         return lambda ctx: text
-    raw = node.this
-    value: Any
-    if re.fullmatch(r"\d+", raw):
-        value = int(raw)
-    elif "e" in raw.lower():
-        value = float(raw)
-    else:
-        value = Decimal(raw)
+    value = number_literal(node.this)
     return lambda ctx: value
 
 
 def _binary_literal(node: exp.Expr, base: int) -> Compiled:
-    digits = node.this or "0"
-    if base == 16:
-        digits = digits if len(digits) % 2 == 0 else "0" + digits
-        value = BinaryLiteral(bytes.fromhex(digits))
-    else:
-        number = int(digits, 2)
-        value = BinaryLiteral(number.to_bytes(max(1, (len(digits) + 7) // 8), "big"))
+    value = binary_literal(node.this or "", base)
     return lambda ctx: value
 
 
@@ -309,7 +304,35 @@ def _division(node: exp.Expr, scope: Scope, op: Callable[[Any, Any], Any]) -> Co
 def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
     """A comparison's two sides, and whether they compare case-insensitively."""
     ci = _is_ci(node.this, node.expression, scope=scope)
-    return ci, compile_expr(node.this, scope), compile_expr(node.expression, scope)
+    left, right = _compared(scope, node.this, node.expression)
+    return ci, left, right
+
+
+def _compared(scope: Scope, *nodes: exp.Expr) -> list[Compiled]:
+    """Operands compiled to the values they are compared as: when one is a temporal column,
+    every operand is read as a time of its type (`values.comparison_keys`)."""
+    compiled = [compile_expr(n, scope) for n in nodes]
+    keys = None
+    for n in nodes:
+        if isinstance(n, exp.Column):
+            keys = scope.comparison_keys.get(scope.resolve(n)[0])
+            if keys is not None:
+                break
+    if keys is None:
+        return compiled
+    stored_key, other_key = keys
+    return [
+        _keyed(fn, stored_key if _is_keyed_column(n, scope) else other_key)
+        for n, fn in zip(nodes, compiled, strict=True)
+    ]
+
+
+def _is_keyed_column(node: exp.Expr, scope: Scope) -> bool:
+    return isinstance(node, exp.Column) and scope.resolve(node)[0] in scope.comparison_keys
+
+
+def _keyed(fn: Compiled, key: Key) -> Compiled:
+    return lambda ctx: key(fn(ctx))
 
 
 def _comparison(test: Callable[[int], bool]) -> Callable[[exp.Expr, Scope], Compiled]:
@@ -388,14 +411,20 @@ def _not(node: exp.Expr, scope: Scope) -> Compiled:
 
 
 def _neg(node: exp.Expr, scope: Scope) -> Compiled:
-    inner = compile_expr(node.this, scope)
+    operand = node.this
+    if isinstance(operand, exp.Literal) and not operand.is_string:  # a negative literal
+        value = number_literal(operand.this, negative=True)
+        return lambda ctx: value
+    inner = compile_expr(operand, scope)
 
     def run(ctx: Context) -> Any:
         value = inner(ctx)
         if value is None:
             return None
         number = to_number(value)
-        return _int_result(-number) if isinstance(number, int) else -number
+        if isinstance(number, int):
+            return _int_result(-number)
+        return number.copy_negate() if isinstance(number, Decimal) else -number
 
     return run
 
@@ -422,8 +451,7 @@ def _in(node: exp.In, scope: Scope) -> Compiled:
     if node.args.get("query") is not None:
         raise SQLError("IN (subquery) is not supported", code=1235)
     ci = _is_ci(node.this, *node.expressions, scope=scope)
-    needle = compile_expr(node.this, scope)
-    options = [compile_expr(e, scope) for e in node.expressions]
+    needle, *options = _compared(scope, node.this, *node.expressions)
 
     def run(ctx: Context) -> int | None:
         value = needle(ctx)
@@ -442,8 +470,7 @@ def _in(node: exp.In, scope: Scope) -> Compiled:
 
 def _between(node: exp.Between, scope: Scope) -> Compiled:
     ci = _is_ci(node.this, node.args["low"], node.args["high"], scope=scope)
-    value = compile_expr(node.this, scope)
-    low, high = compile_expr(node.args["low"], scope), compile_expr(node.args["high"], scope)
+    value, low, high = _compared(scope, node.this, node.args["low"], node.args["high"])
 
     def run(ctx: Context) -> int | None:
         v = value(ctx)

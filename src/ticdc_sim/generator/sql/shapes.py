@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
+
+from ticdc_sim.generator.sql.values import number_literal
 
 _TOKENS = re.compile(
     r"""
@@ -41,7 +42,9 @@ _STRING_ESCAPES = {
     "t": "\t",
     "Z": "\x1a",
 }
-_ESCAPE = re.compile(r"\\(.)|''|\"\"", re.S)
+# Escapes inside a string: a backslash pair, or the string's own quote doubled (only its own:
+# `'a""b'` keeps both double quotes).
+_ESCAPES = {"'": re.compile(r"\\(.)|''", re.S), '"': re.compile(r'\\(.)|""', re.S)}
 
 
 class Param(exp.Expression):
@@ -75,9 +78,7 @@ class Lexed:
 def literal_value(kind: str, lexeme: str) -> Any:
     """The value of a literal as the evaluator sees it (`evaluate._literal`)."""
     if kind == "num":
-        if lexeme.isdigit():
-            return int(lexeme)
-        return float(lexeme) if "e" in lexeme or "E" in lexeme else Decimal(lexeme)
+        return number_literal(lexeme)
     quote = lexeme[0]
     body = lexeme[1:-1]
     if "\\" not in body and quote * 2 not in body:
@@ -85,14 +86,14 @@ def literal_value(kind: str, lexeme: str) -> Any:
 
     def unescape(match: re.Match[str]) -> str:
         text = match.group(0)
-        if text in ("''", '""'):
-            return text[0]
+        if text == quote * 2:
+            return quote
         char = match.group(1)
         if char in "%_":
             return "\\" + char  # MySQL keeps \% and \_ for LIKE
         return _STRING_ESCAPES.get(char, char)
 
-    return _ESCAPE.sub(unescape, body)
+    return _ESCAPES[quote].sub(unescape, body)
 
 
 # Literal patterns for row groups; possessive, since a literal never gives characters back.

@@ -19,7 +19,7 @@ import math
 import re
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import MAX_PREC, ROUND_HALF_UP, Decimal, InvalidOperation
 from decimal import Context as DecimalContext
 from itertools import repeat
@@ -101,6 +101,9 @@ def _incorrect(kind: str, value: Any, col: ColumnInfo, code: int = 1366) -> SQLE
     return SQLError(f"Incorrect {kind} value: '{shown}' for column '{col.name}'", code=code)
 
 
+BIGINT_MIN, BIGINT_MAX, UBIGINT_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+
 class BinaryLiteral(bytes):
     """x'..', 0x.., b'..' literals: a number in numeric context, bytes otherwise."""
 
@@ -109,6 +112,29 @@ class BinaryLiteral(bytes):
 
 
 # -- numbers -----------------------------------------------------------------------------------
+
+
+def number_literal(raw: str, negative: bool = False) -> int | float | Decimal:
+    """A numeric literal's value, MySQL's way: integers past BIGINT UNSIGNED (or, negated,
+    below BIGINT) are DECIMAL, a literal with an exponent is DOUBLE, any other is DECIMAL
+    with every digit kept (no rounding to a context's precision)."""
+    if raw.isdigit():
+        number = -int(raw) if negative else int(raw)
+        return number if BIGINT_MIN <= number <= UBIGINT_MAX else Decimal(number)
+    if "e" in raw or "E" in raw:
+        return -float(raw) if negative else float(raw)
+    value = Decimal(raw)
+    return value.copy_negate() if negative else value
+
+
+def binary_literal(digits: str, base: int) -> BinaryLiteral:
+    """`X'..'` / `0x..` (base 16) and `b'..'` / `0b..` (base 2): the bytes they spell;
+    `X''` and `b''` are the empty string."""
+    if not digits:
+        return BinaryLiteral(b"")
+    if base == 16:
+        return BinaryLiteral(bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits))
+    return BinaryLiteral(int(digits, 2).to_bytes((len(digits) + 7) // 8, "big"))
 
 
 def to_decimal(value: Any) -> Decimal | None:
@@ -221,19 +247,23 @@ def _bit(col: ColumnInfo) -> Converter:
 
 
 def _year(col: ColumnInfo) -> Converter:
+    """TiDB `Datum.ConvertToMysqlYear` + `AdjustYear` (pkg/types/datum.go, time.go): 1..99
+    are two-digit years from a number or a string of any length (`'0018'` is 2018, where
+    MySQL refuses it); zero is 0000, but 2000 from the strings '0', '00' and '000'."""
+
     def convert(value: Any) -> int:
-        if isinstance(value, str) and value.strip() in ("0", "00", "000"):
-            return 2000
         dec = to_decimal(value)
         if dec is None:
             raise _incorrect("integer", value, col)
         year = round_half_away(dec)
-        if isinstance(value, str) and len(value.strip()) <= 2 or not isinstance(value, str):
-            if 1 <= year <= 69:
-                year += 2000
-            elif 70 <= year <= 99:
-                year += 1900
-        if year != 0 and not 1901 <= year <= 2155:
+        if year == 0:
+            text = value.strip() if isinstance(value, str) else ""
+            return 2000 if text.startswith("0") and len(value) != 4 else 0
+        if 1 <= year <= 69:
+            year += 2000
+        elif 70 <= year <= 99:
+            year += 1900
+        if not 1901 <= year <= 2155:
             raise _out_of_range(col)
         return year
 
@@ -591,6 +621,82 @@ def _time(col: ColumnInfo) -> Converter:
         return text + f".{micros:06d}"[: fsp + 1] if fsp else text
 
     return convert
+
+
+# -- comparing ---------------------------------------------------------------------------------
+
+_PERMISSIVE = SqlMode(frozenset())  # constants compared with a column may be zero dates
+Key = Callable[[Any], Any]
+
+
+def _datetime_key(stored: Any) -> Any:
+    """A stored DATE/DATETIME/TIMESTAMP text as `YYYY-MM-DD hh:mm:ss.ffffff`: one form for
+    every fsp, whose text order is time order."""
+    if not isinstance(stored, str):
+        return stored
+    if len(stored) == 10:
+        stored += " 00:00:00"
+    if len(stored) == 19:
+        stored += "."
+    return stored.ljust(26, "0")
+
+
+def _time_key(stored: Any) -> Any:
+    """A stored TIME text as signed microseconds."""
+    if not isinstance(stored, str):
+        return stored
+    negative = stored.startswith("-")
+    clock, _, fraction = stored.lstrip("-").partition(".")
+    hours, minutes, seconds = clock.split(":")
+    micros = ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * 1_000_000
+    micros += int(fraction.ljust(6, "0")) if fraction else 0
+    return -micros if negative else micros
+
+
+def _other_key(convert: Converter, stored_key: Key) -> Key:
+    def key(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return stored_key(convert(value))
+        except SQLError:
+            return value  # not a time at all: MySQL compares what is left (and warns)
+
+    return key
+
+
+def comparison_keys(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> tuple[Key, Key] | None:
+    """How MySQL compares a temporal column with anything else: as times, not as text.
+
+    Returns (key of the column's stored value, key of the other operand); the other operand
+    is read as a value of the column's type at full precision (`d = '3:00'` is 03:00:00,
+    `e = '2020-01-01 00:00:00'` matches a DATE, a TIMESTAMP constant is in the session's
+    zone). None for a column compared as it is stored. MySQL `Arg_comparator` (compare_datetime,
+    compare_time); TiDB `expression.RefineComparedConstant`.
+    """
+    precise = replace(col, decimal=6)
+    if col.tp in (M.DATE, M.DATETIME):
+        return _datetime_key, _other_key(_datetime(precise, None, _PERMISSIVE), _datetime_key)
+    if col.tp == M.TIMESTAMP:
+        return _datetime_key, _other_key(_datetime(precise, zone, _PERMISSIVE), _datetime_key)
+    if col.tp == M.DURATION:
+        return _time_key, _other_key(_time(precise), _time_key)
+    return None
+
+
+def order_key(col: ColumnInfo) -> Key | None:
+    """How ORDER BY sorts a column when not by its stored form: ENUM by member number, SET
+    by its bit value, TIME by duration; None for the stored form's own order."""
+    if col.tp == M.ENUM:
+        number = {m: i for i, m in enumerate(col.elems, start=1)}
+        return lambda value: None if value is None else number.get(value, 0)
+    if col.tp == M.SET:
+        bits = {m: 1 << i for i, m in enumerate(col.elems)}
+        return lambda value: (
+            None if value is None else sum(bits.get(m, 0) for m in value.split(",") if m)
+        )
+    keys = comparison_keys(col, lambda: dt.UTC)
+    return keys[0] if keys is not None else None
 
 
 # -- the table ---------------------------------------------------------------------------------

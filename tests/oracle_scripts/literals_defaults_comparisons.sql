@@ -1,0 +1,43 @@
+-- Literal forms, DEFAULT conversion, temporal comparisons, ENUM/SET/TIME order, VALUES ()
+-- and strings spanning lines: each block reduced from a randomized difference with MariaDB.
+create table t (id int primary key, s varchar(10));
+INSERT INTO t VALUES (1, 'a
+"'), (2, "b");
+create table t2 (id int primary key, b varbinary(10), v varchar(20), d decimal(40,1), e decimal(30,0), bi bit(8));
+insert into t2 values (1, X'', X'', 0, 0, 0);
+insert into t2 values (2, x'4142', x'4142', -1234567890123456789012345678.5, -4557399385221225642893, b'101');
+insert into t2 values (3, 0x4142, 0x4142, 1.5, 2, 0b11);
+insert into t2 values (4, b'0100000101000010', b'0100000101000010', 1, 1, x'0f');
+insert into t2 values (5, _binary 'ab', _utf8mb4 'cd', 1, 1, 0x0f);
+insert into t2 values (6, N'ef', N'gh', -0.5, -0, 1);
+insert into t2 values (7, 'x\\""y', 'x\\""y', -1, -2, 2);
+insert into t2 values (8, '', 'x\\""y', 1, 2, 2), (9, X'00', -1, -1, -1, 3);
+create table t3 (id int primary key, c datetime(3), d time, e date, y year, ts timestamp(2) null, u int);
+insert into t3 values (1, '2020-01-01 00:00:01', '03:00:00', '2020-01-01', 2020, '2020-01-01 00:00:01.5', 0);
+insert into t3 values (2, '2020-01-01 00:00:02', '04:00:00', '2020-01-02', 2021, '2020-01-01 00:00:02', 0);
+update t3 set u = 1 where c = '2020-01-01 00:00:01';
+update t3 set u = u + 10 where d = '3:00:00';
+update t3 set u = u + 100 where e = '2020-01-01 00:00:00';
+update t3 set u = u + 1000 where c = 20200101000002;
+update t3 set u = u + 10000 where e = 20200102;
+update t3 set u = u + 100000 where y = '2021';
+update t3 set u = u + 1000000 where ts = '2020-01-01 00:00:01.50';
+update t3 set u = u + 10000000 where c > '2020-01-01 00:00:01.5' and d < '10:00';
+update t3 set u = u + 100000000 where c in ('2020-01-01 00:00:01.000', '2020-01-01 0:0:2');
+delete from t3 where e = '2020-1-2';
+insert into t3 values (2, '2020-01-01 00:00:02', '04:00:00', '2020-01-02', 2021, '2020-01-01 00:00:02', 0);
+update t3 set u = u + 1 where d between '3:00' and '3:30';
+create table t4 (id int primary key, b BIT(8) DEFAULT b'10111000', d DECIMAL(17,1) DEFAULT 1722219863410473.4, v VARBINARY(4) DEFAULT 0x00fb, w VARBINARY(4) DEFAULT 'ab', t DATETIME(3) DEFAULT '2001-02-03 04:05:06.7', e DECIMAL(5,2) DEFAULT '1.5', y year default '2018', f float default '1.25', x varchar(5) default 12, j int default '7', tm time(2) default '1:2:3.45', s set('a','b') default 'b,a', en enum('x','y') default 'y', n bigint unsigned default 18446744073709551615, dd date default 20200102);
+INSERT INTO t4 (id) VALUES (1);
+insert into t4 values (2, default, default, default, default, default, default, default, default, default, default, default, default, default, default, default);
+alter table t4 add column z decimal(6,3) default '2.5';
+alter table t4 add column zz varbinary(3) default 0x41;
+INSERT INTO t4 (id) VALUES (3), (4);
+create table t5 (id int primary key, e enum('z','a','m'), s set('z','a','m'), d time, k int);
+insert into t5 values (1, 'a', 'a', '100:00:00', 1), (2, 'z', 'z,m', '20:00:00', 2), (3, 'm', 'z', '-01:00:00', 3), (4, 'a', 'm', '00:00:00', 4);
+delete from t5 order by e limit 1;
+update t5 set k = k + 10 order by s desc limit 1;
+update t5 set k = k + 100 order by d limit 2;
+create table t6 (id int primary key auto_increment, a int default 5);
+INSERT INTO t6 () VALUES (), ();
+INSERT INTO t6 VALUES (), ();
