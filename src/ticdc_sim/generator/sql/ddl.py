@@ -233,6 +233,7 @@ class Catalog:
             d.AlterDatabase: self._alter_schema,
             exp.Use: self._use,
             d.RecoverTable: self._recover_table,
+            d.Flashback: self._flashback,
         }
         return table_handlers.get(type(node))
 
@@ -393,6 +394,21 @@ class Catalog:
         if node.this is None:
             raise SQLError("RECOVER TABLE BY JOB needs TiDB's DDL job ids, not modelled", code=1105)
         schema_name, name = self._table_ref(node.this)
+        return self._bring_back(schema_name, name, name, "RECOVER TABLE", source)
+
+    def _flashback(self, node: d.Flashback, source: str) -> list[DDLEvent]:
+        """FLASHBACK TABLE t [TO t2]: the newest dropped or truncated table of that name
+        returns under its new name, id and data intact (TiDB `ActionRecoverTable`)."""
+        if node.args["kind"] != "TABLE":
+            raise SQLError("FLASHBACK DATABASE is not supported", code=1105)
+        schema_name, name = self._table_ref(node.this)
+        to = node.args.get("to")
+        new_name = to.name if to is not None else name
+        return self._bring_back(schema_name, name, new_name, "FLASHBACK TABLE", source)
+
+    def _bring_back(
+        self, schema_name: str | None, name: str, new_name: str, verb: str, source: str
+    ) -> list[DDLEvent]:
         schema = self.schema(schema_name)
         found = next(
             (
@@ -406,9 +422,12 @@ class Catalog:
             raise SQLError(
                 f"Can't find dropped/truncated table '{name}' in GC safe point", code=1105
             )
-        self._exists(schema, name, if_not_exists=False)
+        self._exists(schema, new_name, if_not_exists=False)
         self.dropped.remove(found)
-        query = f"RECOVER TABLE `{found.schema}`.`{found.name}`"
+        query = f"{verb} `{found.schema}`.`{found.name}`"
+        if new_name != name:
+            query += f" TO `{new_name}`"
+            found = found.evolve(name=new_name)
         return [
             self._event(
                 ActionType.RECOVER_TABLE, query, found.schema, found.name, found, None, source
@@ -490,6 +509,7 @@ class Catalog:
                     ),
                 )
             after = before.evolve(id=new_id, partition=partition)
+            self.dropped.append(before)  # FLASHBACK TABLE can bring the old one back
             query = f"TRUNCATE TABLE {_qualified(table)}"
             events.append(
                 self._event(

@@ -758,8 +758,11 @@ class Engine:
             data = self.tables.pop(before.id, None)
             if data is not None and after is not None and not _drops_rows(event):
                 self.tables[after.id] = data
-            elif data is not None and event.action == ActionType.DROP_TABLE:
-                self.dropped[before.id] = data  # for RECOVER TABLE
+            elif data is not None and event.action in (
+                ActionType.DROP_TABLE,
+                ActionType.TRUNCATE_TABLE,
+            ):
+                self.dropped[before.id] = data  # for RECOVER and FLASHBACK TABLE
         recovered = event.action == ActionType.RECOVER_TABLE and after is not None
         if recovered and after is not None and after.id in self.dropped:
             self.tables[after.id] = self.dropped.pop(after.id)
@@ -1208,6 +1211,7 @@ def _is_ddl(node: exp.Expr) -> bool:
         | d.RenameTables
         | d.AlterDatabase
         | d.RecoverTable
+        | d.Flashback
         | exp.Use,
     )
 
