@@ -111,3 +111,35 @@ def test_replay_of_a_missing_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["replay", str(tmp_path / "nope.sql")])
     assert result.exit_code == 1
     assert "cannot read" in result.stderr
+
+
+def test_replay_reports_every_warning_once_through_one_channel(tmp_path: Path) -> None:
+    script = tmp_path / "w.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nANALYZE TABLE t;\nANALYZE TABLE t;\n"
+        "SET GLOBAL tidb_gc_life_time = '10m';\nINSERT INTO t VALUES (1);\n"
+    )
+    config = tmp_path / "cf.toml"
+    config.write_text('[[sink.dispatchers]]\nmatcher = ["*.*"]\npartition = "nonsense"\n')
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "replay",
+            str(script),
+            "--config",
+            str(config),
+            "--sink-uri",
+            f"jsonl://{out}?protocol=canal-json&enable-tidb-extension=false",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: partition dispatcher 'nonsense' of rule ['*.*'] is unknown; TiCDC uses the"
+        " default (table) dispatcher instead",
+        f"warning: {script}:2:1: ANALYZE has no effect on data here; accepted and skipped"
+        " (2 times)",
+        f"warning: {script}:4:1: SET GLOBAL tidb_gc_life_time changes no session of this"
+        " script; accepted and skipped",
+    ]

@@ -472,8 +472,11 @@ def test_deterministic_under_seed() -> None:
 
 
 def test_unknown_statements_and_variables() -> None:
-    engine, _ = run("SET tidb_foo = 1; SELECT 1; SET @x = 2;")
-    assert engine.warnings == ["variable tidb_foo is accepted and has no effect"]
+    engine, _ = run("SET tidb_foo = 1; SELECT 1; SET @x = 2; SELECT 2; SET tidb_foo = 2;")
+    assert [str(w) for w in engine.warnings] == [
+        "t.sql:2:1: variable tidb_foo is accepted and has no effect (2 times)",
+        "t.sql:2:19: SELECT has no effect on data here; accepted and skipped (2 times)",
+    ]
     with pytest.raises(SQLError) as info:
         run("CREATE TABLE t (id INT); INSERT INTO t VALUES (NOSUCHFN(1));")
     assert info.value.code == 1305
@@ -750,7 +753,10 @@ def test_set_accepts_bare_words_and_skips_global_variables() -> None:
         "SET @@global.tidb_enable_exchange_partition = on; SET character_set_client = utf8;"
         "SET autocommit = OFF; SET autocommit = ON;"
     )
-    assert engine.autocommit and engine.warnings == []
+    assert engine.autocommit and engine.warnings.messages() == [
+        "SET GLOBAL tidb_enable_exchange_partition changes no session of this script;"
+        " accepted and skipped"
+    ]
 
 
 def test_generated_not_null_primary_key() -> None:
@@ -850,3 +856,53 @@ def test_year_from_a_string_is_tidbs_two_digit_year() -> None:
         "INSERT INTO y VALUES (1, '0018'), (2, '18'), (3, '0'), (4, '0000'), (5, 0), (6, '2155');"
     )
     assert [e.columns[1] for e in events] == [2018, 2018, 2000, 0, 0, 2155]
+
+
+def test_user_variables_in_set_select_into_and_expressions() -> None:
+    engine, events = run(
+        "CREATE TABLE u (id INT PRIMARY KEY, v VARCHAR(10), n INT);"
+        "SET @x = 10, @Name := 'ab'; SET @x := @x + 1;"
+        "INSERT INTO u VALUES (@x, @name, @never);"
+        "SELECT id * 2, v INTO @twice, @v FROM u WHERE id = 11;"
+        "INSERT INTO u VALUES (@twice, CONCAT(@v, '!'), NULL);"
+        "SELECT @n := 5; DO @n := @n + 1;"
+        "UPDATE u SET n = @n WHERE id = @x;"
+    )
+    assert changes(events) == [
+        ("insert", None, (11, "ab", None)),
+        ("insert", None, (22, "ab!", None)),
+        ("update", (11, "ab", None), (11, "ab", 6)),
+    ]
+    assert engine.user_variables == {"x": 11, "name": "ab", "twice": 22, "v": "ab", "n": 6}
+    assert engine.warnings.messages() == []
+    with pytest.raises(SQLError, match="more than one row") as info:
+        run(
+            "CREATE TABLE w (id INT PRIMARY KEY); INSERT INTO w VALUES (1), (2);"
+            "SELECT id INTO @w FROM w;"
+        )
+    assert info.value.code == 1172
+
+
+def test_sequences_advance_through_do_set_and_select() -> None:
+    engine, events = run(
+        "CREATE SEQUENCE s; CREATE TABLE q (id INT PRIMARY KEY);"
+        "DO NEXTVAL(s); SET @v = NEXTVAL(s); SELECT NEXTVAL(s) INTO @w;"
+        "INSERT INTO q VALUES (NEXTVAL(s)), (@v), (@w);"
+    )
+    assert [e.columns for e in events] == [(2,), (3,), (4,)]
+    assert engine.warnings.messages() == []
+
+
+def test_statements_without_effect_warn_once_per_kind() -> None:
+    engine, _ = run(
+        "ANALYZE TABLE t; ANALYZE TABLE u; SHOW TABLES; DO 1 + 1; SET GLOBAL x = 1;"
+        "SET GLOBAL x = 2; SET GLOBAL y = 1; SELECT 1 FROM DUAL;"
+    )
+    assert [(w.kind, w.count) for w in engine.warnings] == [
+        ("ANALYZE", 2),
+        ("SHOW", 1),
+        ("DO", 1),
+        ("SET GLOBAL x", 2),
+        ("SET GLOBAL y", 1),
+        ("SELECT", 1),
+    ]

@@ -104,7 +104,7 @@ def test_dispatcher_errors_name_the_table_and_the_problem() -> None:
 
 def test_unknown_partition_dispatcher_falls_back_to_table_with_a_warning() -> None:
     router = router_for({"partition": "nonsense"})
-    assert router.warnings and "nonsense" in router.warnings[0]
+    assert "nonsense" in router.warnings.messages()[0]
 
 
 @pytest.mark.parametrize("case", VECTORS["topics"]["cases"], ids=lambda c: c[0] + "|" + c[1])

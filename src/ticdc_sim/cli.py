@@ -19,7 +19,7 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     decoder_for,
 )
-from ticdc_sim.errors import ConfigError, SimError, SQLError
+from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import (
@@ -176,6 +176,7 @@ def replay(
         flags["output_raw_change_event"] = output_raw_change_event
     if old_value is not None:
         flags["enable_old_value"] = old_value
+    warnings = Warnings()  # one channel: the config's, the router's and the engine's
     try:
         feed = None
         if sink_uri is not None:
@@ -195,18 +196,19 @@ def replay(
                 ),
                 database=database,
                 old_value=feed.enable_old_value if feed else flags.get("enable_old_value", True),
-            )
+            ),
+            warnings=warnings,
         )
         events = engine.run(_statements(scripts))
         if feed is None:
             _print_events(events)
         else:
-            _replay_to_sink(feed, events, overwrite)
+            _replay_to_sink(feed, events, overwrite, warnings)
     except SimError as e:
+        _print_warnings(warnings)
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
-    for warning in engine.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+    _print_warnings(warnings)
     for error in engine.errors:
         typer.echo(f"error: {error}", err=True)
     if engine.errors:
@@ -229,10 +231,15 @@ def _print_events(events: Iterable[DDLEvent | RowChangedEvent]) -> None:
         out.write(orjson.dumps(record) + b"\n")
 
 
-def _replay_to_sink(feed: Changefeed, events: Iterable[Event], overwrite: bool) -> None:
-    pipeline = Pipeline(feed, open_sink(feed.sink, overwrite=overwrite))
-    for warning in pipeline.warnings:
+def _print_warnings(warnings: Warnings) -> None:
+    for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
+
+
+def _replay_to_sink(
+    feed: Changefeed, events: Iterable[Event], overwrite: bool, warnings: Warnings
+) -> None:
+    pipeline = Pipeline(feed, open_sink(feed.sink, overwrite=overwrite), warnings)
     try:
         for event in events:
             pipeline.push(event)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -67,3 +68,43 @@ class ConfigError(SimError):
 class EncodeError(SimError):
     """An event an encoder cannot write, e.g. a message over max-message-bytes
     (TiCDC's ErrMessageTooLarge)."""
+
+
+@dataclass(slots=True)
+class WarningEntry:
+    """One kind of warning: its first message, where that happened, and how often."""
+
+    kind: str
+    message: str
+    location: Location | None = None
+    count: int = 1
+
+    def __str__(self) -> str:
+        head = f"{self.location}: " if self.location else ""
+        more = f" ({self.count} times)" if self.count > 1 else ""
+        return f"{head}{self.message}{more}"
+
+
+class Warnings:
+    """The one channel for what is accepted but changes nothing, or is not what TiCDC would
+    do: the engine, the router and the changefeed config all report here, one entry per
+    kind (the first occurrence located, the rest counted), in the order kinds first came."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, WarningEntry] = {}
+
+    def warn(self, kind: str, message: str, location: Location | None = None) -> None:
+        found = self._by_kind.get(kind)
+        if found is None:
+            self._by_kind[kind] = WarningEntry(kind, message, location)
+        else:
+            found.count += 1
+
+    def __iter__(self) -> Iterator[WarningEntry]:
+        return iter(list(self._by_kind.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_kind)
+
+    def messages(self) -> list[str]:
+        return [w.message for w in self._by_kind.values()]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
+from ticdc_sim.errors import Warnings
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
@@ -74,17 +75,19 @@ class Summary:
 class Pipeline:
     """Feed it events in commit order (`push`), then `close` it; or `run` an iterable."""
 
-    def __init__(self, feed: Changefeed, sink: Sink) -> None:
+    def __init__(self, feed: Changefeed, sink: Sink, warnings: Warnings | None = None) -> None:
         self.feed = feed
         self.sink = sink
         self.partitions = feed.partition_num
+        self.warnings = warnings if warnings is not None else Warnings()
+        for message in feed.warnings:  # the config's, into the run's one channel
+            self.warnings.warn(message, message)
         self.router = EventRouter(
-            list(feed.rules), feed.topic, feed.case_sensitive, feed.codec.profile
+            list(feed.rules), feed.topic, feed.case_sensitive, feed.codec.profile, self.warnings
         )
         self.filter = TableFilter(list(feed.filter_rules), case_sensitive=feed.case_sensitive)
         self.encoder = encoder_for(feed.codec)
         self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO
-        self.warnings = [*feed.warnings, *self.router.warnings]
         self.summary = Summary()
         self.tables: dict[int, TableInfo] = {}  # replicated tables by id (active topics)
         self._eligible: dict[int, tuple[TableInfo, bool]] = {}

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import ConfigError, Warnings
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.columns import ColumnsDispatcher
@@ -54,7 +54,7 @@ class EventRouter:
     default_topic: str
     case_sensitive: bool = False
     profile: TiCDCProfile = "v8.5"
-    warnings: list[str] = field(default_factory=list)
+    warnings: Warnings = field(default_factory=Warnings)
 
     def __post_init__(self) -> None:
         implicit = DispatchRule(matcher=("*.*",))
@@ -82,9 +82,10 @@ class EventRouter:
             return IndexValueDispatcher(rule.index, self.profile)
         if name == "columns":
             return ColumnsDispatcher(list(rule.columns), self.profile)
-        self.warnings.append(
+        self.warnings.warn(
+            f"dispatcher {rule.partition}",
             f"partition dispatcher {rule.partition!r} of rule {list(rule.matcher)} is unknown;"
-            " TiCDC uses the default (table) dispatcher instead"
+            " TiCDC uses the default (table) dispatcher instead",
         )
         return TableDispatcher()
 

@@ -89,7 +89,7 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
             for tup in source.expressions
         ]
     elif isinstance(source, exp.Select | exp.Union):
-        select = _compile_select(engine, source)
+        select = compile_select(engine, source)
         rows_fns = []
     else:
         raise SQLError("unsupported INSERT source", code=1105)
@@ -670,10 +670,10 @@ def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
 # -- SELECT as an INSERT source ----------------------------------------------------------------
 
 
-def _compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
+def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
     if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
-        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+        raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
     from_ = node.args.get("from_")
     if from_ is None:
         constants = [compile_expr(e, Scope()) for e in node.expressions]
@@ -685,7 +685,7 @@ def _compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], lis
         return constant_row
     source = from_.this
     if not isinstance(source, exp.Table):
-        raise SQLError("only single-table SELECT is supported as an INSERT source", code=1105)
+        raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
     table = engine.table_data(source)
     if any(isinstance(e, exp.Star) for e in node.expressions):
         projections = [_row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]

@@ -31,10 +31,10 @@ from typing import Any, NamedTuple
 
 from sqlglot import exp
 
-from ticdc_sim.errors import SQLError
+from ticdc_sim.errors import Location, SQLError, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml
+from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
 from ticdc_sim.generator.sql.evaluate import (
     Context,
     Scope,
@@ -320,7 +320,12 @@ class Transaction:
 class Engine:
     """Executes statements; `run()` yields DDL and row events as transactions commit."""
 
-    def __init__(self, config: EngineConfig | None = None, catalog: Catalog | None = None):
+    def __init__(
+        self,
+        config: EngineConfig | None = None,
+        catalog: Catalog | None = None,
+        warnings: Warnings | None = None,
+    ):
         self.config = config or EngineConfig()
         clock = TSOClock.starting_at(self.config.start_ts) if self.config.start_ts else TSOClock()
         self.catalog = catalog or Catalog(clock=clock)
@@ -341,7 +346,9 @@ class Engine:
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
-        self.warnings: list[str] = []  # accepted but without effect (unknown variables ...)
+        self.warnings = warnings if warnings is not None else Warnings()
+        self.location: Location | None = None  # of the statement being executed
+        self.user_variables: dict[str, Any] = {}  # @x, by lower-case name
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
         # literal defaults converted to their column's type, per session settings
@@ -411,6 +418,17 @@ class Engine:
         state[0], state[1] = current + seq.increment, current
         return current
 
+    def user_variable(self, name: str) -> Any:
+        return self.user_variables.get(name)  # never set: NULL
+
+    def set_user_variable(self, name: str, value: Any) -> Any:
+        self.user_variables[name] = value
+        return value
+
+    def warn(self, kind: str, message: str) -> None:
+        """Report, once per kind, something accepted that has no effect here."""
+        self.warnings.warn(kind, message, self.location)
+
     def set_client_charset(self, name: str) -> None:
         """SET NAMES / character_set_client: how the bytes of later statements are read."""
         charset = name.lower()
@@ -446,6 +464,7 @@ class Engine:
         """
         for stmt in statements:
             error = None
+            self.location = stmt.location
             try:
                 if self.client_codec is not None:  # re-read the bytes in the client charset
                     stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
@@ -520,11 +539,9 @@ class Engine:
         if handler is not None:
             handler(self, node, source)
             return
-        if isinstance(node, exp.Select) and not node.args.get("from_") and _uses_sequences(node):
-            for projection in node.expressions:  # only for the values they take from sequences
-                evaluate_constant(projection.unalias(), self)
-            return
-        if isinstance(node, _IGNORED):
+        kind = _NO_EFFECT.get(type(node))
+        if kind is not None:
+            self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
             return
         if _is_ddl(node):
             self._commit()
@@ -1186,7 +1203,7 @@ class _ConstSession:
         raise SQLError("this function is not allowed in partition expressions", code=1564)
 
     now = current_date = unix_timestamp = rand = uuid = last_insert_id = variable = _refuse
-    sequence = _refuse
+    sequence = user_variable = set_user_variable = _refuse
 
     def time_zone(self) -> dt.tzinfo:
         return dt.UTC
@@ -1195,9 +1212,12 @@ class _ConstSession:
 # -- statements --------------------------------------------------------------------------------
 
 
-def _uses_sequences(node: exp.Expr) -> bool:
-    return node.find(exp.NextValueFor) is not None or any(
-        f.name.upper() in ("NEXTVAL", "SETVAL") for f in node.find_all(exp.Anonymous)
+def _has_side_effects(node: exp.Expr) -> bool:
+    """Whether evaluating `node` changes the session: sequences advanced, variables set."""
+    return (
+        node.find(exp.NextValueFor, exp.PropertyEQ) is not None
+        or any(f.name.upper() in ("NEXTVAL", "SETVAL") for f in node.find_all(exp.Anonymous))
+        or node.args.get("into") is not None
     )
 
 
@@ -1216,17 +1236,15 @@ def _is_ddl(node: exp.Expr) -> bool:
     )
 
 
-_IGNORED = (
-    exp.Select,
-    exp.Union,
-    exp.Analyze,
-    exp.Show,
-    exp.Describe,
-    d.Admin,
-    d.Do,
-    d.PolicyStatement,
-    exp.Command,
-)
+# Statements that change no data: accepted, with one warning per kind (what a user reads).
+_NO_EFFECT: dict[type, str] = {
+    exp.Union: "SELECT",
+    exp.Analyze: "ANALYZE",
+    exp.Show: "SHOW",
+    exp.Describe: "DESCRIBE",
+    d.Admin: "ADMIN",
+    d.PolicyStatement: "a placement policy or resource group statement",
+}
 
 
 def _use(engine: Engine, node: exp.Use, source: str) -> None:
@@ -1278,33 +1296,84 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             engine.set_client_charset(item.this.name)
             continue
         assignment = item.this
-        if not isinstance(assignment, exp.EQ):
+        if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
+            engine.warn(
+                f"SET {item.sql(dialect=d.TiDB)}",
+                f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",
+            )
             continue
-        target = assignment.this
-        if isinstance(target, exp.Parameter):  # user variable @x: no effect on data here
+        target, value_node = assignment.this, assignment.expression
+        if isinstance(target, exp.Parameter):  # @x = expr
+            engine.set_user_variable(target.name.lower(), evaluate_constant(value_node, engine))
             continue
-        if item.text("kind").upper() == "GLOBAL" or target.text("kind").upper() == "GLOBAL":
-            continue  # global variables do not change this session
         name = target.name.lower()
-        value_node = assignment.expression
+        if item.text("kind").upper() == "GLOBAL" or target.text("kind").upper() == "GLOBAL":
+            engine.warn(
+                f"SET GLOBAL {name}",
+                f"SET GLOBAL {name} changes no session of this script; accepted and skipped",
+            )
+            continue
         if isinstance(value_node, exp.Column | exp.Var) and not value_node.args.get("table"):
             value: Any = value_node.name  # a bare word: ON, OFF, utf8, SYSTEM ...
         else:
             value = evaluate_constant(value_node, engine)
-        if name == "autocommit":
-            on = as_text(value).upper() in ("1", "ON", "TRUE")
-            if on and not engine.autocommit:
-                engine._commit()  # turning autocommit on commits (MySQL)
-            engine.autocommit = on
-        elif name == "time_zone":
-            engine.zone = load_zone(as_text(value))
-            engine.zone_name = as_text(value)
-        elif name == "sql_mode":
-            engine.set_sql_mode(as_text(value))
-        elif name == "character_set_client":
-            engine.set_client_charset(as_text(value))
+        setter = _SESSION_VARIABLES.get(name)
+        if setter is not None:
+            setter(engine, value)
         elif name not in _KNOWN_VARIABLES:
-            engine.warnings.append(f"variable {name} is accepted and has no effect")
+            engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
+
+
+def _set_autocommit(engine: Engine, value: Any) -> None:
+    on = as_text(value).upper() in ("1", "ON", "TRUE")
+    if on and not engine.autocommit:
+        engine._commit()  # turning autocommit on commits (MySQL)
+    engine.autocommit = on
+
+
+def _set_time_zone(engine: Engine, value: Any) -> None:
+    engine.zone = load_zone(as_text(value))
+    engine.zone_name = as_text(value)
+
+
+_SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
+    "autocommit": _set_autocommit,
+    "time_zone": _set_time_zone,
+    "sql_mode": lambda engine, value: engine.set_sql_mode(as_text(value)),
+    "character_set_client": lambda engine, value: engine.set_client_charset(as_text(value)),
+}
+
+
+def _do(engine: Engine, node: d.Do, source: str) -> None:
+    """DO expr, ...: evaluated for their effects (NEXTVAL, @x := ...), results dropped."""
+    if not _has_side_effects(node):
+        engine.warn("DO", "DO without sequence functions or assignments has no effect")
+    for item in node.expressions:
+        evaluate_constant(item, engine)
+
+
+def _select(engine: Engine, node: exp.Select, source: str) -> None:
+    """A SELECT runs only for its effects: INTO @vars, sequence functions, `@x := ...`."""
+    if not _has_side_effects(node):
+        engine.warn("SELECT", "SELECT has no effect on data here; accepted and skipped")
+        return
+    into = node.args.get("into")
+    query = node.copy()
+    query.set("into", None)
+    rows = compile_select(engine, query)([])
+    if into is None:
+        return
+    targets = into.expressions or [into.this]
+    names = [t.this.name.lower() if isinstance(t, exp.Table) else t.name.lower() for t in targets]
+    if rows and len(rows[0]) != len(names):
+        raise SQLError("The used SELECT statements have a different number of columns", code=1222)
+    if len(rows) > 1:
+        raise SQLError("Result consisted of more than one row", code=1172)
+    if not rows:
+        engine.warn("SELECT INTO", "SELECT ... INTO found no row; the variables keep their values")
+        return
+    for name, value in zip(names, rows[0], strict=True):
+        engine.set_user_variable(name, value)
 
 
 def _dml(engine: Engine, node: exp.Expr, source: str) -> None:
@@ -1322,5 +1391,7 @@ _STATEMENTS: dict[type, Callable[[Engine, Any, str], None]] = {
     exp.Rollback: _rollback,
     d.Savepoint: _savepoint,
     exp.Set: _set,
+    d.Do: _do,
+    exp.Select: _select,
     exp.Use: _use,
 }

@@ -63,6 +63,8 @@ class SessionFunctions(Protocol):
     def time_zone(self) -> dt.tzinfo: ...
     def variable(self, name: str) -> Any: ...
     def sequence(self, op: str, schema: str | None, name: str, value: Any = None) -> Any: ...
+    def user_variable(self, name: str) -> Any: ...
+    def set_user_variable(self, name: str, value: Any) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -1095,8 +1097,24 @@ def _session_variable(node: exp.Expr, scope: Scope) -> Compiled:
     return lambda ctx: ctx.session.variable(name)
 
 
+def _user_variable(node: exp.Parameter, scope: Scope) -> Compiled:
+    name = node.name.lower()  # user variable names are case-insensitive (MySQL)
+    return lambda ctx: ctx.session.user_variable(name)
+
+
+def _assign(node: exp.PropertyEQ, scope: Scope) -> Compiled:
+    """`@x := expr` inside an expression: assigns, and is the value assigned."""
+    target = node.this
+    if not isinstance(target, exp.Parameter):
+        raise SQLError(f"unsupported assignment: {node.sql(dialect=d.TiDB)[:80]}", code=1105)
+    name, value = target.name.lower(), compile_expr(node.expression, scope)
+    return lambda ctx: ctx.session.set_user_variable(name, value(ctx))
+
+
 _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.SessionParameter: _session_variable,
+    exp.Parameter: _user_variable,
+    exp.PropertyEQ: _assign,
     exp.NextValueFor: lambda node, scope: _sequence_call("NEXTVAL", node.this, None, scope),
     exp.UnixToTime: lambda node, scope: _session_call("FROM_UNIXTIME", [node.this], scope),
     exp.Literal: _literal,

@@ -55,7 +55,7 @@ class TiDBParser(MySQLParser):
     # Statements that start with a plain word rather than a keyword token.
     WORD_STATEMENT_PARSERS: ClassVar[dict[str, Callable[[TiDBParser], exp.Expr]]] = {
         "DO": lambda self: self.expression(
-            Do(expressions=self._parse_csv(self._parse_disjunction))
+            Do(expressions=self._parse_csv(self._parse_assignment))
         ),
         "ADMIN": lambda self: self._parse_admin(),
         "RECOVER": lambda self: self._parse_recover(),
@@ -246,6 +246,16 @@ class TiDBParser(MySQLParser):
             raise AssertionError  # raise_error raises at the RAISE error level
         to = self._parse_id_var() if self._match_text_seq("TO") else None
         return self.expression(Flashback(this=this, kind=kind, to=to))
+
+    def _parse_into(self) -> exp.Into | None:
+        # SELECT ... INTO @a, @b: a list of user variables, not a table and a comma join
+        if (
+            self._next
+            and self._next.token_type == TokenType.PARAMETER
+            and self._match(TokenType.INTO)
+        ):
+            return self.expression(exp.Into(expressions=self._parse_csv(self._parse_bitwise)))
+        return super()._parse_into()
 
     def _parse_create(self) -> exp.Expr:  # type: ignore[override]
         index = self._index
