@@ -22,3 +22,12 @@ def mariadb_pair() -> Iterator[tuple[MariaDB, MariaDB]]:
     yield source, replica
     source.stop()
     replica.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--differential-examples",
+        type=int,
+        default=40,
+        help="random cases per differential test against MariaDB (CI: 40, fixed seed)",
+    )

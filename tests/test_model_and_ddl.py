@@ -276,3 +276,39 @@ def test_index_visibility_and_foreign_keys() -> None:
     ]
     assert events[1].query == "ALTER TABLE `t` ALTER INDEX `i` INVISIBLE"
     assert catalog.table("test", "t").index("i").invisible
+
+
+@pytest.mark.parametrize(
+    ("mode", "pk", "int_handle", "common_handle"),
+    [
+        # TiDB's default tidb_enable_clustered_index = ON (vardef DefTiDBEnableClusteredIndex)
+        (None, "PRIMARY KEY (a)", True, False),
+        (None, "PRIMARY KEY (a, b)", False, True),
+        (None, "PRIMARY KEY (b)", False, True),
+        (None, "PRIMARY KEY (a, b) NONCLUSTERED", False, False),
+        (None, "PRIMARY KEY (a) /*T![clustered_index] NONCLUSTERED */", False, False),
+        ("INT_ONLY", "PRIMARY KEY (a)", True, False),
+        ("INT_ONLY", "PRIMARY KEY (a, b)", False, False),
+        ("INT_ONLY", "PRIMARY KEY (a, b) CLUSTERED", False, True),
+        ("OFF", "PRIMARY KEY (a)", False, False),
+        ("0", "PRIMARY KEY (b)", False, False),
+        ("ON", "PRIMARY KEY (b)", False, True),
+    ],
+)
+def test_clustered_index_default_and_session_variable(
+    mode: str | None, pk: str, int_handle: bool, common_handle: bool
+) -> None:
+    from ticdc_sim.generator.sql.engine import Engine
+
+    engine = Engine()
+    setting = f"SET tidb_enable_clustered_index = '{mode}';" if mode else ""
+    list(engine.run(parse_statements(f"{setting}CREATE TABLE t (a INT, b VARCHAR(8), {pk});")))
+    info = engine.catalog.table("test", "t")
+    assert (info.pk_is_handle, info.is_common_handle) == (int_handle, common_handle)
+
+
+def test_clustered_index_variable_rejects_other_values() -> None:
+    from ticdc_sim.generator.sql.engine import Engine
+
+    with pytest.raises(SQLError, match="can't be set to the value of 'maybe'"):
+        list(Engine().run(parse_statements("SET tidb_enable_clustered_index = maybe;")))

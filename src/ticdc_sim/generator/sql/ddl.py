@@ -137,6 +137,8 @@ class Catalog:
     current_schema: str | None = None
     dropped: list[TableInfo] = field(default_factory=list)  # for RECOVER TABLE, newest last
     sql_mode: SqlMode = DEFAULT_SQL_MODE  # the session's, for checking literal defaults
+    # the session's tidb_enable_clustered_index: ON (TiDB's default), INT_ONLY or OFF
+    clustered_index: str = "ON"
 
     def __post_init__(self) -> None:
         if not self.schemas:
@@ -755,6 +757,7 @@ class TableBuilder:
                     primary=True,
                     unique=True,
                     options=kind.args.get("options"),
+                    clustered_mode=self.catalog.clustered_index,
                 )
             else:
                 table = self.add_index(table, col_name, ref, unique=True, primary=False)
@@ -782,6 +785,7 @@ class TableBuilder:
                 unique=True,
                 options=constraint.args.get("options"),
                 altering=self.altering,
+                clustered_mode=self.catalog.clustered_index,
             )
         if isinstance(constraint, exp.UniqueColumnConstraint):
             target = constraint.this
@@ -812,6 +816,7 @@ class TableBuilder:
         kind: str = "",
         options: list[Any] | None = None,
         altering: bool = False,
+        clustered_mode: str = "ON",
     ) -> TableInfo:
         index_columns = []
         for number, part in enumerate(parts):
@@ -861,8 +866,10 @@ class TableBuilder:
                     flag=(col.flag | TiDBFlag.PRI_KEY | TiDBFlag.NOT_NULL) & ~TiDBFlag.UNIQUE_KEY,
                 )
             first = columns[index_columns[0].offset]
-            # TiDB: a single integer PK column is the row handle unless NONCLUSTERED.
-            if len(index_columns) == 1 and first.tp in INTEGER_TYPES and clustered is not False:
+            single_int = len(index_columns) == 1 and first.tp in INTEGER_TYPES
+            if clustered is None:  # TiDB `ddl.ShouldBuildClusteredIndex`
+                clustered = clustered_mode == "ON" or (clustered_mode == "INT_ONLY" and single_int)
+            if single_int and clustered:  # the integer column is the row handle
                 return table.evolve(columns=tuple(columns), pk_is_handle=True)
         else:
             first = columns[index_columns[0].offset]

@@ -397,14 +397,20 @@ def _insert_row(
     if not conflicts:
         engine._write(table, handle, row)
     elif replace_mode:
+        if conflicts == [handle] and table.rows[handle] == row:
+            return  # the same row again: TiDB writes nothing (executor/replace.go removeRow)
         for other in conflicts:
             engine._write(table, other, None)
         engine._write(table, handle, row)
     elif assignments is not None:
         existing = conflicts[0]
-        _update_row(
-            engine, table, existing, table.rows[existing], assignments, params, inserted=row
-        )
+        try:
+            _update_row(
+                engine, table, existing, table.rows[existing], assignments, params, inserted=row
+            )
+        except SQLError as e:  # IGNORE turns the update's own duplicate into a warning
+            if not (ignore and e.code == 1062):
+                raise
     elif not ignore:
         raise engine.duplicate_error(table, handle, row)
 

@@ -474,6 +474,22 @@ class Engine:
                     self.execute(stmt.expression, stmt.text)
             except SQLError as e:
                 error = e.with_context(stmt.location, stmt.text)
+            except RecursionError:
+                error = SQLError(
+                    "the statement is nested too deeply",
+                    location=stmt.location,
+                    statement=stmt.text,
+                    code=1105,
+                )
+            except MemoryError:
+                raise
+            except Exception as e:  # a bug of ours: still reported as this statement's error
+                error = SQLError(
+                    f"internal error ({type(e).__name__}: {e}); please report this statement",
+                    location=stmt.location,
+                    statement=stmt.text,
+                    code=1105,
+                )
             if self.outbox:
                 events, self.outbox = self.outbox, []
                 yield from events
@@ -1336,7 +1352,19 @@ def _set_time_zone(engine: Engine, value: Any) -> None:
     engine.zone_name = as_text(value)
 
 
+def _set_clustered_index(engine: Engine, value: Any) -> None:
+    # pkg/sessionctx/vardef: ON (the default, DefTiDBEnableClusteredIndex), OFF, INT_ONLY
+    mode = {"1": "ON", "0": "OFF"}.get(as_text(value).upper(), as_text(value).upper())
+    if mode not in ("ON", "OFF", "INT_ONLY"):
+        raise SQLError(
+            f"Variable 'tidb_enable_clustered_index' can't be set to the value of '{value}'",
+            code=1231,
+        )
+    engine.catalog.clustered_index = mode
+
+
 _SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
+    "tidb_enable_clustered_index": _set_clustered_index,
     "autocommit": _set_autocommit,
     "time_zone": _set_time_zone,
     "sql_mode": lambda engine, value: engine.set_sql_mode(as_text(value)),

@@ -187,9 +187,13 @@ def modulo(a: Any, b: Any) -> Any:
         return None
     if isinstance(x, float) or isinstance(y, float):
         return math.fmod(float(x), float(y))
-    result = WIDE.remainder(abs(Decimal(x)), abs(Decimal(y)))
-    result = -result if x < 0 else result
+    result = WIDE.remainder(Decimal(x).copy_abs(), Decimal(y).copy_abs())
+    result = result.copy_negate() if x < 0 else result
     return int(result) if isinstance(x, int) and isinstance(y, int) else result
+
+
+def _abs(value: int | float | Decimal) -> int | float | Decimal:
+    return value.copy_abs() if isinstance(value, Decimal) else abs(value)  # every digit kept
 
 
 def _string_key(value: str, ci: bool) -> str:
@@ -201,11 +205,7 @@ def compare(a: Any, b: Any, ci: bool) -> int | None:
     """-1/0/1 under MySQL's comparison rules, None when either side is NULL."""
     if a is None or b is None:
         return None
-    if (
-        isinstance(a, str | bytes)
-        and isinstance(b, str | bytes)
-        and not (isinstance(a, BinaryLiteral) and isinstance(b, BinaryLiteral))
-    ):
+    if isinstance(a, str | bytes) and isinstance(b, str | bytes):  # hex literals too: bytes
         if isinstance(a, bytes) or isinstance(b, bytes):
             x: Any = a if isinstance(a, bytes) else utf8(a)
             y: Any = b if isinstance(b, bytes) else utf8(b)
@@ -968,7 +968,7 @@ _NAMED: dict[str, Callable[..., Any]] = {
     "TRIM": lambda s: as_text(s).strip(" "),
     "LTRIM": lambda s: as_text(s).lstrip(" "),
     "RTRIM": lambda s: as_text(s).rstrip(" "),
-    "ABS": lambda n: abs(to_number(n)),
+    "ABS": lambda n: _abs(to_number(n)),
     "CEIL": lambda n: math.ceil(to_number(n)),
     "CEILING": lambda n: math.ceil(to_number(n)),
     "FLOOR": lambda n: math.floor(to_number(n)),

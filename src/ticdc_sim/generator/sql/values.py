@@ -219,9 +219,9 @@ def _decimal(col: ColumnInfo) -> Converter:
         if dec is None:
             raise _incorrect("decimal", value, col)
         dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
-        if abs(dec) >= bound or (unsigned and dec < 0):
+        if dec.copy_abs() >= bound or (unsigned and dec < 0):
             raise _out_of_range(col)
-        return dec if dec else abs(dec)  # no negative zero
+        return dec if dec else dec.copy_abs()  # no negative zero
 
     return convert
 
@@ -302,17 +302,28 @@ def format_double(value: float) -> str:
     return text
 
 
+def _utf8_text(data: bytes, col: ColumnInfo) -> str:
+    """Bytes stored into a character column: valid UTF-8, or MySQL's error 1366."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        shown = "".join(f"\\x{b:02X}" for b in data[e.start : e.start + 4])
+        raise SQLError(
+            f"Incorrect string value: '{shown}' for column '{col.name}'", code=1366
+        ) from None
+
+
 def _string(
     col: ColumnInfo, *, binary: bool, fixed: bool, limit: int, in_bytes: bool = False
 ) -> Converter:
     def convert(value: Any) -> str | bytes:
-        if binary:
-            data = value if isinstance(value, bytes) else utf8(as_text(value))
+        if binary:  # plain bytes: a hex literal's type does not outlive the statement
+            data = bytes(value) if isinstance(value, bytes) else utf8(as_text(value))
             if len(data) > limit:
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
             # BINARY(n) pads with 0x00 (TiDB keeps the padding)
             return data.ljust(limit, b"\0") if fixed else data
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else as_text(value)
+        text = _utf8_text(value, col) if isinstance(value, bytes) else as_text(value)
         if in_bytes:  # TEXT types are bounded in bytes
             if len(utf8(text)) > limit:
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
@@ -854,9 +865,9 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
                 values = list(map(quantize, map(exact, lexemes), repeat(quantum, len(lexemes))))
             except ArithmeticError:  # not a number, or beyond 100 digits: per value
                 return None
-            if max(map(abs, values)) >= bound or (unsigned and min(values) < 0):
+            if max(map(Decimal.copy_abs, values)) >= bound or (unsigned and min(values) < 0):
                 return None
-            return [v if v else abs(v) for v in values]
+            return [v if v else v.copy_abs() for v in values]
 
         return decimals
     return None
