@@ -31,3 +31,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=40,
         help="random cases per differential test against MariaDB (CI: 40, fixed seed)",
     )
+    parser.addoption(
+        "--differential-seed",
+        type=int,
+        default=None,
+        help="explore other random cases than CI's fixed ones (a hypothesis seed)",
+    )

@@ -12,7 +12,10 @@ says so here: no excess fractional-second digits (MariaDB truncates, TiDB rounds
 strings of three or four characters with a leading zero (TiDB's AdjustYear takes '0018' as
 2018, MariaDB refuses it), no trailing spaces in keys (PAD SPACE details), no NULL into a
 TIMESTAMP NOT NULL (MariaDB stores the current time), ORDER BY always ends in the primary
-key (ties are broken by scan order, which differs).
+key (ties are broken by scan order, which differs), ENUM and SET compared with one literal
+at a time (mixed text and numbers go through MySQL's type aggregation), control characters
+only in TEXT columns, which are never range-compared or sorted (PAD SPACE: MariaDB pads
+with spaces, which sort above them; TiDB strips trailing spaces and compares).
 """
 
 from __future__ import annotations
@@ -113,6 +116,8 @@ def _string_literal(draw: Draw, size: int, lines: bool = False) -> str:
     form = draw(st.sampled_from(["plain", "plain", "double", "utf8mb4", "national"]))
     if form == "double":  # double-quoted, a doubled " and escaped '
         return '"' + text.replace("\\", "\\\\").replace('"', '""') + '"'
+    if form == "national" and not text.isascii():
+        form = "plain"  # N'' is utf8mb3 in MariaDB: no 4-byte characters
     prefix = {"plain": "", "utf8mb4": "_utf8mb4", "national": "N"}[form]
     return prefix + quote(text)
 
@@ -259,7 +264,12 @@ def tables(draw: Draw, name: str) -> tuple[Table, str]:
 
 def _predicate(draw: Draw, table: Table) -> str:
     name, tp = draw(st.sampled_from(table.columns))
-    forms = ["eq", "in", "null"] if tp.name in UNORDERED else ["eq", "range", "in", "null", "cmp"]
+    if tp.name in UNORDERED:
+        forms = ["eq", "in", "null"]
+    elif tp.kind in ("enum", "set"):  # one literal: a member's text or number, never both
+        forms = ["eq", "null"]
+    else:
+        forms = ["eq", "range", "in", "null", "cmp"]
     form = draw(st.sampled_from(forms))
     col = f"`{name}`"
     if form == "null":

@@ -3,7 +3,8 @@ on MariaDB (those it refuses are dropped), the kept script replayed through the 
 changelog applied to a second MariaDB, and every table compared.
 
 Bounded and seeded for CI (`derandomize`: the same cases on every run); a larger budget with
-`pytest tests/test_differential.py --differential-examples 2000`. A failure prints the
+`pytest tests/test_differential.py --differential-examples 2000`, other cases
+with `--differential-seed N`. A failure prints the
 reduced script. The generator (`support_random_sql`) stays clear of the places where TiDB
 and MariaDB differ on purpose.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 import pymysql
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, seed, settings
 from hypothesis import strategies as st
 
 import support_random_sql as rs
@@ -57,11 +58,12 @@ def test_random_scripts_rebuild_as_mariadb_runs_them(
     protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], request: pytest.FixtureRequest
 ) -> None:
     examples: int = request.config.getoption("--differential-examples")
+    explore: int | None = request.config.getoption("--differential-seed")
     source, replica = mariadb_pair
 
     @settings(
         max_examples=examples if protocol is None else max(1, examples // 2),
-        derandomize=True,
+        derandomize=explore is None,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -73,4 +75,4 @@ def test_random_scripts_rebuild_as_mariadb_runs_them(
         outcome = check_script(source, replica, script, "random.sql", protocol)
         assert outcome.mismatches == [], script
 
-    case()
+    (case if explore is None else seed(explore)(case))()

@@ -312,3 +312,22 @@ def test_clustered_index_variable_rejects_other_values() -> None:
 
     with pytest.raises(SQLError, match="can't be set to the value of 'maybe'"):
         list(Engine().run(parse_statements("SET tidb_enable_clustered_index = maybe;")))
+
+
+def test_tso_logical_parts_vary_and_the_ts_dispatcher_spreads_rows() -> None:
+    # one session's TSOs skip what other PD clients took; tiflow partition/ts.go: ts % N
+    from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+
+    script = "CREATE TABLE t (id INT PRIMARY KEY);" + "".join(
+        f"INSERT INTO t VALUES ({i});" for i in range(200)
+    )
+    events = [e for e in Engine().run(parse_statements(script)) if hasattr(e, "row_id")]
+    commits = [e.commit_ts for e in events]
+    assert commits == sorted(set(commits))
+    assert len({logical(ts) for ts in commits}) > 20
+    assert {ts % 4 for ts in commits} == {0, 1, 2, 3}
+    gaps = {physical_ms(b) - physical_ms(a) for a, b in zip(commits, commits[1:], strict=False)}
+    assert gaps <= set(range(1, 9)) and len(gaps) > 3  # a few simulated ms apart
+    again = [e.commit_ts for e in Engine().run(parse_statements(script)) if hasattr(e, "row_id")]
+    other = Engine(EngineConfig(seed=1)).run(parse_statements(script))
+    assert again == commits != [e.commit_ts for e in other if hasattr(e, "row_id")]

@@ -7,6 +7,7 @@ give the same timestamps.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 PHYSICAL_SHIFT_BITS = 18
@@ -34,21 +35,29 @@ def logical(ts: int) -> int:
 
 @dataclass
 class TSOClock:
-    """Hands out strictly increasing TSOs.
+    """Hands out strictly increasing TSOs, as one session of a busy cluster sees them.
 
-    `next()` allocates a TSO in the current simulated millisecond (logical + 1), `advance(ms)`
-    moves simulated time forward. Both are pure arithmetic, so a clock built from the same
-    start always yields the same sequence.
+    PD serves every client of the cluster from one counter, so the TSOs one session gets
+    skip logical values (other sessions took them) and simulated time passes between its
+    transactions: `next()` moves the logical part on by a seeded step of 1..32, `pause()`
+    moves time on by a seeded 1..8 ms, `advance(ms)` by exactly `ms`. The steps come from
+    the clock's own generator seeded by `seed`, so a clock built from the same start and
+    seed always yields the same sequence (and the logical parts vary, which TiCDC's `ts`
+    dispatcher depends on).
     """
 
     physical: int = DEFAULT_START_PHYSICAL_MS
     _logical: int = field(default=0, repr=False)
     _last: int = field(default=0, repr=False)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self._steps = random.Random(f"tso:{self.seed}")  # derived seed, no shared state
 
     @classmethod
-    def starting_at(cls, start_ts: int) -> TSOClock:
+    def starting_at(cls, start_ts: int, seed: int = 0) -> TSOClock:
         """A clock whose first `next()` is strictly greater than `start_ts`."""
-        clock = cls(physical=physical_ms(start_ts), _logical=logical(start_ts))
+        clock = cls(physical=physical_ms(start_ts), _logical=logical(start_ts), seed=seed)
         clock._last = start_ts
         return clock
 
@@ -59,8 +68,12 @@ class TSOClock:
             self.physical += milliseconds
             self._logical = 0
 
+    def pause(self) -> None:
+        """Time between two transactions of the session: 1..8 ms."""
+        self.advance(self._steps.randint(1, 8))
+
     def next(self) -> int:
-        self._logical += 1
+        self._logical += self._steps.randint(1, 32)
         if self._logical > LOGICAL_MASK:  # PD moves to the next millisecond when logical overflows
             self.physical += 1
             self._logical = 1

@@ -218,7 +218,9 @@ def _bulk_insert(
         if any(not 0 <= p < width for p in positions):
             return False  # literals outside the row group: the general plan
         kinds = [lexed.literals[head + p][0] for p in positions]
-        if not table.uniques and _insert_columns(engine, table, lexed, offsets, positions, kinds):
+        if not (table.uniques or ignore) and _insert_columns(
+            engine, table, lexed, offsets, positions, kinds
+        ):
             return True
         return _insert_rows(engine, table, lexed, offsets, positions, kinds, ignore)
 
@@ -295,7 +297,7 @@ def _insert_rows(
     """Row by row: each column's converter reads its literal's lexeme directly."""
     columns = table.info.columns
     head, width = lexed.head, lexed.width
-    converters = table.converters
+    converters = table.ignore_converters if ignore else table.converters
     steps = [
         (offset, position, _READERS[kind], converters[offset])
         for offset, position, kind in zip(offsets, positions, kinds, strict=True)
@@ -391,7 +393,7 @@ def _insert_row(
         auto_explicit = table.auto_offset in offsets and (
             values[offsets.index(table.auto_offset)] is not DEFAULT
         )
-    row = engine.finish_row(table, full, auto_explicit)
+    row = engine.finish_row(table, full, auto_explicit, ignore)
     handle = engine.new_handle(table, row)
     conflicts = engine.conflicts(table, handle, row)
     if not conflicts:

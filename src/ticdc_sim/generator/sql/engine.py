@@ -178,6 +178,8 @@ class TableData:
 
     converters: list[Converter]
     input_converters: list[Converter]
+    ignore_converters: list[Converter]
+    ignore_input_converters: list[Converter]
     router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
 
     def __init__(
@@ -199,6 +201,16 @@ class TableData:
         self.input_converters = [
             _keep if c.generated_expr is not None else conv
             for c, conv in zip(self.info.columns, self.converters, strict=True)
+        ]
+        # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped
+        # or truncated as in non-strict mode (MySQL and TiDB alike)
+        lenient = self.mode.without_strict()
+        self.ignore_converters = [
+            column_converter(c, self.zone, lenient) for c in self.info.columns
+        ]
+        self.ignore_input_converters = [
+            _keep if c.generated_expr is not None else conv
+            for c, conv in zip(self.info.columns, self.ignore_converters, strict=True)
         ]
 
     def bind(self, info: TableInfo) -> None:
@@ -327,7 +339,9 @@ class Engine:
         warnings: Warnings | None = None,
     ):
         self.config = config or EngineConfig()
-        clock = TSOClock.starting_at(self.config.start_ts) if self.config.start_ts else TSOClock()
+        seed = self.config.seed
+        start = self.config.start_ts
+        clock = TSOClock.starting_at(start, seed) if start else TSOClock(seed=seed)
         self.catalog = catalog or Catalog(clock=clock)
         if self.config.database and self.catalog.current_schema is None:
             self.catalog.current_schema = self.catalog.schema(self.config.database).name
@@ -577,7 +591,7 @@ class Engine:
 
     def _begin(self) -> Transaction:
         if self.txn is None:
-            self.catalog.clock.advance(1)  # simulated time moves on between transactions
+            self.catalog.clock.pause()  # simulated time moves on between transactions
             self.txn = Transaction(start_ts=self.catalog.clock.next())
         return self.txn
 
@@ -886,7 +900,9 @@ class Engine:
                 code=1364,
             )
 
-    def finish_row(self, table: TableData, values: list[Any], auto_explicit: bool) -> Row:
+    def finish_row(
+        self, table: TableData, values: list[Any], auto_explicit: bool, ignore: bool = False
+    ) -> Row:
         """Generated columns, auto ids and strict conversion of a new row image."""
         self.require_defaults(table, values)
         auto = table.auto_offset
@@ -896,7 +912,8 @@ class Engine:
                 values[auto] = self._allocate(table, table.info.columns[auto])
             else:
                 table.next_id = max(table.next_id, int(to_number(value)) + 1)
-        converted = [conv(v) for conv, v in zip(table.input_converters, values)]  # noqa: B905
+        converters = table.ignore_input_converters if ignore else table.input_converters
+        converted = [conv(v) for conv, v in zip(converters, values)]  # noqa: B905
         if table.generated:
             ctx = Context(session=self, row=tuple(converted))
             for offset, fn in table.generated:

@@ -38,6 +38,7 @@ from ticdc_sim.generator.sql.values import (
     BinaryLiteral,
     JSONValue,
     Key,
+    Member,
     as_text,
     binary_literal,
     format_datetime,
@@ -111,6 +112,8 @@ def to_number(value: Any) -> int | float | Decimal:
         return value
     if isinstance(value, BinaryLiteral):
         return value.as_int()
+    if isinstance(value, Member):
+        return value.number
     text = as_text(value)
     match = _NUMERIC_PREFIX.match(text)
     if not match:

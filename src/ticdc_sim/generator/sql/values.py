@@ -71,6 +71,9 @@ class SqlMode:
         """Dates with a zero month or day ('2024-00-10') are stored as they are."""
         return not (self.strict and "NO_ZERO_IN_DATE" in self.names)
 
+    def without_strict(self) -> SqlMode:
+        return SqlMode(self.names - {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"})
+
     def __str__(self) -> str:
         return ",".join(sorted(self.names))
 
@@ -692,22 +695,46 @@ def comparison_keys(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> tuple[Key
         return _datetime_key, _other_key(_datetime(precise, zone, _PERMISSIVE), _datetime_key)
     if col.tp == M.DURATION:
         return _time_key, _other_key(_time(precise), _time_key)
+    if col.tp == M.YEAR:  # `y = 1` is 2001, as a YEAR value would be (TiDB refineArgs)
+        return _same, _other_key(_year(col), _same)
+    if col.tp in (M.ENUM, M.SET):  # text against text, its number against numbers
+        number = _member_number(col)
+        return (lambda value: None if value is None else Member(value, number(value))), _same
     return None
+
+
+class Member(str):
+    """An ENUM or SET value under comparison: its text, and its number (ENUM index, SET
+    bits) for numeric contexts, where `evaluate.to_number` reads it."""
+
+    number: int
+
+    def __new__(cls, text: str, number: int) -> Member:
+        member = super().__new__(cls, text)
+        member.number = number
+        return member
+
+
+def _member_number(col: ColumnInfo) -> Callable[[str], int]:
+    if col.tp == M.ENUM:
+        index = {m: i for i, m in enumerate(col.elems, start=1)}
+        return lambda value: index.get(value, 0)
+    bits = {m: 1 << i for i, m in enumerate(col.elems)}
+    return lambda value: sum(bits.get(m, 0) for m in value.split(",") if m)
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def order_key(col: ColumnInfo) -> Key | None:
     """How ORDER BY sorts a column when not by its stored form: ENUM by member number, SET
     by its bit value, TIME by duration; None for the stored form's own order."""
-    if col.tp == M.ENUM:
-        number = {m: i for i, m in enumerate(col.elems, start=1)}
-        return lambda value: None if value is None else number.get(value, 0)
-    if col.tp == M.SET:
-        bits = {m: 1 << i for i, m in enumerate(col.elems)}
-        return lambda value: (
-            None if value is None else sum(bits.get(m, 0) for m in value.split(",") if m)
-        )
+    if col.tp in (M.ENUM, M.SET):
+        number = _member_number(col)
+        return lambda value: None if value is None else number(value)
     keys = comparison_keys(col, lambda: dt.UTC)
-    return keys[0] if keys is not None else None
+    return keys[0] if keys is not None and keys[0] is not _same else None
 
 
 # -- the table ---------------------------------------------------------------------------------

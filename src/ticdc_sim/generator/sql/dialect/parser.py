@@ -54,9 +54,7 @@ _CLOSERS = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.SEMICOLO
 class TiDBParser(MySQLParser):
     # Statements that start with a plain word rather than a keyword token.
     WORD_STATEMENT_PARSERS: ClassVar[dict[str, Callable[[TiDBParser], exp.Expr]]] = {
-        "DO": lambda self: self.expression(
-            Do(expressions=self._parse_csv(self._parse_assignment))
-        ),
+        "DO": lambda self: self.expression(Do(expressions=self._parse_csv(self._parse_assignment))),
         "ADMIN": lambda self: self._parse_admin(),
         "RECOVER": lambda self: self._parse_recover(),
         "FLASHBACK": lambda self: self._parse_flashback(),
