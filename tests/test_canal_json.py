@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
-from ticdc_sim.encoders.canal_json import Decoder, Encoder
+from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS, Decoder, Encoder
 from ticdc_sim.encoders.types import (
     full_type,
     java_type,
@@ -48,9 +48,11 @@ def c4_event(case: dict[str, Any]) -> RowChangedEvent:
 
 
 def wall_clock(value: bytes) -> bytes:
-    """The vector's `ts` (TiCDC's wall clock) in place of ours (the commit's physical ms)."""
+    """The vector's `ts` (TiCDC's wall clock at encoding) in place of ours (the commit's
+    physical ms plus the simulated replication lag, checked here)."""
     doc = orjson.loads(value)
-    return value.replace(f',"ts":{doc["es"]},'.encode(), f',"ts":{C4["wall_ts"]},'.encode(), 1)
+    assert doc["ts"] == doc["es"] + REPLICATION_LAG_MS
+    return value.replace(f',"ts":{doc["ts"]},'.encode(), f',"ts":{C4["wall_ts"]},'.encode(), 1)
 
 
 @pytest.mark.parametrize("case", C4["cases"], ids=lambda c: c["name"])

@@ -6,8 +6,9 @@ _tidb`), `canal_json_message.go` (DDL and WATERMARK: goccy `json.Marshal`, `data
 and `canal_entry.go` (values, Java types, DDL event types). Research:
 ticdc-canal-simple-avro-debezium-csv.md §1.
 
-`ts` is the wall clock in TiCDC; here it is the simulated clock: the physical time of the
-commit ts the record carries, so a seed gives the same bytes. `mysqlType` is built from a Go
+`ts` is the time of encoding in TiCDC (`time.Now()`); here it is the simulated clock: the
+commit's physical time (`es`) plus a replication lag of `REPLICATION_LAG_MS`, so it is never
+earlier than `es`, grows with it, and a seed gives the same bytes. `mysqlType` is built from a Go
 map in TiCDC and so comes out in random key order; we write table order.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from itertools import repeat
-from operator import itemgetter, rshift
+from operator import add, itemgetter, rshift
 from typing import Any
 
 import orjson
@@ -49,6 +50,9 @@ from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
+
+# from commit to encoding: TiCDC's resolved-ts interval and sink batching, simulated
+REPLICATION_LAG_MS = 200
 
 # canal_entry.go convertDdlEventType; everything else is QUERY
 DDL_TYPES: dict[A, str] = {
@@ -164,7 +168,7 @@ class _TableCodec:
             self.head + kind.upper().encode() + b'","es":',
             "es",
             b',"ts":',
-            "es",
+            "ts",
             b',"sql":"","sqlType":',
             "sqlType",
             b',"mysqlType":' + gj.dumps(mysql_types, gj.EASYJSON) + b',"old":',
@@ -189,7 +193,8 @@ class _TableCodec:
     def encode(self, kind: str, events: list[RowChangedEvent], ts: list[int]) -> Texts:
         """The records of events of one kind, in order; `ts` their commit ts."""
         fields = {
-            "es": columnar.Field(b"%d", list(map(rshift, ts, repeat(PHYSICAL_SHIFT_BITS)))),
+            "es": columnar.Field(b"%d", es := list(map(rshift, ts, repeat(PHYSICAL_SHIFT_BITS)))),
+            "ts": columnar.Field(b"%d", list(map(add, es, repeat(REPLICATION_LAG_MS)))),
             "commitTs": columnar.Field(b"%d", ts),
         }
         picked = self.picked(kind)
@@ -266,7 +271,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             "isDdl": True,
             "type": DDL_TYPES.get(event.action, "QUERY"),
             "es": es,
-            "ts": es,
+            "ts": es + REPLICATION_LAG_MS,
             "sql": event.query,
             "sqlType": None,
             "mysqlType": None,
@@ -291,7 +296,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             "isDdl": False,
             "type": "TIDB_WATERMARK",
             "es": es,
-            "ts": es,
+            "ts": es + REPLICATION_LAG_MS,
             "sql": "",
             "sqlType": None,
             "mysqlType": None,
