@@ -283,3 +283,20 @@ def test_checkpoints_go_to_every_active_topic() -> None:
     }
     # b was dropped, so only a's topic and the default one get the final checkpoint
     assert finals == {(t, p) for t in ("t_a", "ticdc") for p in range(2)}
+
+
+def test_ddl_of_an_ineligible_table_is_skipped_but_its_drop_is_sent() -> None:
+    # tiflow cdc/owner/ddl_manager.go: IsIneligibleTable in the snapshot at the DDL's commit
+    # ts; a dropped table is no longer in that snapshot's ineligible set, so its DROP goes out
+    script = (
+        "CREATE TABLE nokey (a INT); ALTER TABLE nokey ADD COLUMN b INT; TRUNCATE TABLE nokey;"
+        " RENAME TABLE nokey TO still_nokey; DROP TABLE still_nokey;"
+        " CREATE TABLE keyed (a INT PRIMARY KEY); RENAME TABLE keyed TO gone;"
+    )
+    _, decoded = _decoded("canal-json", script, '[filter]\nrules = ["test.*", "!test.gone"]\n')
+    assert [e.query for _, e in decoded if isinstance(e, DecodedDDL)] == [
+        "DROP TABLE `test`.`still_nokey`",
+        "CREATE TABLE `keyed` (`a` INT PRIMARY KEY)",
+        # filtered by the name it had (schema.go filterDDLEvents), not the one it gets
+        "RENAME TABLE `keyed` TO `gone`",
+    ]

@@ -116,9 +116,15 @@ class Pipeline:
             return False
         if ddl.action in _SCHEMA_ACTIONS or not ddl.table:
             return self.filter.match_schema(ddl.schema)
-        if not self.filter.match(ddl.schema, ddl.table):
+        # tiflow cdc/owner/schema.go filterDDLEvents: RENAME TABLE is filtered by its old name
+        named = ddl.pre_table_info if ddl.action == ActionType.RENAME_TABLE else None
+        schema, table = (named.schema, named.name) if named else (ddl.schema, ddl.table)
+        if not self.filter.match(schema, table):
             return False
-        # ddl_manager.go: a DDL whose table is ineligible after it is skipped
+        # cdc/owner/ddl_manager.go tick: a DDL is skipped when its table is ineligible in the
+        # snapshot at its commit ts (IsIneligibleTable). So CREATE, ALTER, TRUNCATE and RENAME
+        # of a table without a handle key are skipped; DROP TABLE is not: the dropped table is
+        # no longer in the snapshot's ineligible set. ADD PRIMARY KEY makes a table eligible.
         info = ddl.table_info
         return info is None or info.has_handle_key or self.feed.force_replicate
 
