@@ -46,7 +46,7 @@ def test_ddl_error_names_file_line_and_statement(tmp_path: Path) -> None:
     script.write_text("USE test; CREATE TABLE t (a INT);\n\n  CREATE TABLE t (b INT);\n")
     result = CliRunner().invoke(app, ["ddl", str(script)])
     assert result.exit_code == 1
-    assert f"{script}:3:3: ERROR 1050: Table 't' already exists" in result.stderr
+    assert f"{script}:3:3: ERROR 1050 (42S01): Table 't' already exists" in result.stderr
     assert "in: CREATE TABLE t (b INT)" in result.stderr
 
 
@@ -55,7 +55,7 @@ def test_use_of_an_unknown_database_fails(tmp_path: Path) -> None:
     script.write_text("USE nowhere;\n")
     result = CliRunner().invoke(app, ["ddl", str(script)])
     assert result.exit_code == 1
-    assert "ERROR 1049: Unknown database 'nowhere'" in result.stderr
+    assert "ERROR 1049 (42000): Unknown database 'nowhere'" in result.stderr
 
 
 ORDERS = EXAMPLE.parent / "orders.sql"
@@ -89,7 +89,10 @@ def test_replay_error_is_located_and_nothing_half_written(tmp_path: Path) -> Non
     )
     result = CliRunner().invoke(app, ["replay", str(script)])
     assert result.exit_code == 1
-    assert f"{script}:3:1: ERROR 1264: Out of range value for column 'v' at row 2" in result.stderr
+    assert (
+        f"{script}:3:1: ERROR 1264 (22003): Out of range value for column 'v' at row 2"
+        in result.stderr
+    )
     rows = [orjson.loads(line) for line in result.stdout.splitlines() if '"kind"' in line]
     assert [r["columns"]["id"] for r in rows] == [1]
 
@@ -102,7 +105,7 @@ def test_replay_continue_on_error(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(app, ["replay", str(script), "--continue-on-error"])
     assert result.exit_code == 1
-    assert f"{script}:3:1: ERROR 1062" in result.stderr
+    assert f"{script}:3:1: ERROR 1062 (23000)" in result.stderr
     rows = [orjson.loads(line) for line in result.stdout.splitlines() if '"kind"' in line]
     assert [r["columns"]["id"] for r in rows] == [1, 2]
 
@@ -143,3 +146,54 @@ def test_replay_reports_every_warning_once_through_one_channel(tmp_path: Path) -
         f"warning: {script}:4:1: SET GLOBAL tidb_gc_life_time changes no session of this"
         " script; accepted and skipped",
     ]
+
+
+def test_a_failed_replay_leaves_its_records_as_partial_output(tmp_path: Path) -> None:
+    script = tmp_path / "fails.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+        "INSERT INTO t VALUES (1);\n"
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["replay", str(script), "--sink-uri", f"jsonl://{out}?protocol=open-protocol"]
+    )
+    assert result.exit_code == 1
+    assert f"{script}:3:1: ERROR 1062 (23000)" in result.stderr
+    assert f"the records sent before the error are in {out}.partial" in result.stderr
+    assert not out.exists() and not (tmp_path / ".out.partial").exists()
+    assert sorted(p.name for p in (tmp_path / "out.partial" / "ticdc").iterdir()) == [
+        "partition-0.jsonl",
+        "partition-1.jsonl",
+        "partition-2.jsonl",
+    ]
+
+
+def test_a_missing_script_is_reported_before_any_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["replay", str(tmp_path / "nope.sql"), "--sink-uri", f"jsonl://{out}?protocol=canal-json"],
+    )
+    assert result.exit_code == 1
+    assert f"cannot read {tmp_path / 'nope.sql'}" in result.stderr
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_syntax_errors_read_as_tidbs_and_a_binary_file_gets_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "bad.sql"
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUESS (1);\n")
+    result = CliRunner().invoke(app, ["replay", str(script)])
+    assert result.exit_code == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"error: {script}:2:")
+    assert "ERROR 1064 (42000): You have an error in your SQL syntax" in first
+    assert "Traceback" not in result.output
+    binary = tmp_path / "data.sql"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    result = CliRunner().invoke(app, ["replay", str(binary)])
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip()
+        == f"error: {binary} is not a SQL script: binary data (a NUL byte at offset 8)"
+    )

@@ -77,7 +77,8 @@ def test_a_failed_write_leaves_whole_lines_only(
     with pytest.raises(SimError, match="No space left on device"):
         sink.close()
     monkeypatch.undo()
-    assert [r.value for r in read_jsonl(str(tmp_path / "out"))] == [b"first"]
+    assert not (tmp_path / "out").exists()  # nothing that looks complete
+    assert [r.value for r in read_jsonl(str(tmp_path / "out.partial"))] == [b"first"]
 
 
 def test_reading_reports_a_cut_line(tmp_path: Path) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +23,7 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl
 from ticdc_sim.generator.sql.script import (
     RawStatement,
     parse_statements,
@@ -35,12 +37,29 @@ from ticdc_sim.sinks import open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 app = typer.Typer(
-    add_completion=False, help="A simulated TiCDC producer.", pretty_exceptions_show_locals=False
+    add_completion=False,
+    help="A simulated TiCDC producer.",
+    pretty_exceptions_show_locals=False,
+    no_args_is_help=True,
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ticdc-sim {version('ticdc-sim')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
     """ticdc-sim: SQL in, TiCDC's messages out."""
 
 
@@ -69,7 +88,9 @@ def ddl_record(event: DDLEvent) -> dict[str, Any]:
 
 @app.command()
 def ddl(
-    scripts: Annotated[list[Path], typer.Argument(help="SQL scripts of DDL (and USE) statements")],
+    scripts: Annotated[
+        list[Path], typer.Argument(help="SQL scripts; their DDL (and USE) statements are applied")
+    ],
     start_ts: Annotated[
         int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
     ] = 0,
@@ -77,9 +98,14 @@ def ddl(
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
     out = sys.stdout.buffer
+    skipped = 0
     try:
+        _check_scripts(scripts)
         for path in scripts:
             for stmt in parse_statements(read_script(path), str(path)):
+                if not is_ddl(stmt.expression):
+                    skipped += 1  # DML, transactions, SET ...: a mixed script is fine
+                    continue
                 try:
                     events = catalog.apply(stmt.expression, stmt.text)
                 except SQLError as e:
@@ -89,6 +115,8 @@ def ddl(
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+    if skipped:
+        typer.echo(f"{skipped} statements that are not DDL skipped", err=True)
 
 
 def _json_value(value: object) -> object:
@@ -120,6 +148,20 @@ def row_record(event: RowChangedEvent) -> dict[str, Any]:
     }
 
 
+def _check_scripts(scripts: list[Path]) -> None:
+    """Every script readable and text, before anything is opened or written."""
+    for path in scripts:
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(1 << 16)
+        except OSError as e:
+            raise SQLError(f"cannot read {path}: {e.strerror}") from None
+        if b"\0" in head:
+            raise SQLError(
+                f"{path} is not a SQL script: binary data (a NUL byte at offset {head.index(0)})"
+            )
+
+
 def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
     """Statements of every script, read lazily: memory holds one statement, not the file."""
     for path in scripts:
@@ -138,7 +180,7 @@ def replay(
         str | None,
         typer.Option(
             help="where TiCDC's messages go, e.g. jsonl:///tmp/out?protocol=canal-json"
-            "&partition-num=3 (without it: the captured events as JSON lines)"
+            " (the sink URI of a changefeed; without it: the captured events as JSON lines)"
         ),
     ] = None,
     config: Annotated[
@@ -161,7 +203,7 @@ def replay(
         bool | None,
         typer.Option(
             help="keep updates of key columns whole instead of DELETE+INSERT"
-            " (default: the config's [sink.kafka-config] output-raw-change-event)"
+            " (default: the config's \\[sink.kafka-config] output-raw-change-event)"
         ),
     ] = None,
     database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
@@ -178,6 +220,7 @@ def replay(
         flags["enable_old_value"] = old_value
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
     try:
+        _check_scripts(scripts)
         feed = None
         if sink_uri is not None:
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
@@ -240,11 +283,18 @@ def _replay_to_sink(
     feed: Changefeed, events: Iterable[Event], overwrite: bool, warnings: Warnings
 ) -> None:
     pipeline = Pipeline(feed, open_sink(feed.sink, overwrite=overwrite), warnings)
+    failed = True
     try:
         for event in events:
             pipeline.push(event)
+        failed = False
     finally:
-        summary = pipeline.close()  # what was sent stays sent, as in Kafka
+        # what was sent stays sent, as in Kafka; a jsonl directory is left as DIR.partial
+        summary = pipeline.abort() if failed else pipeline.close()
+        if failed and feed.sink.scheme == "jsonl":
+            typer.echo(
+                f"the records sent before the error are in {feed.sink.target}.partial", err=True
+            )
         per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
         typer.echo(
             f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
@@ -326,4 +376,8 @@ def decode(
 
 
 def main() -> None:
+    if not sys.stdout.isatty():
+        # help piped to a file or pager: 120 columns, not rich's 80 for a non-terminal
+        # (typer reads TERMINAL_WIDTH when it first renders help)
+        os.environ.setdefault("TERMINAL_WIDTH", "120")
     app()

@@ -16,6 +16,27 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+# MySQL's SQLSTATE of the error codes the engine raises (HY000 for the rest), as the mysql
+# client prints them: `ERROR 1064 (42000): ...`
+SQLSTATE = {
+    1049: "42000",
+    1050: "42S01",
+    1054: "42S22",
+    1062: "23000",
+    1064: "42000",
+    1067: "42000",
+    1136: "21S01",
+    1146: "42S02",
+    1172: "42000",
+    1222: "21000",
+    1231: "42000",
+    1264: "22003",
+    1292: "22007",
+    1406: "22001",
+    1690: "22003",
+}
+
+
 class SimError(Exception):
     """Base of every error ticdc-sim reports to a user."""
 
@@ -51,7 +72,7 @@ class SQLError(SimError):
 
     def __str__(self) -> str:
         head = f"{self.location}: " if self.location else ""
-        code = f"ERROR {self.code}: " if self.code else ""
+        code = f"ERROR {self.code} ({SQLSTATE.get(self.code, 'HY000')}): " if self.code else ""
         text = f"{head}{code}{self.message}"
         if self.statement:
             stmt = " ".join(self.statement.split())

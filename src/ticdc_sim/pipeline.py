@@ -183,8 +183,19 @@ class Pipeline:
         try:
             self._flush()
             self._checkpoint()
+        except BaseException:
+            _abort(self.sink)
+            raise
+        self.sink.close()
+        return self.summary
+
+    def abort(self) -> Summary:
+        """After a failure upstream: send the rows already committed (TiCDC would have), no
+        final checkpoint, and let the sink mark its output as partial."""
+        try:
+            self._flush()
         finally:
-            self.sink.close()
+            _abort(self.sink)
         return self.summary
 
     def _tick(self, now: int) -> None:
@@ -244,3 +255,8 @@ class Pipeline:
         ):
             for partition in range(self.partitions):
                 self._send(topic, partition, [message])
+
+
+def _abort(sink: Sink) -> None:
+    abort = getattr(sink, "abort", None)  # sinks whose output can look complete have one
+    (abort or sink.close)()

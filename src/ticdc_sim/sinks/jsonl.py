@@ -4,6 +4,10 @@ One record a line, `{"offset":n,"key":base64|null,"value":base64|null,"headers":
 offsets from 0 per partition. Lines are buffered per file and written whole with `os.write`;
 a write that fails part-way is cut back to the last whole line, so a crash or a full disk never
 leaves half a line for a consumer to trip on.
+
+Nothing that looks complete is left by a failed run: files are written into `.DIR.partial`
+beside DIR and moved into place by `close()`; `abort()` (a failed replay) leaves them as
+`DIR.partial` instead, for a reader to see what was sent before the failure.
 """
 
 from __future__ import annotations
@@ -58,13 +62,17 @@ class _PartitionFile:
 class JsonlSink:
     def __init__(self, directory: str, *, overwrite: bool = False) -> None:
         self.root = Path(directory)
-        _prepare(self.root, overwrite)
+        _check_target(self.root, overwrite)
+        self.work = self.root.parent / f".{self.root.name}.partial"
+        if self.work.exists():  # left by a run that was killed: ours to replace
+            shutil.rmtree(self.work)
+        self.work.mkdir(parents=True)
         self.files: dict[tuple[str, int], _PartitionFile] = {}
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
         if found is None:
-            folder = self.root / topic
+            folder = self.work / topic
             folder.mkdir(exist_ok=True)
             found = self.files[(topic, partition)] = _PartitionFile(
                 folder / f"partition-{partition}.jsonl"
@@ -86,6 +94,31 @@ class JsonlSink:
             out.flush()
 
     def close(self) -> None:
+        """Write what is buffered and move the output into place (or, if that write
+        fails, to `DIR.partial`)."""
+        try:
+            self._finish()
+        except BaseException:
+            self._keep_partial()
+            raise
+        if self.root.exists():
+            shutil.rmtree(self.root)  # checked at open: empty, or earlier output of ours
+        self.work.rename(self.root)
+
+    def abort(self) -> None:
+        """Keep what was sent, as `DIR.partial`: never where complete output would be."""
+        try:
+            self._finish()
+        finally:
+            self._keep_partial()
+
+    def _keep_partial(self) -> None:
+        partial = self.root.parent / f"{self.root.name}.partial"
+        if partial.exists():
+            shutil.rmtree(partial)
+        self.work.rename(partial)
+
+    def _finish(self) -> None:
         try:
             for out in self.files.values():
                 out.flush()
@@ -95,9 +128,8 @@ class JsonlSink:
             self.files.clear()
 
 
-def _prepare(root: Path, overwrite: bool) -> None:
-    """An empty directory to write into; with `overwrite`, earlier output is removed first,
-    but only if everything in it looks like our own layout."""
+def _check_target(root: Path, overwrite: bool) -> None:
+    """The target must be absent, empty, or (with `overwrite`) hold only our own layout."""
     if root.exists() and not root.is_dir():
         raise ConfigError(f"jsonl sink: {root} exists and is not a directory")
     entries = list(root.iterdir()) if root.exists() else []
@@ -112,9 +144,6 @@ def _prepare(root: Path, overwrite: bool) -> None:
                 f"jsonl sink: {root} holds {entry.name!r}, which is not ticdc-sim output;"
                 " refusing to overwrite it"
             )
-    for entry in entries:
-        shutil.rmtree(entry)
-    root.mkdir(parents=True, exist_ok=True)
 
 
 def read_jsonl(directory: str) -> Iterator[Record]:

@@ -573,7 +573,7 @@ class Engine:
         if kind is not None:
             self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
             return
-        if _is_ddl(node):
+        if is_ddl(node):
             self._commit()
             self.plans.clear()  # plans hold tables and the current database
             for event in self.catalog.apply(node, source):
@@ -1254,7 +1254,8 @@ def _has_side_effects(node: exp.Expr) -> bool:
     )
 
 
-def _is_ddl(node: exp.Expr) -> bool:
+def is_ddl(node: exp.Expr) -> bool:
+    """Whether a statement is DDL (commits the open transaction, changes the catalog)."""
     return isinstance(
         node,
         exp.Create

@@ -55,7 +55,12 @@ def split_tokens(text: str, file: str = "<sql>") -> Iterator[tuple[list[Token], 
         tokens = _DIALECT.tokenize(text)
     except TokenError as e:
         line, col = _line_col(text, getattr(e, "start", 0) or 0)
-        raise SQLError(f"cannot tokenize: {e}", location=Location(file, line, col)) from None
+        raise SQLError(
+            "You have an error in your SQL syntax; check the manual that corresponds to your"
+            f" TiDB version for the right syntax to use line {line} column {col} ({e})",
+            location=Location(file, line, col),
+            code=1064,
+        ) from None
     current: list[Token] = []
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
@@ -76,9 +81,17 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
             parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
         except ParseError as e:
             err = e.errors[0] if e.errors else {}
-            at = Location(file, err.get("line") or location.line, err.get("col") or location.col)
-            message = err.get("description") or str(e)
-            raise SQLError(f"syntax error: {message}", location=at, statement=stmt_text) from None
+            line, col = err.get("line") or location.line, err.get("col") or location.col
+            near = (err.get("highlight") or "") + (err.get("end_context") or "")
+            raise SQLError(
+                # TiDB's wording, with sqlglot's reason after it
+                "You have an error in your SQL syntax; check the manual that corresponds to"
+                f" your TiDB version for the right syntax to use line {line} column {col}"
+                f' near "{near.strip()}" ({err.get("description") or e})',
+                location=Location(file, line, col),
+                statement=stmt_text,
+                code=1064,
+            ) from None
         expression = parsed[0] if parsed else None
         if expression is None:
             continue
