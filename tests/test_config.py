@@ -187,3 +187,15 @@ def test_a_bad_matcher_is_reported_when_the_router_is_built() -> None:
 
 def test_relative_jsonl_directories() -> None:
     assert parse_sink_uri("jsonl://out/dir?protocol=canal-json").target == "out/dir"
+
+
+@pytest.mark.parametrize(
+    ("uri", "target"),
+    [
+        ("jsonl:///tmp/out?protocol=canal-json", "/tmp/out"),  # the documented form
+        ("jsonl://relative/dir?protocol=canal-json", "relative/dir"),  # relative to the cwd
+        ("jsonl:/tmp/x?protocol=canal-json", "/tmp/x"),  # one slash: the same absolute path
+    ],
+)
+def test_jsonl_directories_absolute_or_relative(uri: str, target: str) -> None:
+    assert parse_sink_uri(uri).target == target

@@ -906,3 +906,24 @@ def test_statements_without_effect_warn_once_per_kind() -> None:
         ("SET GLOBAL y", 1),
         ("SELECT", 1),
     ]
+
+
+def test_bulk_insert_events_equal_events_built_by_name() -> None:
+    # the column-wise commit builds RowChangedEvent by position (engine.BULK_EVENT_FIELDS)
+    from ticdc_sim.generator.sql.engine import BULK_EVENT_FIELDS
+
+    assert RowChangedEvent._fields == BULK_EVENT_FIELDS
+    _, events = run(
+        "CREATE TABLE b (id INT PRIMARY KEY, v INT); INSERT INTO b VALUES (1, 2), (3, 4);"
+    )
+    for event in events:
+        by_name = RowChangedEvent(
+            start_ts=event.start_ts,
+            commit_ts=event.commit_ts,
+            table=event.table,
+            physical_table_id=event.table.id,
+            columns=event.columns,
+            pre_columns=None,
+            row_id=event.columns[0],
+        )
+        assert event == by_name and event.kind == "insert"

@@ -224,7 +224,10 @@ def test_a_window_holds_at_most_2048_rows() -> None:
     assert list(sizes.values()) == [2048, 2048, 904]
 
 
-def test_rows_land_where_tiflow_hashes_them() -> None:
+def test_the_pipeline_routes_rows_with_the_index_value_hash() -> None:
+    """The pipeline puts each row where `position_inertia` says. That hash is held to
+    tiflow's own literal partitions in test_partitioning (vectors/dispatch.json, from
+    index_value_test.go); this test checks the pipeline's use of it, not the hash."""
     script = "CREATE TABLE t (a INT PRIMARY KEY, b INT);\n" + "".join(
         f"INSERT INTO t VALUES ({i}, {i});\n" for i in range(50)
     )

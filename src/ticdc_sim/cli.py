@@ -1,4 +1,5 @@
-"""The `ticdc-sim` command line: thin wrappers over the generator, sinks and service."""
+"""The `ticdc-sim` command line: `replay`, `ddl` and `decode`, thin wrappers over the engine,
+the pipeline and the sinks."""
 
 from __future__ import annotations
 

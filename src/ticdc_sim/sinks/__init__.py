@@ -1,4 +1,4 @@
-"""Sinks: where encoded records go. The only package besides `service` that does I/O.
+"""Sinks: where encoded records go, and the only package that writes anywhere.
 
 Every sink takes whole Kafka records for one (topic, partition) at a time, as TiCDC's producer
 does, gives them offsets from 0 per partition, and is closed when the replay ends. `open_sink`

@@ -1,4 +1,4 @@
-"""In-process sinks: `memory://` keeps every record (tests, the service's preview),
+"""In-process sinks: `memory://` keeps every record (tests, previews),
 `blackhole://` keeps only counts (benchmarks)."""
 
 from __future__ import annotations

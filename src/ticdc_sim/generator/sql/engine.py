@@ -77,7 +77,20 @@ _MISSING: Any = object()
 # sorter order of a row key's final mutation (tiflow sorter encoding/key.go getDMLOrder)
 _DELETE, _UPDATE, _INSERT = 1, 2, 3
 _ORDER_AND_HANDLE = operator.itemgetter(0, 1)
-_new_row_event = functools.partial(tuple.__new__, RowChangedEvent)  # from a tuple of fields
+# Bulk commits build events from tuples of fields, without a call per row; the order they
+# are built in (`_insert_events`) must be RowChangedEvent's, so adding a field fails here.
+_new_row_event = functools.partial(tuple.__new__, RowChangedEvent)
+BULK_EVENT_FIELDS = (
+    "start_ts",
+    "commit_ts",
+    "table",
+    "physical_table_id",
+    "columns",
+    "pre_columns",
+    "row_id",
+)
+if RowChangedEvent._fields != BULK_EVENT_FIELDS:  # pragma: no cover - a programming error
+    raise ImportError(f"_insert_events builds {BULK_EVENT_FIELDS}, not {RowChangedEvent._fields}")
 _LONG_STATEMENT = 64 * 1024  # characters; see Engine._execute_raw
 # MySQL client charsets -> Python codecs (None: the scripts' own UTF-8).
 _CLIENT_CODECS: dict[str, str | None] = {
@@ -992,7 +1005,7 @@ def _insert_events(
     """Insert events of the rows under `handles`, in that order; built column-wise without
     a Python-level call per row, as a bulk commit makes many of them."""
     n = len(handles)
-    fields = zip(
+    fields = zip(  # in BULK_EVENT_FIELDS order
         repeat(start_ts, n),
         repeat(commit_ts, n),
         repeat(info, n),
