@@ -1422,8 +1422,9 @@ def _select(engine: Engine, node: exp.Select, source: str) -> None:
     rows = compile_select(engine, query)([])
     if into is None:
         return
-    targets = into.expressions or [into.this]
-    names = [t.this.name.lower() if isinstance(t, exp.Table) else t.name.lower() for t in targets]
+    if not into.expressions or not all(isinstance(t, exp.Parameter) for t in into.expressions):
+        raise SQLError("SELECT ... INTO takes user variables (@x) only here", code=1105)
+    names = [t.name.lower() for t in into.expressions]
     if rows and len(rows[0]) != len(names):
         raise SQLError("The used SELECT statements have a different number of columns", code=1222)
     if len(rows) > 1:
