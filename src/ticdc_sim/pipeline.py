@@ -184,7 +184,7 @@ class Pipeline:
             self._flush()
             self._checkpoint()
         except BaseException:
-            _abort(self.sink)
+            self.sink.abort()
             raise
         self.sink.close()
         return self.summary
@@ -195,7 +195,7 @@ class Pipeline:
         try:
             self._flush()
         finally:
-            _abort(self.sink)
+            self.sink.abort()
         return self.summary
 
     def _tick(self, now: int) -> None:
@@ -255,8 +255,3 @@ class Pipeline:
         ):
             for partition in range(self.partitions):
                 self._send(topic, partition, [message])
-
-
-def _abort(sink: Sink) -> None:
-    abort = getattr(sink, "abort", None)  # sinks whose output can look complete have one
-    (abort or sink.close)()

@@ -29,6 +29,11 @@ class Sink(Protocol):
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None: ...
     def close(self) -> None: ...
 
+    def abort(self) -> None:
+        """Close after a failure upstream: what was sent stays, marked as partial where
+        output could otherwise look complete."""
+        ...
+
 
 def open_sink(uri: SinkURI, *, overwrite: bool = False) -> Sink:
     """The sink a parsed URI names; jsonl refuses a non-empty directory unless `overwrite`."""

@@ -730,8 +730,9 @@ class TableBuilder:
             if cdef.name.lower() in seen:
                 raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
             seen.add(cdef.name.lower())
-            col, keys = build_column(cdef, offset + 1, offset, charset, collation)
-            _check_default(col, self.catalog.sql_mode)
+            col, keys = build_column(
+                cdef, offset + 1, offset, charset, collation, self.catalog.sql_mode
+            )
             columns.append(col)
             column_constraints += [(col.name, k) for k in keys]
         table = TableInfo(
@@ -1001,7 +1002,12 @@ _NARROWER_WHEN_UNSIGNED = frozenset({M.TINY, M.SHORT, M.INT24, M.LONG})
 
 
 def build_column(
-    cdef: exp.ColumnDef, column_id: int, offset: int, table_charset: str, table_collation: str
+    cdef: exp.ColumnDef,
+    column_id: int,
+    offset: int,
+    table_charset: str,
+    table_collation: str,
+    mode: SqlMode,
 ) -> tuple[ColumnInfo, list[exp.Expr]]:
     """A ColumnInfo from a column definition, plus the key constraints it declares."""
     dtype = cdef.args.get("kind")
@@ -1153,6 +1159,7 @@ def build_column(
         auto_random_range=auto_random[1],
         comment=comment,
     )
+    _check_default(column, mode)
     return column, keys
 
 
@@ -1339,9 +1346,13 @@ class AlterApplier:
         if t.column(cdef.name):
             raise SQLError(f"Duplicate column name '{cdef.name}'", code=1060)
         column, keys = build_column(
-            cdef, t.max_column_id + 1, len(t.columns), t.charset, t.collation
+            cdef,
+            t.max_column_id + 1,
+            len(t.columns),
+            t.charset,
+            t.collation,
+            self.catalog.sql_mode,
         )
-        _check_default(column, self.catalog.sql_mode)
         columns = list(t.columns)
         columns.insert(self._position(cdef, len(columns), columns), column)
         info = _reindex(t, columns).evolve(max_column_id=column.id)
@@ -1434,8 +1445,9 @@ class AlterApplier:
             and t.pk_is_handle
         ):
             raise SQLError("Unsupported modify column: this column has primary key flag", code=8200)
-        new, keys = build_column(cdef, old.id, old.offset, t.charset, t.collation)
-        _check_default(new, self.catalog.sql_mode)
+        new, keys = build_column(
+            cdef, old.id, old.offset, t.charset, t.collation, self.catalog.sql_mode
+        )
         key_flags = old.flag & (TiDBFlag.PRI_KEY | TiDBFlag.UNIQUE_KEY | TiDBFlag.MULTIPLE_KEY)
         if old.flag & TiDBFlag.PRI_KEY:
             key_flags |= TiDBFlag.NOT_NULL

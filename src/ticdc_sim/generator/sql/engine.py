@@ -103,12 +103,9 @@ _CLIENT_CODECS: dict[str, str | None] = {
     "gbk": "gbk",
     "gb18030": "gb18030",
 }
+# accepted without effect here (those with an effect are in _SESSION_VARIABLES)
 _KNOWN_VARIABLES = {
-    "autocommit",
-    "time_zone",
-    "sql_mode",
     "names",
-    "character_set_client",
     "character_set_results",
     "character_set_connection",
     "collation_connection",
@@ -186,6 +183,13 @@ def _keep(value: Any) -> Any:
     return value
 
 
+def _for_input(columns: Iterable[ColumnInfo], converters: list[Converter]) -> list[Converter]:
+    return [
+        _keep if c.generated_expr is not None else conv
+        for c, conv in zip(columns, converters, strict=True)
+    ]
+
+
 class TableData:
     """One table's rows (by handle), unique indexes and id allocator."""
 
@@ -206,32 +210,24 @@ class TableData:
 
     def set_mode(self, mode: SqlMode) -> None:
         self.mode = mode
-        self.converters = [column_converter(c, self.zone, mode) for c in self.info.columns]
-        self._input_converters()
+        self._build_converters()
 
-    def _input_converters(self) -> None:
-        # generated columns are computed after the others, so a new row leaves them be
-        self.input_converters = [
-            _keep if c.generated_expr is not None else conv
-            for c, conv in zip(self.info.columns, self.converters, strict=True)
-        ]
+    def _build_converters(self) -> None:
+        columns = self.info.columns
+        self.converters = [column_converter(c, self.zone, self.mode) for c in columns]
         # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped
         # or truncated as in non-strict mode (MySQL and TiDB alike)
         lenient = self.mode.without_strict()
-        self.ignore_converters = [
-            column_converter(c, self.zone, lenient) for c in self.info.columns
-        ]
-        self.ignore_input_converters = [
-            _keep if c.generated_expr is not None else conv
-            for c, conv in zip(self.info.columns, self.ignore_converters, strict=True)
-        ]
+        self.ignore_converters = [column_converter(c, self.zone, lenient) for c in columns]
+        # generated columns are computed after the others, so a new row leaves them be
+        self.input_converters = _for_input(columns, self.converters)
+        self.ignore_input_converters = _for_input(columns, self.ignore_converters)
 
     def bind(self, info: TableInfo) -> None:
         """(Re)derive everything that depends on the table's schema."""
         self.info = info
         self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
-        self.converters = [column_converter(c, self.zone, self.mode) for c in info.columns]
-        self._input_converters()
+        self._build_converters()
         self.scope = Scope(
             {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)},
             info.name,
@@ -456,6 +452,9 @@ class Engine:
         """Report, once per kind, something accepted that has no effect here."""
         self.warnings.warn(kind, message, self.location)
 
+    def no_effect(self, kind: str) -> None:
+        self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
+
     def set_client_charset(self, name: str) -> None:
         """SET NAMES / character_set_client: how the bytes of later statements are read."""
         charset = name.lower()
@@ -584,7 +583,7 @@ class Engine:
             return
         kind = _NO_EFFECT.get(type(node))
         if kind is not None:
-            self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
+            self.no_effect(kind)
             return
         if is_ddl(node):
             self._commit()
@@ -1414,17 +1413,18 @@ def _do(engine: Engine, node: d.Do, source: str) -> None:
 def _select(engine: Engine, node: exp.Select, source: str) -> None:
     """A SELECT runs only for its effects: INTO @vars, sequence functions, `@x := ...`."""
     if not _has_side_effects(node):
-        engine.warn("SELECT", "SELECT has no effect on data here; accepted and skipped")
+        engine.no_effect("SELECT")
         return
     into = node.args.get("into")
+    targets = into.expressions if into is not None else []
+    if into is not None and not (targets and all(isinstance(t, exp.Parameter) for t in targets)):
+        raise SQLError("SELECT ... INTO takes user variables (@x) only here", code=1105)
     query = node.copy()
     query.set("into", None)
     rows = compile_select(engine, query)([])
     if into is None:
         return
-    if not into.expressions or not all(isinstance(t, exp.Parameter) for t in into.expressions):
-        raise SQLError("SELECT ... INTO takes user variables (@x) only here", code=1105)
-    names = [t.name.lower() for t in into.expressions]
+    names = [t.name.lower() for t in targets]
     if rows and len(rows[0]) != len(names):
         raise SQLError("The used SELECT statements have a different number of columns", code=1222)
     if len(rows) > 1:

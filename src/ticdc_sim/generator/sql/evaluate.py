@@ -314,26 +314,22 @@ def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
 
 
 def _compared(scope: Scope, *nodes: exp.Expr) -> list[Compiled]:
-    """Operands compiled to the values they are compared as: when one is a temporal column,
-    every operand is read as a time of its type (`values.comparison_keys`)."""
+    """Operands compiled to the values they are compared as: when one is a column with
+    comparison keys (temporal, YEAR, ENUM, SET), such columns give their stored key and every
+    other operand is read as a value of that column's type (`values.comparison_keys`)."""
     compiled = [compile_expr(n, scope) for n in nodes]
-    keys = None
-    for n in nodes:
-        if isinstance(n, exp.Column):
-            keys = scope.comparison_keys.get(scope.resolve(n)[0])
-            if keys is not None:
-                break
-    if keys is None:
-        return compiled
-    stored_key, other_key = keys
-    return [
-        _keyed(fn, stored_key if _is_keyed_column(n, scope) else other_key)
-        for n, fn in zip(nodes, compiled, strict=True)
+    keys = [
+        scope.comparison_keys.get(scope.resolve(n)[0]) if isinstance(n, exp.Column) else None
+        for n in nodes
     ]
-
-
-def _is_keyed_column(node: exp.Expr, scope: Scope) -> bool:
-    return isinstance(node, exp.Column) and scope.resolve(node)[0] in scope.comparison_keys
+    pair = next((k for k in keys if k is not None), None)
+    if pair is None:
+        return compiled
+    stored_key, other_key = pair
+    return [
+        _keyed(fn, other_key if key is None else stored_key)
+        for fn, key in zip(compiled, keys, strict=True)
+    ]
 
 
 def _keyed(fn: Compiled, key: Key) -> Compiled:

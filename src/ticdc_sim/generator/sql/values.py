@@ -680,7 +680,8 @@ def _other_key(convert: Converter, stored_key: Key) -> Key:
 
 
 def comparison_keys(col: ColumnInfo, zone: Callable[[], dt.tzinfo]) -> tuple[Key, Key] | None:
-    """How MySQL compares a temporal column with anything else: as times, not as text.
+    """How MySQL compares a column with anything else when not as it is stored: temporal
+    columns as times, not as text; YEAR as a YEAR; ENUM and SET by text or by number.
 
     Returns (key of the column's stored value, key of the other operand); the other operand
     is read as a value of the column's type at full precision (`d = '3:00'` is 03:00:00,
