@@ -9,7 +9,7 @@ its own parse. Plans hold table references, so the engine drops them on any DDL.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -26,11 +26,12 @@ from ticdc_sim.generator.sql.evaluate import (
     to_number,
     truth,
 )
-from ticdc_sim.generator.sql.shapes import Lexed, Param, literal_value
-from ticdc_sim.generator.sql.values import batch_converter
+from ticdc_sim.generator.sql.shapes import LITERAL_KINDS, Lexed, Param, literal_value
+from ticdc_sim.generator.sql.values import BatchConverter, SqlMode, batch_converter
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.sql.engine import Engine, TableData
+    from ticdc_sim.generator.sql.engine import Engine
+    from ticdc_sim.generator.sql.store import TableData
     from ticdc_sim.model.table import ColumnInfo
 
 Row = tuple[Any, ...]
@@ -177,7 +178,32 @@ def _read_str(lexeme: str) -> Any:
     return body
 
 
-_READERS = {"num": _read_num, "str": _read_str}
+# each literal kind's value from its lexeme; the two common kinds without a call to spare
+_READERS: dict[str, Callable[[str], Any]] = {
+    **{kind: functools.partial(literal_value, kind) for kind in LITERAL_KINDS},
+    "num": _read_num,
+    "str": _read_str,
+}
+
+
+def _column_batch(
+    column: ColumnInfo, kind: str, mode: SqlMode, convert: Callable[[Any], Any]
+) -> BatchConverter:
+    """One column's literals converted at once: the batch form for its type and literal
+    kind, else each by the column's converter. None from the batch sends the statement down
+    the row path, which reports any error with its row."""
+    batch = batch_converter(column, kind, mode)
+    if batch is not None:
+        return batch
+    read = _READERS[kind]
+
+    def each(lexemes: Sequence[str]) -> list[Any] | None:
+        try:
+            return [convert(read(lexeme)) for lexeme in lexemes]
+        except SQLError:
+            return None
+
+    return each
 
 
 def _bulk_insert(
@@ -236,22 +262,18 @@ def _bulk_insert(
         key = (*kinds, str(engine.sql_mode))
         if key not in batches:
             batches[key] = [
-                batch_converter(columns[o], kind, engine.sql_mode)
+                _column_batch(columns[o], kind, engine.sql_mode, table.converters[o])
                 for o, kind in zip(offsets, kinds, strict=True)
             ]
-        converters = batches[key]
-        if any(c is None for c in converters) or table.auto_offset in offsets:
-            return False
         lexeme_columns = lexed.columns()
         count = len(lexeme_columns[0])
         base = [engine.default_value(c) for c in columns]
         full: list[list[Any]] = []
         listed = dict(zip(offsets, positions, strict=True))
+        converters = batches[key]
         for offset in range(len(columns)):
             if offset in listed:
-                convert = converters[offsets.index(offset)]
-                assert convert is not None
-                values = convert(lexeme_columns[listed[offset]])
+                values = converters[offsets.index(offset)](lexeme_columns[listed[offset]])
                 if values is None:
                     return False
                 full.append(values)
@@ -259,14 +281,12 @@ def _bulk_insert(
                 full.append([base[offset]] * count)
         auto = table.auto_offset
         if auto is not None:
-            first_id = table.next_id
-            if columns[auto].auto_random_bits:
-                full[auto] = [engine._allocate(table, columns[auto]) for _ in range(count)]
+            if auto not in listed:
+                full[auto] = engine.allocate(table, count)
+            elif None in full[auto] or 0 in full[auto]:
+                return False  # ids to allocate between explicit ones: row by row
             else:
-                full[auto] = list(range(first_id, first_id + count))
-                table.next_id += count
-            if not engine.ids_this_statement:
-                engine.last_id, engine.ids_this_statement = first_id, True
+                engine.observe_id(table, max(full[auto]))
         engine.require_defaults(table, [column[0] for column in full])
         rows = list(zip(*full, strict=True))
         if table.handle_offsets:
@@ -277,8 +297,8 @@ def _bulk_insert(
             if len(set(handles)) != count or not table.rows.keys().isdisjoint(handles):
                 return False  # duplicates: the row path reports or skips them in order
         else:
-            handles = list(range(table.next_id, table.next_id + count))
-            table.next_id += count
+            first = table.take_ids(count)  # `_tidb_rowid`
+            handles = list(range(first, first + count))
         engine.write_new(table, handles, rows)
         return True
 
@@ -307,18 +327,14 @@ def _insert_rows(
     engine.require_defaults(table, base)
     auto = table.auto_offset
     first = tuple(lexeme for _, lexeme in lexed.literals[head : head + width])
-    write, rows, uniques = engine._write, table.rows, table.uniques
+    write, rows, uniques = engine.write, table.rows, table.uniques
     for number, lexemes in enumerate((first, *lexed.extra), start=1):
         values = base.copy()
         try:
             for offset, position, read, convert in steps:
                 values[offset] = convert(read(lexemes[position]))
             if auto is not None:
-                value = values[auto]
-                if value is None or value == 0:  # NULL or 0 asks for the next id
-                    values[auto] = engine._allocate(table, columns[auto])
-                else:
-                    table.next_id = max(table.next_id, int(value) + 1)
+                values[auto] = engine.auto_id(table, values[auto])
         except SQLError as e:
             if e.code in _VALUE_ERRORS and "at row" not in e.message:
                 raise SQLError(f"{e.message} at row {number}", code=e.code) from None
@@ -373,7 +389,6 @@ def _insert_row(
     full = base.copy()
     for offset, value in zip(offsets, values):  # noqa: B905 (lengths checked by the caller)
         full[offset] = value
-    auto_explicit = False
     if DEFAULT in full:
         columns = table.info.columns
         for offset, value in enumerate(full):
@@ -389,21 +404,17 @@ def _insert_row(
                 )
             elif columns[offset].generated_expr is not None:
                 raise _generated_error(table, offset)
-    if table.auto_offset is not None:
-        auto_explicit = table.auto_offset in offsets and (
-            values[offsets.index(table.auto_offset)] is not DEFAULT
-        )
-    row = engine.finish_row(table, full, auto_explicit, ignore)
+    row = engine.finish_row(table, full, ignore)
     handle = engine.new_handle(table, row)
     conflicts = engine.conflicts(table, handle, row)
     if not conflicts:
-        engine._write(table, handle, row)
+        engine.write(table, handle, row)
     elif replace_mode:
         if conflicts == [handle] and table.rows[handle] == row:
             return  # the same row again: TiDB writes nothing (executor/replace.go removeRow)
         for other in conflicts:
-            engine._write(table, other, None)
-        engine._write(table, handle, row)
+            engine.write(table, other, None)
+        engine.write(table, handle, row)
     elif assignments is not None:
         existing = conflicts[0]
         try:
@@ -483,7 +494,7 @@ def _update_row(
             values[offset] = converters[offset](engine.now(max(columns[offset].decimal, 0)))
     auto = table.auto_offset
     if auto is not None and auto in assigned and values[auto] is not None:
-        table.next_id = max(table.next_id, int(values[auto]) + 1)
+        engine.observe_id(table, values[auto])
     new = tuple(values)
     new_handle = table.handle_of(new) if table.handle_offsets else handle
     if new_handle != handle and new_handle in table.rows:
@@ -495,8 +506,8 @@ def _update_row(
             if other is not None and other != handle:
                 raise engine.unique_error(table, unique, new)
     if new_handle != handle:
-        engine._write(table, handle, None)
-    engine._write(table, new_handle, new)
+        engine.write(table, handle, None)
+    engine.write(table, new_handle, new)
     return True
 
 
@@ -670,7 +681,7 @@ def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
     def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
         for params in params_rows:
             for handle, _ in match(engine, params):
-                engine._write(table, handle, None)
+                engine.write(table, handle, None)
 
     return plan
 

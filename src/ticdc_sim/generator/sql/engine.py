@@ -37,7 +37,6 @@ from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
 from ticdc_sim.generator.sql.evaluate import (
     Context,
-    Scope,
     compare,
     compile_expr,
     evaluate_constant,
@@ -51,24 +50,21 @@ from ticdc_sim.generator.sql.shapes import (
     marked_template,
     parameterize,
     row_params,
-    template_values,
 )
+from ticdc_sim.generator.sql.store import Index, TableData, duplicate_error
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
-    Converter,
     SqlMode,
     as_text,
     column_converter,
-    comparison_keys,
     format_datetime,
-    order_key,
     timestamp_in_zone,
 )
 from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import ColumnFlag, MySQLType
-from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
+from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import TSOClock, compose_ts, physical_ms
 
 Event = RowChangedEvent | DDLEvent
@@ -146,167 +142,6 @@ def load_zone(name: str) -> dt.tzinfo:
 
 
 # -- tables ------------------------------------------------------------------------------------
-
-
-def _collation_key(value: Any, collation: str, length: int) -> Any:
-    """The value as a unique index compares it (PAD SPACE; `_ci` folds case)."""
-    if isinstance(value, str):
-        text = value[:length] if length > 0 else value
-        text = text.rstrip(" ")
-        return text.casefold() if collation.endswith("_ci") else text
-    if isinstance(value, bytes) and length > 0:
-        return value[:length]
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    return value
-
-
-@dataclass
-class UniqueIndex:
-    info: IndexInfo
-    offsets: tuple[int, ...]
-    collations: tuple[str, ...]
-    lengths: tuple[int, ...]
-    entries: dict[tuple[Any, ...], Any] = field(default_factory=dict)
-
-    def key(self, row: Row) -> tuple[Any, ...] | None:
-        values = [row[o] for o in self.offsets]
-        if any(v is None for v in values):
-            return None  # NULLs never collide
-        return tuple(
-            _collation_key(v, c, n)
-            for v, c, n in zip(values, self.collations, self.lengths, strict=True)
-        )
-
-
-def _keep(value: Any) -> Any:
-    return value
-
-
-def _for_input(columns: Iterable[ColumnInfo], converters: list[Converter]) -> list[Converter]:
-    return [
-        _keep if c.generated_expr is not None else conv
-        for c, conv in zip(columns, converters, strict=True)
-    ]
-
-
-class TableData:
-    """One table's rows (by handle), unique indexes and id allocator."""
-
-    converters: list[Converter]
-    input_converters: list[Converter]
-    ignore_converters: list[Converter]
-    ignore_input_converters: list[Converter]
-    router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
-
-    def __init__(
-        self, info: TableInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
-    ) -> None:
-        self.rows: dict[Any, Row] = {}
-        self.next_id = max(info.auto_increment_base, 1)
-        self.zone = zone
-        self.mode = mode
-        self.bind(info)
-
-    def set_mode(self, mode: SqlMode) -> None:
-        self.mode = mode
-        self._build_converters()
-
-    def _build_converters(self) -> None:
-        columns = self.info.columns
-        self.converters = [column_converter(c, self.zone, self.mode) for c in columns]
-        # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped
-        # or truncated as in non-strict mode (MySQL and TiDB alike)
-        lenient = self.mode.without_strict()
-        self.ignore_converters = [column_converter(c, self.zone, lenient) for c in columns]
-        # generated columns are computed after the others, so a new row leaves them be
-        self.input_converters = _for_input(columns, self.converters)
-        self.ignore_input_converters = _for_input(columns, self.ignore_converters)
-
-    def bind(self, info: TableInfo) -> None:
-        """(Re)derive everything that depends on the table's schema."""
-        self.info = info
-        self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
-        self._build_converters()
-        self.scope = Scope(
-            {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)},
-            info.name,
-            {
-                c.offset: pair
-                for c in info.columns
-                if (pair := comparison_keys(c, self.zone)) is not None
-            },
-            {c.offset: by for c in info.columns if (by := order_key(c)) is not None},
-        )
-        pk = info.primary_index
-        if info.pk_is_handle:
-            col = info.pk_handle_column
-            assert col is not None
-            self.handle_offsets: tuple[int, ...] = (col.offset,)
-            self.int_handle = True
-            self.pk_int_handle = True
-        elif info.is_common_handle and pk is not None:
-            self.handle_offsets = tuple(ic.offset for ic in pk.columns)
-            self.int_handle = False
-            self.pk_int_handle = False
-        else:
-            self.handle_offsets = ()  # `_tidb_rowid`
-            self.int_handle = True
-            self.pk_int_handle = False
-        handle_index = pk if (info.pk_is_handle or info.is_common_handle) else None
-        self.uniques = [
-            UniqueIndex(
-                ix,
-                tuple(ic.offset for ic in ix.columns),
-                tuple(info.columns[ic.offset].collation for ic in ix.columns),
-                tuple(ic.length for ic in ix.columns),
-            )
-            for ix in info.indices
-            if ix.unique and ix is not handle_index
-        ]
-        for unique in self.uniques:
-            for handle, row in self.rows.items():
-                key = unique.key(row)
-                if key is not None:
-                    if key in unique.entries:
-                        raise _duplicate(info, unique.info, row, unique.offsets)
-                    unique.entries[key] = handle
-        self.auto_offset = next(
-            (c.offset for c in info.columns if c.auto_increment or c.auto_random_bits), None
-        )
-        self.generated = [
-            (
-                c.offset,
-                compile_expr(parse_one(f"SELECT {c.generated_expr}").expressions[0], self.scope),
-            )
-            for c in info.columns
-            if c.generated_expr is not None
-        ]
-        self.on_update = [c.offset for c in info.columns if c.on_update_now]
-        self.timestamps = [
-            (c.offset, max(c.decimal, 0)) for c in info.columns if c.tp == MySQLType.TIMESTAMP
-        ]
-        flags = info.ticdc_flags()
-        self.split_offsets = tuple(
-            i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
-        )
-
-    def key_only(self, row: Row) -> Row:
-        """The row as TiCDC decodes it from the row key alone: handle columns, others NULL."""
-        keep = set(self.handle_offsets)
-        return tuple(v if i in keep else None for i, v in enumerate(row))
-
-    def handle_of(self, row: Row) -> Any:
-        if len(self.handle_offsets) == 1 and self.int_handle:
-            return row[self.handle_offsets[0]]
-        return tuple(
-            _collation_key(row[o], self.info.columns[o].collation, -1) for o in self.handle_offsets
-        )
-
-
-def _duplicate(info: TableInfo, index: IndexInfo, row: Row, offsets: Iterable[int]) -> SQLError:
-    shown = "-".join(as_text(row[o]) for o in offsets)
-    return SQLError(f"Duplicate entry '{shown}' for key '{info.name}.{index.name}'", code=1062)
 
 
 # -- transactions ------------------------------------------------------------------------------
@@ -570,7 +405,7 @@ class Engine:
         try:
             template = parse_one(marked)
             plain = parse_one(lexed.template_text)
-            node = parameterize(template, plain, len(template_values(lexed)))
+            node = parameterize(template, plain, [kind for kind, _ in lexed.literals])
             return compile_dml(self, node) if node is not None else None
         except SQLError:
             return None  # the statement's own parse reports the error, located
@@ -621,17 +456,17 @@ class Engine:
             entry = undo.pop()
             if isinstance(entry, _BulkInsert):
                 for handle in entry.handles:
-                    self._store(entry.table, handle, None)
+                    entry.table.put(handle, None)
                 firsts = first[entry.table]
                 for handle in entry.touched:
                     del firsts[handle]
                 continue
             table, handle, previous, first_touch = entry
-            self._store(table, handle, previous)
+            table.put(handle, previous)
             if first_touch:
                 del first[table][handle]
 
-    def _write(self, table: TableData, handle: Any, row: Row | None) -> None:
+    def write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""
         txn = self._begin()
         firsts = txn.first.get(table)
@@ -642,7 +477,7 @@ class Engine:
         if first_touch:
             firsts[handle] = previous
         txn.undo.append(_Write(table, handle, previous, first_touch))
-        self._store(table, handle, row)
+        table.put(handle, row)
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
         """Insert rows under distinct handles that hold no row (checked by the caller)."""
@@ -653,29 +488,7 @@ class Engine:
         touched = [h for h in handles if h not in firsts] if firsts else handles
         firsts.update(dict.fromkeys(touched))
         txn.undo.append(_BulkInsert(table, handles, touched))
-        table.rows.update(zip(handles, rows, strict=True))
-        for unique in table.uniques:
-            for handle, row in zip(handles, rows, strict=True):
-                unique_key = unique.key(row)
-                if unique_key is not None:
-                    unique.entries[unique_key] = handle
-
-    @staticmethod
-    def _store(table: TableData, handle: Any, row: Row | None) -> None:
-        old = table.rows.get(handle)
-        if old is not None:
-            for unique in table.uniques:
-                key = unique.key(old)
-                if key is not None and unique.entries.get(key) == handle:
-                    del unique.entries[key]
-        if row is None:
-            table.rows.pop(handle, None)
-            return
-        table.rows[handle] = row
-        for unique in table.uniques:
-            key = unique.key(row)
-            if key is not None:
-                unique.entries[key] = handle
+        table.put_new(handles, rows)
 
     def _statement(self, body: Callable[[], None]) -> None:
         """Run one DML statement atomically, committing it under autocommit."""
@@ -838,7 +651,7 @@ class Engine:
             kept = set(after.physical_ids)
             for handle, row in list(data.rows.items()):
                 if route_partition(data, row) not in kept:
-                    Engine._store(data, handle, None)
+                    data.put(handle, None)
         old_info = data.info
         if before is not None and old_info.columns != after.columns:
             data.rows = _migrate_rows(old_info, after, data.rows, self)
@@ -854,12 +667,12 @@ class Engine:
         data = self.tables[after.id]
         leaving = [(h, r) for h, r in data.rows.items() if route_partition(data, r) == lost]
         for handle, _ in leaving:
-            Engine._store(data, handle, None)
+            data.put(handle, None)
         other = self.tables.pop(gained, None)
         arriving = list(other.rows.items()) if other is not None else []
         data.bind(after)
         for handle, row in arriving:
-            Engine._store(data, handle, row)
+            data.put(handle, row)
         other_info = next(
             t
             for schema in self.catalog.schemas.values()
@@ -869,7 +682,7 @@ class Engine:
         swapped = TableData(other_info, lambda: self.zone, self.sql_mode)
         swapped.next_id = other.next_id if other is not None else swapped.next_id
         for handle, row in leaving:
-            Engine._store(swapped, handle, row)
+            swapped.put(handle, row)
         self.tables[other_info.id] = swapped
 
     def table_data(self, table: exp.Table) -> TableData:
@@ -912,20 +725,16 @@ class Engine:
                 code=1364,
             )
 
-    def finish_row(
-        self, table: TableData, values: list[Any], auto_explicit: bool, ignore: bool = False
-    ) -> Row:
+    def finish_row(self, table: TableData, values: list[Any], ignore: bool = False) -> Row:
         """Generated columns, auto ids and strict conversion of a new row image."""
         self.require_defaults(table, values)
         auto = table.auto_offset
-        if auto is not None:
-            value = values[auto]
-            if value is None or value == 0 or (not auto_explicit and to_number(value) == 0):
-                values[auto] = self._allocate(table, table.info.columns[auto])
-            else:
-                table.next_id = max(table.next_id, int(to_number(value)) + 1)
+        if auto is not None and values[auto] is None:
+            values[auto] = self.allocate(table, 1)[0]  # before conversion: NOT NULL
         converters = table.ignore_input_converters if ignore else table.input_converters
         converted = [conv(v) for conv, v in zip(converters, values)]  # noqa: B905
+        if auto is not None:
+            converted[auto] = self.auto_id(table, converted[auto])
         if table.generated:
             ctx = Context(session=self, row=tuple(converted))
             for offset, fn in table.generated:
@@ -933,26 +742,49 @@ class Engine:
                 ctx.row = tuple(converted)
         return tuple(converted)
 
-    def _allocate(self, table: TableData, column: ColumnInfo) -> int:
-        value = table.next_id
-        table.next_id += 1
-        if column.auto_random_bits:
-            # shard bits from a derived seed (TiDB hashes the start ts): deterministic here
-            digest = hashlib.blake2b(
-                f"{self.config.seed}:{table.info.id}:{value}".encode(), digest_size=8
-            ).digest()
-            shard = int.from_bytes(digest, "big") & ((1 << column.auto_random_bits) - 1)
-            value |= shard << (column.auto_random_range - 1 - column.auto_random_bits)
-        if not self.ids_this_statement:
-            self.last_id, self.ids_this_statement = value, True
+    # -- ids: one allocator per table (TableData.take_ids) -----------------------------------
+
+    def auto_id(self, table: TableData, value: Any) -> Any:
+        """The auto column's value in a new row: the converted `value`, or a new id where it
+        is NULL or 0 (MySQL without NO_AUTO_VALUE_ON_ZERO). An explicit id moves the
+        allocator past it."""
+        if value is None or value == 0:
+            return self.allocate(table, 1)[0]
+        self.observe_id(table, value)
         return value
+
+    def observe_id(self, table: TableData, value: int) -> None:
+        column = table.info.columns[table.auto_offset] if table.auto_offset is not None else None
+        if column is not None and column.auto_random_bits:
+            # TiDB rebases on the incremental bits only (meta/autoid RebaseAutoRandomBase)
+            value &= (1 << _incremental_bits(column)) - 1
+        table.observe_id(int(value))
+
+    def allocate(self, table: TableData, count: int) -> list[int]:
+        """`count` new ids of the table's auto column; the first is LAST_INSERT_ID() when it
+        is the statement's first. AUTO_RANDOM ids get shard bits from a derived seed (TiDB
+        hashes the start ts): deterministic here."""
+        first = table.take_ids(count)
+        ids = list(range(first, first + count))
+        column = table.info.columns[table.auto_offset] if table.auto_offset is not None else None
+        if column is not None and column.auto_random_bits:
+            mask = (1 << column.auto_random_bits) - 1
+            shift = _incremental_bits(column)
+            ids = [value | (self._shard(table, value) & mask) << shift for value in ids]
+        if not self.ids_this_statement:
+            self.last_id, self.ids_this_statement = ids[0], True
+        return ids
+
+    def _shard(self, table: TableData, value: int) -> int:
+        digest = hashlib.blake2b(
+            f"{self.config.seed}:{table.info.id}:{value}".encode(), digest_size=8
+        ).digest()
+        return int.from_bytes(digest, "big")
 
     def new_handle(self, table: TableData, row: Row) -> Any:
         if table.handle_offsets:
             return table.handle_of(row)
-        handle = table.next_id  # `_tidb_rowid` shares the table's allocator
-        table.next_id += 1
-        return handle
+        return table.take_ids(1)  # `_tidb_rowid` shares the table's allocator
 
     def conflicts(self, table: TableData, handle: Any, row: Row) -> list[Any]:
         """Handles of existing rows that `row` would collide with, in check order."""
@@ -973,8 +805,8 @@ class Engine:
         return _key_order(handle)
 
     @staticmethod
-    def unique_error(table: TableData, unique: UniqueIndex, row: Row) -> SQLError:
-        return _duplicate(table.info, unique.info, row, unique.offsets)
+    def unique_error(table: TableData, unique: Index, row: Row) -> SQLError:
+        return duplicate_error(table.info, unique.info, row, unique.offsets)
 
     def duplicate_error(self, table: TableData, handle: Any, row: Row) -> SQLError:
         info = table.info
@@ -986,8 +818,13 @@ class Engine:
         for unique in table.uniques:
             key = unique.key(row)
             if key is not None and key in unique.entries:
-                return _duplicate(info, unique.info, row, unique.offsets)
+                return duplicate_error(info, unique.info, row, unique.offsets)
         raise AssertionError("no conflict")
+
+
+def _incremental_bits(column: ColumnInfo) -> int:
+    """AUTO_RANDOM(S, R): below the sign bit and S shard bits, the allocator's own bits."""
+    return column.auto_random_range - 1 - column.auto_random_bits
 
 
 _NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default>"})()

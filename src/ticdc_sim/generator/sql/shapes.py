@@ -17,19 +17,28 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
-from ticdc_sim.generator.sql.values import number_literal
+from ticdc_sim.generator.sql.values import BinaryLiteral, binary_literal, number_literal
 
+# Charset introducers a script may put before a string (`_utf8mb4 'x'`); any other `_name`
+# before a string is an identifier and its alias.
+_INTRODUCERS = r"_(?:binary|utf8mb4|utf8mb3|utf8|latin1|ascii)"
 _TOKENS = re.compile(
     r"""
     (?P<ws>\s+|--[^\n]*|\#[^\n]*|/\*(?!!|T!).*?\*/)
+  | (?P<hex>[xX]'(?:[0-9a-fA-F]{2})*'|0x[0-9a-fA-F]+(?![\w$]))
+  | (?P<bin>[bB]'[01]*'|0b[01]+(?![\w$]))
+  | (?P<istr>(?:(?i:"""
+    + _INTRODUCERS
+    + r""")\s*|[nN](?='))(?:'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"))
   | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w$]))
-  | (?P<ident>`(?:[^`]|``)*`|[A-Za-z_$@][\w$@]*|\d+[A-Za-z_$][\w$]*)
+  | (?P<num>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?(?![\w$]))
+  | (?P<ident>`(?:[^`]|``)*`|[A-Za-z_$@][\w$@]*|[0-9]+[A-Za-z_$][\w$]*)
   | (?P<op><=>|<=|>=|<>|!=|:=|->>|->|\|\||&&|<<|>>|[-+*/%=<>(),.!~^&|?])
     """,
     re.X | re.S,
@@ -75,10 +84,7 @@ class Lexed:
         return list(zip(first, *self.extra, strict=True))
 
 
-def literal_value(kind: str, lexeme: str) -> Any:
-    """The value of a literal as the evaluator sees it (`evaluate._literal`)."""
-    if kind == "num":
-        return number_literal(lexeme)
+def _string_value(lexeme: str) -> str:
     quote = lexeme[0]
     body = lexeme[1:-1]
     if "\\" not in body and quote * 2 not in body:
@@ -96,10 +102,61 @@ def literal_value(kind: str, lexeme: str) -> Any:
     return _ESCAPES[quote].sub(unescape, body)
 
 
+def _number_value(lexeme: str) -> Any:
+    if lexeme.startswith("-"):  # a unary minus taken into the literal (`lex`)
+        return number_literal(lexeme[1:], negative=True)
+    return number_literal(lexeme)
+
+
+def _binary_value(base: int) -> Callable[[str], BinaryLiteral]:
+    def value(lexeme: str) -> BinaryLiteral:
+        digits = lexeme[2:] if lexeme[1] in "xXbB" and lexeme[0] == "0" else lexeme[2:-1]
+        return binary_literal(digits, base)
+
+    return value
+
+
+def _introduced_value(lexeme: str) -> str:
+    """`_utf8mb4 'x'` and `N'x'` are the string itself (as `evaluate` reads them)."""
+    quote_at = min(i for i in (lexeme.find("'"), lexeme.find('"')) if i >= 0)
+    return _string_value(lexeme[quote_at:])
+
+
+# The value of each literal kind, as the evaluator gives it for the parsed literal node
+_VALUES: dict[str, Callable[[str], Any]] = {
+    "num": _number_value,
+    "str": _string_value,
+    "hex": _binary_value(16),
+    "bin": _binary_value(2),
+    "istr": _introduced_value,
+}
+# What sqlglot makes of each kind: a template keeps a Param only where the real parse has one
+# of these (a negative number parses as Neg of a number)
+_NODES: dict[str, tuple[type[exp.Expr], ...]] = {
+    "num": (exp.Literal, exp.Neg),
+    "str": (exp.Literal,),
+    "hex": (exp.HexString,),
+    "bin": (exp.BitString,),
+    "istr": (exp.Introducer, exp.National),
+}
+
+
+LITERAL_KINDS = tuple(_VALUES)
+
+
+def literal_value(kind: str, lexeme: str) -> Any:
+    """The value of a literal as the evaluator sees it (`evaluate._literal` and friends)."""
+    return _VALUES[kind](lexeme)
+
+
 # Literal patterns for row groups; possessive, since a literal never gives characters back.
+_STRING = r"'(?:[^'\\]++|\\.|'')*+'" r'|"(?:[^"\\]++|\\.|"")*+"'
 _LITERAL_PATTERNS = {
-    "str": r"'(?:[^'\\]++|\\.|'')*+'" r'|"(?:[^"\\]++|\\.|"")*+"',
-    "num": r"(?:\d++\.\d*+|\.\d++|\d++)(?:[eE][-+]?\d++)?(?![\w$])",
+    "str": _STRING,
+    "num": r"-?+(?:[0-9]++\.[0-9]*+|\.[0-9]++|[0-9]++)(?:[eE][-+]?[0-9]++)?(?![\w$])",
+    "hex": r"x'(?:[0-9a-f]{2})*+'|(?-i:0x)[0-9a-f]++(?![\w$])",
+    "bin": r"b'[01]*+'|(?-i:0b)[01]++(?![\w$])",
+    "istr": f"(?:{_INTRODUCERS}\\s*+|n(?='))(?:{_STRING})",
 }
 
 
@@ -128,6 +185,22 @@ def _row_pattern(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"|(.++)", re.IGNORECASE | re.S)
 
 
+def _token(text: str, pos: int, previous: str) -> tuple[str, str, int] | None:
+    """The token at `pos`: (kind, lexeme, end). A `-` right before a number is taken into it
+    where it can only be a sign: after an operator other than `)` (`(1, -5)`, `x = -5`), so
+    negative values stay literals of the shape. `previous` is the last token's kind, or its
+    lexeme for an operator."""
+    match = _TOKENS.match(text, pos)
+    if match is None:
+        return None
+    kind = match.lastgroup or ""
+    if match.group(0) == "-" and previous not in ("", ")", "ident") and previous not in _VALUES:
+        number = _TOKENS.match(text, pos + 1)
+        if number is not None and number.lastgroup == "num":
+            return "num", "-" + number.group(0), number.end()
+    return kind, match.group(0), match.end()
+
+
 def lex(text: str) -> Lexed | None:
     """Shape and literals of a statement, or None when the fast path should not try.
 
@@ -143,18 +216,18 @@ def lex(text: str) -> Lexed | None:
     extra: list[tuple[str, ...]] = []
     group: list[tuple[str, str]] | None = None  # tokens of the first VALUES group, being read
     first_stop = last_stop = -1
+    previous = ""
     while pos < end:
-        match = _TOKENS.match(text, pos)
-        if match is None:
+        token = _token(text, pos, previous)
+        if token is None:
             return None
-        kind = match.lastgroup or ""
-        lexeme = match.group(0)
-        pos = match.end()
+        kind, lexeme, pos = token
         if kind == "ws":
             continue
+        previous = kind if kind != "op" else lexeme
         if group is not None:
             group.append((kind, lexeme))
-        if kind in ("str", "num"):
+        if kind in _VALUES:
             literals.append((kind, lexeme))
             key.append("?" + kind)
             continue
@@ -190,24 +263,26 @@ MARKER_BASE = 7_300_000_000_000_000_000  # number markers: far from any real lit
 
 
 def marked_template(lexed: Lexed) -> str | None:
-    """The template text with literal i replaced by a marker sqlglot keeps verbatim."""
+    """The template text with literal i replaced by a marker sqlglot keeps verbatim: a number
+    for a number (its sign left out), a string for any other kind."""
     out: list[str] = []
     text = lexed.template_text
-    pos, index = 0, 0
+    pos, index, previous = 0, 0, ""
     while pos < len(text):
-        match = _TOKENS.match(text, pos)
-        if match is None:
+        token = _token(text, pos, previous)
+        if token is None:
             return None
-        kind = match.lastgroup
-        if kind == "str":
-            out.append(f"'\x01{index}\x01'")
-            index += 1
-        elif kind == "num":
+        kind, lexeme, pos = token
+        if kind != "ws":
+            previous = kind if kind != "op" else lexeme
+        if kind == "num":
             out.append(str(MARKER_BASE + index))
             index += 1
+        elif kind in _VALUES:
+            out.append(f"'\x01{index}\x01'")
+            index += 1
         else:
-            out.append(match.group(0))
-        pos = match.end()
+            out.append(lexeme)
     return "".join(out)
 
 
@@ -231,22 +306,15 @@ def row_params(lexed: Lexed) -> list[list[Any]]:
     return rows
 
 
-def parameterize(marked: exp.Expr, plain: exp.Expr, count: int) -> exp.Expr | None:
+def parameterize(marked: exp.Expr, plain: exp.Expr, kinds: list[str]) -> exp.Expr | None:
     """`marked` with its marker literals turned into Params, checked against `plain`.
 
     `plain` is the same template parsed with its real literals: the two trees must have
-    the same shape, and each marker must stand where a literal of the same kind stands.
+    the same shape, and each marker must stand where the real parse has a literal node of
+    its kind (`kinds`, by literal index).
     """
     seen: set[int] = set()
-    for a, b in zip(marked.walk(), plain.walk(), strict=False):
-        if type(a) is not type(b):
-            return None
-        if isinstance(a, exp.Literal):
-            index = _marker_index(a)
-            if index is None or index in seen or a.is_string != b.is_string:
-                return None
-            seen.add(index)
-    if seen != set(range(count)):
+    if not _lines_up(marked, plain, kinds, seen) or seen != set(range(len(kinds))):
         return None
 
     def swap(node: exp.Expr) -> exp.Expr:
@@ -257,6 +325,30 @@ def parameterize(marked: exp.Expr, plain: exp.Expr, count: int) -> exp.Expr | No
         return node
 
     return marked.transform(swap)
+
+
+def _lines_up(marked: exp.Expr, plain: exp.Expr, kinds: list[str], seen: set[int]) -> bool:
+    if isinstance(marked, exp.Literal):
+        index = _marker_index(marked)
+        if index is None or index in seen or index >= len(kinds):
+            return False
+        kind = kinds[index]
+        if not isinstance(plain, _NODES[kind]):
+            return False
+        if isinstance(plain, exp.Neg):  # a negative number: its sign is in the lexeme
+            plain = plain.this
+            if not isinstance(plain, exp.Literal):
+                return False
+        if isinstance(plain, exp.Literal) and plain.is_string != (kind == "str"):
+            return False
+        seen.add(index)
+        return True
+    if type(marked) is not type(plain):
+        return False
+    ours, theirs = list(marked.iter_expressions()), list(plain.iter_expressions())
+    return len(ours) == len(theirs) and all(
+        _lines_up(a, b, kinds, seen) for a, b in zip(ours, theirs, strict=True)
+    )
 
 
 def _marker_index(node: exp.Literal) -> int | None:

@@ -1,0 +1,317 @@
+"""One table's rows as TiKV holds them for the engine: rows by handle, indexes, the id allocator.
+
+A `TableData` is the table store the statement executors use: they read `rows` (a dict by
+handle) and look rows up through `scan`; they write only through the engine
+(`Engine.write`, `Engine.write_new`), which keeps the transaction's undo log and calls `put`
+here. Unique indexes are kept at every write, since every insert checks them. Ordered
+structures (for range scans and non-unique lookups) cost a sorted insert per write, so each
+is built the first time a statement needs it and kept up to date from then on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.sql.evaluate import Scope, compile_expr
+from ticdc_sim.generator.sql.script import parse_one
+from ticdc_sim.generator.sql.values import (
+    DEFAULT_SQL_MODE,
+    Converter,
+    SqlMode,
+    as_text,
+    column_converter,
+    comparison_keys,
+    order_key,
+)
+from ticdc_sim.model.mysql import ColumnFlag, MySQLType
+from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
+
+Row = tuple[Any, ...]
+Bound = tuple[tuple[Any, ...], bool] | None  # (key prefix, inclusive); None: unbounded
+
+
+def collation_key(value: Any, collation: str, length: int) -> Any:
+    """The value as an index compares it (PAD SPACE; `_ci` folds case)."""
+    if isinstance(value, str):
+        text = value[:length] if length > 0 else value
+        text = text.rstrip(" ")
+        return text.casefold() if collation.endswith("_ci") else text
+    if isinstance(value, bytes) and length > 0:
+        return value[:length]
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    return value
+
+
+class Index:
+    """A secondary index: its key of a row, the unique map, and an ordered list on demand."""
+
+    def __init__(self, info: IndexInfo, table: TableInfo) -> None:
+        self.info = info
+        self.unique = info.unique
+        self.offsets = tuple(ic.offset for ic in info.columns)
+        self.collations = tuple(table.columns[ic.offset].collation for ic in info.columns)
+        self.lengths = tuple(ic.length for ic in info.columns)
+        self.entries: dict[tuple[Any, ...], Any] = {}  # unique indexes: key -> handle
+        self.ordered: SortedList | None = None  # (key, handle) pairs, once built
+
+    def key(self, row: Row) -> tuple[Any, ...] | None:
+        """The row's key in this index; None when a column is NULL (never collides, never
+        matches an equality or range)."""
+        values = [row[o] for o in self.offsets]
+        if None in values:
+            return None
+        return tuple(
+            collation_key(v, c, n)
+            for v, c, n in zip(values, self.collations, self.lengths, strict=True)
+        )
+
+
+def _keep(value: Any) -> Any:
+    return value
+
+
+def _for_input(columns: Iterable[ColumnInfo], converters: list[Converter]) -> list[Converter]:
+    return [
+        _keep if c.generated_expr is not None else conv
+        for c, conv in zip(columns, converters, strict=True)
+    ]
+
+
+class TableData:
+    """One table's rows (by handle), its indexes and its id allocator."""
+
+    converters: list[Converter]
+    input_converters: list[Converter]
+    ignore_converters: list[Converter]
+    ignore_input_converters: list[Converter]
+    router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
+
+    def __init__(
+        self, info: TableInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
+    ) -> None:
+        self.rows: dict[Any, Row] = {}
+        self.next_id = max(info.auto_increment_base, 1)
+        self.zone = zone
+        self.mode = mode
+        self.bind(info)
+
+    def set_mode(self, mode: SqlMode) -> None:
+        self.mode = mode
+        self._build_converters()
+
+    def _build_converters(self) -> None:
+        columns = self.info.columns
+        self.converters = [column_converter(c, self.zone, self.mode) for c in columns]
+        # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped
+        # or truncated as in non-strict mode (MySQL and TiDB alike)
+        lenient = self.mode.without_strict()
+        self.ignore_converters = [column_converter(c, self.zone, lenient) for c in columns]
+        # generated columns are computed after the others, so a new row leaves them be
+        self.input_converters = _for_input(columns, self.converters)
+        self.ignore_input_converters = _for_input(columns, self.ignore_converters)
+
+    def bind(self, info: TableInfo) -> None:
+        """(Re)derive everything that depends on the table's schema."""
+        self.info = info
+        self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
+        self._build_converters()
+        self.scope = Scope(
+            {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)},
+            info.name,
+            {
+                c.offset: pair
+                for c in info.columns
+                if (pair := comparison_keys(c, self.zone)) is not None
+            },
+            {c.offset: by for c in info.columns if (by := order_key(c)) is not None},
+        )
+        pk = info.primary_index
+        if info.pk_is_handle:
+            col = info.pk_handle_column
+            assert col is not None
+            self.handle_offsets: tuple[int, ...] = (col.offset,)
+            self.int_handle = True
+        elif info.is_common_handle and pk is not None:
+            self.handle_offsets = tuple(ic.offset for ic in pk.columns)
+            self.int_handle = False
+        else:
+            self.handle_offsets = ()  # `_tidb_rowid`
+            self.int_handle = True
+        self.pk_int_handle = info.pk_is_handle
+        self.handle_index = pk if (info.pk_is_handle or info.is_common_handle) else None
+        self.indexes = [Index(ix, info) for ix in info.indices if ix is not self.handle_index]
+        self.uniques = [index for index in self.indexes if index.unique]
+        self.ordered_handles: SortedList | None = None
+        self._built: list[Index] = []  # indexes whose ordered list is kept
+        for unique in self.uniques:
+            for handle, row in self.rows.items():
+                key = unique.key(row)
+                if key is not None:
+                    if key in unique.entries:
+                        raise duplicate_error(info, unique.info, row, unique.offsets)
+                    unique.entries[key] = handle
+        self.auto_offset = next(
+            (c.offset for c in info.columns if c.auto_increment or c.auto_random_bits), None
+        )
+        self.generated = [
+            (
+                c.offset,
+                compile_expr(parse_one(f"SELECT {c.generated_expr}").expressions[0], self.scope),
+            )
+            for c in info.columns
+            if c.generated_expr is not None
+        ]
+        self.on_update = [c.offset for c in info.columns if c.on_update_now]
+        self.timestamps = [
+            (c.offset, max(c.decimal, 0)) for c in info.columns if c.tp == MySQLType.TIMESTAMP
+        ]
+        flags = info.ticdc_flags()
+        self.split_offsets = tuple(
+            i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def key_only(self, row: Row) -> Row:
+        """The row as TiCDC decodes it from the row key alone: handle columns, others NULL."""
+        keep = set(self.handle_offsets)
+        return tuple(v if i in keep else None for i, v in enumerate(row))
+
+    def handle_of(self, row: Row) -> Any:
+        if len(self.handle_offsets) == 1 and self.int_handle:
+            return row[self.handle_offsets[0]]
+        return tuple(
+            collation_key(row[o], self.info.columns[o].collation, -1) for o in self.handle_offsets
+        )
+
+    def scan(self, index: Index | None, low: Bound, high: Bound) -> Iterator[Any]:
+        """Handles whose key in `index` (None: the handle) lies between two key prefixes,
+        in key order. Builds the ordered structure on first use."""
+        if index is None:
+            if self.ordered_handles is None:
+                self.ordered_handles = SortedList(self.rows)
+            ordered = self.ordered_handles
+            if self.int_handle:  # plain integers, a one-column key
+                yield from ordered.irange(
+                    low[0][0] if low else None,
+                    high[0][0] if high else None,
+                    (low[1] if low else True, high[1] if high else True),
+                )
+                return
+            yield from _prefix_range(ordered, low, high, _same)
+            return
+        if index.ordered is None:
+            index.ordered = SortedList(
+                (key, handle)
+                for handle, row in self.rows.items()
+                if (key := index.key(row)) is not None
+            )
+            self._built.append(index)
+        for _, handle in _prefix_range(index.ordered, low, high, _first):
+            yield handle
+
+    # -- writing (through the engine's transaction) ------------------------------------------
+
+    def put(self, handle: Any, row: Row | None) -> None:
+        """Set (or, with None, delete) the row under `handle`, keeping every index."""
+        old = self.rows.get(handle)
+        if old is not None:
+            for unique in self.uniques:
+                key = unique.key(old)
+                if key is not None and unique.entries.get(key) == handle:
+                    del unique.entries[key]
+        for index in self._built:
+            old_key = index.key(old) if old is not None else None
+            new_key = index.key(row) if row is not None else None
+            if old_key != new_key:
+                if old_key is not None:
+                    index.ordered.remove((old_key, handle))  # type: ignore[union-attr]
+                if new_key is not None:
+                    index.ordered.add((new_key, handle))  # type: ignore[union-attr]
+        if row is None:
+            if old is not None:
+                del self.rows[handle]
+                if self.ordered_handles is not None:
+                    self.ordered_handles.remove(handle)
+            return
+        self.rows[handle] = row
+        if old is None and self.ordered_handles is not None:
+            self.ordered_handles.add(handle)
+        for unique in self.uniques:
+            key = unique.key(row)
+            if key is not None:
+                unique.entries[key] = handle
+
+    def put_new(self, handles: list[Any], rows: list[Row]) -> None:
+        """Rows under distinct handles that hold none (checked by the caller)."""
+        self.rows.update(zip(handles, rows, strict=True))
+        for unique in self.uniques:
+            for handle, row in zip(handles, rows, strict=True):
+                key = unique.key(row)
+                if key is not None:
+                    unique.entries[key] = handle
+        if self.ordered_handles is not None:
+            self.ordered_handles.update(handles)
+        for index in self._built:
+            assert index.ordered is not None
+            index.ordered.update(
+                (key, handle)
+                for handle, row in zip(handles, rows, strict=True)
+                if (key := index.key(row)) is not None
+            )
+
+    def clear(self) -> None:
+        self.rows.clear()
+        self.bind(self.info)
+
+    # -- ids -----------------------------------------------------------------------------------
+
+    def take_ids(self, count: int) -> int:
+        """The first of `count` consecutive ids from the table's allocator, which
+        AUTO_INCREMENT, AUTO_RANDOM's incremental bits and `_tidb_rowid` share (TiDB
+        `meta/autoid`, one allocator per table unless AUTO_ID_CACHE 1)."""
+        first = self.next_id
+        self.next_id += count
+        return first
+
+    def observe_id(self, value: int) -> None:
+        """An explicit id: later ids come after it."""
+        self.next_id = max(self.next_id, value + 1)
+
+
+def _same(entry: Any) -> Any:
+    return entry
+
+
+def _first(entry: tuple[Any, Any]) -> Any:
+    return entry[0]
+
+
+def _prefix_range(
+    ordered: SortedList, low: Bound, high: Bound, key_of: Callable[[Any], Any]
+) -> Iterator[Any]:
+    """Entries whose key tuple, cut to each bound's length, lies within the bounds."""
+    start = 0 if low is None else ordered.bisect_left((low[0],) if key_of is _first else low[0])
+    for entry in ordered.islice(start):
+        key = key_of(entry)
+        if low is not None and not low[1] and key[: len(low[0])] == low[0]:
+            continue
+        if high is not None:
+            cut = key[: len(high[0])]
+            if cut > high[0] or (cut == high[0] and not high[1]):
+                return
+        yield entry
+
+
+def duplicate_error(
+    info: TableInfo, index: IndexInfo, row: Row, offsets: Iterable[int]
+) -> SQLError:
+    shown = "-".join(as_text(row[o]) for o in offsets)
+    return SQLError(f"Duplicate entry '{shown}' for key '{info.name}.{index.name}'", code=1062)
