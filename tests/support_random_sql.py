@@ -1,7 +1,8 @@
 """Random schemas and statements for the differential tests against MariaDB (hypothesis).
 
 A table has a primary key, mixed column types (each with a chance of a literal DEFAULT and of
-NULL), sometimes a secondary unique key; statements are INSERT (multi-row, column lists,
+NULL), sometimes a secondary unique key and a non-unique one (so predicates meet index range
+scans and lookups); statements are INSERT (multi-row, column lists,
 `VALUES ()`, IGNORE, ON DUPLICATE KEY UPDATE), REPLACE, UPDATE and DELETE with equality,
 range, IN, temporal and NULL predicates, ORDER BY ... LIMIT, inside transactions or not.
 Values come in every literal form MySQL reads (hex, bit, introducers, N'', escapes, strings
@@ -79,6 +80,7 @@ class Table:
     columns: list[tuple[str, ColumnType]]
     pk: list[str]
     unique: list[str] = field(default_factory=list)
+    index: list[str] = field(default_factory=list)  # a non-unique KEY
 
     def create(self, defaults: dict[str, str]) -> str:
         cols = []
@@ -89,6 +91,8 @@ class Table:
         keys = [f"PRIMARY KEY ({', '.join(f'`{c}`' for c in self.pk)})"]
         if self.unique:
             keys.append(f"UNIQUE KEY `uk` ({', '.join(f'`{c}`' for c in self.unique)})")
+        if self.index:
+            keys.append(f"KEY `k` ({', '.join(f'`{c}`' for c in self.index)})")
         return f"CREATE TABLE `{self.name}` ({', '.join(cols + keys)})"
 
     def type_of(self, name: str) -> ColumnType:
@@ -254,7 +258,9 @@ def tables(draw: Draw, name: str) -> tuple[Table, str]:
     candidates = [c for c, tp in columns[1:] if tp in KEY_TYPES and c not in pk]
     if candidates and draw(st.booleans()):
         unique = [draw(st.sampled_from(candidates))]
-    table = Table(name, columns, pk, unique)
+    indexable = [c for c, tp in columns if tp in KEY_TYPES]
+    index = draw(st.lists(st.sampled_from(indexable), max_size=2, unique=True))
+    table = Table(name, columns, pk, unique, index)
     defaults = {}
     for name, tp in columns[1:]:  # TiDB refuses defaults on TEXT and BLOB (1101)
         if name not in pk and tp.sql not in ("TEXT", "BLOB") and draw(st.integers(0, 2)) == 0:

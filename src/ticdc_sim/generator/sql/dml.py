@@ -9,8 +9,9 @@ its own parse. Plans hold table references, so the engine drops them on any DDL.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from sqlglot import exp
 
@@ -27,7 +28,10 @@ from ticdc_sim.generator.sql.evaluate import (
     truth,
 )
 from ticdc_sim.generator.sql.shapes import LITERAL_KINDS, Lexed, Param, literal_value
+from ticdc_sim.generator.sql.store import Index, collation_key
 from ticdc_sim.generator.sql.values import BatchConverter, SqlMode, batch_converter
+from ticdc_sim.model.mysql import INTEGER_RANGES
+from ticdc_sim.model.mysql import MySQLType as M
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.sql.engine import Engine
@@ -518,7 +522,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     """Rows a WHERE / ORDER BY / LIMIT selects, in the order the statement visits them."""
     where = node.args.get("where")
     condition = compile_expr(where.this, table.scope) if where is not None else None
-    lookups = _compile_lookups(table, where.this) if where is not None else []
+    access = _compile_access(table, where.this) if where is not None else None
     order = node.args.get("order")
     sort = _compile_order(table.scope, order) if order is not None else None
     limit = node.args.get("limit")
@@ -527,8 +531,12 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
-        candidates = _lookup(engine, table, lookups, ctx)
-        rows = table.rows.items() if candidates is None else candidates
+        handles = access.handles(ctx) if access is not None else None
+        if handles is None:
+            rows: Iterable[tuple[Any, Row]] = table.rows.items()
+        else:
+            get = table.rows.get
+            rows = [(handle, row) for handle in handles if (row := get(handle)) is not None]
         matched = []
         for handle, row in rows:
             if condition is not None:
@@ -547,62 +555,208 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     return match
 
 
-def _equalities(condition: exp.Expr) -> dict[str, exp.Expr]:
-    """`column = constant` terms of a conjunction, by lower-case column name."""
-    found: dict[str, exp.Expr] = {}
-    for term in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-        term = term.unnest()
-        if isinstance(term, exp.EQ):
-            for col, value in ((term.this, term.expression), (term.expression, term.this)):
-                if isinstance(col, exp.Column) and not value.find(exp.Column):
-                    found[col.name.lower()] = value
-    return found
+# -- access paths: which rows a WHERE can only match -----------------------------------------
+#
+# A WHERE's conjunction pins index columns with `=`, `IN` and ranges; the index that pins the
+# most columns gives the candidate rows, and the whole condition is still applied to each. So
+# a candidate set only has to be a superset: constants are converted to the column's type
+# (which may round), bounds are taken inclusive after that, and a constant of another kind
+# than the column's (a string against a number, a float against an integer, which MySQL
+# compares as doubles) leaves the index unused.
+
+_INTEGERS = frozenset(INTEGER_RANGES)
+_PLAIN_STRINGS = frozenset(
+    {M.VARCHAR, M.STRING, M.VAR_STRING, M.TINY_BLOB, M.BLOB, M.MEDIUM_BLOB, M.LONG_BLOB}
+)
+_TIMES = frozenset({M.DATE, M.DATETIME, M.TIMESTAMP})
 
 
-Lookup = tuple[Any, tuple[int, ...], list[Compiled]]  # (unique index or None, offsets, values)
+def _constant_kinds(column: ColumnInfo) -> tuple[type, ...]:
+    """Python types of constants an index on `column` can look up; () for none."""
+    if column.tp in _INTEGERS or column.tp == M.NEWDECIMAL:
+        return (int, Decimal)
+    if column.tp in (M.FLOAT, M.DOUBLE):
+        return (int, Decimal, float)
+    if column.tp in _PLAIN_STRINGS:
+        return (str, bytes) if column.charset == "binary" else (str,)
+    if column.tp in _TIMES:
+        return (str,)
+    return ()
 
 
-def _compile_lookups(table: TableData, condition: exp.Expr) -> list[Lookup]:
-    """Keys a WHERE pins: the handle, then each unique index (first that applies wins)."""
-    terms = _equalities(condition)
-    if not terms:
-        return []
-    columns = table.info.columns
-    lookups: list[Lookup] = []
-    keyed: list[tuple[Any, tuple[int, ...]]] = (
-        [(None, table.handle_offsets)] if table.handle_offsets else []
+def _orderable(column: ColumnInfo) -> bool:
+    """Keys in the order the column compares in: numbers and times (not strings, whose
+    collations and PAD SPACE order differently from Python's)."""
+    return (
+        column.tp in _INTEGERS
+        or column.tp in _TIMES
+        or column.tp
+        in (
+            M.NEWDECIMAL,
+            M.FLOAT,
+            M.DOUBLE,
+        )
     )
-    keyed += [(unique, unique.offsets) for unique in table.uniques]
-    for index, offsets in keyed:
-        nodes = [terms.get(columns[o].name.lower()) for o in offsets]
-        if all(n is not None for n in nodes):
-            lookups.append((index, offsets, [compile_expr(n, Scope()) for n in nodes if n]))
-    return lookups
 
 
-def _lookup(
-    engine: Engine, table: TableData, lookups: list[Lookup], ctx: Context
-) -> list[tuple[Any, Row]] | None:
-    """Candidate rows from the first usable key, or None to scan.
+class _Terms:
+    """The `column op constant` terms of a conjunction, by column offset."""
 
-    A superset is enough: the caller still applies the whole condition to each candidate.
-    """
-    width = len(table.info.columns)
-    for index, offsets, value_fns in lookups:
-        row: list[Any] = [None] * width
+    def __init__(self, table: TableData, condition: exp.Expr) -> None:
+        self.equal: dict[int, exp.Expr] = {}
+        self.within: dict[int, list[exp.Expr]] = {}  # IN lists
+        self.low: dict[int, list[exp.Expr]] = {}
+        self.high: dict[int, list[exp.Expr]] = {}
+        terms = condition.flatten() if isinstance(condition, exp.And) else [condition]
+        for term in terms:
+            self._add(table, term.unnest())
+
+    def _add(self, table: TableData, term: exp.Expr) -> None:
+        if isinstance(term, exp.Between):
+            offset = _column_offset(table, term.this)
+            low, high = term.args.get("low"), term.args.get("high")
+            if offset is not None and _constant(low) and _constant(high):
+                self.low.setdefault(offset, []).append(low)
+                self.high.setdefault(offset, []).append(high)
+            return
+        if isinstance(term, exp.In):
+            offset = _column_offset(table, term.this)
+            items = term.expressions
+            constant = all(_constant(item) for item in items)
+            if offset is not None and items and constant and not term.args.get("query"):
+                self.within[offset] = items
+            return
+        if not isinstance(term, exp.EQ | exp.GT | exp.GTE | exp.LT | exp.LTE):
+            return
+        for column, value, flipped in (
+            (term.this, term.expression, False),
+            (term.expression, term.this, True),
+        ):
+            offset = _column_offset(table, column)
+            if offset is None or not _constant(value):
+                continue
+            if isinstance(term, exp.EQ):
+                self.equal[offset] = value
+            elif isinstance(term, exp.GT | exp.GTE) != flipped:
+                self.low.setdefault(offset, []).append(value)
+            else:
+                self.high.setdefault(offset, []).append(value)
+            return
+
+
+def _column_offset(table: TableData, node: exp.Expr | None) -> int | None:
+    if not isinstance(node, exp.Column):
+        return None
+    found = table.scope.columns.get(node.name.lower())
+    return found[0] if found is not None else None
+
+
+def _constant(node: exp.Expr | None) -> TypeGuard[exp.Expr]:
+    return node is not None and node.find(exp.Column, exp.Select) is None
+
+
+class _Access:
+    """Candidate handles from one index: equality on its first columns, then `IN` or a
+    range on the next one."""
+
+    def __init__(
+        self, table: TableData, index: Index | None, offsets: tuple[int, ...], terms: _Terms
+    ) -> None:
+        columns = table.info.columns
+        self.table, self.index = table, index
+        self.equal: list[tuple[int, Compiled]] = []
+        for offset in offsets:
+            if offset not in terms.equal or not _constant_kinds(columns[offset]):
+                break
+            self.equal.append((offset, compile_expr(terms.equal[offset], Scope())))
+        self.point = len(self.equal) == len(offsets) and (index is None or index.unique)
+        self.within: list[Compiled] = []
+        self.low: list[Compiled] = []
+        self.high: list[Compiled] = []
+        self.next: int | None = None
+        if not self.point and len(self.equal) < len(offsets):
+            offset = offsets[len(self.equal)]
+            column = columns[offset]
+            if offset in terms.within and _constant_kinds(column):
+                self.next = offset
+                self.within = [compile_expr(n, Scope()) for n in terms.within[offset]]
+            elif (offset in terms.low or offset in terms.high) and _orderable(column):
+                self.next = offset
+                self.low = [compile_expr(n, Scope()) for n in terms.low.get(offset, [])]
+                self.high = [compile_expr(n, Scope()) for n in terms.high.get(offset, [])]
+        self.length = -1 if index is None else len(offsets)
+        self.width = len(self.equal) + (self.next is not None)
+
+    def rank(self) -> tuple[bool, int, int, bool]:
+        """Point lookups first, then the most columns pinned by equality, then by anything,
+        then the handle; ties go to the index listed first."""
+        return (self.point, len(self.equal), self.width, self.index is None)
+
+    def _key(self, offset: int, value: Any) -> Any:
+        """A constant as the index holds it; raises _Unusable when it cannot stand for it."""
+        column = self.table.info.columns[offset]
+        if (
+            value is None
+            or not isinstance(value, _constant_kinds(column))
+            or isinstance(value, bool)
+        ):
+            raise _Unusable
+        if isinstance(value, float) and column.tp not in (M.FLOAT, M.DOUBLE):
+            raise _Unusable
         try:
-            for offset, fn in zip(offsets, value_fns, strict=True):
-                row[offset] = table.converters[offset](fn(ctx))
+            stored = self.table.converters[offset](value)
         except SQLError:
-            continue  # MySQL's coercion may still match other rows: try the next key or scan
-        if index is None:
-            handle = table.handle_of(tuple(row))
-        else:
-            key = index.key(tuple(row))
-            handle = index.entries.get(key) if key is not None else None
-        found = table.rows.get(handle) if handle is not None else None
-        return [] if found is None else [(handle, found)]
-    return None
+            raise _Unusable from None
+        if self.index is None:
+            return stored if self.table.int_handle else collation_key(stored, column.collation, -1)
+        at = self.index.offsets.index(offset)
+        return collation_key(stored, self.index.collations[at], self.index.lengths[at])
+
+    def handles(self, ctx: Context) -> list[Any] | None:
+        """Candidate handles, or None when the constants do not allow the index."""
+        table = self.table
+        try:
+            prefix = tuple(self._key(offset, fn(ctx)) for offset, fn in self.equal)
+            if self.point:
+                if self.index is not None:
+                    found = self.index.entries.get(prefix)
+                    return [] if found is None else [found]
+                handle = prefix[0] if table.int_handle else prefix
+                return [handle] if handle in table.rows else []
+            if self.next is None:
+                return list(table.scan(self.index, (prefix, True), (prefix, True)))
+            offset = self.next
+            if self.within:
+                keys = sorted({self._key(offset, fn(ctx)) for fn in self.within})
+                found = []
+                for key in keys:
+                    bound = ((*prefix, key), True)
+                    found.extend(table.scan(self.index, bound, bound))
+                return found
+            lows = [self._key(offset, fn(ctx)) for fn in self.low]
+            highs = [self._key(offset, fn(ctx)) for fn in self.high]
+        except _Unusable:
+            return None
+        low = ((*prefix, max(lows)), True) if lows else ((prefix, True) if prefix else None)
+        high = ((*prefix, min(highs)), True) if highs else ((prefix, True) if prefix else None)
+        if lows and highs and max(lows) > min(highs):
+            return []
+        return list(table.scan(self.index, low, high))
+
+
+class _Unusable(Exception):
+    """A constant the index cannot look up (the caller scans instead)."""
+
+
+def _compile_access(table: TableData, condition: exp.Expr) -> _Access | None:
+    """The best index for a WHERE, or None to scan every row."""
+    terms = _Terms(table, condition)
+    if not (terms.equal or terms.within or terms.low or terms.high):
+        return None
+    choices = [_Access(table, None, table.handle_offsets, terms)] if table.handle_offsets else []
+    choices += [_Access(table, index, index.offsets, terms) for index in table.indexes]
+    usable = [choice for choice in choices if choice.width]
+    return max(usable, key=_Access.rank) if usable else None
 
 
 def _compile_order(

@@ -29,7 +29,7 @@ from ticdc_sim.generator.sql.values import (
     comparison_keys,
     order_key,
 )
-from ticdc_sim.model.mysql import ColumnFlag, MySQLType
+from ticdc_sim.model.mysql import INTEGER_RANGES, ColumnFlag, MySQLType
 from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
 
 Row = tuple[Any, ...]
@@ -59,18 +59,36 @@ class Index:
         self.collations = tuple(table.columns[ic.offset].collation for ic in info.columns)
         self.lengths = tuple(ic.length for ic in info.columns)
         self.entries: dict[tuple[Any, ...], Any] = {}  # unique indexes: key -> handle
-        self.ordered: SortedList | None = None  # (key, handle) pairs, once built
+        # (*key, handle) tuples in order, once built: flat, so entries compare cheaply and
+        # a key prefix is a lower bound of every entry that starts with it
+        self.ordered: SortedList | None = None
+        self.key = _key_function(self.offsets, self.collations, self.lengths, table)
 
-    def key(self, row: Row) -> tuple[Any, ...] | None:
-        """The row's key in this index; None when a column is NULL (never collides, never
-        matches an equality or range)."""
-        values = [row[o] for o in self.offsets]
+
+def _key_function(
+    offsets: tuple[int, ...],
+    collations: tuple[str, ...],
+    lengths: tuple[int, ...],
+    table: TableInfo,
+) -> Callable[[Row], tuple[Any, ...] | None]:
+    """A row's key in an index; None when a column is NULL (never collides, never matches an
+    equality or range)."""
+    if len(offsets) == 1 and table.columns[offsets[0]].tp in INTEGER_RANGES:
+        (offset,) = offsets
+
+        def integer_key(row: Row) -> tuple[Any, ...] | None:
+            value = row[offset]
+            return None if value is None else (value,)
+
+        return integer_key
+
+    def key(row: Row) -> tuple[Any, ...] | None:
+        values = [row[o] for o in offsets]
         if None in values:
             return None
-        return tuple(
-            collation_key(v, c, n)
-            for v, c, n in zip(values, self.collations, self.lengths, strict=True)
-        )
+        return tuple(map(collation_key, values, collations, lengths))
+
+    return key
 
 
 def _keep(value: Any) -> Any:
@@ -205,17 +223,17 @@ class TableData:
                     (low[1] if low else True, high[1] if high else True),
                 )
                 return
-            yield from _prefix_range(ordered, low, high, _same)
+            yield from _prefix_range(ordered, low, high)
             return
         if index.ordered is None:
             index.ordered = SortedList(
-                (key, handle)
+                (*key, handle)
                 for handle, row in self.rows.items()
                 if (key := index.key(row)) is not None
             )
             self._built.append(index)
-        for _, handle in _prefix_range(index.ordered, low, high, _first):
-            yield handle
+        for entry in _prefix_range(index.ordered, low, high):
+            yield entry[-1]
 
     # -- writing (through the engine's transaction) ------------------------------------------
 
@@ -232,9 +250,9 @@ class TableData:
             new_key = index.key(row) if row is not None else None
             if old_key != new_key:
                 if old_key is not None:
-                    index.ordered.remove((old_key, handle))  # type: ignore[union-attr]
+                    index.ordered.remove((*old_key, handle))  # type: ignore[union-attr]
                 if new_key is not None:
-                    index.ordered.add((new_key, handle))  # type: ignore[union-attr]
+                    index.ordered.add((*new_key, handle))  # type: ignore[union-attr]
         if row is None:
             if old is not None:
                 del self.rows[handle]
@@ -262,7 +280,7 @@ class TableData:
         for index in self._built:
             assert index.ordered is not None
             index.ordered.update(
-                (key, handle)
+                (*key, handle)
                 for handle, row in zip(handles, rows, strict=True)
                 if (key := index.key(row)) is not None
             )
@@ -286,25 +304,14 @@ class TableData:
         self.next_id = max(self.next_id, value + 1)
 
 
-def _same(entry: Any) -> Any:
-    return entry
-
-
-def _first(entry: tuple[Any, Any]) -> Any:
-    return entry[0]
-
-
-def _prefix_range(
-    ordered: SortedList, low: Bound, high: Bound, key_of: Callable[[Any], Any]
-) -> Iterator[Any]:
-    """Entries whose key tuple, cut to each bound's length, lies within the bounds."""
-    start = 0 if low is None else ordered.bisect_left((low[0],) if key_of is _first else low[0])
+def _prefix_range(ordered: SortedList, low: Bound, high: Bound) -> Iterator[Any]:
+    """Entries (key tuples, maybe followed by more) whose start lies within the bounds."""
+    start = 0 if low is None else ordered.bisect_left(low[0])
     for entry in ordered.islice(start):
-        key = key_of(entry)
-        if low is not None and not low[1] and key[: len(low[0])] == low[0]:
+        if low is not None and not low[1] and entry[: len(low[0])] == low[0]:
             continue
         if high is not None:
-            cut = key[: len(high[0])]
+            cut = entry[: len(high[0])]
             if cut > high[0] or (cut == high[0] and not high[1]):
                 return
         yield entry

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import struct
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import MAX_PREC, ROUND_HALF_UP, Decimal, InvalidOperation
@@ -533,6 +534,33 @@ def format_datetime(moment: dt.datetime, fsp: int) -> str:
     return text + f".{moment.microsecond:06d}"[: fsp + 1] if fsp else text
 
 
+_PLAIN_DATETIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.([0-9]{1,6}))?\Z"
+)
+_from_iso = dt.datetime.fromisoformat
+
+
+def plain_datetime(text: str, fsp: int) -> str | None:
+    """The stored form of `YYYY-MM-DD hh:mm:ss[.f]` with at most fsp fraction digits (so
+    nothing rounds): the text itself, its fraction padded to fsp. None sends any other
+    form, or a date that does not exist, to `parse_datetime`."""
+    match = _PLAIN_DATETIME.match(text)
+    if match is None:
+        return None
+    fraction = match.group(1)
+    if fraction is None:
+        stored = text + "." + "0" * fsp if fsp else text
+    elif len(fraction) > fsp:
+        return None
+    else:
+        stored = text + "0" * (fsp - len(fraction))
+    try:
+        _from_iso(text)  # C's check that the date and time exist (year 0 is refused too)
+    except ValueError:
+        return None
+    return stored
+
+
 def _is_zero_date(value: Any) -> bool:
     if isinstance(value, int) and not isinstance(value, bool):
         return value == 0
@@ -580,6 +608,10 @@ def _datetime(col: ColumnInfo, zone: Callable[[], dt.tzinfo] | None, mode: SqlMo
     zero = "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
 
     def convert(value: Any) -> str:
+        if zone is None and type(value) is str:
+            stored = plain_datetime(value, fsp)
+            if stored is not None:
+                return stored
         if mode.allow_zero_date and _is_zero_date(value):
             return zero
         moment = parse_datetime(value, fsp)
@@ -883,6 +915,42 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
             return [b.rstrip(" ") for b in bodies] if fixed else bodies
 
         return strings
+    if kind == "str" and tp in _BLOB_LIMITS and col.charset != "binary" and mode.strict:
+        byte_limit = _BLOB_LIMITS[tp]
+
+        def texts(lexemes: Sequence[str]) -> list[Any] | None:
+            bodies = [lexeme[1:-1] for lexeme in lexemes]
+            joined = "".join(bodies)
+            if "\\" in joined or "'" in joined or '"' in joined:  # escapes: per value
+                return None
+            # four bytes a character at most: longer ones are measured per value
+            if max(map(len, bodies)) * 4 > byte_limit:
+                return None
+            return bodies
+
+        return texts
+    if kind == "str" and tp == M.DATETIME:
+        fsp = max(col.decimal, 0)
+
+        def datetimes(lexemes: Sequence[str]) -> list[Any] | None:
+            values = [plain_datetime(lexeme[1:-1], fsp) for lexeme in lexemes]
+            return None if None in values else values
+
+        return datetimes
+    if kind == "num" and tp in (M.FLOAT, M.DOUBLE) and not col.unsigned and col.decimal < 0:
+        top = 3.4028234663852886e38 if tp == M.FLOAT else 1.7976931348623157e308
+        single = tp == M.FLOAT
+
+        def floats(lexemes: Sequence[str]) -> list[Any] | None:
+            # a literal's DECIMAL or DOUBLE value, as a double: both round correctly once
+            values = list(map(float, lexemes))
+            if max(map(abs, values)) > top:
+                return None  # out of range: per value, which reports it
+            if 0.0 in values and any(math.copysign(1.0, v) < 0 for v in values if not v):
+                return None  # a negative zero: per value
+            return array("f", values).tolist() if single else values
+
+        return floats
     if kind == "num" and tp == M.NEWDECIMAL:
         quantum, bound = _decimal_limits(col)
         unsigned = col.unsigned

@@ -1,0 +1,176 @@
+"""Index range scans and lookups (dml `_compile_access`, store `TableData.scan`).
+
+An index only narrows the rows a WHERE is evaluated on, so it can change nothing but speed:
+the random test runs each script with access paths and again with every WHERE scanning all
+rows, and wants the same events. The other
+tests pin which index a statement uses and the constants that must not use one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ticdc_sim.generator.sql import dml
+from ticdc_sim.generator.sql.dml import _compile_access
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import parse_one, split_script
+from ticdc_sim.generator.sql.store import TableData
+from ticdc_sim.model.events import RowChangedEvent
+
+INDEXED = (
+    "CREATE TABLE t (id INT PRIMARY KEY, c INT, d DECIMAL(6,2), w DATETIME(3), s VARCHAR(8), "
+    "KEY kc (c), KEY kdw (d, w), KEY ks (s))"
+)
+
+
+def run(lines: list[str]) -> tuple[Engine, list[tuple[Any, ...]]]:
+    engine = Engine()
+    script = ["USE test;", *lines]
+    events = engine.run(split_script([line + "\n" for line in script], "t.sql"))
+    rows = [(e.kind, e.pre_columns, e.columns) for e in events if isinstance(e, RowChangedEvent)]
+    return engine, rows
+
+
+def table(engine: Engine) -> TableData:
+    return engine.tables[engine.catalog.table("test", "t").id]
+
+
+def rows_sql(first: int, count: int) -> str:
+    values = ", ".join(
+        f"({i}, {i % 7}, {i % 5}.25, '2024-01-{1 + i % 20:02d} 00:00:0{i % 10}.5', 's{i % 3}')"
+        for i in range(first, first + count)
+    )
+    return f"INSERT INTO t VALUES {values};"
+
+
+@pytest.mark.parametrize(
+    ("where", "index", "width"),
+    [
+        ("id = 5", None, 1),
+        ("id BETWEEN 5 AND 9", None, 1),
+        ("id >= 5 AND id < 9", None, 1),
+        ("id IN (1, 3)", None, 1),
+        ("c = 3", "kc", 1),
+        ("c > 3 AND id < 100", None, 1),  # ranges alike: the handle's
+        ("d = 1.25 AND w > '2024-01-02'", "kdw", 2),
+        ("d = 1.25 AND c = 2", "kc", 1),  # ties: the first index listed
+        ("c > 1 AND d = 1.25", "kdw", 1),  # an equality before a range
+        ("s = 's1'", "ks", 1),
+        ("id + 0 = 5", None, 0),
+        ("s > 's1'", None, 0),  # strings order by collation, not as Python does
+        ("c = 3 OR id = 5", None, 0),
+    ],
+)
+def test_chosen_access(where: str, index: str | None, width: int) -> None:
+    engine, _ = run([INDEXED + ";"])
+    where_node = parse_one(f"SELECT 1 FROM t WHERE {where}").args["where"].this
+    access = _compile_access(table(engine), where_node)
+    if width == 0:
+        assert access is None
+        return
+    assert access is not None
+    assert (access.index.info.name if access.index else None) == index
+    assert access.width == width
+
+
+def test_range_updates_scan_the_range_only() -> None:
+    engine, events = run(
+        [INDEXED + ";", rows_sql(1, 200), "UPDATE t SET c = c + 100 WHERE id BETWEEN 50 AND 59;"]
+    )
+    updates = [e for e in events if e[0] == "update"]
+    assert [post[0] for _, _, post in updates] == list(range(50, 60))
+    data = table(engine)
+    assert data.ordered_handles is not None and len(data.ordered_handles) == 200
+    assert list(data.scan(None, ((50,), True), ((52,), False))) == [50, 51]
+
+
+def test_secondary_lookup_follows_writes_and_rollbacks() -> None:
+    engine, events = run(
+        [
+            INDEXED + ";",
+            rows_sql(1, 70),
+            "UPDATE t SET s = 'x' WHERE c = 3;",  # builds kc
+            "BEGIN;",
+            "UPDATE t SET c = 99 WHERE id = 3;",
+            "DELETE FROM t WHERE id = 10;",
+            "ROLLBACK;",
+            "UPDATE t SET c = 42 WHERE id = 4;",
+            "DELETE FROM t WHERE c = 3;",
+        ]
+    )
+    deleted = sorted(pre[0] for kind, pre, _ in events if kind == "delete")
+    assert deleted == [i for i in range(1, 71) if i % 7 == 3]  # 3 and 10 rolled back in
+    kc = next(ix for ix in table(engine).indexes if ix.info.name == "kc")
+    assert kc.ordered is not None
+    assert (42, 4) in kc.ordered and not any(entry[0] == 3 for entry in kc.ordered)
+
+
+def test_constants_of_another_kind_match_as_mysql_compares() -> None:
+    _, events = run(
+        [
+            INDEXED + ";",
+            "INSERT INTO t VALUES (1, 5, 1, NULL, '5.0'), (2, 6, 2, NULL, ' 5'), (3, 7, 3, NULL, '5');",
+            "UPDATE t SET c = 0 WHERE s = 5;",  # a number: every row whose text reads 5
+            "UPDATE t SET d = 9 WHERE id > 1.5;",  # rounds to 2: both 2 and 3 match
+            "DELETE FROM t WHERE c IN ('7');",
+        ]
+    )
+    changed = [(kind, post[0] if post else pre[0]) for kind, pre, post in events[3:]]
+    assert changed == [
+        ("update", 1),
+        ("update", 2),
+        ("update", 3),
+        ("update", 2),
+        ("update", 3),
+    ]
+
+
+_VALUE = st.integers(0, 30)
+_WHERES = [
+    lambda a, b: f"id BETWEEN {a} AND {b}",
+    lambda a, b: f"id > {a} AND id <= {b}",
+    lambda a, b: f"c = {a % 7}",
+    lambda a, b: f"c IN ({a % 7}, {b % 7})",
+    lambda a, b: f"c >= {a % 7} AND c < {b % 7}",
+    lambda a, b: f"d = {a % 5}.25 AND w >= '2024-01-{1 + b % 20:02d}'",
+    lambda a, b: f"d BETWEEN {a % 5} AND {b % 5}.5",
+    lambda a, b: f"s = 's{a % 3}' AND id < {b}",
+    lambda a, b: f"id IN ({a}, {b}, {a + b})",
+]
+_STATEMENTS = st.one_of(
+    st.builds(
+        lambda w, a, b, v: f"UPDATE t SET c = {v % 7}, d = d + 1 WHERE {w(a, b)};",
+        st.sampled_from(_WHERES),
+        _VALUE,
+        _VALUE,
+        _VALUE,
+    ),
+    st.builds(
+        lambda w, a, b: f"DELETE FROM t WHERE {w(a, b)};", st.sampled_from(_WHERES), _VALUE, _VALUE
+    ),
+    st.builds(lambda first: rows_sql(first, 3).replace("INSERT", "INSERT IGNORE"), _VALUE),
+    st.builds(
+        lambda w, a, b: f"UPDATE t SET id = id + 40 WHERE {w(a, b)} ORDER BY id DESC LIMIT 2;",
+        st.sampled_from(_WHERES),
+        _VALUE,
+        _VALUE,
+    ),
+    st.sampled_from(["BEGIN;", "COMMIT;", "ROLLBACK;"]),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(st.lists(_STATEMENTS, min_size=1, max_size=25))
+def test_indexes_change_nothing_but_speed(statements: list[str]) -> None:
+    script = [INDEXED + ";", rows_sql(1, 30), *statements, "COMMIT;"]
+    _, with_indexes = run(script)
+    with mock.patch.object(dml, "_compile_access", return_value=None):
+        _, scanning = run(script)
+    assert with_indexes == scanning
