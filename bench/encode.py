@@ -3,8 +3,8 @@
     python bench/encode.py [--events 60000] [--repeat 3]
     python bench/encode.py --instructions [--events 12000]
 
-One 10-column mixed-type table; the engine makes an insert/update/delete mix once (not timed),
-then each protocol encodes every event on one core the way the pipeline drives it: one
+The 10-column mixed-type table of bench/workload.py; the engine makes an insert/update/delete
+mix once (not timed), then each protocol encodes every event on one core the way the pipeline drives it: one
 `build_groups` call a window (2048 rows, the pipeline's batch; one group, as under the table
 dispatcher with one table).
 The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run. Each
@@ -38,6 +38,9 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workload  # noqa: E402
 
 from ticdc_sim.encoders import PROTOCOLS, CodecConfig, encoder_for  # noqa: E402
 from ticdc_sim.generator.sql.engine import Engine  # noqa: E402
@@ -45,32 +48,22 @@ from ticdc_sim.generator.sql.script import split_script  # noqa: E402
 from ticdc_sim.model.events import RowChangedEvent  # noqa: E402
 from ticdc_sim.pipeline import BATCH_ROWS  # noqa: E402
 
-TABLE = (
-    "CREATE TABLE t (id BIGINT PRIMARY KEY, name VARCHAR(32), qty INT, price DECIMAL(10,2),"
-    " ratio DOUBLE, flag TINYINT, created DATETIME(3), note TEXT, code CHAR(4), score FLOAT);\n"
-)
-
 
 def make_events(count: int, seed: int = 5) -> list[RowChangedEvent]:
     rng = random.Random(seed)
-    lines = [TABLE]
+    lines = [workload.TABLE + "\n"]
     live: list[int] = []
     next_id = 1
     while len(lines) < count:
         roll = rng.random()
         if roll < 0.6 or not live:
-            lines.append(
-                f"INSERT INTO t VALUES ({next_id}, 'name-{next_id}', {rng.randint(0, 999)}, "
-                f"{rng.randint(0, 99999) / 100}, {rng.random()}, {rng.randint(0, 1)}, "
-                f"'2024-01-01 00:00:{rng.randint(0, 59):02d}.123', 'note <{next_id}>', "
-                f"'c{next_id % 99}', "
-                f"{rng.randint(0, 9999) / 8});\n"
-            )
+            lines.append(f"INSERT INTO t VALUES {workload.row(rng, next_id)};\n")
             live.append(next_id)
             next_id += 1
         elif roll < 0.85:
             lines.append(
-                f"UPDATE t SET qty = {rng.randint(0, 999)} WHERE id = {rng.choice(live)};\n"
+                f"UPDATE t SET customer_id = {rng.randint(1, workload.CUSTOMERS)} "
+                f"WHERE id = {rng.choice(live)};\n"
             )
         else:
             victim = live.pop(rng.randrange(len(live)))

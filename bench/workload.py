@@ -87,18 +87,23 @@ def _change(rng: random.Random, top: int) -> str:
     return f"DELETE FROM t WHERE id >= {key} AND id < {key + 10};"
 
 
-def range_updates(table_rows: int, updates: int, seed: int = 3) -> Iterator[str]:
-    """`table_rows` rows in 1,000-row INSERTs, then `updates` 50-row range UPDATEs."""
+def range_load(table_rows: int, seed: int = 3) -> Iterator[str]:
+    """The table with `table_rows` rows, in 1,000-row INSERTs."""
     rng = random.Random(seed)
     yield TABLE
     for first in range(1, table_rows + 1, 1000):
         yield insert(rng, first, min(1000, table_rows + 1 - first))
+
+
+def range_updates(table_rows: int, updates: int, seed: int = 4) -> Iterator[str]:
+    """50-row range UPDATEs by primary key on the table `range_load` filled."""
+    rng = random.Random(seed)
     for _ in range(updates):
         key = rng.randint(1, table_rows - 49)
         yield f"UPDATE t SET price = price + 1 WHERE id BETWEEN {key} AND {key + 49};"
 
 
-def single_rows(statements: int, seed: int = 4) -> Iterator[str]:
+def single_rows(statements: int, seed: int = 5) -> Iterator[str]:
     """Single-row INSERT/UPDATE/DELETE by primary key, for peak memory over many statements."""
     rng = random.Random(seed)
     yield TABLE
@@ -111,7 +116,8 @@ def single_rows(statements: int, seed: int = 4) -> Iterator[str]:
             live.append(next_id)
             next_id += 1
         elif roll < 0.8:
-            yield f"UPDATE t SET customer_id = {rng.randint(1, CUSTOMERS)} WHERE id = {rng.choice(live)};"
+            customer = rng.randint(1, CUSTOMERS)
+            yield f"UPDATE t SET customer_id = {customer} WHERE id = {rng.choice(live)};"
         else:
             j = rng.randrange(len(live))
             live[j], live[-1] = live[-1], live[j]

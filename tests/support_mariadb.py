@@ -48,7 +48,8 @@ class MariaDB:
         self.root, self.process, self.port = root, process, port
 
     @classmethod
-    def start(cls) -> tuple[MariaDB | None, str]:
+    def start(cls, *options: str) -> tuple[MariaDB | None, str]:
+        """A fresh server with SERVER_OPTIONS, then `options` (the bench's settings)."""
         server, installer = _binary("mariadbd"), _binary("mariadb-install-db")
         if server is None or installer is None:
             return None, "MariaDB is not installed (scripts/ensure-mariadb needs root and apt)"
@@ -80,6 +81,7 @@ class MariaDB:
                 f"--pid-file={root / 'pid'}",
                 f"--log-error={root / 'error.log'}",
                 *SERVER_OPTIONS,
+                *options,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -217,7 +217,7 @@ def _bulk_insert(
     offsets: list[int],
     ignore: bool,
     replace_mode: bool,
-    assignments: list[tuple[int, Compiled]] | None,
+    assignments: list[Assignment] | None,
 ) -> Callable[[Engine, Lexed], bool] | None:
     """The fast path of `INSERT ... VALUES (lit, ...), ...` with nothing but literals.
 
@@ -384,7 +384,7 @@ def _insert_row(
     values: list[Any],
     replace_mode: bool,
     ignore: bool,
-    assignments: list[tuple[int, Compiled]] | None,
+    assignments: list[Assignment] | None,
     params: list[Any],
     base: list[Any],
 ) -> None:
@@ -422,9 +422,8 @@ def _insert_row(
     elif assignments is not None:
         existing = conflicts[0]
         try:
-            _update_row(
-                engine, table, existing, table.rows[existing], assignments, params, inserted=row
-            )
+            updates = _Updates(engine, table, assignments, params)
+            _update_row(engine, table, existing, table.rows[existing], updates, inserted=row)
         except SQLError as e:  # IGNORE turns the update's own duplicate into a warning
             if not (ignore and e.code == 1062):
                 raise
@@ -448,7 +447,10 @@ def _generated_error(table: TableData, offset: int) -> SQLError:
 # -- UPDATE / DELETE ---------------------------------------------------------------------------
 
 
-def _assignments(table: TableData, items: list[exp.Expr]) -> list[tuple[int, Compiled]]:
+Assignment = tuple[int, Compiled, bool]  # (column offset, value, constant for a statement)
+
+
+def _assignments(table: TableData, items: list[exp.Expr]) -> list[Assignment]:
     out = []
     for item in items:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
@@ -457,8 +459,51 @@ def _assignments(table: TableData, items: list[exp.Expr]) -> list[tuple[int, Com
         value = item.expression
         if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
             value = d.DefaultOf(this=item.this.copy())
-        out.append((offset, compile_expr(value, table.scope)))
+        constant = isinstance(value, Param | exp.Literal) or (
+            isinstance(value, exp.Neg) and isinstance(value.this, Param | exp.Literal)
+        )
+        out.append((offset, compile_expr(value, table.scope), constant))
     return out
+
+
+class _Updates:
+    """One execution's SET: a constant's converted value is computed once, for its first row
+    (so a value error still needs a row to happen), and every row reuses one Context."""
+
+    def __init__(
+        self, engine: Engine, table: TableData, assignments: list[Assignment], params: list[Any]
+    ) -> None:
+        columns = table.info.columns
+        self.assignments = assignments
+        self.assigned = {offset for offset, _, _ in assignments}
+        self.constants: dict[int, Any] = {}  # by assignment index
+        self.ctx = Context(
+            session=engine,
+            defaults=lambda o: engine.default_value(columns[o]),
+            params=params,
+            division_by_zero_is_error=engine.sql_mode.division_by_zero_is_error,
+        )
+
+    def apply(self, table: TableData, old: Row, inserted: Row) -> list[Any]:
+        """The row after every assignment, left to right, each seeing the ones before."""
+        columns = table.info.columns
+        converters = table.converters
+        ctx = self.ctx
+        ctx.row, ctx.inserted = old, inserted
+        values = list(old)
+        constants = self.constants
+        for number, (offset, fn, constant) in enumerate(self.assignments):
+            if columns[offset].generated_expr is not None:
+                raise _generated_error(table, offset)
+            if not constant:
+                values[offset] = converters[offset](fn(ctx))
+                ctx.row = tuple(values)
+                continue
+            if number not in constants:
+                constants[number] = converters[offset](fn(ctx))
+            values[offset] = constants[number]
+            ctx.row = tuple(values)
+        return values
 
 
 def _update_row(
@@ -466,29 +511,14 @@ def _update_row(
     table: TableData,
     handle: Any,
     old: Row,
-    assignments: list[tuple[int, Compiled]],
-    params: list[Any],
+    updates: _Updates,
     inserted: Row = (),
 ) -> bool:
-    """Apply SET assignments (left to right, each seeing the ones before); False if unchanged."""
+    """Apply one execution's SET to a row; False if it leaves the row unchanged."""
     columns = table.info.columns
     converters = table.converters
-    values = list(old)
-    ctx = Context(
-        session=engine,
-        row=old,
-        inserted=inserted,
-        defaults=lambda o: engine.default_value(columns[o]),
-        params=params,
-        division_by_zero_is_error=engine.sql_mode.division_by_zero_is_error,
-    )
-    assigned: set[int] = set()
-    for offset, fn in assignments:
-        if columns[offset].generated_expr is not None:
-            raise _generated_error(table, offset)
-        values[offset] = converters[offset](fn(ctx))
-        ctx.row = tuple(values)
-        assigned.add(offset)
+    values = updates.apply(table, old, inserted)
+    assigned = updates.assigned
     for offset, fn in table.generated:
         values[offset] = converters[offset](fn(Context(session=engine, row=tuple(values))))
     if tuple(values) == old:
@@ -820,10 +850,11 @@ def _compile_update(engine: Engine, node: exp.Update) -> Plan:
 
     def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
         for params in params_rows:
+            updates = _Updates(engine, table, assignments, params)
             for handle, _ in match(engine, params):
                 current = table.rows.get(handle)
                 if current is not None:
-                    _update_row(engine, table, handle, current, assignments, params)
+                    _update_row(engine, table, handle, current, updates)
 
     return plan
 

@@ -104,8 +104,14 @@ class Scope:
 # -- coercions ---------------------------------------------------------------------------------
 
 
+_PLAIN_NUMBERS = frozenset({int, Decimal, float})  # exactly these types: not bool, not Member
+_EXACT_NUMBERS = frozenset({int, Decimal})
+
+
 def to_number(value: Any) -> int | float | Decimal:
     """MySQL's numeric context: strings by their numeric prefix (else 0)."""
+    if type(value) in _PLAIN_NUMBERS:
+        return value  # type: ignore[no-any-return]
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int | float | Decimal):
@@ -144,6 +150,8 @@ def _arith(
     def apply(a: Any, b: Any) -> Any:
         if a is None or b is None:
             return None
+        if type(a) is int and type(b) is int:
+            return _int_result(op(a, b))
         x, y = to_number(a), to_number(b)
         if isinstance(x, float) or isinstance(y, float):
             return float(op(float(x), float(y)))
@@ -208,6 +216,8 @@ def compare(a: Any, b: Any, ci: bool) -> int | None:
     """-1/0/1 under MySQL's comparison rules, None when either side is NULL."""
     if a is None or b is None:
         return None
+    if type(a) in _EXACT_NUMBERS and type(b) in _EXACT_NUMBERS:
+        return int((a > b) - (a < b))
     if isinstance(a, str | bytes) and isinstance(b, str | bytes):  # hex literals too: bytes
         if isinstance(a, bytes) or isinstance(b, bytes):
             x: Any = a if isinstance(a, bytes) else utf8(a)

@@ -217,13 +217,20 @@ def lex(text: str) -> Lexed | None:
     group: list[tuple[str, str]] | None = None  # tokens of the first VALUES group, being read
     first_stop = last_stop = -1
     previous = ""
+    match_token = _TOKENS.match
     while pos < end:
-        token = _token(text, pos, previous)
-        if token is None:
+        match = match_token(text, pos)
+        if match is None:
             return None
-        kind, lexeme, pos = token
+        kind = match.lastgroup or ""
         if kind == "ws":
+            pos = match.end()
             continue
+        lexeme = match.group(0)
+        if lexeme == "-":  # perhaps a sign: `_token` decides
+            kind, lexeme, pos = _token(text, pos, previous)  # type: ignore[misc]
+        else:
+            pos = match.end()
         previous = kind if kind != "op" else lexeme
         if group is not None:
             group.append((kind, lexeme))

@@ -62,6 +62,8 @@ class Index:
         # (*key, handle) tuples in order, once built: flat, so entries compare cheaply and
         # a key prefix is a lower bound of every entry that starts with it
         self.ordered: SortedList | None = None
+        # non-unique indexes: key -> handles, once built (equality on the whole key)
+        self.members: dict[tuple[Any, ...], set[Any]] | None = None
         self.key = _key_function(self.offsets, self.collations, self.lengths, table)
 
 
@@ -211,8 +213,15 @@ class TableData:
 
     def scan(self, index: Index | None, low: Bound, high: Bound) -> Iterator[Any]:
         """Handles whose key in `index` (None: the handle) lies between two key prefixes,
-        in key order. Builds the ordered structure on first use."""
+        in key order within the index. Builds the structure it needs on first use."""
         if index is None:
+            if self.int_handle and low and high and high[0][0] - low[0][0] <= _PROBE_LIMIT:
+                # a bounded range of integers: look each one up, no ordered list to keep
+                first = low[0][0] + (not low[1])
+                last = high[0][0] - (not high[1])
+                rows = self.rows
+                yield from (h for h in range(first, last + 1) if h in rows)
+                return
             if self.ordered_handles is None:
                 self.ordered_handles = SortedList(self.rows)
             ordered = self.ordered_handles
@@ -225,15 +234,36 @@ class TableData:
                 return
             yield from _prefix_range(ordered, low, high)
             return
+        whole_key = low and high and low == high and low[1] and len(low[0]) == len(index.offsets)
+        if whole_key and index.ordered is None:
+            assert low is not None
+            if index.members is None:
+                index.members = {}
+                for handle, row in self.rows.items():
+                    self._add_member(index, index.key(row), handle)
+                self._built.append(index)
+            yield from sorted(index.members.get(low[0], ()))
+            return
         if index.ordered is None:
             index.ordered = SortedList(
                 (*key, handle)
                 for handle, row in self.rows.items()
                 if (key := index.key(row)) is not None
             )
-            self._built.append(index)
+            if index.members is None:
+                self._built.append(index)
         for entry in _prefix_range(index.ordered, low, high):
             yield entry[-1]
+
+    @staticmethod
+    def _add_member(index: Index, key: tuple[Any, ...] | None, handle: Any) -> None:
+        if key is not None:
+            assert index.members is not None
+            found = index.members.get(key)
+            if found is None:
+                index.members[key] = {handle}
+            else:
+                found.add(handle)
 
     # -- writing (through the engine's transaction) ------------------------------------------
 
@@ -248,11 +278,20 @@ class TableData:
         for index in self._built:
             old_key = index.key(old) if old is not None else None
             new_key = index.key(row) if row is not None else None
-            if old_key != new_key:
+            if old_key == new_key:
+                continue
+            if index.ordered is not None:
                 if old_key is not None:
-                    index.ordered.remove((*old_key, handle))  # type: ignore[union-attr]
+                    index.ordered.remove((*old_key, handle))
                 if new_key is not None:
-                    index.ordered.add((*new_key, handle))  # type: ignore[union-attr]
+                    index.ordered.add((*new_key, handle))
+            if index.members is not None:
+                if old_key is not None:
+                    members = index.members[old_key]
+                    members.discard(handle)
+                    if not members:
+                        del index.members[old_key]
+                self._add_member(index, new_key, handle)
         if row is None:
             if old is not None:
                 del self.rows[handle]
@@ -278,12 +317,14 @@ class TableData:
         if self.ordered_handles is not None:
             self.ordered_handles.update(handles)
         for index in self._built:
-            assert index.ordered is not None
-            index.ordered.update(
-                (*key, handle)
-                for handle, row in zip(handles, rows, strict=True)
-                if (key := index.key(row)) is not None
-            )
+            keys = [index.key(row) for row in rows]
+            if index.ordered is not None:
+                index.ordered.update(
+                    (*key, handle) for key, handle in zip(keys, handles, strict=True) if key
+                )
+            if index.members is not None:
+                for key, handle in zip(keys, handles, strict=True):
+                    self._add_member(index, key, handle)
 
     def clear(self) -> None:
         self.rows.clear()
@@ -302,6 +343,10 @@ class TableData:
     def observe_id(self, value: int) -> None:
         """An explicit id: later ids come after it."""
         self.next_id = max(self.next_id, value + 1)
+
+
+# widest bounded range of integer handles looked up one by one instead of in an ordered list
+_PROBE_LIMIT = 1 << 16
 
 
 def _prefix_range(ordered: SortedList, low: Bound, high: Bound) -> Iterator[Any]:
