@@ -4,9 +4,9 @@
     python bench/encode.py --instructions [--events 12000]
 
 The 10-column mixed-type table of bench/workload.py; the engine makes an insert/update/delete
-mix once (not timed), then each protocol encodes every event on one core the way the pipeline drives it: one
-`build_groups` call a window (2048 rows, the pipeline's batch; one group, as under the table
-dispatcher with one table).
+mix once (not timed), then each protocol encodes every event on one core the way the pipeline
+drives it: one `build_groups` call a window (2048 rows, the pipeline's batch; one group, as
+under the table dispatcher with one table).
 The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run. Each
 figure is the best of --repeat runs (this kind of machine varies by a factor of two from one
 run to the next). Targets (issue 4): canal-json and open protocol >= 300k events/s, i.e. at
