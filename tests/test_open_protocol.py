@@ -159,3 +159,19 @@ def test_handle_key_only_deletes_need_a_handle_key() -> None:
     encoder.append_row(delete)
     with pytest.raises(EncodeError, match="test.nokey has no handle key columns"):
         encoder.build()
+
+
+def test_o8_max_message_bytes_just_holds_the_row() -> None:
+    case = V["O8"]
+    rows = [
+        e for e in Engine().run(parse_statements(case["sql"])) if isinstance(e, RowChangedEvent)
+    ]
+    row = rows[0]._replace(start_ts=1, commit_ts=case["commit_ts"])
+    encoder = Encoder(replace(CONFIG, max_message_bytes=case["fits"]))
+    encoder.append_row(row)
+    (message,) = encoder.build()
+    assert message.length() == case["fits"]
+    smaller = Encoder(replace(CONFIG, max_message_bytes=case["fits"] - 1))
+    smaller.append_row(row)
+    with pytest.raises(EncodeError, match="exceeds max-message-bytes 172"):
+        smaller.build()

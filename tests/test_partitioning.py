@@ -71,10 +71,16 @@ def test_row_partitions(case: dict[str, Any]) -> None:
 
 
 def test_ts_dispatcher_uses_the_commit_ts() -> None:
-    (event,) = row_events("CREATE TABLE t1 (a INT PRIMARY KEY); INSERT INTO t1 VALUES (1);")["t1"]
+    case = VECTORS["ts"]
+    tables = row_events(
+        "CREATE TABLE t1 (a INT PRIMARY KEY); CREATE TABLE t2 (a INT PRIMARY KEY);"
+        " INSERT INTO t1 VALUES (1); INSERT INTO t2 VALUES (1);"
+    )
     router = router_for({"partition": "ts"})
-    for ts in (1, 2, 3):  # pingcap/tiflow partition/ts_test.go
-        assert router.partition(event._replace(start_ts=0, commit_ts=ts), 16) == (ts, str(ts))
+    for table, ts, partition in case["rows"]:
+        (event,) = tables[table]
+        got = router.partition(event._replace(start_ts=0, commit_ts=ts), case["partitions"])
+        assert got == (partition, str(ts))
 
 
 def test_new_architecture_skips_null_values_in_index_value() -> None:

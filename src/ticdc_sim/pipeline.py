@@ -153,7 +153,8 @@ class Pipeline:
             self._tick(physical_ms(event.ts))
             return
         now = physical_ms(event.commit_ts)
-        self._tick(now)
+        if self._next_tick is None or now >= self._next_tick:
+            self._tick(now)
         if isinstance(event, RowChangedEvent):
             if not self.replicates(event.table):
                 self.summary.skipped_rows += 1

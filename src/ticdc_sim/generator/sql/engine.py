@@ -74,7 +74,8 @@ _MISSING: Any = object()
 _DELETE, _UPDATE, _INSERT = 1, 2, 3
 _ORDER_AND_HANDLE = operator.itemgetter(0, 1)
 # Bulk commits build events from tuples of fields, without a call per row; the order they
-# are built in (`_insert_events`) must be RowChangedEvent's, so adding a field fails here.
+# are built in (`_insert_events`, `_plain_changes`) must be RowChangedEvent's, so adding a
+# field fails here.
 _new_row_event = functools.partial(tuple.__new__, RowChangedEvent)
 BULK_EVENT_FIELDS = (
     "start_ts",
@@ -527,14 +528,42 @@ class Engine:
                 if events:
                     ordered[tid] = (table, events)
                 continue
-            keyed: dict[int, list[tuple[int, Any, RowChangedEvent]]] = {}
-            rows_get = table.rows.get
-            for handle, before in firsts.items():
-                self._changes(table, handle, before, rows_get(handle), start_ts, commit_ts, keyed)
+            if plain:
+                keyed = {info.id: self._plain_changes(table, firsts, start_ts, commit_ts)}
+            else:
+                keyed = {}
+                rows_get = table.rows.get
+                for handle, before in firsts.items():
+                    after = rows_get(handle)
+                    self._changes(table, handle, before, after, start_ts, commit_ts, keyed)
             for pid, changes in keyed.items():
                 changes.sort(key=_ORDER_AND_HANDLE if table.int_handle else _order_and_key)
                 ordered[pid] = (table, self._split_and_sort(table, [e for _, _, e in changes]))
         return [event for pid in sorted(ordered) for event in ordered[pid][1]]
+
+    def _plain_changes(
+        self, table: TableData, firsts: dict[Any, Row | None], start_ts: int, commit_ts: int
+    ) -> list[tuple[int, Any, RowChangedEvent]]:
+        """`_changes` of a table without partitions or TIMESTAMP columns, all keys at once:
+        one physical id, rows emitted as stored."""
+        info, old_value = table.info, self.config.old_value
+        tid, int_handle, rows_get = info.id, table.int_handle, table.rows.get
+        changes = []
+        for handle, before in firsts.items():
+            after = rows_get(handle)
+            if before is None:
+                if after is None:
+                    continue  # inserted and deleted again: TiKV keeps nothing
+                order, pre, post = _INSERT, None, after
+            elif after is None:
+                order, pre, post = _DELETE, before if old_value else table.key_only(before), None
+            elif old_value:
+                order, pre, post = _UPDATE, before, after
+            else:  # a Put without its old value: TiCDC sees an insert-shaped row
+                order, pre, post = _INSERT, None, after
+            fields = (start_ts, commit_ts, info, tid, post, pre, handle if int_handle else 0)
+            changes.append((order, handle, _new_row_event(fields)))
+        return changes
 
     def _changes(
         self,
