@@ -927,3 +927,34 @@ def test_bulk_insert_events_equal_events_built_by_name() -> None:
             row_id=event.columns[0],
         )
         assert event == by_name and event.kind == "insert"
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        [
+            "UPDATE t1 SET a = -5, b = 'x' WHERE id = 7",
+            "UPDATE t1 SET a = -12, b = 'y''z' WHERE id = 8",
+        ],
+        ["INSERT INTO t VALUES (x'0a', 0x1f, b'101', N'n', _utf8mb4 'u', 1.5e3)"] * 1
+        + ["INSERT INTO t VALUES (X'', 0xFF, b'', N'm', _utf8mb4 \"v\", .5)"],
+        [
+            "DELETE FROM `t1` /* it's */ WHERE `c2` = 3 -- 'x\n",
+            "DELETE FROM `t1` /* it's */ WHERE `c2` = 44 -- 'x\n",
+        ],
+        # `.5` after a word is a number to the tokenizer, `5` to the search: not remembered
+        ["SELECT a.5, col_2, 5abc FROM t9", "SELECT a.6, col_2, 5abc FROM t9"],
+        ["UPDATE t SET v = v - 1 WHERE id = 2", "UPDATE t SET v = v - 10 WHERE id = 3"],
+    ],
+)
+def test_a_known_skeleton_lexes_as_the_tokenizer_does(statements: list[str]) -> None:
+    """`lex` reuses the reading of a statement of the same skeleton (shapes._KNOWN); it must
+    give exactly what reading each statement token by token gives."""
+    from ticdc_sim.generator.sql import shapes
+
+    shapes._KNOWN.clear()
+    for text in statements:
+        assert shapes.lex(text) == shapes._tokens(text)
+    # one skeleton, remembered when the search and the tokenizer agree on it
+    assert len(shapes._KNOWN) == (0 if "a.5" in statements[0] else 1)
+    assert shapes.lex(statements[-1]) == shapes._tokens(statements[-1])  # from the cache

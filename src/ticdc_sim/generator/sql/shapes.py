@@ -28,21 +28,38 @@ from ticdc_sim.generator.sql.values import BinaryLiteral, binary_literal, number
 # Charset introducers a script may put before a string (`_utf8mb4 'x'`); any other `_name`
 # before a string is an identifier and its alias.
 _INTRODUCERS = r"_(?:binary|utf8mb4|utf8mb3|utf8|latin1|ascii)"
+_QUOTED = r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*\""""
+_COMMENT = r"--[^\n]*|\#[^\n]*|/\*(?!!|T!).*?\*/"
+# Literal tokens by kind, in the order they are tried
+_LITERAL_TOKENS = {
+    "hex": r"[xX]'(?:[0-9a-fA-F]{2})*'|0x[0-9a-fA-F]+(?![\w$])",
+    "bin": r"[bB]'[01]*'|0b[01]+(?![\w$])",
+    "istr": rf"(?:(?i:{_INTRODUCERS})\s*|[nN](?='))(?:{_QUOTED})",
+    "str": _QUOTED,
+    "num": r"(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?(?![\w$])",
+}
+_IDENT = r"`(?:[^`]|``)*`|[A-Za-z_$@][\w$@]*|[0-9]+[A-Za-z_$][\w$]*"
+_OP = r"<=>|<=|>=|<>|!=|:=|->>|->|\|\||&&|<<|>>|[-+*/%=<>(),.!~^&|?]"
+# One token a match, after any whitespace and comments before it; `end` matches at the end
 _TOKENS = re.compile(
-    r"""
-    (?P<ws>\s+|--[^\n]*|\#[^\n]*|/\*(?!!|T!).*?\*/)
-  | (?P<hex>[xX]'(?:[0-9a-fA-F]{2})*'|0x[0-9a-fA-F]+(?![\w$]))
-  | (?P<bin>[bB]'[01]*'|0b[01]+(?![\w$]))
-  | (?P<istr>(?:(?i:"""
-    + _INTRODUCERS
-    + r""")\s*|[nN](?='))(?:'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"))
-  | (?P<str>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<num>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?(?![\w$]))
-  | (?P<ident>`(?:[^`]|``)*`|[A-Za-z_$@][\w$@]*|[0-9]+[A-Za-z_$][\w$]*)
-  | (?P<op><=>|<=|>=|<>|!=|:=|->>|->|\|\||&&|<<|>>|[-+*/%=<>(),.!~^&|?])
-    """,
-    re.X | re.S,
+    rf"(?:\s+|{_COMMENT})*+(?:"
+    + "|".join(
+        f"(?P<{kind}>{pattern})"
+        for kind, pattern in [*_LITERAL_TOKENS.items(), ("ident", _IDENT), ("op", _OP)]
+    )
+    + r"|(?P<end>\Z))",
+    re.S,
 )
+# The literals of a statement found by one search, each not inside a word, and comments and
+# quoted identifiers stepped over: a statement's skeleton is its text with each literal
+# replaced by a mark of its kind (`lex` checks once per skeleton that it agrees with `_TOKENS`)
+_SCAN = re.compile(
+    "|".join(f"(?<![\\w$@])({pattern})" for pattern in _LITERAL_TOKENS.values())
+    + rf"|`(?:[^`]|``)*`|{_COMMENT}",
+    re.S,
+)
+_SCAN_KINDS: tuple[str, ...] = ("", *_LITERAL_TOKENS)  # by group number
+_MARKS = {kind: f"\x00{kind}\x00" for kind in _LITERAL_TOKENS}
 _STRING_ESCAPES = {
     "0": "\0",
     "b": "\b",
@@ -185,28 +202,89 @@ def _row_pattern(tokens: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"|(.++)", re.IGNORECASE | re.S)
 
 
-def _token(text: str, pos: int, previous: str) -> tuple[str, str, int] | None:
-    """The token at `pos`: (kind, lexeme, end). A `-` right before a number is taken into it
-    where it can only be a sign: after an operator other than `)` (`(1, -5)`, `x = -5`), so
-    negative values stay literals of the shape. `previous` is the last token's kind, or its
-    lexeme for an operator."""
+def _token(text: str, pos: int, previous: str) -> tuple[str, str, int, int] | None:
+    """The token after `pos`: (kind, lexeme, its start, its end). A `-` right before a number
+    is taken into it where it can only be a sign: after an operator other than `)`
+    (`(1, -5)`, `x = -5`), so negative values stay literals of the shape. `previous` is the
+    last token's kind, or its lexeme for an operator."""
     match = _TOKENS.match(text, pos)
     if match is None:
         return None
     kind = match.lastgroup or ""
-    if match.group(0) == "-" and previous not in ("", ")", "ident") and previous not in _VALUES:
-        number = _TOKENS.match(text, pos + 1)
-        if number is not None and number.lastgroup == "num":
-            return "num", "-" + number.group(0), number.end()
-    return kind, match.group(0), match.end()
+    lexeme, start = match.group(kind), match.start(kind)
+    if lexeme == "-" and previous not in ("", ")", "ident") and previous not in _VALUES:
+        number = _TOKENS.match(text, start + 1)
+        if number is not None and number.lastgroup == "num" and number.start("num") == start + 1:
+            return "num", "-" + number.group("num"), start, number.end()
+    return kind, lexeme, start, match.end()
+
+
+# Skeletons whose lexing is known: skeleton -> (key, head, width, indexes of negative numbers)
+_KNOWN: dict[str, tuple[tuple[str, ...], int, int, tuple[int, ...]]] = {}
+_KNOWN_LIMIT = 1 << 14  # skeletons kept (a cache: forgetting one costs a tokenization)
+_SCANNED_LENGTH = 4096  # longer statements (many-row INSERTs) are tokenized directly
 
 
 def lex(text: str) -> Lexed | None:
     """Shape and literals of a statement, or None when the fast path should not try.
 
-    After the first `VALUES (...)` group, further groups of the same shape are taken by one
-    `findall` (`_row_pattern`) and folded into the key as `<rows>`.
+    A statement whose skeleton (`_SCAN`) was lexed before takes that lexing with its own
+    literals: one regex search instead of a match per token. Otherwise `_tokens` reads it
+    token by token, and its skeleton is remembered when both readings agree.
     """
+    if len(text) > _SCANNED_LENGTH:
+        return _tokens(text)
+    pieces: list[str] = []
+    found: list[tuple[str, str]] = []
+    pos = 0
+    for match in _SCAN.finditer(text):
+        group = match.lastindex
+        if group is None:
+            continue  # a comment or a quoted identifier: part of the skeleton
+        start, end = match.span()
+        kind = _SCAN_KINDS[group]
+        pieces += (text[pos:start], _MARKS[kind])
+        found.append((kind, match.group()))
+        pos = end
+    pieces.append(text[pos:])
+    skeleton = "".join(pieces)
+    known = _KNOWN.get(skeleton)
+    if known is not None:
+        key, head, width, negative = known
+        for index in negative:
+            found[index] = ("num", "-" + found[index][1])
+        return Lexed(key, tuple(found), [], head, width, text)
+    lexed = _tokens(text)
+    if lexed is not None and not lexed.extra and len(_KNOWN) < _KNOWN_LIMIT:
+        agreed = _agreement(lexed.literals, found)
+        if agreed is not None:
+            _KNOWN[skeleton] = (lexed.key, lexed.head, lexed.width, agreed)
+    return lexed
+
+
+def _agreement(
+    literals: tuple[tuple[str, str], ...], found: list[tuple[str, str]]
+) -> tuple[int, ...] | None:
+    """Where the tokenizer took a sign into a number, if it read the same literals as the
+    search; None when they differ (the skeleton is then not remembered)."""
+    if len(literals) != len(found):
+        return None
+    negative = []
+    for index, ((kind, lexeme), (scanned_kind, scanned)) in enumerate(
+        zip(literals, found, strict=True)
+    ):
+        if kind != scanned_kind:
+            return None
+        if lexeme != scanned:
+            if lexeme != "-" + scanned:
+                return None
+            negative.append(index)
+    return tuple(negative)
+
+
+def _tokens(text: str) -> Lexed | None:
+    """`lex` token by token. After the first `VALUES (...)` group, further groups of the same
+    shape are taken by one `findall` (`_row_pattern`) and folded into the key as `<rows>`."""
     key: list[str] = []
     literals: list[tuple[str, str]] = []
     pos, end = 0, len(text)
@@ -218,17 +296,16 @@ def lex(text: str) -> Lexed | None:
     first_stop = last_stop = -1
     previous = ""
     match_token = _TOKENS.match
-    while pos < end:
+    while True:
         match = match_token(text, pos)
         if match is None:
             return None
         kind = match.lastgroup or ""
-        if kind == "ws":
-            pos = match.end()
-            continue
-        lexeme = match.group(0)
+        if kind == "end":
+            break
+        lexeme = match.group(kind)
         if lexeme == "-":  # perhaps a sign: `_token` decides
-            kind, lexeme, pos = _token(text, pos, previous)  # type: ignore[misc]
+            kind, lexeme, _, pos = _token(text, pos, previous)  # type: ignore[misc]
         else:
             pos = match.end()
         previous = kind if kind != "op" else lexeme
@@ -275,13 +352,16 @@ def marked_template(lexed: Lexed) -> str | None:
     out: list[str] = []
     text = lexed.template_text
     pos, index, previous = 0, 0, ""
-    while pos < len(text):
+    while True:
         token = _token(text, pos, previous)
         if token is None:
             return None
-        kind, lexeme, pos = token
-        if kind != "ws":
-            previous = kind if kind != "op" else lexeme
+        kind, lexeme, start, end = token
+        out.append(text[pos:start])  # whitespace and comments as written
+        pos = end
+        if kind == "end":
+            break
+        previous = kind if kind != "op" else lexeme
         if kind == "num":
             out.append(str(MARKER_BASE + index))
             index += 1
