@@ -156,7 +156,9 @@ class Pipeline:
         if self._next_tick is None or now >= self._next_tick:
             self._tick(now)
         if isinstance(event, RowChangedEvent):
-            if not self.replicates(event.table):
+            cached = self._eligible.get(id(event.table))  # `replicates`, without the call
+            eligible = cached[1] if cached and cached[0] is event.table else None
+            if not (self.replicates(event.table) if eligible is None else eligible):
                 self.summary.skipped_rows += 1
             else:
                 if self._batch and (
@@ -222,10 +224,16 @@ class Pipeline:
             return
         groups: dict[tuple[str, int, str], list[RowChangedEvent]] = {}
         route, partitions = self.router, self.partitions
+        last: TableInfo | None = None
         for row in self._batch:
             info = row.table
-            partition, key = route.partition(row, partitions)
-            group = (route.topic(info.schema, info.name), partition, key)
+            if info is not last:  # rows come in runs of one table: route each run once
+                last = info
+                topic = route.topic(info.schema, info.name)
+                dispatcher = route.dispatcher(info.schema, info.name)
+                fixed = dispatcher.dispatch(row, partitions) if dispatcher.by_table else None
+            partition, key = fixed if fixed is not None else dispatcher.dispatch(row, partitions)
+            group = (topic, partition, key)
             found = groups.get(group)
             if found is None:
                 groups[group] = [row]

@@ -56,6 +56,8 @@ class ColumnHashDispatcher:
     row (virtual generated columns left out) and its mounter; the new architecture skips NULLs.
     """
 
+    by_table = False
+
     name = ""
 
     def __init__(self, profile: TiCDCProfile) -> None:

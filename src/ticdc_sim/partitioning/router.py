@@ -25,6 +25,8 @@ from ticdc_sim.partitioning.ts import TsDispatcher
 
 
 class PartitionDispatcher(Protocol):
+    by_table: bool  # every row of a table gets the same (partition, key)
+
     def dispatch(self, event: RowChangedEvent, partitions: int) -> tuple[int, str]: ...
 
 
@@ -108,6 +110,10 @@ class EventRouter:
         """(partition, partition key) of a row; the key groups rows into batches (v7.4+)."""
         info = event.table
         return self._rule(info.schema, info.name).partition.dispatch(event, partitions)
+
+    def dispatcher(self, schema: str, table: str) -> PartitionDispatcher:
+        """The partition dispatcher of a table's rule."""
+        return self._rule(schema, table).partition
 
     def ddl_topic(self, event: DDLEvent) -> str:
         info = event.pre_table_info or event.table_info

@@ -8,6 +8,8 @@ from ticdc_sim.partitioning.hash import modulo, position_inertia
 
 
 class TableDispatcher:
+    by_table = True
+
     def __init__(self) -> None:
         # every row of a table goes to one partition: hashed once per table
         self._cache: dict[tuple[str, str, int], tuple[int, str]] = {}
