@@ -87,6 +87,31 @@ def _change(rng: random.Random, top: int) -> str:
     return f"DELETE FROM t WHERE id >= {key} AND id < {key + 10};"
 
 
+LITERALS_TABLE = (
+    "CREATE TABLE l (id BIGINT PRIMARY KEY, b VARBINARY(16), bits BIT(8), n INT,"
+    " s VARCHAR(32), u VARCHAR(32), d DECIMAL(10,2));"
+)
+
+
+def literal_forms(statements: int, rows: int = 100, seed: int = 6) -> Iterator[str]:
+    """100-row INSERTs whose values take every literal form: X'..', 0x.., b'..', 0b..,
+    negative numbers, N'..', _utf8mb4 '..', _binary '..'."""
+    rng = random.Random(seed)
+    yield LITERALS_TABLE
+    for i in range(statements):
+        values = []
+        for key in range(1 + i * rows, 1 + (i + 1) * rows):
+            blob = rng.randbytes(rng.randint(0, 8)).hex()
+            binary = f"X'{blob}'" if key % 2 else f"0x{blob or '00'}"
+            bits = f"b'{rng.randint(0, 255):b}'" if key % 3 else f"0b{rng.randint(1, 255):b}"
+            text = f"N'n{key}'" if key % 2 else f"_utf8mb4 'u{key}'"
+            values.append(
+                f"({key}, {binary}, {bits}, {-rng.randint(0, 10**6)}, {text}, "
+                f"_binary 'b{key}', -{rng.randint(0, 99999) / 100})"
+            )
+        yield f"INSERT INTO l VALUES {', '.join(values)};"
+
+
 def range_load(table_rows: int, seed: int = 3) -> Iterator[str]:
     """The table with `table_rows` rows, in 1,000-row INSERTs."""
     rng = random.Random(seed)

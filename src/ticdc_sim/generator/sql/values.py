@@ -907,9 +907,10 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
         lo, hi = (0, unsigned_max) if col.unsigned else (signed_min, signed_max)
 
         def integers(lexemes: Sequence[str]) -> list[Any] | None:
-            if not "".join(lexemes).isdigit():  # signs, fractions, exponents: per value
+            try:  # lexemes are `-?[0-9]+`, or have a fraction or exponent: per value
+                values = list(map(int, lexemes))
+            except ValueError:
                 return None
-            values = list(map(int, lexemes))
             return values if lo <= min(values) and max(values) <= hi else None
 
         return integers
