@@ -958,3 +958,18 @@ def test_a_known_skeleton_lexes_as_the_tokenizer_does(statements: list[str]) -> 
     # one skeleton, remembered when the search and the tokenizer agree on it
     assert len(shapes._KNOWN) == (0 if "a.5" in statements[0] else 1)
     assert shapes.lex(statements[-1]) == shapes._tokens(statements[-1])  # from the cache
+
+
+def test_insert_ignore_clips_a_wide_decimal_to_its_bounds_with_every_digit() -> None:
+    """Found by the differential test: the bound of DECIMAL(40,1) has 40 digits, more than
+    Python's default context keeps, so IGNORE's clipped value was rounded out of range."""
+    nines = "9" * 39
+    engine, _ = run(
+        "CREATE TABLE w (id INT PRIMARY KEY, d DECIMAL(40,1));"
+        f"INSERT IGNORE INTO w VALUES (1, '{nines}.95'), (2, '-{nines}.95'), (3, 1e50);"
+    )
+    assert [row[1] for row in table_rows(engine, "w")] == [
+        Decimal(f"{nines}.9"),
+        Decimal(f"-{nines}.9"),
+        Decimal(f"{nines}.9"),
+    ]

@@ -859,9 +859,10 @@ def _adjusted(col: ColumnInfo, value: Any, code: int | None) -> Any:
             if col.unsigned:
                 return 0 if negative else unsigned_max
             return signed_min if negative else signed_max
-        if tp == M.NEWDECIMAL:
-            top = Decimal(10) ** (col.flen - col.decimal) - Decimal(1).scaleb(-col.decimal)
-            return 0 if negative and col.unsigned else (-top if negative else top)
+        if tp == M.NEWDECIMAL:  # the largest DECIMAL(M, D), every digit kept (WIDE)
+            quantum, bound = _decimal_limits(col)
+            top = WIDE.subtract(bound, quantum)
+            return 0 if negative and col.unsigned else (top.copy_negate() if negative else top)
         if tp in (M.FLOAT, M.DOUBLE):
             top_f = 3.4028234663852886e38 if tp == M.FLOAT else 1.7976931348623157e308
             return 0.0 if negative and col.unsigned else (-top_f if negative else top_f)
