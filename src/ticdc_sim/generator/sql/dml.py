@@ -492,17 +492,19 @@ class _Updates:
         ctx.row, ctx.inserted = old, inserted
         values = list(old)
         constants = self.constants
+        changed = False  # ctx.row is behind `values`
         for number, (offset, fn, constant) in enumerate(self.assignments):
             if columns[offset].generated_expr is not None:
                 raise _generated_error(table, offset)
-            if not constant:
+            if constant:
+                if number not in constants:
+                    constants[number] = converters[offset](fn(ctx))
+                values[offset] = constants[number]
+            else:
+                if changed:
+                    ctx.row = tuple(values)
                 values[offset] = converters[offset](fn(ctx))
-                ctx.row = tuple(values)
-                continue
-            if number not in constants:
-                constants[number] = converters[offset](fn(ctx))
-            values[offset] = constants[number]
-            ctx.row = tuple(values)
+            changed = True
         return values
 
 
@@ -521,16 +523,22 @@ def _update_row(
     assigned = updates.assigned
     for offset, fn in table.generated:
         values[offset] = converters[offset](fn(Context(session=engine, row=tuple(values))))
-    if tuple(values) == old:
+    new = tuple(values)
+    if new == old:
         return False
-    for offset in table.on_update:
-        if offset not in assigned:
-            values[offset] = converters[offset](engine.now(max(columns[offset].decimal, 0)))
+    if table.on_update:
+        for offset in table.on_update:
+            if offset not in assigned:
+                values[offset] = converters[offset](engine.now(max(columns[offset].decimal, 0)))
+        new = tuple(values)
     auto = table.auto_offset
     if auto is not None and auto in assigned and values[auto] is not None:
         engine.observe_id(table, values[auto])
-    new = tuple(values)
-    new_handle = table.handle_of(new) if table.handle_offsets else handle
+    offsets = table.handle_offsets
+    if not offsets or all(new[o] == old[o] for o in offsets):
+        new_handle = handle  # the key columns as they were (generated ones included)
+    else:
+        new_handle = table.handle_of(new)
     if new_handle != handle and new_handle in table.rows:
         raise engine.duplicate_error(table, new_handle, new)
     for unique in table.uniques:
