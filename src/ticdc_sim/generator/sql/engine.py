@@ -175,7 +175,15 @@ class Transaction:
 
 
 class Engine:
-    """Executes statements; `run()` yields DDL and row events as transactions commit."""
+    """Executes statements; `run()` yields DDL and row events as transactions commit.
+
+    What the statement executors (dml.py) use, and nothing else: `table_data` for a table's
+    store (read its `rows`, look rows up with `TableData.scan`); `write` and `write_new`,
+    the only writes, undone with the statement or transaction; `allocate`, `auto_id` and
+    `observe_id` around the table's one id allocator (`TableData.take_ids`); and the row
+    helpers `default_value`, `require_defaults`, `finish_row`, `new_handle`, `conflicts`,
+    `key_order`, `duplicate_error` and `unique_error`.
+    """
 
     def __init__(
         self,
