@@ -9,8 +9,9 @@ drives it: one `build_groups` call a window (2048 rows, the pipeline's batch; on
 under the table dispatcher with one table).
 The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run. Each
 figure is the best of --repeat runs (this kind of machine varies by a factor of two from one
-run to the next). Targets (issue 4): canal-json and open protocol >= 300k events/s, i.e. at
-least 0.4 of the orjson rate.
+run to the next). The level to keep (a team decision: encoders stay pure Python) is 250k
+events/s a core; the orjson ratio is printed as a guard against regressions (its measured
+floor is about 0.3), not as a target.
 
 `--instructions` counts CPU instructions per event instead, under valgrind's callgrind: each
 body runs once in its own process, minus a process that does everything but the body. The
@@ -170,11 +171,11 @@ def main() -> None:
     runs = bodies(events)
     baseline = best_rate(len(events), runs.pop("orjson"), args.repeat)
     print(f"{len(events)} events; plain orjson.dumps of the row dicts: {baseline:,.0f} events/s\n")
-    print(f"{'protocol':<14} {'events/s':>10} {'vs orjson':>10}  target")
+    print(f"{'protocol':<14} {'events/s':>10} {'vs orjson':>10}  >= 250k events/s")
     for protocol, run in runs.items():
         rate = best_rate(len(events), run, args.repeat)
-        met = rate >= 300_000 and rate >= 0.4 * baseline
-        print(f"{protocol:<14} {rate:>10,.0f} {rate / baseline:>10.2f}  {'met' if met else 'MISS'}")
+        kept = "kept" if rate >= 250_000 else "BELOW"
+        print(f"{protocol:<14} {rate:>10,.0f} {rate / baseline:>10.2f}  {kept}")
 
 
 if __name__ == "__main__":
