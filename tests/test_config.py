@@ -45,7 +45,9 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
     [
         ("jsonl:///x?protocol=canal-json&partition-nums=3", "unknown parameter 'partition-nums'"),
         ("jsonl:///x?protocol=canal-json&a=1&b=2", "unknown parameters 'a', 'b'"),
-        ("kafka://127.0.0.1:9092/t?protocol=canal-json", "kafka:// sink is not simulated yet"),
+        ("kafka://127.0.0.1:9092?protocol=canal-json", "no topic; e.g. kafka://127.0.0.1:9092/"),
+        ("kafka:///t?protocol=canal-json", "no broker"),
+        ("kafka://h:9092/t?protocol=canal-json&topic=u", "the topic is the path"),
         ("parquet:///x?protocol=canal-json", "parquet:// sink is not simulated yet"),
         ("file:///x?protocol=canal-json", "file:// sink is not simulated yet"),
         ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
@@ -199,3 +201,14 @@ def test_relative_jsonl_directories() -> None:
 )
 def test_jsonl_directories_absolute_or_relative(uri: str, target: str) -> None:
     assert parse_sink_uri(uri).target == target
+
+
+def test_kafka_uri_brokers_topic_and_tls() -> None:
+    uri = parse_sink_uri("kafka+ssl://h1:9092,h2:9092/orders?protocol=canal-json&sasl-user=u")
+    assert (uri.scheme, uri.target, uri.params["topic"]) == ("kafka", "h1:9092,h2:9092", "orders")
+    from ticdc_sim.sinks.kafka import client_config
+
+    config = client_config(uri)
+    assert config["bootstrap.servers"] == "h1:9092,h2:9092"
+    assert (config["security.protocol"], config["sasl.mechanism"]) == ("SASL_SSL", "PLAIN")
+    assert changefeed("kafka://h:1/orders?protocol=canal-json").topic == "orders"

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from ticdc_sim.config import Changefeed, changefeed
+from ticdc_sim.config import Changefeed, SinkURI, changefeed
 from ticdc_sim.encoders import (
     Decoded,
     DecodedCheckpoint,
@@ -34,7 +34,7 @@ from ticdc_sim.generator.sql.script import (
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.tso import TSOClock
 from ticdc_sim.pipeline import Pipeline
-from ticdc_sim.sinks import open_sink
+from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 app = typer.Typer(
@@ -283,7 +283,9 @@ def _print_warnings(warnings: Warnings) -> None:
 def _replay_to_sink(
     feed: Changefeed, events: Iterable[Event], overwrite: bool, warnings: Warnings
 ) -> None:
-    pipeline = Pipeline(feed, open_sink(feed.sink, overwrite=overwrite), warnings)
+    pipeline = Pipeline(
+        feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
+    )
     failed = True
     try:
         for event in events:
@@ -342,7 +344,11 @@ def decoded_record(event: Decoded) -> dict[str, Any]:
 @app.command()
 def decode(
     source: Annotated[
-        str, typer.Argument(help="jsonl:///DIR?protocol=... (the sink URI that wrote it)")
+        str,
+        typer.Argument(
+            help="jsonl:///DIR?protocol=... or kafka://HOST:PORT/TOPIC?protocol=..."
+            " (the sink URI that wrote it)"
+        ),
     ],
     config: Annotated[
         Path | None, typer.Option(help="the changefeed TOML the records were written with")
@@ -352,16 +358,18 @@ def decode(
     out = sys.stdout.buffer
     try:
         feed = changefeed(source, _read_config(config), str(config or ""))
-        if feed.sink.scheme != "jsonl":
-            raise ConfigError(f"decode reads jsonl:// directories, not {feed.sink.scheme}://")
         decoder = decoder_for(feed.codec)
-        for record in read_jsonl(feed.sink.target):
+        for record in _records(feed.sink):
             try:
                 decoded = decoder.decode(record.key, record.value)
             except (ValueError, KeyError, TypeError, IndexError) as e:
-                raise SimError(
+                where = (
                     f"{feed.sink.target}/{record.topic}/partition-{record.partition}.jsonl"
-                    f" offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
+                    if feed.sink.scheme == "jsonl"
+                    else f"kafka {record.topic}[{record.partition}]"
+                )
+                raise SimError(
+                    f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
                 ) from None
             for index, event in enumerate(decoded):
                 position = {
@@ -374,6 +382,18 @@ def decode(
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def _records(sink: SinkURI) -> Iterator[Record]:
+    if sink.scheme == "jsonl":
+        return read_jsonl(sink.target)
+    if sink.scheme == "kafka":
+        from ticdc_sim.sinks.kafka import read_topic
+
+        return read_topic(sink)
+    raise ConfigError(
+        f"decode reads jsonl:// directories and kafka:// topics, not {sink.scheme}://"
+    )
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.router import DispatchRule
 
-SIMULATED_SCHEMES = ("jsonl", "memory", "blackhole")
-LATER_SCHEMES = ("kafka", "kafka+ssl", "parquet", "file", "s3", "gcs", "azure", "pulsar", "mysql")
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "memory", "blackhole")
+LATER_SCHEMES = ("parquet", "file", "s3", "gcs", "azure", "pulsar", "mysql")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
 
@@ -136,7 +136,8 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", _bool),
     "ticdc-version": ("profile", _profile),
 }
-# producer-only parameters, and codec parameters of protocols that ignore them: no effect here
+# Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
+# codec parameters of protocols that ignore them
 _URI_IGNORED = frozenset(
     {
         "replication-factor",
@@ -209,6 +210,19 @@ def parse_sink_uri(text: str) -> SinkURI:
     target = parts.netloc + parts.path
     if scheme == "jsonl" and not target:
         raise ConfigError(f"sink URI {text!r}: jsonl:// needs a directory, e.g. jsonl:///tmp/out")
+    if scheme.startswith("kafka"):
+        # TiCDC: the brokers are the host list, the topic is the path
+        topic, target = parts.path.strip("/"), parts.netloc
+        if not target:
+            raise ConfigError(f"sink URI {text!r}: no broker; e.g. kafka://127.0.0.1:9092/topic")
+        if not topic:
+            raise ConfigError(f"sink URI {text!r}: no topic; e.g. kafka://{target}/topic-name")
+        if "topic" in params:
+            raise ConfigError(f"sink URI {text!r}: the topic is the path; drop ?topic=")
+        params["topic"] = topic
+        scheme = "kafka"
+        if parts.scheme.lower() == "kafka+ssl":
+            params.setdefault("enable-tls", "true")
     return SinkURI(scheme, target, params, text)
 
 

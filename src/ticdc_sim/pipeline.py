@@ -21,7 +21,7 @@ clock (the physical part of commit ts), so that the same input gives the same re
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
@@ -86,7 +86,12 @@ class Pipeline:
             list(feed.rules), feed.topic, feed.case_sensitive, feed.codec.profile, self.warnings
         )
         self.filter = TableFilter(list(feed.filter_rules), case_sensitive=feed.case_sensitive)
-        self.encoder = encoder_for(feed.codec)
+        codec = feed.codec
+        limit = sink.max_message_bytes  # the broker's, as TiCDC adjusts max-message-bytes
+        if limit is not None and limit < codec.max_message_bytes:
+            codec = replace(codec, max_message_bytes=limit)
+        self.encoder = encoder_for(codec)
+        self._partitions: dict[str, int] = {}  # per topic, as the sink has them
         self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO
         self.summary = Summary()
         self.tables: dict[int, TableInfo] = {}  # replicated tables by id (active topics)
@@ -223,13 +228,14 @@ class Pipeline:
         if not self._batch:
             return
         groups: dict[tuple[str, int, str], list[RowChangedEvent]] = {}
-        route, partitions = self.router, self.partitions
+        route = self.router
         last: TableInfo | None = None
         for row in self._batch:
             info = row.table
             if info is not last:  # rows come in runs of one table: route each run once
                 last = info
                 topic = route.topic(info.schema, info.name)
+                partitions = self._partitions_of(topic)
                 dispatcher = route.dispatcher(info.schema, info.name)
                 fixed = dispatcher.dispatch(row, partitions) if dispatcher.by_table else None
             partition, key = fixed if fixed is not None else dispatcher.dispatch(row, partitions)
@@ -247,7 +253,7 @@ class Pipeline:
     def _send_ddl(self, ddl: DDLEvent) -> None:
         message = self.encoder.encode_ddl(ddl)
         topic = self.router.ddl_topic(ddl)
-        for partition in [0] if self.ddl_to_zero else range(self.partitions):
+        for partition in [0] if self.ddl_to_zero else range(self._partitions_of(topic)):
             self._send(topic, partition, [message])
 
     def _checkpoint(self) -> None:
@@ -262,5 +268,12 @@ class Pipeline:
         for topic in self.router.active_topics(
             (t.schema, t.name) for _, t in sorted(self.tables.items())
         ):
-            for partition in range(self.partitions):
+            for partition in range(self._partitions_of(topic)):
                 self._send(topic, partition, [message])
+                self.sink.resolved(topic, partition, ts)
+
+    def _partitions_of(self, topic: str) -> int:
+        found = self._partitions.get(topic)
+        if found is None:
+            found = self._partitions[topic] = self.sink.partition_count(topic, self.partitions)
+        return found

@@ -12,6 +12,7 @@ from typing import NamedTuple, Protocol
 
 from ticdc_sim.config import SinkURI
 from ticdc_sim.encoders import Message
+from ticdc_sim.errors import Warnings
 
 
 class Record(NamedTuple):
@@ -26,7 +27,19 @@ class Record(NamedTuple):
 
 
 class Sink(Protocol):
+    max_message_bytes: int | None  # a limit the destination sets, below the changefeed's
+
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None: ...
+
+    def partition_count(self, topic: str, default: int) -> int:
+        """The partition count rows of `topic` are dispatched over (`default`: the
+        changefeed's partition-num)."""
+        ...
+
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        """The record just sent to (topic, partition) was a checkpoint at `ts`."""
+        ...
+
     def close(self) -> None: ...
 
     def abort(self) -> None:
@@ -35,8 +48,25 @@ class Sink(Protocol):
         ...
 
 
-def open_sink(uri: SinkURI, *, overwrite: bool = False) -> Sink:
+class LocalSink:
+    """What sinks without a broker share: every topic has the changefeed's partition count,
+    no message limit but the changefeed's, checkpoints need no bookkeeping."""
+
+    max_message_bytes: int | None = None
+
+    def partition_count(self, topic: str, default: int) -> int:
+        return default
+
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        pass
+
+
+def open_sink(uri: SinkURI, *, overwrite: bool = False, warnings: Warnings | None = None) -> Sink:
     """The sink a parsed URI names; jsonl refuses a non-empty directory unless `overwrite`."""
+    if uri.scheme == "kafka":
+        from ticdc_sim.sinks.kafka import KafkaSink
+
+        return KafkaSink(uri, warnings)
     if uri.scheme == "jsonl":
         from ticdc_sim.sinks.jsonl import JsonlSink
 

@@ -23,7 +23,7 @@ import orjson
 
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks import Record
+from ticdc_sim.sinks import LocalSink, Record
 
 _FLUSH_BYTES = 1 << 20
 _PARTITION_FILE = re.compile(r"partition-(0|[1-9][0-9]*)\.jsonl")
@@ -59,7 +59,7 @@ class _PartitionFile:
         self.buffer.clear()
 
 
-class JsonlSink:
+class JsonlSink(LocalSink):
     def __init__(self, directory: str, *, overwrite: bool = False) -> None:
         self.root = Path(directory)
         _check_target(self.root, overwrite)

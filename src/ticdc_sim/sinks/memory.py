@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ticdc_sim.encoders import Message
-from ticdc_sim.sinks import Record
+from ticdc_sim.sinks import LocalSink, Record
 
 
-class MemorySink:
+class MemorySink(LocalSink):
     def __init__(self) -> None:
         self.partitions: dict[tuple[str, int], list[Record]] = {}
 
@@ -30,7 +30,7 @@ class MemorySink:
         pass
 
 
-class BlackholeSink:
+class BlackholeSink(LocalSink):
     def __init__(self) -> None:
         self.records = 0
         self.bytes = 0

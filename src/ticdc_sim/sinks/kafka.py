@@ -1,0 +1,331 @@
+"""`kafka://h1:9092,h2:9092/topic?...`: records into a real Kafka, as TiCDC's Kafka sink sends them.
+
+Topics are TiCDC's: a missing topic is created with `partition-num` partitions (3 when not
+given) and `replication-factor`; an existing topic keeps its partitions, and `partition-num`
+may be smaller than them (with TiCDC's warning) but not larger (tiflow
+`pkg/sink/kafka/options.go` SetPartitionNum). `max-message-bytes` is cut to the topic's (or
+the broker's) limit minus 128 bytes, as TiCDC does, where the broker tells it.
+
+Every record goes to the partition the dispatcher chose, in order, through librdkafka's
+idempotent producer. Every delivery report is checked: `close()` flushes and succeeds only
+when every record was acknowledged; otherwise it fails, naming how many were not and, per
+partition, the last checkpoint that was, which is where a consumer can resume.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.cimpl import NewTopic
+
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI
+from ticdc_sim.encoders import Message
+from ticdc_sim.errors import ConfigError, SimError, Warnings
+from ticdc_sim.sinks import Record
+
+_LOG = logging.getLogger("ticdc_sim.kafka")  # librdkafka's own log lines go here, not stderr
+_TIMEOUT_S = 30.0
+_MAX_MESSAGE_BYTES_OVERHEAD = 128  # tiflow pkg/sink/kafka/options.go maxMessageBytesOverhead
+_COMPRESSION = {"none": "none", "": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4"}
+_COMPRESSION.update({"zstd": "zstd"})
+_ACKS = {"-1": "all", "1": "1", "0": "0"}
+_SASL_MECHANISMS = {
+    "plain": "PLAIN",
+    "scram-sha-256": "SCRAM-SHA-256",
+    "scram-sha-512": "SCRAM-SHA-512",
+}
+_SASL_MECHANISMS.update({"gssapi": "GSSAPI"})
+_TRUE = {"1", "t", "T", "true", "TRUE", "True"}
+
+
+def client_config(uri: SinkURI) -> dict[str, Any]:
+    """librdkafka settings for the brokers of a kafka:// URI: TLS and SASL parameters as
+    TiCDC names them."""
+    params = uri.params
+    config: dict[str, Any] = {"bootstrap.servers": uri.target, "logger": _LOG}
+    tls = params.get("enable-tls", "") in _TRUE or any(k in params for k in ("ca", "cert", "key"))
+    mechanism = params.get("sasl-mechanism", "").lower()
+    if mechanism and mechanism not in _SASL_MECHANISMS:
+        raise ConfigError(
+            f"sink URI {uri.text!r}: sasl-mechanism {params['sasl-mechanism']!r} is not one of"
+            f" {', '.join(_SASL_MECHANISMS)}"
+        )
+    sasl = bool(mechanism) or "sasl-user" in params
+    config["security.protocol"] = {
+        (False, False): "PLAINTEXT",
+        (True, False): "SSL",
+        (False, True): "SASL_PLAINTEXT",
+        (True, True): "SASL_SSL",
+    }[(tls, sasl)]
+    for name, setting in (("ca", "ssl.ca.location"), ("cert", "ssl.certificate.location")):
+        if name in params:
+            config[setting] = params[name]
+    if "key" in params:
+        config["ssl.key.location"] = params["key"]
+    if params.get("insecure-skip-verify", "") in _TRUE:
+        config["enable.ssl.certificate.verification"] = False
+    if sasl:
+        config["sasl.mechanism"] = _SASL_MECHANISMS[mechanism or "plain"]
+        if "sasl-user" in params:
+            config["sasl.username"] = params["sasl-user"]
+        if "sasl-password" in params:
+            config["sasl.password"] = params["sasl-password"]
+    if "kafka-client-id" in params:
+        config["client.id"] = params["kafka-client-id"]
+    return config
+
+
+@dataclass
+class _Partition:
+    """Delivery bookkeeping of one (topic, partition)."""
+
+    sent: int = 0
+    acknowledged: int = 0
+    failed: int = 0
+    error: str = ""
+    checkpoint: int | None = None  # the last acknowledged checkpoint ts
+    pending: dict[int, int] = field(default_factory=dict)  # record number -> checkpoint ts
+
+
+class KafkaSink:
+    def __init__(self, uri: SinkURI, warnings: Warnings | None = None) -> None:
+        self.uri = uri
+        self.warnings = warnings if warnings is not None else Warnings()
+        params = uri.params
+        self.partition_num = int(params["partition-num"]) if "partition-num" in params else None
+        self.replication_factor = int(params.get("replication-factor", "1"))
+        if self.replication_factor <= 0:
+            raise ConfigError(f"sink URI {uri.text!r}: invalid replication-factor")
+        compression = params.get("compression", "none").lower()
+        if compression not in _COMPRESSION:
+            raise ConfigError(
+                f"sink URI {uri.text!r}: compression {params['compression']!r} is not one of"
+                f" {', '.join(c for c in _COMPRESSION if c)}"
+            )
+        acks = params.get("required-acks", "-1")
+        if acks not in _ACKS:
+            raise ConfigError(f"sink URI {uri.text!r}: required-acks must be -1, 0 or 1")
+        base = client_config(uri)
+        self.admin = AdminClient(base)
+        producer = {
+            **base,
+            "acks": _ACKS[acks],
+            # in order per partition, no duplicates from retries: what TiCDC's ordering needs
+            "enable.idempotence": acks == "-1",
+            "max.in.flight.requests.per.connection": 5 if acks == "-1" else 1,
+            "compression.type": _COMPRESSION[compression],
+            "linger.ms": 5,
+        }
+        self.producer = Producer(producer)
+        self.topics: dict[str, int] = {}  # topic -> partitions in use
+        self.partitions_seen: dict[tuple[str, int], _Partition] = {}
+        self.max_message_bytes: int | None = None
+        self._check_brokers()
+        # TiCDC checks the changefeed's own topic (and the limits it sets) before it starts
+        self.partition_count(params["topic"], DEFAULT_PARTITION_NUM)
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def _check_brokers(self) -> None:
+        try:
+            self.admin.list_topics(timeout=_TIMEOUT_S)
+        except KafkaException as e:
+            raise SimError(
+                f"kafka {self.uri.target}: cannot reach the brokers: {_reason(e)}"
+            ) from None
+
+    def partition_count(self, topic: str, default: int) -> int:
+        """The partition count the dispatchers use for `topic`, creating it if missing."""
+        found = self.topics.get(topic)
+        if found is None:
+            found = self.topics[topic] = self._ensure(topic)
+        return found
+
+    def _ensure(self, topic: str) -> int:
+        metadata = self.admin.list_topics(timeout=_TIMEOUT_S)
+        existing = metadata.topics.get(topic)
+        if existing is not None and existing.error is None:
+            real = len(existing.partitions)
+            self._limit_message_bytes(ConfigResource("topic", topic), "max.message.bytes", topic)
+            wanted = self.partition_num
+            if wanted is None:
+                return real
+            if wanted > real:
+                raise SimError(
+                    f"kafka topic {topic!r}: the number of partition ({wanted}) specified in"
+                    f" sink-uri is more than that of actual topic ({real})"
+                )
+            if wanted < real:
+                self.warnings.warn(
+                    f"kafka partitions {topic}",
+                    f"kafka topic {topic!r} has {real} partitions, partition-num is {wanted}:"
+                    " some partitions will not have messages dispatched to (as TiCDC warns)",
+                )
+            return wanted
+        count = self.partition_num or DEFAULT_PARTITION_NUM
+        futures = self.admin.create_topics(
+            [NewTopic(topic, count, self.replication_factor)], request_timeout=_TIMEOUT_S
+        )
+        try:
+            futures[topic].result(_TIMEOUT_S)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise SimError(f"kafka topic {topic!r}: cannot create it: {_reason(e)}") from None
+        brokers = list(metadata.brokers)
+        if brokers:
+            resource = ConfigResource("broker", str(brokers[0]))
+            self._limit_message_bytes(resource, "message.max.bytes", topic)
+        return count
+
+    def _limit_message_bytes(self, resource: ConfigResource, name: str, topic: str) -> None:
+        """TiCDC keeps max-message-bytes below the topic's (or broker's) limit - 128."""
+        try:
+            configs = self.admin.describe_configs([resource])[resource].result(_TIMEOUT_S)
+        except KafkaException:
+            return  # a broker that does not describe its configs: the URI's value stands
+        entry = configs.get(name)
+        if entry is None or entry.value is None:
+            return
+        limit = int(entry.value) - _MAX_MESSAGE_BYTES_OVERHEAD
+        if self.max_message_bytes is None or limit < self.max_message_bytes:
+            self.max_message_bytes = limit
+            self.warnings.warn(
+                f"kafka max-message-bytes {topic}",
+                f"max-message-bytes is held to {limit} ({name} of {resource.name} minus 128),"
+                " as TiCDC does",
+            )
+
+    # -- records -------------------------------------------------------------------------------
+
+    def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        state = self.partitions_seen.get((topic, partition))
+        if state is None:
+            state = self.partitions_seen[(topic, partition)] = _Partition()
+        produce, poll = self.producer.produce, self.producer.poll
+        for message in messages:
+            number = state.sent
+            state.sent += 1
+            callback = _Delivery(state, number)
+            headers: list[tuple[str, str | bytes | None]] | None = (
+                list(message.headers.items()) if message.headers else None
+            )
+            while True:
+                try:
+                    produce(
+                        topic,
+                        value=message.value,
+                        key=message.key,
+                        partition=partition,
+                        headers=headers,
+                        on_delivery=callback,
+                    )
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    poll(0.1)
+        poll(0)
+
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        """The record just sent on the partition was a checkpoint at `ts`."""
+        state = self.partitions_seen[(topic, partition)]
+        state.pending[state.sent - 1] = ts
+
+    def close(self) -> None:
+        remaining = self.producer.flush(_TIMEOUT_S)
+        lost = remaining + sum(s.sent - s.acknowledged for s in self.partitions_seen.values())
+        if lost or any(s.failed for s in self.partitions_seen.values()):
+            raise SimError(self._report(lost))
+
+    def abort(self) -> None:
+        self.producer.flush(_TIMEOUT_S)
+
+    def _report(self, lost: int) -> str:
+        lines = [f"kafka {self.uri.target}: {lost} records were not acknowledged"]
+        errors = {s.error for s in self.partitions_seen.values() if s.error}
+        if errors:
+            lines[0] += f" ({'; '.join(sorted(errors))})"
+        lines.append("resume points (the last acknowledged checkpoint per partition):")
+        for (topic, partition), state in sorted(self.partitions_seen.items()):
+            where = "none" if state.checkpoint is None else str(state.checkpoint)
+            lines.append(
+                f"  {topic}[{partition}]: {state.acknowledged}/{state.sent} acknowledged,"
+                f" checkpoint {where}"
+            )
+        return "\n".join(lines)
+
+
+class _Delivery:
+    """The delivery report of one record."""
+
+    __slots__ = ("number", "state")
+
+    def __init__(self, state: _Partition, number: int) -> None:
+        self.state, self.number = state, number
+
+    def __call__(self, error: KafkaError | None, _message: Any) -> None:
+        state = self.state
+        if error is not None:
+            state.failed += 1
+            state.error = state.error or error.str()
+            return
+        state.acknowledged += 1
+        ts = state.pending.pop(self.number, None)
+        if ts is not None and not state.failed:
+            state.checkpoint = ts
+
+
+def _header_bytes(value: Any) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
+def _reason(error: KafkaException) -> str:
+    arg = error.args[0] if error.args else error
+    return arg.str() if isinstance(arg, KafkaError) else str(arg)
+
+
+def read_topic(uri: SinkURI) -> Iterator[Record]:
+    """Every record of the URI's topic, partition by partition, from the start to where the
+    broker says each partition ends when it is reached. Partitions are assigned, not
+    subscribed (no group to join), and the end is the fetch's end-of-partition event, not the
+    watermark: the Tansu test broker reports a partition's high watermark as its last
+    batch's base offset + 1."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = uri.params["topic"]
+    settings = {"group.id": "ticdc-sim-decode", "enable.auto.commit": False}
+    consumer = Consumer({**client_config(uri), **settings, "enable.partition.eof": True})
+    try:
+        metadata = consumer.list_topics(topic, timeout=_TIMEOUT_S).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise SimError(f"kafka {uri.target}: no topic {topic!r}")
+        for partition in sorted(metadata.partitions):
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            yield from _read_partition(consumer, topic, partition)
+    except KafkaException as e:
+        raise SimError(f"kafka {uri.target}: {_reason(e)}") from None
+    finally:
+        consumer.close()
+
+
+def _read_partition(consumer: Any, topic: str, partition: int) -> Iterator[Record]:
+    offset = 0
+    while True:
+        record = consumer.poll(_TIMEOUT_S)
+        if record is None:
+            raise SimError(
+                f"kafka {topic}[{partition}]: nothing after offset {offset} within"
+                f" {_TIMEOUT_S:.0f} s, not even the end of the partition"
+            )
+        problem = record.error()
+        if problem is not None:
+            if problem.code() == KafkaError._PARTITION_EOF:
+                return
+            raise SimError(f"kafka {topic}[{partition}]: {problem.str()}")
+        offset = record.offset()
+        headers = {pair[0]: _header_bytes(pair[1]) for pair in record.headers() or []}
+        yield Record(topic, partition, offset, record.key(), record.value(), headers)
