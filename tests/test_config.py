@@ -48,7 +48,7 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
         ("kafka://127.0.0.1:9092?protocol=canal-json", "no topic; e.g. kafka://127.0.0.1:9092/"),
         ("kafka:///t?protocol=canal-json", "no broker"),
         ("kafka://h:9092/t?protocol=canal-json&topic=u", "the topic is the path"),
-        ("parquet:///x?protocol=canal-json", "parquet:// sink is not simulated yet"),
+        ("parquet://?protocol=canal-json", "parquet:// needs a directory"),
         ("file:///x?protocol=canal-json", "file:// sink is not simulated yet"),
         ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
         ("jsonl://?protocol=canal-json", "jsonl:// needs a directory"),

@@ -346,7 +346,7 @@ def decode(
     source: Annotated[
         str,
         typer.Argument(
-            help="jsonl:///DIR?protocol=... or kafka://HOST:PORT/TOPIC?protocol=..."
+            help="jsonl:///DIR?protocol=..., parquet:///DIR?... or kafka://HOST:PORT/TOPIC?..."
             " (the sink URI that wrote it)"
         ),
     ],
@@ -363,11 +363,7 @@ def decode(
             try:
                 decoded = decoder.decode(record.key, record.value)
             except (ValueError, KeyError, TypeError, IndexError) as e:
-                where = (
-                    f"{feed.sink.target}/{record.topic}/partition-{record.partition}.jsonl"
-                    if feed.sink.scheme == "jsonl"
-                    else f"kafka {record.topic}[{record.partition}]"
-                )
+                where = _where(feed.sink, record)
                 raise SimError(
                     f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
                 ) from None
@@ -384,15 +380,29 @@ def decode(
         raise typer.Exit(1) from None
 
 
+def _where(sink: SinkURI, record: Record) -> str:
+    topic, partition = record.topic, record.partition
+    if sink.scheme == "jsonl":
+        return f"{sink.target}/{topic}/partition-{partition}.jsonl"
+    if sink.scheme == "parquet":
+        return f"{sink.target}/topic={topic}/partition={partition}"
+    return f"kafka {topic}[{partition}]"
+
+
 def _records(sink: SinkURI) -> Iterator[Record]:
     if sink.scheme == "jsonl":
         return read_jsonl(sink.target)
+    if sink.scheme == "parquet":
+        from ticdc_sim.sinks.parquet import read_parquet
+
+        return read_parquet(sink.target)
     if sink.scheme == "kafka":
         from ticdc_sim.sinks.kafka import read_topic
 
         return read_topic(sink)
     raise ConfigError(
-        f"decode reads jsonl:// directories and kafka:// topics, not {sink.scheme}://"
+        "decode reads jsonl:// and parquet:// directories and kafka:// topics,"
+        f" not {sink.scheme}://"
     )
 
 

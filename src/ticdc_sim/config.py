@@ -25,8 +25,8 @@ from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.router import DispatchRule
 
-SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "memory", "blackhole")
-LATER_SCHEMES = ("parquet", "file", "s3", "gcs", "azure", "pulsar", "mysql")
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
+LATER_SCHEMES = ("file", "s3", "gcs", "azure", "pulsar", "mysql")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
 
@@ -39,7 +39,7 @@ _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 @dataclass(frozen=True)
 class SinkURI:
     scheme: str
-    target: str  # the directory (jsonl) or the broker list (kafka)
+    target: str  # the directory (jsonl, parquet) or the broker list (kafka)
     params: dict[str, str]
     text: str
 
@@ -208,8 +208,10 @@ def parse_sink_uri(text: str) -> SinkURI:
             f" {', '.join(map(repr, unknown))}"
         )
     target = parts.netloc + parts.path
-    if scheme == "jsonl" and not target:
-        raise ConfigError(f"sink URI {text!r}: jsonl:// needs a directory, e.g. jsonl:///tmp/out")
+    if scheme in ("jsonl", "parquet") and not target:
+        raise ConfigError(
+            f"sink URI {text!r}: {scheme}:// needs a directory, e.g. {scheme}:///tmp/out"
+        )
     if scheme.startswith("kafka"):
         # TiCDC: the brokers are the host list, the topic is the path
         topic, target = parts.path.strip("/"), parts.netloc

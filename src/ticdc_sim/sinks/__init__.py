@@ -62,7 +62,8 @@ class LocalSink:
 
 
 def open_sink(uri: SinkURI, *, overwrite: bool = False, warnings: Warnings | None = None) -> Sink:
-    """The sink a parsed URI names; jsonl refuses a non-empty directory unless `overwrite`."""
+    """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
+    `overwrite`."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
@@ -71,6 +72,10 @@ def open_sink(uri: SinkURI, *, overwrite: bool = False, warnings: Warnings | Non
         from ticdc_sim.sinks.jsonl import JsonlSink
 
         return JsonlSink(uri.target, overwrite=overwrite)
+    if uri.scheme == "parquet":
+        from ticdc_sim.sinks.parquet import ParquetSink
+
+        return ParquetSink(uri.target, overwrite=overwrite)
     if uri.scheme == "memory":
         from ticdc_sim.sinks.memory import MemorySink
 

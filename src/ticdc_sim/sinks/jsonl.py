@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from binascii import a2b_base64, b2a_base64
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ import orjson
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink, Record
+from ticdc_sim.sinks.staging import Staging
 
 _FLUSH_BYTES = 1 << 20
 _PARTITION_FILE = re.compile(r"partition-(0|[1-9][0-9]*)\.jsonl")
@@ -62,11 +62,8 @@ class _PartitionFile:
 class JsonlSink(LocalSink):
     def __init__(self, directory: str, *, overwrite: bool = False) -> None:
         self.root = Path(directory)
-        _check_target(self.root, overwrite)
-        self.work = self.root.parent / f".{self.root.name}.partial"
-        if self.work.exists():  # left by a run that was killed: ours to replace
-            shutil.rmtree(self.work)
-        self.work.mkdir(parents=True)
+        self.staging = Staging(self.root, "jsonl", overwrite, _ours)
+        self.work = self.staging.work
         self.files: dict[tuple[str, int], _PartitionFile] = {}
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
@@ -99,24 +96,16 @@ class JsonlSink(LocalSink):
         try:
             self._finish()
         except BaseException:
-            self._keep_partial()
+            self.staging.keep_partial()
             raise
-        if self.root.exists():
-            shutil.rmtree(self.root)  # checked at open: empty, or earlier output of ours
-        self.work.rename(self.root)
+        self.staging.commit()
 
     def abort(self) -> None:
         """Keep what was sent, as `DIR.partial`: never where complete output would be."""
         try:
             self._finish()
         finally:
-            self._keep_partial()
-
-    def _keep_partial(self) -> None:
-        partial = self.root.parent / f"{self.root.name}.partial"
-        if partial.exists():
-            shutil.rmtree(partial)
-        self.work.rename(partial)
+            self.staging.keep_partial()
 
     def _finish(self) -> None:
         try:
@@ -128,22 +117,11 @@ class JsonlSink(LocalSink):
             self.files.clear()
 
 
-def _check_target(root: Path, overwrite: bool) -> None:
-    """The target must be absent, empty, or (with `overwrite`) hold only our own layout."""
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"jsonl sink: {root} exists and is not a directory")
-    entries = list(root.iterdir()) if root.exists() else []
-    if entries and not overwrite:
-        raise ConfigError(f"jsonl sink: {root} is not empty; pass --overwrite to replace it")
-    for entry in entries:
-        foreign = not entry.is_dir() or any(
-            not (f.is_file() and _PARTITION_FILE.fullmatch(f.name)) for f in entry.iterdir()
-        )
-        if foreign:
-            raise ConfigError(
-                f"jsonl sink: {root} holds {entry.name!r}, which is not ticdc-sim output;"
-                " refusing to overwrite it"
-            )
+def _ours(entry: Path) -> bool:
+    """A topic directory of partition files."""
+    return entry.is_dir() and all(
+        f.is_file() and _PARTITION_FILE.fullmatch(f.name) for f in entry.iterdir()
+    )
 
 
 def read_jsonl(directory: str) -> Iterator[Record]:

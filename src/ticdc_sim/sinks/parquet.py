@@ -1,0 +1,179 @@
+"""`parquet://DIR`: Kafka records as a Parquet dataset, `DIR/topic=T/partition=P/part-0.parquet`.
+
+One row per Kafka record, in offset order (the schema is `SCHEMA`, documented in README):
+`offset`, `key` and `value` (the exact bytes), `headers`, and for convenience `commit_ts`
+(the largest commit ts, or the checkpoint ts, the record carries), `kind` (row, ddl or
+checkpoint), `rows`, `schema` and `table`. The directory names are Hive-style, so Spark and
+pyarrow read `topic` and `partition` back as columns; the Spark mode writes the same layout.
+
+Records are written as a stream: each partition file gets a row group whenever its buffer
+holds `ROW_GROUP_ROWS` records or `ROW_GROUP_BYTES` bytes, so memory stays bounded whatever
+the run's size. Output is staged like jsonl's (`sinks/staging.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ticdc_sim.encoders import Message
+from ticdc_sim.errors import ConfigError, SimError
+from ticdc_sim.sinks import LocalSink, Record
+from ticdc_sim.sinks.staging import Staging
+
+SCHEMA = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", pa.map_(pa.string(), pa.binary()), nullable=False),
+        pa.field("commit_ts", pa.uint64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("rows", pa.int32(), nullable=False),
+        pa.field("schema", pa.string(), nullable=False),
+        pa.field("table", pa.string(), nullable=False),
+    ]
+)
+ROW_GROUP_ROWS = 64 * 1024
+ROW_GROUP_BYTES = 32 << 20
+_TOPIC_DIR = re.compile(r"topic=([A-Za-z0-9._-]+)")
+_PARTITION_DIR = re.compile(r"partition=(0|[1-9][0-9]*)")
+_FILE = "part-0.parquet"
+
+
+class _PartitionFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer = pq.ParquetWriter(path, SCHEMA, compression="zstd")
+        self.offset = 0
+        self.columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self.bytes = 0
+
+    def add(self, message: Message) -> None:
+        columns = self.columns
+        columns["offset"].append(self.offset)
+        columns["key"].append(message.key)
+        columns["value"].append(message.value)
+        columns["headers"].append(list(message.headers.items()))
+        columns["commit_ts"].append(message.ts)
+        columns["kind"].append("row" if message.rows else "ddl")
+        columns["rows"].append(message.rows)
+        columns["schema"].append(message.schema)
+        columns["table"].append(message.table)
+        self.offset += 1
+        self.bytes += len(message.key or b"") + len(message.value or b"")
+        if len(columns["offset"]) >= ROW_GROUP_ROWS or self.bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+    def mark_checkpoint(self) -> None:
+        """The record just added carried a checkpoint, not a DDL."""
+        kinds = self.columns["kind"]
+        if kinds:
+            kinds[-1] = "checkpoint"
+
+    def flush(self) -> None:
+        if not self.columns["offset"]:
+            return
+        try:
+            self.writer.write_table(pa.table(self.columns, schema=SCHEMA))
+        except (OSError, pa.ArrowException) as e:
+            raise SimError(f"cannot write {self.path}: {e}") from None
+        self.columns = {name: [] for name in SCHEMA.names}
+        self.bytes = 0
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.writer.close()
+
+
+class ParquetSink(LocalSink):
+    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
+        self.staging = Staging(Path(directory), "parquet", overwrite, _ours)
+        self.files: dict[tuple[str, int], _PartitionFile] = {}
+
+    def _file(self, topic: str, partition: int) -> _PartitionFile:
+        found = self.files.get((topic, partition))
+        if found is None:
+            folder = self.staging.work / f"topic={topic}" / f"partition={partition}"
+            folder.mkdir(parents=True, exist_ok=True)
+            found = self.files[(topic, partition)] = _PartitionFile(folder / _FILE)
+        return found
+
+    def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        out = self._file(topic, partition)
+        for message in messages:
+            out.add(message)
+
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        self.files[(topic, partition)].mark_checkpoint()
+
+    def close(self) -> None:
+        try:
+            self._finish()
+        except BaseException:
+            self.staging.keep_partial()
+            raise
+        self.staging.commit()
+
+    def abort(self) -> None:
+        try:
+            self._finish()
+        finally:
+            self.staging.keep_partial()
+
+    def _finish(self) -> None:
+        files, self.files = list(self.files.values()), {}
+        errors = []
+        for out in files:
+            try:
+                out.close()
+            except SimError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+
+def _ours(entry: Path) -> bool:
+    """A `topic=<t>` directory of `partition=<p>/part-0.parquet` files."""
+    if not (entry.is_dir() and _TOPIC_DIR.fullmatch(entry.name)):
+        return False
+    return all(
+        p.is_dir()
+        and _PARTITION_DIR.fullmatch(p.name)
+        and all(f.name == _FILE for f in p.iterdir())
+        for p in entry.iterdir()
+    )
+
+
+def read_parquet(directory: str) -> Iterator[Record]:
+    """Every record of a parquet:// dataset: topics by name, partitions by number, offsets."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(f"parquet source: {root} is not a directory")
+    topics = sorted(p for p in root.iterdir() if _TOPIC_DIR.fullmatch(p.name))
+    for topic_dir in topics:
+        topic = topic_dir.name.split("=", 1)[1]
+        parts = [p for p in topic_dir.iterdir() if _PARTITION_DIR.fullmatch(p.name)]
+        for part_dir in sorted(parts, key=lambda p: int(p.name.split("=", 1)[1])):
+            partition = int(part_dir.name.split("=", 1)[1])
+            yield from _read_file(part_dir / _FILE, topic, partition)
+
+
+def _read_file(path: Path, topic: str, partition: int) -> Iterator[Record]:
+    try:
+        file = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as e:
+        raise SimError(f"{path}: not a readable Parquet file ({e})") from None
+    if not file.schema_arrow.equals(SCHEMA):
+        raise SimError(f"{path}: not a ticdc-sim record file (schema {file.schema_arrow})")
+    for batch in file.iter_batches(columns=["offset", "key", "value", "headers"]):
+        offsets, keys, values, headers = (batch.column(i).to_pylist() for i in range(4))
+        for offset, key, value, pairs in zip(offsets, keys, values, headers, strict=True):
+            yield Record(topic, partition, offset, key, value, dict(pairs))
