@@ -7,9 +7,10 @@ may be smaller than them (with TiCDC's warning) but not larger (tiflow
 the broker's) limit minus 128 bytes, as TiCDC does, where the broker tells it.
 
 Every record goes to the partition the dispatcher chose, in order, through librdkafka's
-idempotent producer. Every delivery report is checked: `close()` flushes and succeeds only
-when every record was acknowledged; otherwise it fails, naming how many were not and, per
-partition, the last checkpoint that was, which is where a consumer can resume.
+idempotent producer. Every record is accounted for: librdkafka reports the failed ones,
+`close()` flushes (purging, after the timeout, what is still queued, so that it fails too) and
+succeeds only when none failed; otherwise it fails, naming how many and, per partition, the
+last checkpoint acknowledged, which is where a consumer can resume.
 """
 
 from __future__ import annotations
@@ -92,6 +93,22 @@ class _Partition:
     checkpoint: int | None = None  # the last acknowledged checkpoint ts
     pending: dict[int, int] = field(default_factory=dict)  # record number -> checkpoint ts
 
+    def report(self, error: KafkaError | None, _message: Any) -> None:
+        """A failed record's delivery report (only failures are reported: a report a record
+        would cost as much as the produce itself)."""
+        if error is not None:
+            self.failed += 1
+            self.error = self.error or error.str()
+
+    def settle(self) -> None:
+        """Once nothing is in flight: the idempotent producer keeps a partition's records in
+        order, so the failed ones are the last ones, and every record before them, with the
+        checkpoints among them, was acknowledged."""
+        self.acknowledged = self.sent - self.failed
+        done = [n for n in self.pending if n < self.acknowledged]
+        if done:
+            self.checkpoint = self.pending[max(done)]
+
 
 class KafkaSink:
     def __init__(self, uri: SinkURI, warnings: Warnings | None = None) -> None:
@@ -121,6 +138,7 @@ class KafkaSink:
             "max.in.flight.requests.per.connection": 5 if acks == "-1" else 1,
             "compression.type": _COMPRESSION[compression],
             "linger.ms": 5,
+            "delivery.report.only.error": True,
         }
         self.producer = Producer(producer)
         self.topics: dict[str, int] = {}  # topic -> partitions in use
@@ -207,11 +225,8 @@ class KafkaSink:
         state = self.partitions_seen.get((topic, partition))
         if state is None:
             state = self.partitions_seen[(topic, partition)] = _Partition()
-        produce, poll = self.producer.produce, self.producer.poll
+        produce, poll, report = self.producer.produce, self.producer.poll, state.report
         for message in messages:
-            number = state.sent
-            state.sent += 1
-            callback = _Delivery(state, number)
             headers: list[tuple[str, str | bytes | None]] | None = (
                 list(message.headers.items()) if message.headers else None
             )
@@ -219,15 +234,16 @@ class KafkaSink:
                 try:
                     produce(
                         topic,
-                        value=message.value,
-                        key=message.key,
-                        partition=partition,
+                        message.value,
+                        message.key,
+                        partition,
+                        on_delivery=report,
                         headers=headers,
-                        on_delivery=callback,
                     )
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     poll(0.1)
+        state.sent += len(messages)
         poll(0)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
@@ -236,13 +252,22 @@ class KafkaSink:
         state.pending[state.sent - 1] = ts
 
     def close(self) -> None:
-        remaining = self.producer.flush(_TIMEOUT_S)
-        lost = remaining + sum(s.sent - s.acknowledged for s in self.partitions_seen.values())
-        if lost or any(s.failed for s in self.partitions_seen.values()):
+        self._drain()
+        lost = sum(s.failed for s in self.partitions_seen.values())
+        if lost:
             raise SimError(self._report(lost))
 
     def abort(self) -> None:
-        self.producer.flush(_TIMEOUT_S)
+        self._drain()
+
+    def _drain(self) -> None:
+        """Wait for every record; what is still undelivered after the timeout is purged, so
+        that it is reported failed, partition by partition."""
+        if self.producer.flush(_TIMEOUT_S):
+            self.producer.purge()
+            self.producer.flush(_TIMEOUT_S)
+        for state in self.partitions_seen.values():
+            state.settle()
 
     def _report(self, lost: int) -> str:
         lines = [f"kafka {self.uri.target}: {lost} records were not acknowledged"]
@@ -257,26 +282,6 @@ class KafkaSink:
                 f" checkpoint {where}"
             )
         return "\n".join(lines)
-
-
-class _Delivery:
-    """The delivery report of one record."""
-
-    __slots__ = ("number", "state")
-
-    def __init__(self, state: _Partition, number: int) -> None:
-        self.state, self.number = state, number
-
-    def __call__(self, error: KafkaError | None, _message: Any) -> None:
-        state = self.state
-        if error is not None:
-            state.failed += 1
-            state.error = state.error or error.str()
-            return
-        state.acknowledged += 1
-        ts = state.pending.pop(self.number, None)
-        if ts is not None and not state.failed:
-            state.checkpoint = ts
 
 
 def _header_bytes(value: Any) -> bytes:
