@@ -29,3 +29,4 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/encode.py
+	$(BIN)/python bench/kafka.py

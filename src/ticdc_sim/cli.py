@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from ticdc_sim.config import Changefeed, SinkURI, changefeed
+from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
 from ticdc_sim.encoders import (
     Decoded,
     DecodedCheckpoint,
@@ -212,6 +212,13 @@ def replay(
         bool | None,
         typer.Option(help="the changefeed's enable-old-value (updates keep their old row)"),
     ] = None,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            help="at-least-once scenarios, as under [faults]: e.g."
+            " 'duplicate-rate=0.01,restart-every=500,label=true' (seeded by --seed)"
+        ),
+    ] = None,
 ) -> None:
     """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
     flags: dict[str, Any] = {}
@@ -221,6 +228,8 @@ def replay(
         flags["enable_old_value"] = old_value
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
     try:
+        if faults is not None:
+            flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
         feed = None
         if sink_uri is not None:
@@ -257,6 +266,20 @@ def replay(
         typer.echo(f"error: {error}", err=True)
     if engine.errors:
         raise typer.Exit(1)
+
+
+def _faults(text: str) -> dict[str, Any]:
+    """`--faults key=value,...` read as the [faults] table of a changefeed TOML."""
+    lines = ["[faults]"]
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--faults: {item!r} is not key=value")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value.replace(";", ",")  # lists: restart-at=[100;200]
+        lines.append(f"{name.strip()} = {value}")
+    return parse_changefeed_toml("\n".join(lines), "--faults")
 
 
 def _read_config(path: Path | None) -> str | None:
@@ -307,7 +330,8 @@ def _replay_to_sink(
                 " ineligible tables skipped)"
                 if summary.skipped_rows or summary.skipped_ddls
                 else ""
-            ),
+            )
+            + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
             err=True,
         )
 

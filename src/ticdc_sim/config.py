@@ -45,6 +45,31 @@ class SinkURI:
 
 
 @dataclass(frozen=True)
+class Faults:
+    """The `[faults]` section: TiCDC's at-least-once behaviour after failures, on purpose
+    (sinks/faults.py). Deterministic under `seed`."""
+
+    duplicate_rate: float = 0.0  # a row record sent again later on its partition
+    restart_every: int = 0  # records between simulated TiCDC restarts (0: none)
+    restart_at: tuple[int, ...] = ()  # restarts after these record counts
+    resolved_lag: int = 0  # ms checkpoints are held back on `resolved_lag_partitions`
+    resolved_lag_partitions: tuple[int, ...] = (0,)
+    ddl_replay_rate: float = 0.0  # a DDL record delivered again
+    label: bool = False  # mark injected records with ticdc-sim-fault headers
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return bool(
+            self.duplicate_rate
+            or self.restart_every
+            or self.restart_at
+            or self.resolved_lag
+            or self.ddl_replay_rate
+        )
+
+
+@dataclass(frozen=True)
 class Changefeed:
     """Everything the pipeline and the engine need to know about the simulated changefeed."""
 
@@ -58,6 +83,7 @@ class Changefeed:
     filter_rules: tuple[str, ...] = ("*.*",)
     output_raw_change_event: bool = False
     enable_old_value: bool = True
+    faults: Faults = Faults()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -74,6 +100,26 @@ def _bool(value: Any, where: str) -> bool:
     if isinstance(value, str) and value in _FALSE:
         return False
     raise ConfigError(f"{where}: {value!r} is not a boolean (true or false)")
+
+
+def _rate(value: Any, where: str) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    raise ConfigError(f"{where}: {value!r} is not a rate between 0 and 1")
+
+
+def _counts(value: Any, where: str) -> tuple[int, ...]:
+    if isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        return tuple(value)
+    raise ConfigError(f"{where}: {value!r} is not a list of whole numbers")
+
+
+def _integer(value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{where}: {value!r} is not an integer")
 
 
 def _positive(value: Any, where: str) -> int:
@@ -256,6 +302,15 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         _bool,
     ),
     ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
+    # ours: the at-least-once scenarios (Faults)
+    ("faults", "duplicate-rate"): ("fault_duplicate_rate", _rate),
+    ("faults", "restart-every"): ("fault_restart_every", _positive),
+    ("faults", "restart-at"): ("fault_restart_at", _counts),
+    ("faults", "resolved-lag"): ("fault_resolved_lag", _positive),
+    ("faults", "resolved-lag-partitions"): ("fault_resolved_lag_partitions", _counts),
+    ("faults", "ddl-replay-rate"): ("fault_ddl_replay_rate", _rate),
+    ("faults", "label"): ("fault_label", _bool),
+    ("faults", "seed"): ("fault_seed", _integer),
 }
 # keys and whole tables that tune the real system, not the messages: accepted, no effect
 _TOML_IGNORED: frozenset[Path] = frozenset(
@@ -412,7 +467,9 @@ def changefeed(
         )
     check_protocol(protocol)
     codec = CodecConfig(protocol, **{k: v for k, v in settings.items() if k in _CODEC_FIELDS})
-    feed = Changefeed(sink, codec, **{k: v for k, v in settings.items() if k not in _CODEC_FIELDS})
+    faults = Faults(**{k[6:]: settings.pop(k) for k in list(settings) if k.startswith("fault_")})
+    others = {k: v for k, v in settings.items() if k not in _CODEC_FIELDS}
+    feed = Changefeed(sink, codec, faults=faults, **others)
     return _adjust(feed)
 
 

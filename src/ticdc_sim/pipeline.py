@@ -33,6 +33,7 @@ from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import EventRouter
 from ticdc_sim.sinks import Sink
+from ticdc_sim.sinks.faults import FaultySink, lagged
 
 BATCH_ROWS = 2048  # worker.go batchSize
 BATCH_INTERVAL_MS = 15  # worker.go batchInterval
@@ -70,6 +71,7 @@ class Summary:
     skipped_ddls: int = 0
     records: dict[str, int] = field(default_factory=dict)  # per topic
     checkpoint_ts: int = 0
+    injected: int = 0  # records [faults] added
 
 
 class Pipeline:
@@ -77,7 +79,9 @@ class Pipeline:
 
     def __init__(self, feed: Changefeed, sink: Sink, warnings: Warnings | None = None) -> None:
         self.feed = feed
-        self.sink = sink
+        self.faults = feed.faults
+        self.sink: Sink = FaultySink(sink, feed.faults) if feed.faults.active else sink
+        self._sent_checkpoints: dict[tuple[str, int], int] = {}  # the last per partition
         self.partitions = feed.partition_num
         self.warnings = warnings if warnings is not None else Warnings()
         for message in feed.warnings:  # the config's, into the run's one channel
@@ -190,11 +194,13 @@ class Pipeline:
         """Send what is pending and the final checkpoint; closes the sink."""
         try:
             self._flush()
-            self._checkpoint()
+            self._checkpoint(final=True)
         except BaseException:
             self.sink.abort()
             raise
         self.sink.close()
+        if isinstance(self.sink, FaultySink):
+            self.summary.injected = self.sink.injected
         return self.summary
 
     def abort(self) -> Summary:
@@ -256,21 +262,31 @@ class Pipeline:
         for partition in [0] if self.ddl_to_zero else range(self._partitions_of(topic)):
             self._send(topic, partition, [message])
 
-    def _checkpoint(self) -> None:
-        ts = self._seen_ts
-        if ts <= self._sent_ts:
+    def _checkpoint(self, final: bool = False) -> None:
+        """A checkpoint on every partition of the active topics; the final one also sends
+        what `resolved-lag` held back."""
+        ts, last = self._seen_ts, self._sent_checkpoints
+        held = final and any(sent < ts for sent in last.values())
+        if ts <= self._sent_ts and not held:
             return
-        self._sent_ts = self.summary.checkpoint_ts = ts
+        new = ts > self._sent_ts
+        if new:
+            self._sent_ts = self.summary.checkpoint_ts = ts
         message = self.encoder.encode_checkpoint(ts)
         if message is None:  # canal-json without the TiDB extension has no checkpoints
             return
-        self.summary.checkpoints += 1
+        self.summary.checkpoints += new
         for topic in self.router.active_topics(
             (t.schema, t.name) for _, t in sorted(self.tables.items())
         ):
             for partition in range(self._partitions_of(topic)):
+                where = (topic, partition)
+                sent = last.get(where, 0)
+                if sent >= ts or (not final and lagged(self.faults, partition, ts, sent)):
+                    continue  # sent already, or held back by `resolved-lag`
                 self._send(topic, partition, [message])
                 self.sink.resolved(topic, partition, ts)
+                last[where] = ts
 
     def _partitions_of(self, topic: str) -> int:
         found = self._partitions.get(topic)
