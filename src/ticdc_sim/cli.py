@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from importlib.metadata import version
 from pathlib import Path
@@ -32,8 +32,9 @@ from ticdc_sim.generator.sql.script import (
     split_script,
 )
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
+from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 
@@ -212,6 +213,13 @@ def replay(
         bool | None,
         typer.Option(help="the changefeed's enable-old-value (updates keep their old row)"),
     ] = None,
+    expect: Annotated[
+        Path | None,
+        typer.Option(
+            help="write what a correct consumer must end with: DIR/<schema>.<table>.parquet,"
+            " every replicated table's final rows"
+        ),
+    ] = None,
     faults: Annotated[
         str | None,
         typer.Option(
@@ -255,8 +263,12 @@ def replay(
         events = engine.run(_statements(scripts))
         if feed is None:
             _print_events(events)
+            replicated, checkpoint_ts = _eligible, 0
         else:
-            _replay_to_sink(feed, events, overwrite, warnings)
+            pipeline = _replay_to_sink(feed, events, overwrite, warnings)
+            replicated, checkpoint_ts = pipeline.replicates, pipeline.summary.checkpoint_ts
+        if expect is not None:
+            _write_expected(expect, engine, replicated, checkpoint_ts)
     except SimError as e:
         _print_warnings(warnings)
         typer.echo(f"error: {e}", err=True)
@@ -303,9 +315,25 @@ def _print_warnings(warnings: Warnings) -> None:
         typer.echo(f"warning: {warning}", err=True)
 
 
+def _eligible(info: TableInfo) -> bool:
+    """What TiCDC replicates without a filter: tables with a handle key, outside the system
+    schemas."""
+    return info.has_handle_key and info.schema.lower() not in SYSTEM_SCHEMAS
+
+
+def _write_expected(
+    directory: Path, engine: Engine, replicated: Callable[[TableInfo], bool], checkpoint_ts: int
+) -> None:
+    from ticdc_sim.sinks.expect import write_expected
+
+    tables = [(info, rows) for info, rows in engine.table_states() if replicated(info)]
+    paths = write_expected(str(directory), tables, engine.catalog.schema_version, checkpoint_ts)
+    typer.echo(f"expected state: {len(paths)} tables in {directory}", err=True)
+
+
 def _replay_to_sink(
     feed: Changefeed, events: Iterable[Event], overwrite: bool, warnings: Warnings
-) -> None:
+) -> Pipeline:
     pipeline = Pipeline(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
@@ -317,7 +345,7 @@ def _replay_to_sink(
     finally:
         # what was sent stays sent, as in Kafka; a jsonl directory is left as DIR.partial
         summary = pipeline.abort() if failed else pipeline.close()
-        if failed and feed.sink.scheme == "jsonl":
+        if failed and feed.sink.scheme in ("jsonl", "parquet"):
             typer.echo(
                 f"the records sent before the error are in {feed.sink.target}.partial", err=True
             )
@@ -334,6 +362,7 @@ def _replay_to_sink(
             + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
             err=True,
         )
+    return pipeline
 
 
 def decoded_record(event: Decoded) -> dict[str, Any]:

@@ -619,6 +619,14 @@ class Engine:
             )
             keyed.setdefault(pid, []).append((order, handle, event))
 
+    def table_states(self) -> Iterator[tuple[TableInfo, list[Row]]]:
+        """Every table's rows now, as TiCDC's mounter hands them on, in key order."""
+        for data in self.tables.values():
+            if data.info.is_sequence or data.info.is_view:
+                continue
+            order = sorted(data.rows, key=None if data.int_handle else _key_order)
+            yield data.info, [self._emitted(data, data.rows[h]) or () for h in order]
+
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
         """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
         if row is None or not table.timestamps:
