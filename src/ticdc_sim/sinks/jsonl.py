@@ -22,8 +22,8 @@ import orjson
 
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks import LocalSink, Record
-from ticdc_sim.sinks.staging import Staging
+from ticdc_sim.sinks import Record
+from ticdc_sim.sinks.staging import StagedSink, Staging
 
 _FLUSH_BYTES = 1 << 20
 _PARTITION_FILE = re.compile(r"partition-(0|[1-9][0-9]*)\.jsonl")
@@ -59,7 +59,7 @@ class _PartitionFile:
         self.buffer.clear()
 
 
-class JsonlSink(LocalSink):
+class JsonlSink(StagedSink):
     def __init__(self, directory: str, *, overwrite: bool = False) -> None:
         self.root = Path(directory)
         self.staging = Staging(self.root, "jsonl", overwrite, _ours)
@@ -89,23 +89,6 @@ class JsonlSink(LocalSink):
             out.offset += 1
         if len(buffer) >= _FLUSH_BYTES:
             out.flush()
-
-    def close(self) -> None:
-        """Write what is buffered and move the output into place (or, if that write
-        fails, to `DIR.partial`)."""
-        try:
-            self._finish()
-        except BaseException:
-            self.staging.keep_partial()
-            raise
-        self.staging.commit()
-
-    def abort(self) -> None:
-        """Keep what was sent, as `DIR.partial`: never where complete output would be."""
-        try:
-            self._finish()
-        finally:
-            self.staging.keep_partial()
 
     def _finish(self) -> None:
         try:

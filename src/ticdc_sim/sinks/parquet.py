@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks import LocalSink, Record
-from ticdc_sim.sinks.staging import Staging
+from ticdc_sim.sinks import Record
+from ticdc_sim.sinks.staging import StagedSink, Staging
 
 SCHEMA = pa.schema(
     [
@@ -93,7 +93,7 @@ class _PartitionFile:
             self.writer.close()
 
 
-class ParquetSink(LocalSink):
+class ParquetSink(StagedSink):
     def __init__(self, directory: str, *, overwrite: bool = False) -> None:
         self.staging = Staging(Path(directory), "parquet", overwrite, _ours)
         self.files: dict[tuple[str, int], _PartitionFile] = {}
@@ -113,20 +113,6 @@ class ParquetSink(LocalSink):
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.files[(topic, partition)].mark_checkpoint()
-
-    def close(self) -> None:
-        try:
-            self._finish()
-        except BaseException:
-            self.staging.keep_partial()
-            raise
-        self.staging.commit()
-
-    def abort(self) -> None:
-        try:
-            self._finish()
-        finally:
-            self.staging.keep_partial()
 
     def _finish(self) -> None:
         files, self.files = list(self.files.values()), {}

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ticdc_sim.errors import ConfigError
+from ticdc_sim.sinks import LocalSink
 
 
 class Staging:
@@ -37,6 +38,31 @@ class Staging:
         if partial.exists():
             shutil.rmtree(partial)
         self.work.rename(partial)
+
+
+class StagedSink(LocalSink):
+    """A directory sink: `_finish` writes what is buffered and closes the files; `close`
+    moves the output into place, or to `DIR.partial` if that fails; `abort` keeps what was
+    sent as `DIR.partial`, never where complete output would be."""
+
+    staging: Staging
+
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        try:
+            self._finish()
+        except BaseException:
+            self.staging.keep_partial()
+            raise
+        self.staging.commit()
+
+    def abort(self) -> None:
+        try:
+            self._finish()
+        finally:
+            self.staging.keep_partial()
 
 
 def _check_target(root: Path, sink: str, overwrite: bool, ours: Callable[[Path], bool]) -> None:
