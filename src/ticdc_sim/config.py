@@ -77,6 +77,7 @@ class Changefeed:
     codec: CodecConfig
     topic: str = DEFAULT_TOPIC
     partition_num: int = DEFAULT_PARTITION_NUM
+    partition_num_set: bool = False  # given by the user (a Kafka topic's own count otherwise)
     rules: tuple[DispatchRule, ...] = ()
     case_sensitive: bool = False
     force_replicate: bool = False
@@ -468,6 +469,7 @@ def changefeed(
     check_protocol(protocol)
     codec = CodecConfig(protocol, **{k: v for k, v in settings.items() if k in _CODEC_FIELDS})
     faults = Faults(**{k[6:]: settings.pop(k) for k in list(settings) if k.startswith("fault_")})
+    settings["partition_num_set"] = "partition_num" in settings
     others = {k: v for k, v in settings.items() if k not in _CODEC_FIELDS}
     feed = Changefeed(sink, codec, faults=faults, **others)
     return _adjust(feed)

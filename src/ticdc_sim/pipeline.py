@@ -82,7 +82,7 @@ class Pipeline:
         self.faults = feed.faults
         self.sink: Sink = FaultySink(sink, feed.faults) if feed.faults.active else sink
         self._sent_checkpoints: dict[tuple[str, int], int] = {}  # the last per partition
-        self.partitions = feed.partition_num
+        self.partitions = feed.partition_num if feed.partition_num_set else None
         self.warnings = warnings if warnings is not None else Warnings()
         for message in feed.warnings:  # the config's, into the run's one channel
             self.warnings.warn(message, message)
@@ -91,11 +91,13 @@ class Pipeline:
         )
         self.filter = TableFilter(list(feed.filter_rules), case_sensitive=feed.case_sensitive)
         codec = feed.codec
-        limit = sink.max_message_bytes  # the broker's, as TiCDC adjusts max-message-bytes
+        self._partitions: dict[str, int] = {}  # per topic, as the sink has them
+        # TiCDC checks its own topic first: a Kafka topic's partitions and message limit
+        self._partitions_of(feed.topic)
+        limit = self.sink.max_message_bytes  # the broker's, as TiCDC adjusts max-message-bytes
         if limit is not None and limit < codec.max_message_bytes:
             codec = replace(codec, max_message_bytes=limit)
         self.encoder = encoder_for(codec)
-        self._partitions: dict[str, int] = {}  # per topic, as the sink has them
         self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO
         self.summary = Summary()
         self.tables: dict[int, TableInfo] = {}  # replicated tables by id (active topics)

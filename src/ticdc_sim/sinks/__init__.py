@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, Protocol
 
-from ticdc_sim.config import SinkURI
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import Warnings
 
@@ -31,9 +31,9 @@ class Sink(Protocol):
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None: ...
 
-    def partition_count(self, topic: str, default: int) -> int:
-        """The partition count rows of `topic` are dispatched over (`default`: the
-        changefeed's partition-num)."""
+    def partition_count(self, topic: str, wanted: int | None) -> int:
+        """The partition count rows of `topic` are dispatched over; `wanted` is the
+        changefeed's partition-num, None when the user gave none."""
         ...
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
@@ -54,8 +54,8 @@ class LocalSink:
 
     max_message_bytes: int | None = None
 
-    def partition_count(self, topic: str, default: int) -> int:
-        return default
+    def partition_count(self, topic: str, wanted: int | None) -> int:
+        return wanted or DEFAULT_PARTITION_NUM
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         pass

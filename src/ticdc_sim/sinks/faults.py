@@ -52,8 +52,8 @@ class FaultySink:
         self.restart_due = False
         self._pending_checkpoint: tuple[str, int] | None = None
 
-    def partition_count(self, topic: str, default: int) -> int:
-        return self.inner.partition_count(topic, default)
+    def partition_count(self, topic: str, wanted: int | None) -> int:
+        return self.inner.partition_count(topic, wanted)
 
     def _state(self, topic: str, partition: int) -> _Partition:
         found = self.partitions.get((topic, partition))

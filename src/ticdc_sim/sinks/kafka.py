@@ -115,7 +115,6 @@ class KafkaSink:
         self.uri = uri
         self.warnings = warnings if warnings is not None else Warnings()
         params = uri.params
-        self.partition_num = int(params["partition-num"]) if "partition-num" in params else None
         self.replication_factor = int(params.get("replication-factor", "1"))
         if self.replication_factor <= 0:
             raise ConfigError(f"sink URI {uri.text!r}: invalid replication-factor")
@@ -145,8 +144,6 @@ class KafkaSink:
         self.partitions_seen: dict[tuple[str, int], _Partition] = {}
         self.max_message_bytes: int | None = None
         self._check_brokers()
-        # TiCDC checks the changefeed's own topic (and the limits it sets) before it starts
-        self.partition_count(params["topic"], DEFAULT_PARTITION_NUM)
 
     # -- topics --------------------------------------------------------------------------------
 
@@ -158,20 +155,19 @@ class KafkaSink:
                 f"kafka {self.uri.target}: cannot reach the brokers: {_reason(e)}"
             ) from None
 
-    def partition_count(self, topic: str, default: int) -> int:
+    def partition_count(self, topic: str, wanted: int | None) -> int:
         """The partition count the dispatchers use for `topic`, creating it if missing."""
         found = self.topics.get(topic)
         if found is None:
-            found = self.topics[topic] = self._ensure(topic)
+            found = self.topics[topic] = self._ensure(topic, wanted)
         return found
 
-    def _ensure(self, topic: str) -> int:
+    def _ensure(self, topic: str, wanted: int | None) -> int:
         metadata = self.admin.list_topics(timeout=_TIMEOUT_S)
         existing = metadata.topics.get(topic)
         if existing is not None and existing.error is None:
             real = len(existing.partitions)
             self._limit_message_bytes(ConfigResource("topic", topic), "max.message.bytes", topic)
-            wanted = self.partition_num
             if wanted is None:
                 return real
             if wanted > real:
@@ -186,7 +182,7 @@ class KafkaSink:
                     " some partitions will not have messages dispatched to (as TiCDC warns)",
                 )
             return wanted
-        count = self.partition_num or DEFAULT_PARTITION_NUM
+        count = wanted or DEFAULT_PARTITION_NUM
         futures = self.admin.create_topics(
             [NewTopic(topic, count, self.replication_factor)], request_timeout=_TIMEOUT_S
         )
