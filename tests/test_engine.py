@@ -973,3 +973,27 @@ def test_insert_ignore_clips_a_wide_decimal_to_its_bounds_with_every_digit() -> 
         Decimal(f"-{nines}.9"),
         Decimal(f"{nines}.9"),
     ]
+
+
+def test_every_literal_form_converts_column_by_column_as_parsed() -> None:
+    """100-row INSERTs take the columnar path for hex literals and introduced strings; the
+    events must be those of parsing each statement."""
+    from ticdc_sim.generator.sql.script import split_script
+
+    rows = ", ".join(
+        f"({i}, {'X' + repr(format(i, '02x')) if i % 2 else '0x' + format(i, 'x')}, "
+        f"0x{i:x}, {'X' + repr('') if i % 5 == 0 else 'x' + repr(format(i * 7, '04x'))}, "
+        f"{'N' if i % 2 else '_utf8mb4 '}'s{i}', _binary 'c{i % 10}', -{i}, b'{i % 2}')"
+        for i in range(1, 101)
+    )
+    text = (
+        "USE test;\n"
+        "CREATE TABLE h (id INT PRIMARY KEY, vb VARBINARY(8), bn BINARY(3), bl BLOB,"
+        " s VARCHAR(8), c CHAR(4), n INT, bit1 BIT(1));\n"
+        f"INSERT INTO h VALUES {rows};\n"
+    )
+    parsed = list(Engine().run(parse_statements(text)))
+    columnar = list(Engine().run(split_script(text.splitlines(keepends=True))))
+    assert columnar == parsed
+    first = [e for e in parsed if isinstance(e, RowChangedEvent)][0].columns
+    assert first == (1, b"\x01", b"\x01\x00\x00", b"\x00\x07", "s1", "c1", -1, 1)

@@ -27,7 +27,13 @@ from ticdc_sim.generator.sql.evaluate import (
     to_number,
     truth,
 )
-from ticdc_sim.generator.sql.shapes import LITERAL_KINDS, Lexed, Param, literal_value
+from ticdc_sim.generator.sql.shapes import (
+    LITERAL_KINDS,
+    Lexed,
+    Param,
+    literal_value,
+    without_introducer,
+)
 from ticdc_sim.generator.sql.store import Index, collation_key
 from ticdc_sim.generator.sql.values import BatchConverter, SqlMode, batch_converter
 from ticdc_sim.model.mysql import INTEGER_RANGES
@@ -199,6 +205,9 @@ def _column_batch(
     batch = batch_converter(column, kind, mode)
     if batch is not None:
         return batch
+    plain = batch_converter(column, "str", mode) if kind == "istr" else None
+    if plain is not None:  # `N'..'`, `_utf8mb4 '..'`: the string after its introducer
+        return lambda lexemes: plain(list(map(without_introducer, lexemes)))
     read = _READERS[kind]
 
     def each(lexemes: Sequence[str]) -> list[Any] | None:

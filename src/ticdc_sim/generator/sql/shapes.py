@@ -133,10 +133,14 @@ def _binary_value(base: int) -> Callable[[str], BinaryLiteral]:
     return value
 
 
+def without_introducer(lexeme: str) -> str:
+    """The quoted string of an `istr` lexeme (`_utf8mb4 'x'`, `N'x'`)."""
+    return lexeme[min(i for i in (lexeme.find("'"), lexeme.find('"')) if i >= 0) :]
+
+
 def _introduced_value(lexeme: str) -> str:
     """`_utf8mb4 'x'` and `N'x'` are the string itself (as `evaluate` reads them)."""
-    quote_at = min(i for i in (lexeme.find("'"), lexeme.find('"')) if i >= 0)
-    return _string_value(lexeme[quote_at:])
+    return _string_value(without_introducer(lexeme))
 
 
 # The value of each literal kind, as the evaluator gives it for the parsed literal node

@@ -916,6 +916,17 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
 
         return integers
     text_types = (M.VARCHAR, M.STRING, M.VAR_STRING)
+    if kind == "hex" and col.charset == "binary" and (tp in text_types or tp in _BLOB_LIMITS):
+        byte_limit, pad = _BLOB_LIMITS.get(tp, col.flen), tp == M.STRING
+
+        def hexes(lexemes: Sequence[str]) -> list[Any] | None:
+            digits = [x[2:-1] if x[0] in "xX" else x[2:] for x in lexemes]  # X'..' or 0x..
+            values = [bytes.fromhex(d if len(d) % 2 == 0 else "0" + d) for d in digits]
+            if max(map(len, values)) > byte_limit:
+                return None  # too long: per value, which reports it
+            return [v.ljust(byte_limit, b"\0") for v in values] if pad else values
+
+        return hexes
     if kind == "str" and tp in text_types and col.charset != "binary" and mode.strict:
         limit, fixed = col.flen, tp == M.STRING
 
