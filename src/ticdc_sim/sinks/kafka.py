@@ -138,6 +138,7 @@ class KafkaSink:
             "compression.type": _COMPRESSION[compression],
             "linger.ms": 5,
             "delivery.report.only.error": True,
+            "on_delivery": self._delivered,  # one callback for all, none passed a record
         }
         self.producer = Producer(producer)
         self.topics: dict[str, int] = {}  # topic -> partitions in use
@@ -221,26 +222,30 @@ class KafkaSink:
         state = self.partitions_seen.get((topic, partition))
         if state is None:
             state = self.partitions_seen[(topic, partition)] = _Partition()
-        produce, poll, report = self.producer.produce, self.producer.poll, state.report
+        produce, poll = self.producer.produce, self.producer.poll
         for message in messages:
-            headers: list[tuple[str, str | bytes | None]] | None = (
-                list(message.headers.items()) if message.headers else None
-            )
             while True:
                 try:
-                    produce(
-                        topic,
-                        message.value,
-                        message.key,
-                        partition,
-                        on_delivery=report,
-                        headers=headers,
-                    )
+                    if message.headers:
+                        produce(
+                            topic,
+                            message.value,
+                            message.key,
+                            partition,
+                            headers=list(message.headers.items()),
+                        )
+                    else:
+                        produce(topic, message.value, message.key, partition)
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     poll(0.1)
         state.sent += len(messages)
         poll(0)
+
+    def _delivered(self, error: KafkaError | None, record: Any) -> None:
+        """A failed record's delivery report, to its partition's bookkeeping."""
+        if error is not None:
+            self.partitions_seen[(record.topic(), record.partition())].report(error, record)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         """The record just sent on the partition was a checkpoint at `ts`."""
