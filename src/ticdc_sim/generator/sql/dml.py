@@ -731,7 +731,6 @@ class _Access:
                 self.next = offset
                 self.low = [compile_expr(n, Scope()) for n in terms.low.get(offset, [])]
                 self.high = [compile_expr(n, Scope()) for n in terms.high.get(offset, [])]
-        self.length = -1 if index is None else len(offsets)
         self.width = len(self.equal) + (self.next is not None)
 
     def rank(self) -> tuple[bool, int, int, bool]:
