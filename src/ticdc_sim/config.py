@@ -93,7 +93,8 @@ class Changefeed:
 Parse = Callable[[Any, str], Any]
 
 
-def _bool(value: Any, where: str) -> bool:
+def parse_bool(value: Any, where: str) -> bool:
+    """TiCDC's strconv.ParseBool of a URI or config value; `where` names it in the error."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value in _TRUE:
@@ -177,10 +178,10 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "partition-num": ("partition_num", _positive),
     "max-message-bytes": ("max_message_bytes", _positive),
     "max-batch-size": ("max_batch_size", _positive),
-    "enable-tidb-extension": ("enable_tidb_extension", _bool),
-    "content-compatible": ("content_compatible", _bool),
-    "only-output-updated-columns": ("only_output_updated_columns", _bool),
-    "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", _bool),
+    "enable-tidb-extension": ("enable_tidb_extension", parse_bool),
+    "content-compatible": ("content_compatible", parse_bool),
+    "only-output-updated-columns": ("only_output_updated_columns", parse_bool),
+    "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", parse_bool),
     "ticdc-version": ("profile", _profile),
 }
 # Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
@@ -281,26 +282,26 @@ Path = tuple[str, ...]
 
 # key path -> (setting, parser)
 _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
-    ("case-sensitive",): ("case_sensitive", _bool),
-    ("force-replicate",): ("force_replicate", _bool),
-    ("enable-old-value",): ("enable_old_value", _bool),
+    ("case-sensitive",): ("case_sensitive", parse_bool),
+    ("force-replicate",): ("force_replicate", parse_bool),
+    ("enable-old-value",): ("enable_old_value", parse_bool),
     ("ticdc-version",): ("profile", _profile),  # ours: the fidelity profile
     ("filter", "rules"): ("filter_rules", _strings),
     ("sink", "protocol"): ("protocol", _protocol),
     ("sink", "dispatchers"): ("rules", lambda v, w: _dispatchers(v, w)),
-    ("sink", "only-output-updated-columns"): ("only_output_updated_columns", _bool),
+    ("sink", "only-output-updated-columns"): ("only_output_updated_columns", parse_bool),
     ("sink", "delete-only-output-handle-key-columns"): (
         "delete_only_output_handle_key_columns",
-        _bool,
+        parse_bool,
     ),
-    ("sink", "content-compatible"): ("content_compatible", _bool),
-    ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
+    ("sink", "content-compatible"): ("content_compatible", parse_bool),
+    ("sink", "open", "output-old-value"): ("open_output_old_value", parse_bool),
     ("sink", "kafka-config", "partition-num"): ("partition_num", _positive),
     ("sink", "kafka-config", "max-message-bytes"): ("max_message_bytes", _positive),
-    ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", _bool),
+    ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", parse_bool),
     ("sink", "kafka-config", "codec-config", "enable-tidb-extension"): (
         "enable_tidb_extension",
-        _bool,
+        parse_bool,
     ),
     ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
     # ours: the at-least-once scenarios (Faults)
@@ -310,7 +311,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("faults", "resolved-lag"): ("fault_resolved_lag", _positive),
     ("faults", "resolved-lag-partitions"): ("fault_resolved_lag_partitions", _counts),
     ("faults", "ddl-replay-rate"): ("fault_ddl_replay_rate", _rate),
-    ("faults", "label"): ("fault_label", _bool),
+    ("faults", "label"): ("fault_label", parse_bool),
     ("faults", "seed"): ("fault_seed", _integer),
 }
 # keys and whole tables that tune the real system, not the messages: accepted, no effect

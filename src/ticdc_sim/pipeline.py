@@ -167,9 +167,7 @@ class Pipeline:
         if self._next_tick is None or now >= self._next_tick:
             self._tick(now)
         if isinstance(event, RowChangedEvent):
-            cached = self._eligible.get(id(event.table))  # `replicates`, without the call
-            eligible = cached[1] if cached and cached[0] is event.table else None
-            if not (self.replicates(event.table) if eligible is None else eligible):
+            if not self.replicates(event.table):
                 self.summary.skipped_rows += 1
             else:
                 if self._batch and (

@@ -50,7 +50,6 @@ class FaultySink:
         self.restarts = sorted(set(faults.restart_at))
         self.injected = 0
         self.restart_due = False
-        self._pending_checkpoint: tuple[str, int] | None = None
 
     def partition_count(self, topic: str, wanted: int | None) -> int:
         return self.inner.partition_count(topic, wanted)
@@ -78,7 +77,7 @@ class FaultySink:
                     state.duplicates.append((offset, message))
             elif faults.ddl_replay_rate and rng.random() < faults.ddl_replay_rate:
                 state.replay = (offset, message)
-            self.restart_due = self.restart_due or self._restart_due()
+            self.restart_due = self.restart_due or self._restart_reached()
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         """The record just sent was a checkpoint: not a DDL to replay, and it closes the
@@ -122,7 +121,8 @@ class FaultySink:
         for offset, message in due:
             self._emit(topic, partition, state, message, ("duplicate", offset))
 
-    def _restart_due(self) -> bool:
+    def _restart_reached(self) -> bool:
+        """Whether the record just sent completes `restart-every` or a `restart-at`."""
         every = self.faults.restart_every
         if every and self.sent % every == 0:
             return True
@@ -135,8 +135,7 @@ class FaultySink:
         """Every partition again from its last checkpoint, in order, as after a restart."""
         for (topic, partition), state in sorted(self.partitions.items()):
             self._release(topic, partition, state)
-            window = list(state.since_checkpoint)
-            for offset, message in window:
+            for offset, message in state.since_checkpoint:  # re-sends are not in it
                 self._emit(topic, partition, state, message, ("restart", offset))
 
     def close(self) -> None:

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
-from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI, parse_bool
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.sinks import Record
@@ -33,16 +33,9 @@ from ticdc_sim.sinks import Record
 _LOG = logging.getLogger("ticdc_sim.kafka")  # librdkafka's own log lines go here, not stderr
 _TIMEOUT_S = 30.0
 _MAX_MESSAGE_BYTES_OVERHEAD = 128  # tiflow pkg/sink/kafka/options.go maxMessageBytesOverhead
-_COMPRESSION = {"none": "none", "": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4"}
-_COMPRESSION.update({"zstd": "zstd"})
+_COMPRESSION = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})  # librdkafka's names too
 _ACKS = {"-1": "all", "1": "1", "0": "0"}
-_SASL_MECHANISMS = {
-    "plain": "PLAIN",
-    "scram-sha-256": "SCRAM-SHA-256",
-    "scram-sha-512": "SCRAM-SHA-512",
-}
-_SASL_MECHANISMS.update({"gssapi": "GSSAPI"})
-_TRUE = {"1", "t", "T", "true", "TRUE", "True"}
+_SASL_MECHANISMS = frozenset({"plain", "scram-sha-256", "scram-sha-512", "gssapi"})
 
 
 def client_config(uri: SinkURI) -> dict[str, Any]:
@@ -50,12 +43,13 @@ def client_config(uri: SinkURI) -> dict[str, Any]:
     TiCDC names them."""
     params = uri.params
     config: dict[str, Any] = {"bootstrap.servers": uri.target, "logger": _LOG}
-    tls = params.get("enable-tls", "") in _TRUE or any(k in params for k in ("ca", "cert", "key"))
+    tls = parse_bool(params.get("enable-tls", "false"), "sink URI parameter enable-tls")
+    tls = tls or any(k in params for k in ("ca", "cert", "key"))
     mechanism = params.get("sasl-mechanism", "").lower()
     if mechanism and mechanism not in _SASL_MECHANISMS:
         raise ConfigError(
             f"sink URI {uri.text!r}: sasl-mechanism {params['sasl-mechanism']!r} is not one of"
-            f" {', '.join(_SASL_MECHANISMS)}"
+            f" {', '.join(sorted(_SASL_MECHANISMS))}"
         )
     sasl = bool(mechanism) or "sasl-user" in params
     config["security.protocol"] = {
@@ -69,10 +63,10 @@ def client_config(uri: SinkURI) -> dict[str, Any]:
             config[setting] = params[name]
     if "key" in params:
         config["ssl.key.location"] = params["key"]
-    if params.get("insecure-skip-verify", "") in _TRUE:
+    if parse_bool(params.get("insecure-skip-verify", "false"), "insecure-skip-verify"):
         config["enable.ssl.certificate.verification"] = False
     if sasl:
-        config["sasl.mechanism"] = _SASL_MECHANISMS[mechanism or "plain"]
+        config["sasl.mechanism"] = (mechanism or "plain").upper()
         if "sasl-user" in params:
             config["sasl.username"] = params["sasl-user"]
         if "sasl-password" in params:
@@ -93,12 +87,9 @@ class _Partition:
     checkpoint: int | None = None  # the last acknowledged checkpoint ts
     pending: dict[int, int] = field(default_factory=dict)  # record number -> checkpoint ts
 
-    def report(self, error: KafkaError | None, _message: Any) -> None:
-        """A failed record's delivery report (only failures are reported: a report a record
-        would cost as much as the produce itself)."""
-        if error is not None:
-            self.failed += 1
-            self.error = self.error or error.str()
+    def fail(self, reason: str) -> None:
+        self.failed += 1
+        self.error = self.error or reason
 
     def settle(self) -> None:
         """Once nothing is in flight: the idempotent producer keeps a partition's records in
@@ -118,11 +109,11 @@ class KafkaSink:
         self.replication_factor = int(params.get("replication-factor", "1"))
         if self.replication_factor <= 0:
             raise ConfigError(f"sink URI {uri.text!r}: invalid replication-factor")
-        compression = params.get("compression", "none").lower()
+        compression = params.get("compression", "none").lower() or "none"
         if compression not in _COMPRESSION:
             raise ConfigError(
                 f"sink URI {uri.text!r}: compression {params['compression']!r} is not one of"
-                f" {', '.join(c for c in _COMPRESSION if c)}"
+                f" {', '.join(sorted(_COMPRESSION))}"
             )
         acks = params.get("required-acks", "-1")
         if acks not in _ACKS:
@@ -135,7 +126,7 @@ class KafkaSink:
             # in order per partition, no duplicates from retries: what TiCDC's ordering needs
             "enable.idempotence": acks == "-1",
             "max.in.flight.requests.per.connection": 5 if acks == "-1" else 1,
-            "compression.type": _COMPRESSION[compression],
+            "compression.type": compression,
             "linger.ms": 5,
             "delivery.report.only.error": True,
             "on_delivery": self._delivered,  # one callback for all, none passed a record
@@ -224,18 +215,12 @@ class KafkaSink:
             state = self.partitions_seen[(topic, partition)] = _Partition()
         produce, poll = self.producer.produce, self.producer.poll
         for message in messages:
+            headers: list[tuple[str, str | bytes | None]] | None = (
+                list(message.headers.items()) if message.headers else None
+            )
             while True:
                 try:
-                    if message.headers:
-                        produce(
-                            topic,
-                            message.value,
-                            message.key,
-                            partition,
-                            headers=list(message.headers.items()),
-                        )
-                    else:
-                        produce(topic, message.value, message.key, partition)
+                    produce(topic, message.value, message.key, partition, headers=headers)
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     poll(0.1)
@@ -243,9 +228,10 @@ class KafkaSink:
         poll(0)
 
     def _delivered(self, error: KafkaError | None, record: Any) -> None:
-        """A failed record's delivery report, to its partition's bookkeeping."""
+        """A delivery report; librdkafka sends only failures' (one a record would cost as
+        much as the produce itself)."""
         if error is not None:
-            self.partitions_seen[(record.topic(), record.partition())].report(error, record)
+            self.partitions_seen[(record.topic(), record.partition())].fail(error.str())
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         """The record just sent on the partition was a checkpoint at `ts`."""

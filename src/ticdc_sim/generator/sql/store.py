@@ -326,10 +326,6 @@ class TableData:
                 for key, handle in zip(keys, handles, strict=True):
                     self._add_member(index, key, handle)
 
-    def clear(self) -> None:
-        self.rows.clear()
-        self.bind(self.info)
-
     # -- ids -----------------------------------------------------------------------------------
 
     def take_ids(self, count: int) -> int:
