@@ -161,8 +161,8 @@ def test_canal_json_forces_old_value_on_as_ticdc() -> None:
         ("[sink]\ncolumn-selectors = []\n", "column selectors are not simulated yet"),
         ("[filter]\nevent-filters = []\n", "event filters are not simulated yet"),
         (
-            "[sink.kafka-config.large-message-handle]\nlarge-message-handle-option = 'claim-check'\n",
-            "large-message handling 'claim-check' is not simulated",
+            "[sink.kafka-config.large-message-handle]\nlarge-message-handle = 'claim-check'\n",
+            "sink.kafka-config.large-message-handle.large-message-handle: unknown configuration key",
         ),
         ("[sink.kafka-config]\nlarge-message-handle = 1\n", "expected a table, got 1"),
         ("sink = 'kafka'\n", "cf.toml: sink: expected a table, got 'kafka'"),

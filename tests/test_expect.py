@@ -48,7 +48,18 @@ def test_final_rows_typed_per_table_with_their_version(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["test.a.parquet"]  # filtered, no key, gone
+    # filtered, no key, gone: only `a` has final rows; the history holds every version
+    assert sorted(p.name for p in out.iterdir()) == ["history", "test.a.parquet"]
+    history = {p.name: pq.read_table(p) for p in (out / "history").iterdir()}
+    assert sorted(history) == ["test.a.0.parquet", "test.gone.0.parquet"]
+    ops = [(r["_op"], r["id"]) for r in history["test.a.0.parquet"].to_pylist()]
+    assert ops == [
+        ("reset", None),
+        ("insert", 18446744073709551615),
+        ("insert", 7),
+        ("update", 18446744073709551615),
+    ]
+    assert [r["_op"] for r in history["test.gone.0.parquet"].to_pylist()] == ["reset", "reset"]
     table = pq.read_table(out / "test.a.parquet")
     assert table.to_pylist() == [
         {
@@ -81,3 +92,51 @@ def test_final_rows_typed_per_table_with_their_version(tmp_path: Path) -> None:
     assert int(metadata[b"ticdc-sim.checkpoint-ts"]) > int(metadata[b"ticdc-sim.update-ts"]) > 0
     assert str(table.schema.field("d").type) == "decimal128(6, 2)"
     assert not table.schema.field("id").nullable
+
+
+def test_a_rerun_replaces_the_earlier_expected_state_and_foreign_files_stop_it(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "s.sql"
+    out = tmp_path / "expect"
+    uri = "memory://?protocol=canal-json"
+    runner = CliRunner()
+    script.write_text("CREATE TABLE old (id INT PRIMARY KEY);\nINSERT INTO old VALUES (1);\n")
+    first = runner.invoke(
+        app,
+        ["replay", str(script), "--sink-uri", uri, "--expect", str(out), "--expect-checkpoints"],
+    )
+    assert first.exit_code == 0, first.output
+    script.write_text("CREATE TABLE new (id INT PRIMARY KEY);\n")
+    second = runner.invoke(app, ["replay", str(script), "--sink-uri", uri, "--expect", str(out)])
+    assert second.exit_code == 0, second.output
+    assert sorted(p.name for p in out.iterdir()) == ["history", "test.new.parquet"]
+    assert [p.name for p in (out / "history").iterdir()] == ["test.new.0.parquet"]
+    (out / "notes.txt").write_text("mine")
+    third = runner.invoke(app, ["replay", str(script), "--sink-uri", uri, "--expect", str(out)])
+    assert third.exit_code == 1
+    assert "holds files it did not write (notes.txt)" in third.output
+    assert (out / "notes.txt").read_text() == "mine" and (out / "test.new.parquet").exists()
+
+
+def test_a_failed_run_leaves_its_history_marked_partial(tmp_path: Path) -> None:
+    script = tmp_path / "s.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\nINSERT INTO nope VALUES (2);\n"
+    )
+    out = tmp_path / "expect"
+    result = CliRunner().invoke(
+        app,
+        [
+            "replay",
+            str(script),
+            "--sink-uri",
+            "memory://?protocol=canal-json",
+            "--expect",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 1 and "doesn't exist" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["history.partial"]
+    (history,) = (out / "history.partial").iterdir()
+    assert [r["_op"] for r in pq.read_table(history).to_pylist()] == ["reset", "insert"]

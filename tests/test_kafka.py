@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,19 @@ def jsonl_records(directory: Path, topic_names: dict[str, str]) -> list[Record]:
 CASES: list[tuple[str, str, str | None]] = [
     ("canal-json", "&enable-tidb-extension=true", None),
     ("open-protocol", "", None),
+    # large messages: some rows are over the limit (claim-check files go to {claims})
+    (
+        "canal-json",
+        "&enable-tidb-extension=true&max-message-bytes=300"
+        "&large-message-handle-option=handle-key-only&large-message-handle-compression=snappy",
+        None,
+    ),
+    (
+        "open-protocol",
+        "&max-message-bytes=300&large-message-handle-option=claim-check"
+        "&claim-check-storage-uri={claims}",
+        None,
+    ),
     (
         "canal-json",
         "&enable-tidb-extension=true&partition-num=4",
@@ -99,9 +114,18 @@ CASES: list[tuple[str, str, str | None]] = [
 
 @pytest.mark.parametrize(("protocol", "params", "toml"), CASES)
 def test_kafka_gets_what_jsonl_gets_byte_for_byte(
-    broker: Broker, tmp_path: Path, protocol: str, params: str, toml: str | None
+    broker: Broker,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    protocol: str,
+    params: str,
+    toml: str | None,
 ) -> None:
     topic = fresh("feed")
+    if "{claims}" in params:  # a short path: the location is part of the message's size
+        claims = Path(tempfile.mkdtemp(prefix="cc", dir="/tmp"))
+        request.addfinalizer(lambda: shutil.rmtree(claims, ignore_errors=True))
+        params = params.replace("{claims}", claims.as_uri())
     expression = toml is not None and "{schema}" in toml
     if expression:  # one topic a table: give this run's names their own suffix
         toml = toml.replace("_T", f"_{topic}")  # type: ignore[union-attr]

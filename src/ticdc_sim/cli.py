@@ -8,9 +8,10 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -37,6 +38,9 @@ from ticdc_sim.model.tso import TSOClock
 from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
+
+if TYPE_CHECKING:
+    from ticdc_sim.sinks.expect import Recorder, Upstream
 
 app = typer.Typer(
     add_completion=False,
@@ -217,9 +221,17 @@ def replay(
         Path | None,
         typer.Option(
             help="write what a correct consumer must end with: DIR/<schema>.<table>.parquet,"
-            " every replicated table's final rows"
+            " every replicated table's final rows, and DIR/history/, the upstream's row"
+            " versions (decode --upstream DIR reads handle-key-only messages with them)"
         ),
     ] = None,
+    expect_checkpoints: Annotated[
+        bool,
+        typer.Option(
+            help="with --expect: also every table's rows at each checkpoint sent,"
+            " DIR/checkpoint-<ts>/<schema>.<table>.parquet"
+        ),
+    ] = False,
     faults: Annotated[
         str | None,
         typer.Option(
@@ -260,12 +272,21 @@ def replay(
             ),
             warnings=warnings,
         )
+        if expect_checkpoints and (expect is None or feed is None):
+            raise ConfigError("--expect-checkpoints needs --expect and --sink-uri")
+        if expect is not None:
+            from ticdc_sim.sinks.expect import prepare
+
+            prepare(expect)  # before any work: a directory of someone else's files is refused
         events = engine.run(_statements(scripts))
         if feed is None:
             _print_events(events)
             replicated, checkpoint_ts = _eligible, 0
         else:
-            pipeline = _replay_to_sink(feed, events, overwrite, warnings)
+            recorder = None
+            if expect is not None:
+                recorder = partial(_recorder, expect, engine, expect_checkpoints)
+            pipeline = _replay_to_sink(feed, events, overwrite, warnings, recorder)
             replicated, checkpoint_ts = pipeline.replicates, pipeline.summary.checkpoint_ts
         if expect is not None:
             _write_expected(expect, engine, replicated, checkpoint_ts)
@@ -331,12 +352,23 @@ def _write_expected(
     typer.echo(f"expected state: {len(paths)} tables in {directory}", err=True)
 
 
+def _recorder(directory: Path, engine: Engine, snapshots: bool, pipeline: Pipeline) -> Recorder:
+    from ticdc_sim.sinks.expect import Recorder
+
+    return Recorder(directory, engine.table_state, pipeline.replicates, snapshots)
+
+
 def _replay_to_sink(
-    feed: Changefeed, events: Iterable[Event], overwrite: bool, warnings: Warnings
+    feed: Changefeed,
+    events: Iterable[Event],
+    overwrite: bool,
+    warnings: Warnings,
+    recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
     pipeline = Pipeline(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
+    observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
     failed = True
     try:
         for event in events:
@@ -344,7 +376,14 @@ def _replay_to_sink(
         failed = False
     finally:
         # what was sent stays sent, as in Kafka; a jsonl directory is left as DIR.partial
-        summary = pipeline.abort() if failed else pipeline.close()
+        try:
+            summary = pipeline.abort() if failed else pipeline.close()
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            if observer is not None:
+                observer.close(failed)
         if failed and feed.sink.scheme in ("jsonl", "parquet"):
             typer.echo(
                 f"the records sent before the error are in {feed.sink.target}.partial", err=True
@@ -406,15 +445,25 @@ def decode(
     config: Annotated[
         Path | None, typer.Option(help="the changefeed TOML the records were written with")
     ] = None,
+    upstream: Annotated[
+        Path | None,
+        typer.Option(
+            help="the --expect directory of the run: handle-key-only messages come out whole,"
+            " read from its history as TiCDC's consumer reads upstream TiDB"
+        ),
+    ] = None,
 ) -> None:
-    """Print every message of SOURCE decoded, one JSON object a line, with its position."""
+    """Print every message of SOURCE decoded, one JSON object a line, with its position.
+    Claim-check messages are read from the config's claim-check-storage-uri."""
     out = sys.stdout.buffer
     try:
         feed = changefeed(source, _read_config(config), str(config or ""))
-        decoder = decoder_for(feed.codec)
+        decoder = decoder_for(feed.codec, _upstream(feed, upstream))
         for record in _records(feed.sink):
             try:
                 decoded = decoder.decode(record.key, record.value)
+            except SimError as e:
+                raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
             except (ValueError, KeyError, TypeError, IndexError) as e:
                 where = _where(feed.sink, record)
                 raise SimError(
@@ -431,6 +480,15 @@ def decode(
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:
+    from ticdc_sim.sinks.claim_check import ClaimStorage
+    from ticdc_sim.sinks.expect import History, Upstream
+
+    uri = feed.codec.claim_check_storage_uri
+    claims = ClaimStorage(uri) if uri else None
+    return Upstream(claims, None if directory is None else History(directory))
 
 
 def _where(sink: SinkURI, record: Record) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 from urllib.parse import parse_qsl, urlsplit
 
-from ticdc_sim.encoders import CodecConfig, check_protocol
+from ticdc_sim.encoders import CodecConfig, check_protocol, large
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.router import DispatchRule
@@ -169,6 +169,15 @@ def _topic(value: Any, where: str) -> str:
     return text
 
 
+# [sink.kafka-config.large-message-handle] (pkg/config/large_message.go), checked in _adjust
+_LARGE: dict[str, tuple[str, Parse]] = {
+    "large-message-handle-option": ("large_message_handle_option", _text),
+    "large-message-handle-compression": ("large_message_handle_compression", _text),
+    "claim-check-storage-uri": ("claim_check_storage_uri", _text),
+    "claim-check-raw-value": ("claim_check_raw_value", parse_bool),
+}
+
+
 # -- the sink URI -------------------------------------------------------------------------------
 
 # parameter -> (setting, parser); the settings are Changefeed and CodecConfig field names
@@ -183,6 +192,8 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "only-output-updated-columns": ("only_output_updated_columns", parse_bool),
     "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", parse_bool),
     "ticdc-version": ("profile", _profile),
+    # TiCDC reads these from [sink.kafka-config.large-message-handle] only; ours in the URI too
+    **_LARGE,
 }
 # Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
 # codec parameters of protocols that ignore them
@@ -304,6 +315,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         parse_bool,
     ),
     ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
+    **{("sink", "kafka-config", "large-message-handle", k): v for k, v in _LARGE.items()},
     # ours: the at-least-once scenarios (Faults)
     ("faults", "duplicate-rate"): ("fault_duplicate_rate", _rate),
     ("faults", "restart-every"): ("fault_restart_every", _positive),
@@ -412,12 +424,6 @@ def _walk(table: Mapping[str, Any], path: Path, out: dict[str, Any], source: str
             out[name] = parse(value, where)
         elif here in _TOML_LATER:
             raise ConfigError(f"{where}: {_TOML_LATER[here]} are not simulated yet")
-        elif here == ("sink", "kafka-config", "large-message-handle"):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}: expected a table, got {value!r}")
-            option = value.get("large-message-handle-option", "none")
-            if option != "none":
-                raise ConfigError(f"{where}: large-message handling {option!r} is not simulated")
         elif any(here[: len(p)] == p for p in _TOML_IGNORED):
             continue
         elif any(k[: len(here)] == here for k in _TOML_SETTINGS):
@@ -486,6 +492,20 @@ def _adjust(feed: Changefeed) -> Changefeed:
         feed = replace(feed, enable_old_value=True)
     if codec.enable_tidb_extension and protocol not in ("canal-json", "avro", "debezium"):
         warnings.append(f"enable-tidb-extension has no effect with protocol {protocol}")
+    large.check(
+        codec.large_message_handle_option,
+        codec.large_message_handle_compression,
+        protocol,
+        codec.enable_tidb_extension,
+        codec.claim_check_storage_uri,
+        codec.claim_check_raw_value,
+    )
+    if codec.large_message_handle_option != "none" and feed.force_replicate:
+        # common/config.go Apply
+        raise ConfigError(
+            "force-replicate must be disabled, when the large message handle is enabled,"
+            f' large message handle: "{codec.large_message_handle_option}"'
+        )
     if codec.content_compatible and protocol != "canal-json":
         # common/config.go Apply reads content-compatible for canal-json only
         codec = replace(codec, content_compatible=False)

@@ -86,6 +86,10 @@ class ConfigError(SimError):
     """A sink URI, changefeed config or dispatcher that TiCDC would reject; says which part."""
 
 
+class DecodeError(SimError):
+    """A record that cannot be made whole: a claim-check file or an upstream row missing."""
+
+
 class EncodeError(SimError):
     """An event an encoder cannot write, e.g. a message over max-message-bytes
     (TiCDC's ErrMessageTooLarge)."""

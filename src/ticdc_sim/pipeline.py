@@ -10,6 +10,8 @@ clock (the physical part of commit ts), so that the same input gives the same re
   15 ms after the batch's first; its rows are grouped by (topic, partition, partition key) and
   each group is encoded on its own, so a Kafka record never mixes groups. TiCDC sends the groups
   of one batch in Go map order, which is random; we send them in order of first appearance.
+- large messages (`encoders.large`): claim-check files the encoder made are stored before the
+  records naming them are sent.
 - DDL (`cdc/sink/ddlsink/mq/mq_ddl_sink.go`): the pending batch goes out first; the DDL goes to
   partition 0 of its topic for canal and canal-json, to every partition otherwise.
 - checkpoints (`cdc/owner/ddl_sink.go`): on a 1 s ticker, only when the checkpoint advanced,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
@@ -33,6 +36,7 @@ from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import EventRouter
 from ticdc_sim.sinks import Sink
+from ticdc_sim.sinks.claim_check import ClaimStorage
 from ticdc_sim.sinks.faults import FaultySink, lagged
 
 BATCH_ROWS = 2048  # worker.go batchSize
@@ -58,6 +62,15 @@ _SCHEMA_ACTIONS = frozenset(
         ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE,
     }
 )
+
+
+class Observer(Protocol):
+    """Follows what the pipeline replicates (`sinks.expect.Recorder`): rows in commit order
+    as their batch is sent, each DDL once sent, each new checkpoint."""
+
+    def rows(self, events: list[RowChangedEvent]) -> None: ...
+    def ddl(self, event: DDLEvent) -> None: ...
+    def checkpoint(self, ts: int) -> None: ...
 
 
 @dataclass
@@ -98,6 +111,12 @@ class Pipeline:
         if limit is not None and limit < codec.max_message_bytes:
             codec = replace(codec, max_message_bytes=limit)
         self.encoder = encoder_for(codec)
+        self.observer: Observer | None = None
+        self.claims = (
+            ClaimStorage(codec.claim_check_storage_uri)
+            if codec.large_message_handle_option == "claim-check"
+            else None
+        )
         self.ddl_to_zero = feed.codec.protocol in DDL_TO_PARTITION_ZERO
         self.summary = Summary()
         self.tables: dict[int, TableInfo] = {}  # replicated tables by id (active topics)
@@ -186,6 +205,8 @@ class Pipeline:
             else:
                 self.summary.skipped_ddls += 1
             self._track(event)
+            if self.observer is not None:
+                self.observer.ddl(event)
         self._seen_ts = event.commit_ts
         if isinstance(event, DDLEvent):
             self._checkpoint()  # forced: a consumer runs a DDL once the checkpoint passes it
@@ -251,8 +272,14 @@ class Pipeline:
                 groups[group] = [row]
             else:
                 found.append(row)
+        if self.observer is not None:
+            self.observer.rows(self._batch)
         self._batch = []
         built = self.encoder.build_groups(list(groups.values()))
+        if self.encoder.claims:  # stored before the messages that name them are sent
+            assert self.claims is not None
+            self.claims.write(self.encoder.claims)
+            self.encoder.claims.clear()
         for (topic, partition, _), messages in zip(groups, built, strict=True):
             self._send(topic, partition, messages)
 
@@ -272,8 +299,12 @@ class Pipeline:
         new = ts > self._sent_ts
         if new:
             self._sent_ts = self.summary.checkpoint_ts = ts
+            if self.observer is not None:
+                self.observer.checkpoint(ts)
         message = self.encoder.encode_checkpoint(ts)
         if message is None:  # canal-json without the TiDB extension has no checkpoints
+            if new and isinstance(self.sink, FaultySink):
+                self.sink.passed(ts)  # ... but a restart still resumes from them
             return
         self.summary.checkpoints += new
         for topic in self.router.active_topics(

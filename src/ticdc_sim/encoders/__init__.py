@@ -4,7 +4,8 @@ Every protocol module has the same verbs, after TiCDC's `RowEventEncoder`
 (tiflow `pkg/sink/codec/encoder.go`): `Encoder.append_row(event)`, `build()`,
 `encode_ddl(event)`, `encode_checkpoint(ts)`, and `build_groups(groups)`, which encodes
 several batches (a pipeline window's partition-key groups) in one pass; and
-`Decoder.decode(key, value)`, which reads records back into `Decoded*` events.
+`Decoder.decode(key, value)`, which reads records back into `Decoded*` events, resolving
+large messages (`large`) through an `Upstream` when given one.
 `encoder_for`/`decoder_for` look modules up by TiCDC's protocol name and import them only
 when asked.
 """
@@ -38,6 +39,11 @@ class CodecConfig:
     max_batch_size: int = 16
     open_output_old_value: bool = True
     profile: TiCDCProfile = "v8.5"
+    # [sink.kafka-config.large-message-handle] (pkg/config/large_message.go), see `large`
+    large_message_handle_option: str = "none"
+    large_message_handle_compression: str = "none"
+    claim_check_storage_uri: str = ""
+    claim_check_raw_value: bool = False
 
     @property
     def only_updated(self) -> bool:
@@ -96,11 +102,28 @@ Decoded = DecodedRow | DecodedDDL | DecodedCheckpoint
 
 
 class Encoder(Protocol):
+    # claim-check files of the rows built so far (`large.Claim`); the pipeline stores and
+    # clears them before it sends the records that name them
+    claims: list[Any]
+
     def append_row(self, event: RowChangedEvent) -> None: ...
     def build(self) -> list[Message]: ...
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]: ...
     def encode_ddl(self, event: DDLEvent) -> Message: ...
     def encode_checkpoint(self, ts: int) -> Message | None: ...
+
+
+class Upstream(Protocol):
+    """What TiCDC's consumer looks up outside the message: the claim-check file a location
+    names, and a row of the upstream TiDB by its handle key at a snapshot ts (when it
+    `has_rows`)."""
+
+    @property
+    def has_rows(self) -> bool: ...
+    def read_claim(self, location: str) -> bytes: ...
+    def row_at(
+        self, schema: str, table: str, ts: int, key: Mapping[str, Any]
+    ) -> dict[str, Any] | None: ...
 
 
 class Decoder(Protocol):
@@ -138,6 +161,8 @@ def encoder_for(config: CodecConfig) -> Encoder:
     return encoder
 
 
-def decoder_for(config: CodecConfig) -> Decoder:
-    decoder: Decoder = _module(config.protocol).Decoder(config)
+def decoder_for(config: CodecConfig, upstream: Upstream | None = None) -> Decoder:
+    """A protocol's decoder; `upstream` resolves claim-check and handle-key-only messages
+    (without it, they decode as they are sent)."""
+    decoder: Decoder = _module(config.protocol).Decoder(config, upstream)
     return decoder

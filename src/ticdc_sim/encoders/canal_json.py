@@ -15,6 +15,7 @@ map in TiCDC and so comes out in random key order; we write table order.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from itertools import repeat
 from operator import add, itemgetter, rshift
@@ -30,9 +31,11 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     DecodedRow,
     Message,
+    Upstream,
     columnar,
+    large,
 )
-from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer, row_messages
+from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer, row_messages
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
     full_type,
@@ -41,7 +44,7 @@ from ticdc_sim.encoders.types import (
     short_type,
     unsigned_promotion,
 )
-from ticdc_sim.errors import EncodeError
+from ticdc_sim.errors import DecodeError, EncodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.actions import ActionType as A
@@ -91,6 +94,14 @@ DDL_TYPES: dict[A, str] = {
 }
 
 
+# what `_tidb` says of a row re-encoded as too large, by large-message option
+_LARGE_TAILS: dict[str, list[bytes | str]] = {
+    "none": [],
+    "handle-key-only": [b',"onlyHandleKey":true'],
+    "claim-check": [b',"claimCheckLocation":', "ccl"],
+}
+
+
 def _writer(col: ColumnInfo) -> Writer:
     """A column's values as the strings canal-json writes (canal_entry.go formatValue)."""
     number = columnar.number_writer(col, quoted=True)
@@ -137,15 +148,15 @@ class _TableCodec:
             + gj.dumps(pk_names, gj.EASYJSON)
             + b',"isDdl":false,"type":"'
         )
-        self.layouts = {kind: self._layout(kind) for kind in (INSERT, UPDATE, DELETE)}
-        self.sql_types = {
-            kind: columnar.Field(self.sql_type(None, self.picked(kind)).replace(b"%", b"%%"))
-            for kind in (INSERT, UPDATE, DELETE)
-        }
+        self.layouts: dict[tuple[str, str], columnar.Layout] = {}
+        self.sql_types: dict[tuple[str, str], columnar.Field] = {}
 
-    def picked(self, kind: str) -> list[int]:
-        """The positions a kind writes: all, or the handle key of a delete when asked."""
-        if kind == DELETE and self.config.delete_only_output_handle_key_columns:
+    def picked(self, kind: str, large: str = "none") -> list[int]:
+        """The positions a kind writes: all, or the handle key of a delete when asked and of
+        a row too large to send whole."""
+        if large != "none" or (
+            kind == DELETE and self.config.delete_only_output_handle_key_columns
+        ):
             return self.handle_positions
         return list(range(len(self.columns)))
 
@@ -161,8 +172,9 @@ class _TableCodec:
         }
         return gj.dumps(types, gj.EASYJSON)
 
-    def _layout(self, kind: str) -> columnar.Layout:
-        picked = self.picked(kind)
+    def _layout(self, kind: str, large: str) -> columnar.Layout:
+        """A kind's record; `large` the large-message option it is re-encoded for, if any."""
+        picked = self.picked(kind, large)
         mysql_types = {self.columns[i].name: self.mysql_types[i] for i in picked}
         parts: list[bytes | str] = [
             self.head + kind.upper().encode() + b'","es":',
@@ -181,7 +193,7 @@ class _TableCodec:
             parts += [b"[{", *self._object("p", picked), b"}]"]
         parts += [b',"data":[{', *self._object("d", picked), b"}]"]
         if self.config.enable_tidb_extension:
-            parts += [b',"_tidb":{"commitTs":', "commitTs", b"}"]
+            parts += [b',"_tidb":{"commitTs":', "commitTs", *_LARGE_TAILS[large], b"}"]
         parts.append(b"}")
         return columnar.Layout(parts)
 
@@ -190,25 +202,42 @@ class _TableCodec:
             yield (b"," if n else b"") + self.keys[i]
             yield f"{image}{i}"
 
-    def encode(self, kind: str, events: list[RowChangedEvent], ts: list[int]) -> Texts:
-        """The records of events of one kind, in order; `ts` their commit ts."""
+    def encode(
+        self,
+        kind: str,
+        events: list[RowChangedEvent],
+        ts: list[int],
+        large: str = "none",
+        locations: list[str] | None = None,
+    ) -> Texts:
+        """The records of events of one kind, in order; `ts` their commit ts. `large` and
+        `locations`: re-encoded as too large (newJSONMessageForDML's messageTooLarge), with
+        the claim-check files they name."""
         fields = {
             "es": columnar.Field(b"%d", es := list(map(rshift, ts, repeat(PHYSICAL_SHIFT_BITS)))),
             "ts": columnar.Field(b"%d", list(map(add, es, repeat(REPLICATION_LAG_MS)))),
             "commitTs": columnar.Field(b"%d", ts),
         }
-        picked = self.picked(kind)
+        if locations is not None:
+            fields["ccl"] = columnar.Field(b"%s", [gj.dumps(x, gj.EASYJSON) for x in locations])
+        picked = self.picked(kind, large)
         fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
         if kind == UPDATE and self.config.only_updated:
             changed = columnar.changed_members(events, picked, self.offsets, fields, self.keys)
             fields["old"] = columnar.Field(b"[{%s}]", [body or b"" for body in changed])
-        fields["sqlType"] = self.sql_types[kind]
+        shape = (kind, large)
+        layout = self.layouts.get(shape)
+        if layout is None:
+            layout = self.layouts[shape] = self._layout(kind, large)
+            constant = self.sql_type(None, picked).replace(b"%", b"%%")
+            self.sql_types[shape] = columnar.Field(constant)
+        fields["sqlType"] = self.sql_types[shape]
         if any(self.promotions[i] is not None for i in picked):
             rows = columnar.images(kind, events)
             if self._promoted(rows, picked):
                 sql_types = [self.sql_type(r, picked) for r in rows]
                 fields["sqlType"] = columnar.Field(b"%s", sql_types)
-        return self.layouts[kind].fill(fields, len(events))
+        return layout.fill(fields, len(events))
 
     def _promoted(self, rows: list[Any], picked: list[int]) -> bool:
         """Whether an unsigned value beyond the signed range moves a Java type up."""
@@ -233,25 +262,50 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
         """One message per row, in order."""
         messages: list[Any] = [None] * len(events)
         limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
-        too_large: list[tuple[int, RowChangedEvent, int]] = []  # (position, row, size)
+        compression = self.config.large_message_handle_compression
+        too_large: list[tuple[int, str, RowChangedEvent]] = []  # (position, kind, row)
         for kind, positions, rows in columnar.shapes(events):
             codec = self.codec(rows[0].table)
             ts = columnar.commit_ts(rows)
             values = codec.encode(kind, rows, ts)
+            if compression != "none":
+                values = [large.compress(compression, v) for v in values]
             if max(map(len, values)) > limit:
-                at = next(i for i, v in enumerate(values) if len(v) > limit)
-                size = len(values[at]) + MAX_RECORD_OVERHEAD
-                too_large.append((at if positions is None else positions[at], rows[at], size))
+                for at, value in enumerate(values):
+                    if len(value) > limit:
+                        too_large.append(
+                            (at if positions is None else positions[at], kind, rows[at])
+                        )
             found = row_messages(values, ts, codec.info)
             messages = columnar.place(messages, positions, found)
-        if too_large:
-            _, event, size = min(too_large, key=itemgetter(0))
-            raise EncodeError(
-                f"a canal-json message of {size} bytes for {event.table.schema}."
-                f"{event.table.name} at commit ts {event.commit_ts} exceeds"
-                f" max-message-bytes {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
-            )
+        for position, kind, row in sorted(too_large, key=itemgetter(0)):
+            message = messages[position]
+            messages[position] = message._replace(value=self._large(kind, row, message.value))
         return messages
+
+    def _large(self, kind: str, row: RowChangedEvent, value: bytes) -> bytes:
+        """The value sent for a row whose record is too large (AppendRowChangedEvent)."""
+        config = self.config
+        option, compression = (
+            config.large_message_handle_option,
+            config.large_message_handle_compression,
+        )
+        if option == "none":
+            raise EncodeError(_too_large(row, len(value), config.max_message_bytes))
+        codec = self.codec(row.table)
+        locations = None
+        if option == "claim-check":
+            claim = large.claim(None, value, config.claim_check_raw_value)
+            self.claims.append(claim)
+            locations = [large.location(config.claim_check_storage_uri, claim.name)]
+        (text,) = codec.encode(kind, [row], [row.commit_ts], option, locations)
+        smaller = large.compress(compression, text)
+        if len(smaller) + MAX_RECORD_OVERHEAD > config.max_message_bytes:
+            raise EncodeError(
+                _too_large(row, len(smaller), config.max_message_bytes)
+                + f", even with only its handle-key columns ({option})"
+            )
+        return smaller
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         messages = self.encode_rows([e for group in groups for e in group])
@@ -280,9 +334,10 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
         }
         if self.config.enable_tidb_extension:
             value["_tidb"] = {"commitTs": event.commit_ts}
-        return Message(
-            None, gj.dumps(value, gj.GOCCY), event.commit_ts, 0, event.schema, event.table
+        text = large.compress(
+            self.config.large_message_handle_compression, gj.dumps(value, gj.GOCCY)
         )
+        return Message(None, text, event.commit_ts, 0, event.schema, event.table)
 
     def encode_checkpoint(self, ts: int) -> Message | None:
         if not self.config.enable_tidb_extension:
@@ -304,7 +359,18 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             "old": None,
             "_tidb": {"watermarkTs": ts},
         }
-        return Message(None, gj.dumps(value, gj.GOCCY), ts)
+        text = large.compress(
+            self.config.large_message_handle_compression, gj.dumps(value, gj.GOCCY)
+        )
+        return Message(None, text, ts)
+
+
+def _too_large(row: RowChangedEvent, size: int, limit: int) -> str:
+    return (
+        f"a canal-json message of {size + MAX_RECORD_OVERHEAD} bytes for {row.table.schema}."
+        f"{row.table.name} at commit ts {row.commit_ts} exceeds max-message-bytes {limit}"
+        " (TiCDC: ErrMessageTooLarge)"
+    )
 
 
 # -- decoding ----------------------------------------------------------------------------------
@@ -332,20 +398,41 @@ def parse_value(mysql_type: str, text: str | None) -> Any:
 
 
 class Decoder:
-    def __init__(self, config: CodecConfig) -> None:
+    def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
         self.config = config
+        self.upstream = upstream
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
-        if value is None:
-            return []
-        message = orjson.loads(value)
+        return [] if value is None else [self._decode(value)]
+
+    def _decode(self, value: bytes, claimed: str = "") -> Decoded:
+        message = orjson.loads(
+            large.decompress(self.config.large_message_handle_compression, value)
+        )
         tidb = message.get("_tidb") or {}
         if message["type"] == "TIDB_WATERMARK":
-            return [DecodedCheckpoint(tidb["watermarkTs"])]
+            return DecodedCheckpoint(tidb["watermarkTs"])
         commit_ts = tidb.get("commitTs")
-        schema, table = message["database"], message["table"]
         if message["isDdl"]:
-            return [DecodedDDL(schema, table, commit_ts, message["sql"], message["type"])]
+            return DecodedDDL(
+                message["database"], message["table"], commit_ts, message["sql"], message["type"]
+            )
+        # canal_json_decoder.go NextRowChangedEvent: handle-key-only first, then claim-check
+        row = self._row(message, commit_ts)
+        if tidb.get("onlyHandleKey"):
+            return large.from_upstream(row, self.upstream)
+        location = tidb.get("claimCheckLocation")
+        if location and claimed:
+            raise DecodeError(f"claim-check file {claimed!r} names another one, {location!r}")
+        if location and self.upstream is not None:
+            content = self.upstream.read_claim(location)
+            _, whole = large.unclaim(content, self.config.claim_check_raw_value)
+            return self._decode(whole, location)
+        named = location or claimed  # as sent without an upstream, or as read from the file
+        return replace(row, extra={**row.extra, "claimCheckLocation": named}) if named else row
+
+    def _row(self, message: dict[str, Any], commit_ts: int | None) -> DecodedRow:
+        schema, table = message["database"], message["table"]
         types = message["mysqlType"] or {}
         (data,) = message["data"]
         columns = {k: parse_value(types[k], v) for k, v in data.items()}
@@ -353,9 +440,9 @@ class Decoder:
         extra = {"es": message["es"], "pkNames": message["pkNames"], "sqlType": message["sqlType"]}
         keys = tuple(message["pkNames"] or ())
         if kind == "delete":
-            return [DecodedRow("delete", schema, table, commit_ts, None, columns, extra, keys)]
+            return DecodedRow("delete", schema, table, commit_ts, None, columns, extra, keys)
         if kind == "insert":
-            return [DecodedRow("insert", schema, table, commit_ts, columns, None, extra, keys)]
+            return DecodedRow("insert", schema, table, commit_ts, columns, None, extra, keys)
         (old,) = message["old"]
         pre = {**columns, **{k: parse_value(types[k], v) for k, v in old.items()}}
-        return [DecodedRow("update", schema, table, commit_ts, columns, pre, extra, keys)]
+        return DecodedRow("update", schema, table, commit_ts, columns, pre, extra, keys)

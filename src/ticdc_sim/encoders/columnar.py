@@ -29,6 +29,7 @@ import numpy
 import orjson
 
 from ticdc_sim.encoders import NO_HEADERS, Message
+from ticdc_sim.encoders.large import Claim
 from ticdc_sim.encoders.types import INTEGER_TYPES
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import format_f, json_number
@@ -392,6 +393,7 @@ class BatchEncoder(Generic[Codec]):
     def __init__(self) -> None:
         self._pending: list[RowChangedEvent] = []
         self._codecs: dict[int, tuple[TableInfo, Codec]] = {}
+        self.claims: list[Claim] = []  # claim-check files of what was built, for the sink
 
     def codec(self, info: TableInfo) -> Codec:
         # keyed by id, checked by identity: ids are reused once a table version is gone

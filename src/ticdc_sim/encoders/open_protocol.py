@@ -16,6 +16,7 @@ import base64
 import binascii
 import struct
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from functools import partial
 from operator import add, methodcaller
@@ -31,11 +32,13 @@ from ticdc_sim.encoders import (
     DecodedDDL,
     DecodedRow,
     Message,
+    Upstream,
     columnar,
+    large,
 )
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
-from ticdc_sim.errors import EncodeError
+from ticdc_sim.errors import DecodeError, EncodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32, go_quote_inner, go_unquote_inner
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -50,6 +53,21 @@ _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 _INT64_WRAP = 1 << 64
 _VERSION = _U64.pack(BATCH_VERSION)  # a record key's first 8 bytes
 _FRESH = 8 + MAX_RECORD_OVERHEAD  # a record before its rows: key = u64be(1), and the overhead
+# a lone row's record beyond its key and value: the overhead, two lengths, the version
+_ROW_OVERHEAD = MAX_RECORD_OVERHEAD + 16 + 8
+
+
+# a row key's end when the row is sent as too large, by large-message option
+_TAILS: dict[str, list[bytes | str]] = {
+    "none": [],
+    "handle-key-only": [b',"ohk":true'],
+    "claim-check": [b',"ccl":', "ccl"],
+}
+_NEW_ARCH_TAILS: dict[str, list[bytes | str]] = {
+    "none": [],
+    "handle-key-only": [b',"ohk":true'],
+    "claim-check": [b',"ohk":true,"ohk":false,"ccl":', "ccl"],
+}
 
 
 def _writer(col: ColumnInfo, flavor: gj.Flavor) -> Writer:
@@ -76,6 +94,7 @@ class _TableCodec:
     def __init__(self, info: TableInfo, config: CodecConfig, flavor: gj.Flavor) -> None:
         self.info = info
         self.config = config
+        self.flavor = flavor
         new_arch = config.profile == "new-arch"
         flags = info.ticdc_flags(config.profile)
         columns = info.visible_columns
@@ -100,32 +119,40 @@ class _TableCodec:
             b',"scm":' + gj.dumps(info.schema, flavor) + b',"tbl":' + gj.dumps(info.name, flavor)
         )
         ptn: list[bytes | str] = ["ptn"] if info.partition is not None else []
-        # v8.5 `ts scm tbl [rid] [ptn] t`, new architecture `ts scm tbl t [ptn]` (no rid)
-        self.key = columnar.Layout(
-            [b'{"ts":', "ts", names, b',"t":1', *ptn, b"}"]
-            if new_arch
-            else [b'{"ts":', "ts", names, "rid", *ptn, b',"t":1}']
-        )
+        # v8.5 `ts scm tbl [rid] [ptn] t [ohk] [ccl]`, new architecture `ts scm tbl t [ohk]
+        # [ohk:false ccl] [ptn]` (no rid; a claim-check key says ohk twice, true then false)
+        self.keys = {
+            large: columnar.Layout(
+                [b'{"ts":', "ts", names, b',"t":1', *_NEW_ARCH_TAILS[large], *ptn, b"}"]
+                if new_arch
+                else [b'{"ts":', "ts", names, "rid", *ptn, b',"t":1', *_TAILS[large], b"}"]
+            )
+            for large in _TAILS
+        }
         self.new_arch = new_arch
         self.partitioned = info.partition is not None
-        self._values: dict[str, columnar.Layout] = {}
+        self._values: dict[tuple[str, str], columnar.Layout] = {}
 
-    def picked(self, kind: str) -> list[int]:
-        """The positions a kind writes: all, or the handle key of a delete when asked."""
-        if kind == DELETE and self.config.delete_only_output_handle_key_columns:
+    def picked(self, kind: str, large: str = "none") -> list[int]:
+        """The positions a kind writes: all, or the handle key of a delete when asked and of
+        a row too large to send whole (rowChangeToMsg)."""
+        if large != "none" or (
+            kind == DELETE and self.config.delete_only_output_handle_key_columns
+        ):
             if not self.handle_positions:
                 raise EncodeError(
-                    f"delete-only-output-handle-key-columns: {self.info.schema}.{self.info.name}"
-                    " has no handle key columns"
+                    f"{self.info.schema}.{self.info.name} has no handle key columns to send"
+                    f" a {kind} with"
+                    + (" (delete-only-output-handle-key-columns)" if large == "none" else "")
                 )
             return self.handle_positions
         return list(range(len(self.offsets)))
 
-    def value_layout(self, kind: str) -> columnar.Layout:
-        found = self._values.get(kind)
+    def value_layout(self, kind: str, large: str = "none") -> columnar.Layout:
+        found = self._values.get((kind, large))
         if found is not None:
             return found
-        picked = self.picked(kind)
+        picked = self.picked(kind, large)
         parts: list[bytes | str] = [b"{"]
         if kind == DELETE:
             parts += [b'"d":{', *self._object("d", picked), b"}"]
@@ -138,7 +165,7 @@ class _TableCodec:
                 elif picked:
                     parts += [b',"p":{', *self._object("p", picked), b"}"]
         parts.append(b"}")
-        layout = self._values[kind] = columnar.Layout(parts)
+        layout = self._values[kind, large] = columnar.Layout(parts)
         return layout
 
     def _object(self, image: str, picked: list[int]) -> Iterator[bytes | str]:
@@ -147,15 +174,24 @@ class _TableCodec:
             yield f"{image}{i}"
             yield b"}"
 
-    def encode(self, kind: str, events: list[RowChangedEvent]) -> tuple[Texts, Texts]:
-        """The keys and values of events of one kind, in order."""
+    def encode(
+        self,
+        kind: str,
+        events: list[RowChangedEvent],
+        large: str = "none",
+        locations: list[str] | None = None,
+    ) -> tuple[Texts, Texts]:
+        """The keys and values of events of one kind, in order. `large` and `locations`:
+        re-encoded as too large, naming the claim-check files."""
         fields = {"ts": columnar.ints(columnar.commit_ts(events))}
+        if locations is not None:
+            fields["ccl"] = columnar.Field(b"%s", [gj.dumps(x, self.flavor) for x in locations])
         if self.partitioned:
             ptn = [e.physical_table_id for e in events]
             fields["ptn"] = columnar.prefixed(b',"ptn":', ptn)
         if not self.new_arch:
             fields["rid"] = _row_ids([e.row_id for e in events])
-        picked = self.picked(kind)
+        picked = self.picked(kind, large)
         fields |= columnar.image_fields(kind, events, picked, self.offsets, self.writers)
         config = self.config
         if kind == UPDATE and config.open_output_old_value and config.only_output_updated_columns:
@@ -166,7 +202,9 @@ class _TableCodec:
                 b"%s", [b',"p":{' + body + b"}" if body else b"" for body in changed]
             )
         count = len(events)
-        return self.key.fill(fields, count), self.value_layout(kind).fill(fields, count)
+        return self.keys[large].fill(fields, count), self.value_layout(kind, large).fill(
+            fields, count
+        )
 
 
 def _row_ids(ids: list[int]) -> columnar.Field:
@@ -201,14 +239,49 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
         return gj.dumps(key, self.flavor)
 
     def encode_rows(self, events: list[RowChangedEvent]) -> tuple[Texts, Texts]:
-        """Each row's key and value, in order."""
+        """Each row's key and value (compressed if asked), in order; a row too large for
+        max-message-bytes is handled as large-message-handle-option says."""
         keys: list[Any] = [None] * len(events)
         values: list[Any] = [None] * len(events)
+        compression = self.config.large_message_handle_compression
+        limit = self.config.max_message_bytes - _ROW_OVERHEAD
+        too_large: list[tuple[int, str]] = []  # (position, kind)
         for kind, positions, rows in columnar.shapes(events):
             k, v = self.codec(rows[0].table).encode(kind, rows)
+            if compression != "none":
+                v = [large.compress(compression, text) for text in v]
+            if max(map(len, k)) + max(map(len, v)) > limit:  # a bound: most batches pass
+                for at, size in enumerate(map(add, map(len, k), map(len, v))):
+                    if size > limit:
+                        too_large.append((at if positions is None else positions[at], kind))
             keys = columnar.place(keys, positions, k)
             values = columnar.place(values, positions, v)
+        for i, kind in sorted(too_large):
+            keys[i], values[i] = self._large(kind, events[i], keys[i], values[i])
         return keys, values
+
+    def _large(
+        self, kind: str, row: RowChangedEvent, key: bytes, value: bytes
+    ) -> tuple[bytes, bytes]:
+        """What is sent for a row too large to send whole (AppendRowChangedEvent)."""
+        config = self.config
+        option = config.large_message_handle_option
+        if option == "none":
+            raise EncodeError(_too_large(row, len(key) + len(value), config.max_message_bytes))
+        locations = None
+        if option == "claim-check":
+            # the file holds the row as a record of its own (newMessage / enhancedKeyValue)
+            claim = large.claim(_frame_keys([key]), _frame_values([value]), raw=False)
+            self.claims.append(claim)
+            locations = [large.location(config.claim_check_storage_uri, claim.name)]
+        (key,), (text,) = self.codec(row.table).encode(kind, [row], option, locations)
+        value = large.compress(config.large_message_handle_compression, text)
+        if len(key) + len(value) + _ROW_OVERHEAD > config.max_message_bytes:
+            raise EncodeError(
+                _too_large(row, len(key) + len(value), config.max_message_bytes)
+                + f", even with only its handle-key columns ({option})"
+            )
+        return key, value
 
     def row_key_value(self, event: RowChangedEvent) -> tuple[bytes, bytes]:
         (key,), (value,) = self.encode_rows([event])
@@ -233,8 +306,9 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
         key_frames, value_frames = _frames(keys), _frames(values)
         sizes = list(map(add, map(len, key_frames), map(len, value_frames)))
         largest = max(sizes)
-        if largest + _FRESH > limit:
-            self._too_large(events, sizes)
+        if largest + _FRESH > limit:  # a row encode_rows let pass: only built by hand
+            at = sizes.index(largest)
+            raise EncodeError(_too_large(events[at], largest - 16, limit))
         if _FRESH + most * largest <= limit:  # no record can fill up: max-batch-size decides
             starts = list(range(0, len(sizes), most))
         else:
@@ -255,20 +329,10 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             for start, end in zip(starts, ends, strict=True)
         ]
 
-    def _too_large(self, events: list[RowChangedEvent], sizes: list[int]) -> None:
-        limit = self.config.max_message_bytes
-        for event, size in zip(events, sizes, strict=True):
-            length = size + _FRESH
-            if length > limit:
-                raise EncodeError(
-                    f"an open-protocol row of {length} bytes for {event.table.schema}."
-                    f"{event.table.name} at commit ts {event.commit_ts} exceeds max-message-bytes"
-                    f" {limit} (TiCDC: ErrMessageTooLarge)"
-                )
-
     def encode_ddl(self, event: DDLEvent) -> Message:
         key = self._ddl_key(event)
         value = gj.dumps({"q": event.query, "t": int(event.action)}, self.flavor)
+        value = large.compress(self.config.large_message_handle_compression, value)
         return Message(
             _frame_keys([key]),
             _frame_values([value]),
@@ -281,6 +345,15 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
     def encode_checkpoint(self, ts: int) -> Message | None:
         key = gj.dumps({"ts": ts, "t": RESOLVED}, self.flavor)
         return Message(_frame_keys([key]), _U64.pack(0), ts)
+
+
+def _too_large(row: RowChangedEvent, size: int, limit: int) -> str:
+    """ErrMessageTooLarge; `size` the row's key and value, without framing."""
+    return (
+        f"an open-protocol row of {size + _ROW_OVERHEAD} bytes for {row.table.schema}."
+        f"{row.table.name} at commit ts {row.commit_ts} exceeds max-message-bytes {limit}"
+        " (TiCDC: ErrMessageTooLarge)"
+    )
 
 
 def _frames(texts: Texts) -> Texts:
@@ -332,14 +405,16 @@ def parse_column(column: dict[str, Any]) -> Any:
 
 
 class Decoder:
-    def __init__(self, config: CodecConfig) -> None:
+    def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
         self.config = config
+        self.upstream = upstream
 
-    def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
+    def decode(self, key: bytes | None, value: bytes | None, claimed: str = "") -> list[Decoded]:
         if key is None or len(key) < 8 or _U64.unpack_from(key, 0)[0] != BATCH_VERSION:
             raise ValueError("not an open-protocol record: the key lacks the batch version")
         keys = _split(key[8:])
         values = _split(value or b"")
+        compression = self.config.large_message_handle_compression
         out: list[Decoded] = []
         for i, raw_key in enumerate(keys):
             k = orjson.loads(raw_key)
@@ -347,23 +422,39 @@ class Decoder:
             if kind == RESOLVED:
                 out.append(DecodedCheckpoint(k["ts"]))
                 continue
-            v = orjson.loads(values[i])
+            v = orjson.loads(large.decompress(compression, values[i]))
             schema, table = k.get("scm", ""), k.get("tbl", "")
             if kind == DDL:
                 out.append(DecodedDDL(schema, table, k["ts"], v["q"], v["t"]))
                 continue
-            extra = {name: k[name] for name in ("rid", "ptn") if name in k}
-            new = {n: parse_column(c) for n, c in v["u"].items()} if "u" in v else None
-            old = {n: parse_column(c) for n, c in v["p"].items()} if "p" in v else None
-            image = v.get("d") or v.get("u") or {}
-            handle = tuple(n for n, c in image.items() if c["f"] & ColumnFlag.HANDLE_KEY)
-            ts = k["ts"]
-            if "d" in v:
-                gone = {n: parse_column(c) for n, c in v["d"].items()}
-                out.append(DecodedRow("delete", schema, table, ts, None, gone, extra, handle))
-            elif old is not None:
-                pre = {**(new or {}), **old}
-                out.append(DecodedRow("update", schema, table, ts, new, pre, extra, handle))
-            else:
-                out.append(DecodedRow("insert", schema, table, ts, new, None, extra, handle))
+            row = _row(k, v, schema, table)
+            location = k.get("ccl")
+            if location and claimed:
+                raise DecodeError(f"claim-check file {claimed!r} names another one, {location!r}")
+            if k.get("ohk"):  # open_protocol_decoder.go NextRowChangedEvent
+                row = large.from_upstream(row, self.upstream)
+            elif location and self.upstream is not None:
+                content = self.upstream.read_claim(location)
+                out += self.decode(*large.unclaim(content, raw=False), claimed=location)
+                continue
+            named = location or claimed  # as sent without an upstream, or as read from the file
+            out.append(
+                replace(row, extra={**row.extra, "claimCheckLocation": named}) if named else row
+            )
         return out
+
+
+def _row(k: dict[str, Any], v: dict[str, Any], schema: str, table: str) -> DecodedRow:
+    extra: dict[str, Any] = {name: k[name] for name in ("rid", "ptn") if name in k}
+    new = {n: parse_column(c) for n, c in v["u"].items()} if "u" in v else None
+    old = {n: parse_column(c) for n, c in v["p"].items()} if "p" in v else None
+    image = v.get("d") or v.get("u") or {}
+    handle = tuple(n for n, c in image.items() if c["f"] & ColumnFlag.HANDLE_KEY)
+    ts = k["ts"]
+    if "d" in v:
+        gone = {n: parse_column(c) for n, c in v["d"].items()}
+        return DecodedRow("delete", schema, table, ts, None, gone, extra, handle)
+    if old is not None:
+        pre = {**(new or {}), **old}
+        return DecodedRow("update", schema, table, ts, new, pre, extra, handle)
+    return DecodedRow("insert", schema, table, ts, new, None, extra, handle)

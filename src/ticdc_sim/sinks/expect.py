@@ -1,17 +1,29 @@
-"""`--expect DIR`: what a correct consumer must end with, one Parquet file a replicated table.
+"""`--expect DIR`: what a correct consumer must end with, and the upstream it stands for.
 
-`DIR/<schema>.<table>.parquet` holds the table's final rows in primary-key order, its visible
-columns with the types a downstream MySQL would give them: integers as int64 (BIGINT
+`DIR/<schema>.<table>.parquet` holds a replicated table's final rows in primary-key order, its
+visible columns with the types a downstream MySQL would give them: integers as int64 (BIGINT
 UNSIGNED and BIT as uint64), FLOAT/DOUBLE as float64, DECIMAL(M,D) as decimal(M,D), binary
 strings as binary, every other value (dates and times as TiDB prints them, TIMESTAMP in
 TiCDC's time zone; ENUM and SET members; JSON) as string. The file's key-value metadata says
 which table version it is: `ticdc-sim.table-id`, `ticdc-sim.update-ts` (the table's schema
 version ts), `ticdc-sim.schema-version` and `ticdc-sim.checkpoint-ts` (the run's last).
+
+`DIR/history/<schema>.<table>.<n>.parquet` is the upstream's MVCC history, the rows TiCDC's
+consumer would read back with `tidb_snapshot` for a handle-key-only message: one file per
+table version in the order they came (`n` from 0), the same columns (all nullable) after
+`_commit_ts` (uint64) and `_op`: `insert`, `update` (the new row), `delete` (the old row),
+or, at each DDL that touches the table, `reset` (no values: every earlier row is gone)
+followed by one `row` for each row the table holds after the DDL. The row of a handle key
+as of ts is the latest entry for it at or before ts after the latest reset at or before ts
+(`History.row_at`). With `--expect-checkpoints`, `DIR/checkpoint-<ts>/<schema>.<table>.parquet`
+holds every replicated table's rows at each checkpoint the run sent, as the final files do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import shutil
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,9 +31,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ticdc_sim.errors import SimError
+from ticdc_sim.errors import DecodeError, SimError
+from ticdc_sim.model.actions import ActionType
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import INTEGER_RANGES, STRING_TYPES, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.sinks.claim_check import ClaimStorage
 
 M = MySQLType
 Row = tuple[Any, ...]
@@ -51,43 +66,337 @@ def _value(arrow_type: pa.DataType) -> Callable[[Any], Any]:
     return lambda v: v
 
 
+def _schema(info: TableInfo, metadata: Mapping[str, str], nullable: bool = False) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field(c.name, _arrow_type(c), nullable=nullable or not c.not_null)
+            for c in info.visible_columns
+        ],
+        metadata={
+            "ticdc-sim.table-id": str(info.id),
+            "ticdc-sim.update-ts": str(info.update_ts),
+            **metadata,
+        },
+    )
+
+
+def _columns(info: TableInfo, rows: Iterable[Row | None]) -> list[list[Any]]:
+    """Rows as column lists of the Parquet types; None rows as all nulls."""
+    columns = info.visible_columns
+    values = [_value(_arrow_type(c)) for c in columns]
+    data: list[list[Any]] = [[] for _ in columns]
+    for row in rows:
+        for out, column, value in zip(data, columns, values, strict=True):
+            out.append(None if row is None else value(row[column.offset]))
+    return data
+
+
+def _mkdir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SimError(f"--expect {path}: {e.strerror}") from None
+
+
+def _write(path: Path, table: pa.Table) -> Path:
+    try:
+        pq.write_table(table, path)
+    except (OSError, pa.ArrowException) as e:
+        raise SimError(f"--expect: cannot write {path}: {e}") from None
+    return path
+
+
+def prepare(directory: str | Path) -> Path:
+    """An empty --expect directory: what an earlier run wrote there is removed (its tables,
+    history and checkpoints, which would otherwise mix with this run's); anything else in
+    it is an error, so that a mistyped path never loses a user's files."""
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise SimError(f"--expect {root}: not a directory")
+    ours = [p for p in root.iterdir() if _is_ours(p)] if root.is_dir() else []
+    others = sorted(p.name for p in root.iterdir() if not _is_ours(p)) if root.is_dir() else []
+    if others:
+        shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+        raise SimError(f"--expect {root}: holds files it did not write ({shown})")
+    try:
+        for path in ours:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    except OSError as e:
+        raise SimError(f"--expect {root}: cannot clear {e.filename}: {e.strerror}") from None
+    _mkdir(root)
+    return root
+
+
+def _is_ours(path: Path) -> bool:
+    name = path.name
+    if path.is_dir():
+        return name in ("history", "history.partial") or name.startswith("checkpoint-")
+    return name.endswith(".parquet")
+
+
 def write_expected(
-    directory: str,
+    directory: str | Path,
     tables: Iterable[tuple[TableInfo, Iterable[Row]]],
     schema_version: int,
     checkpoint_ts: int,
 ) -> list[Path]:
     """One file a table; returns the paths written."""
     root = Path(directory)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise SimError(f"--expect {root}: {e.strerror}") from None
-    written = []
-    for info, rows in tables:
-        columns = info.visible_columns
-        types = [_arrow_type(c) for c in columns]
-        schema = pa.schema(
-            [
-                pa.field(c.name, t, nullable=not c.not_null)
-                for c, t in zip(columns, types, strict=True)
-            ],
-            metadata={
-                "ticdc-sim.table-id": str(info.id),
-                "ticdc-sim.update-ts": str(info.update_ts),
-                "ticdc-sim.schema-version": str(schema_version),
-                "ticdc-sim.checkpoint-ts": str(checkpoint_ts),
-            },
+    _mkdir(root)
+    metadata = {
+        "ticdc-sim.schema-version": str(schema_version),
+        "ticdc-sim.checkpoint-ts": str(checkpoint_ts),
+    }
+    return [
+        _write(
+            root / f"{info.schema}.{info.name}.parquet",
+            pa.table(_columns(info, rows), schema=_schema(info, metadata)),
         )
-        values = [_value(t) for t in types]
-        data: list[list[Any]] = [[] for _ in columns]
-        for row in rows:
-            for out, column, value in zip(data, columns, values, strict=True):
-                out.append(value(row[column.offset]))
-        path = root / f"{info.schema}.{info.name}.parquet"
+        for info, rows in tables
+    ]
+
+
+# -- the history and the checkpoint snapshots ------------------------------------------------
+
+Name = tuple[str, str]  # schema, table
+_HISTORY_ROWS = 1 << 16  # rows a history row group holds
+
+
+class _Version:
+    """One table version's history file, written a row group at a time."""
+
+    def __init__(self, path: Path, info: TableInfo) -> None:
+        self.path, self.info = path, info
+        self.schema = pa.schema(
+            [pa.field("_commit_ts", pa.uint64(), nullable=False), pa.field("_op", pa.string())]
+        )
+        for f in _schema(info, {}, nullable=True):
+            self.schema = self.schema.append(f)
+        self.schema = self.schema.with_metadata(_schema(info, {}).metadata)
+        self.ts: list[int] = []
+        self.ops: list[str] = []
+        self.rows: list[Row | None] = []
         try:
-            pq.write_table(pa.table(data, schema=schema), path)
+            self.writer = pq.ParquetWriter(path, self.schema)
         except (OSError, pa.ArrowException) as e:
             raise SimError(f"--expect: cannot write {path}: {e}") from None
-        written.append(path)
-    return written
+
+    def append(self, ts: int, op: str, row: Row | None) -> None:
+        self.ts.append(ts)
+        self.ops.append(op)
+        self.rows.append(row)
+        if len(self.ts) >= _HISTORY_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.ts:
+            return
+        data = [self.ts, self.ops, *_columns(self.info, self.rows)]
+        try:
+            self.writer.write_table(pa.table(data, schema=self.schema))
+        except (OSError, pa.ArrowException) as e:
+            raise SimError(f"--expect: cannot write {self.path}: {e}") from None
+        self.ts, self.ops, self.rows = [], [], []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+class Recorder:
+    """Follows a pipeline (`rows` in commit order, `ddl` once the engine has run it,
+    `checkpoint`): writes the history and, with `snapshots`, the rows at each checkpoint.
+    `lookup` answers a table's rows as the engine holds them right after a DDL."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        lookup: Callable[[str, str], tuple[TableInfo, list[Row]] | None],
+        replicated: Callable[[TableInfo], bool],
+        snapshots: bool = False,
+    ) -> None:
+        self.root = Path(directory)
+        self.lookup, self.replicated, self.snapshots = lookup, replicated, snapshots
+        _mkdir(self.root / "history")
+        self._open: dict[Name, _Version] = {}
+        self._parts: dict[Name, int] = {}
+        self._state: dict[Name, tuple[TableInfo, dict[Row, Row]]] = {}
+        self._keys: dict[int, list[int]] = {}  # handle-key offsets by id(TableInfo)
+
+    def _version(self, name: Name, info: TableInfo) -> _Version:
+        found = self._open.get(name)
+        if found is not None:
+            if found.info is info:
+                return found
+            found.close()
+        part = self._parts.get(name, 0)
+        self._parts[name] = part + 1
+        path = self.root / "history" / f"{name[0]}.{name[1]}.{part}.parquet"
+        version = self._open[name] = _Version(path, info)
+        return version
+
+    def _key(self, info: TableInfo, row: Row) -> Row:
+        offsets = self._keys.get(id(info))
+        if offsets is None:
+            names = info.handle_key_columns
+            offsets = self._keys[id(info)] = [c.offset for c in info.columns if c.name in names]
+        return tuple(row[o] for o in offsets)
+
+    def rows(self, events: Iterable[RowChangedEvent]) -> None:
+        for event in events:
+            info = event.table
+            name = (info.schema, info.name)
+            image = event.pre_columns if event.columns is None else event.columns
+            assert image is not None
+            self._version(name, info).append(event.commit_ts, event.kind, image)
+            if self.snapshots:
+                state = self._state.get(name)
+                if state is None or state[0] is not info:
+                    state = self._state[name] = (info, dict(state[1]) if state else {})
+                key = self._key(info, image)
+                if event.columns is None:
+                    state[1].pop(key, None)
+                else:
+                    if event.pre_columns is not None:  # an update may move its key
+                        state[1].pop(self._key(info, event.pre_columns), None)
+                    state[1][key] = image
+
+    def ddl(self, event: DDLEvent) -> None:
+        names: set[Name] = {(event.schema, event.table)} if event.table else set()
+        for info in (event.pre_table_info, event.table_info):
+            if info is not None:
+                names.add((info.schema, info.name))
+        if event.action == ActionType.DROP_SCHEMA:
+            gone = event.schema.lower()
+            names |= {n for n in [*self._open, *self._state] if n[0].lower() == gone}
+        for name in sorted(names):
+            found = self.lookup(*name)
+            if found is None or not self.replicated(found[0]):
+                version = self._open.pop(name, None)
+                if version is not None:
+                    version.append(event.commit_ts, "reset", None)
+                    version.close()
+                self._state.pop(name, None)
+                continue
+            info, rows = found
+            version = self._version(name, info)
+            version.append(event.commit_ts, "reset", None)
+            for row in rows:
+                version.append(event.commit_ts, "row", row)
+            if self.snapshots:
+                self._state[name] = (info, {self._key(info, r): r for r in rows})
+
+    def checkpoint(self, ts: int) -> None:
+        if not self.snapshots:
+            return
+        directory = self.root / f"checkpoint-{ts}"
+        _mkdir(directory)
+        metadata = {"ticdc-sim.checkpoint-ts": str(ts)}
+        for (schema, table), (info, rows) in sorted(self._state.items()):
+            ordered = [rows[k] for k in sorted(rows, key=_sortable)]
+            data = pa.table(_columns(info, ordered), schema=_schema(info, metadata))
+            _write(directory / f"{schema}.{table}.parquet", data)
+
+    def close(self, failed: bool = False) -> None:
+        """Finish the files; after a failed run the history is `history.partial`: what
+        was replicated before the failure, not the run's."""
+        for version in self._open.values():
+            version.close()
+        self._open.clear()
+        if failed:
+            try:
+                (self.root / "history").rename(self.root / "history.partial")
+            except OSError as e:
+                raise SimError(f"--expect {self.root}: {e.strerror}") from None
+
+
+def _sortable(key: Row) -> tuple[tuple[bool, Any], ...]:
+    return tuple((v is None, v) for v in key)
+
+
+class History:
+    """The history files read back, for handle-key-only messages (what TiCDC's consumer asks
+    upstream TiDB with `SET @@tidb_snapshot`)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.root = Path(directory) / "history"
+        if not self.root.is_dir():
+            raise SimError(
+                f"--upstream {directory}: no history/ directory (write one with replay --expect)"
+            )
+        self._tables: dict[Name, tuple[list[tuple[int, int]], list[dict[str, Any]]]] = {}
+
+    def _load(self, schema: str, table: str) -> tuple[list[tuple[int, int]], list[dict[str, Any]]]:
+        name = (schema, table)
+        found = self._tables.get(name)
+        if found is not None:
+            return found
+        paths = sorted(
+            self.root.glob(f"{_glob_escape(schema)}.{_glob_escape(table)}.*.parquet"),
+            key=lambda p: int(p.stem.rsplit(".", 1)[1]),
+        )
+        resets: list[tuple[int, int]] = []  # (commit ts, sequence)
+        entries: list[dict[str, Any]] = []
+        for path in paths:
+            if path.name.count(".") != schema.count(".") + table.count(".") + 3:
+                continue  # another table whose name has this one's as a prefix
+            try:
+                rows = pq.read_table(path).to_pylist()
+            except (OSError, pa.ArrowException) as e:
+                raise SimError(f"--upstream: cannot read {path}: {e}") from None
+            for row in rows:
+                if row["_op"] == "reset":
+                    resets.append((row["_commit_ts"], len(entries)))
+                entries.append(row)
+        found = self._tables[name] = (resets, entries)
+        return found
+
+    def row_at(
+        self, schema: str, table: str, ts: int, key: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The row whose columns `key` names hold those values, as of ts."""
+        resets, entries = self._load(schema, table)
+        at = bisect_right(resets, (ts, len(entries)))
+        start = resets[at - 1][1] + 1 if at else 0
+        found = None
+        for entry in entries[start:]:
+            if entry["_commit_ts"] > ts:
+                break
+            if all(entry.get(k) == v for k, v in key.items()):
+                found = None if entry["_op"] == "delete" else entry
+        if found is None:
+            return None
+        return {k: v for k, v in found.items() if k not in ("_commit_ts", "_op")}
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+class Upstream:
+    """What `decode` resolves large messages with: the claim-check storage of the
+    changefeed config, and the history of an `--expect` directory."""
+
+    def __init__(self, claims: ClaimStorage | None, history: History | None) -> None:
+        self.claims, self.history = claims, history
+
+    @property
+    def has_rows(self) -> bool:
+        return self.history is not None
+
+    def read_claim(self, location: str) -> bytes:
+        if self.claims is None:
+            raise DecodeError(
+                f"a claim-check message names {location!r}, but the changefeed config has no"
+                " claim-check-storage-uri"
+            )
+        return self.claims.read(location)
+
+    def row_at(
+        self, schema: str, table: str, ts: int, key: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        assert self.history is not None
+        return self.history.row_at(schema, table, ts, key)

@@ -9,7 +9,8 @@ row at or below it will come again *as new*. After failures it re-sends, and con
   partition's next checkpoint (same bytes);
 * `restart-every` / `restart-at` (records): a simulated TiCDC restart re-sends, on every
   partition, everything after its last checkpoint, then goes on (tiflow restarts from the
-  changefeed checkpoint, which each partition's last checkpoint is);
+  changefeed checkpoint, which each partition's last checkpoint is; a protocol without
+  checkpoint records restarts from the changefeed's checkpoint all the same, `passed`);
 * `resolved-lag` (ms): checkpoints on `resolved-lag-partitions` are held back until a later
   checkpoint is that much newer, or the run ends;
 * `ddl-replay-rate`: a DDL record is delivered again right after itself.
@@ -86,6 +87,12 @@ class FaultySink:
         state.replay = None
         state.since_checkpoint.clear()
         self.inner.resolved(topic, partition, ts)
+
+    def passed(self, ts: int) -> None:
+        """The changefeed's checkpoint moved to `ts` with no record to say so (canal-json
+        without the TiDB extension): a restart resumes from here, on every partition."""
+        for state in self.partitions.values():
+            state.since_checkpoint.clear()
 
     def _emit(
         self,

@@ -622,10 +622,20 @@ class Engine:
     def table_states(self) -> Iterator[tuple[TableInfo, list[Row]]]:
         """Every table's rows now, as TiCDC's mounter hands them on, in key order."""
         for data in self.tables.values():
-            if data.info.is_sequence or data.info.is_view:
-                continue
-            order = sorted(data.rows, key=None if data.int_handle else _key_order)
-            yield data.info, [self._emitted(data, data.rows[h]) or () for h in order]
+            if not (data.info.is_sequence or data.info.is_view):
+                yield data.info, self._rows_of(data)
+
+    def table_state(self, schema: str, name: str) -> tuple[TableInfo, list[Row]] | None:
+        """One table's rows now, as `table_states`; None if there is no such table."""
+        info = self.catalog.find_table(schema, name)
+        data = None if info is None else self.tables.get(info.id)
+        if data is None or data.info.is_sequence or data.info.is_view:
+            return None
+        return data.info, self._rows_of(data)
+
+    def _rows_of(self, data: TableData) -> list[Row]:
+        order = sorted(data.rows, key=None if data.int_handle else _key_order)
+        return [self._emitted(data, data.rows[h]) or () for h in order]
 
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
         """A stored row as TiCDC's mounter hands it on (TIMESTAMP in TiCDC's time zone)."""
