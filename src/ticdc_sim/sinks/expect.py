@@ -334,15 +334,18 @@ class History:
         found = self._tables.get(name)
         if found is not None:
             return found
+        prefix = f"{schema}.{table}."
         paths = sorted(
-            self.root.glob(f"{_glob_escape(schema)}.{_glob_escape(table)}.*.parquet"),
-            key=lambda p: int(p.stem.rsplit(".", 1)[1]),
+            (
+                p  # not another table whose name has this one's as a prefix
+                for p in self.root.glob(f"{_glob_escape(schema)}.{_glob_escape(table)}.*.parquet")
+                if p.stem.removeprefix(prefix).isdigit()
+            ),
+            key=lambda p: int(p.stem.removeprefix(prefix)),
         )
         resets: list[tuple[int, int]] = []  # (commit ts, sequence)
         entries: list[dict[str, Any]] = []
         for path in paths:
-            if path.name.count(".") != schema.count(".") + table.count(".") + 3:
-                continue  # another table whose name has this one's as a prefix
             try:
                 rows = pq.read_table(path).to_pylist()
             except (OSError, pa.ArrowException) as e:

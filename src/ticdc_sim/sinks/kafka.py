@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -30,6 +31,7 @@ from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.sinks import Record
 
+_BACKOFF_S = 0.002  # a full local queue: wait this long before producing again
 _LOG = logging.getLogger("ticdc_sim.kafka")  # librdkafka's own log lines go here, not stderr
 _TIMEOUT_S = 30.0
 _MAX_MESSAGE_BYTES_OVERHEAD = 128  # tiflow pkg/sink/kafka/options.go maxMessageBytesOverhead
@@ -120,6 +122,7 @@ class KafkaSink:
             raise ConfigError(f"sink URI {uri.text!r}: required-acks must be -1, 0 or 1")
         base = client_config(uri)
         self.admin = AdminClient(base)
+        self.partitions_seen: dict[tuple[str, int], _Partition] = {}
         producer = {
             **base,
             "acks": _ACKS[acks],
@@ -129,19 +132,23 @@ class KafkaSink:
             "compression.type": compression,
             "linger.ms": 5,
             "delivery.report.only.error": True,
-            "on_delivery": self._delivered,  # one callback for all, none passed a record
+            # one callback for all, none passed a record; a function of the partitions, not
+            # a bound method: a producer holding its sink would keep both alive after use
+            "on_delivery": partial(_delivered, self.partitions_seen),
         }
         self.producer = Producer(producer)
         self.topics: dict[str, int] = {}  # topic -> partitions in use
-        self.partitions_seen: dict[tuple[str, int], _Partition] = {}
         self.max_message_bytes: int | None = None
         self._check_brokers()
 
     # -- topics --------------------------------------------------------------------------------
 
     def _check_brokers(self) -> None:
+        # through the producer: it connects and learns the cluster now. Left to its first
+        # record it did so while records queued up, and then sent them about three times
+        # slower to the Tansu broker (bench/kafka.py)
         try:
-            self.admin.list_topics(timeout=_TIMEOUT_S)
+            self.producer.list_topics(timeout=_TIMEOUT_S)
         except KafkaException as e:
             raise SimError(
                 f"kafka {self.uri.target}: cannot reach the brokers: {_reason(e)}"
@@ -222,16 +229,12 @@ class KafkaSink:
                 try:
                     produce(topic, message.value, message.key, partition, headers=headers)
                     break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    poll(0.1)
+                except BufferError:  # the local queue is full: let deliveries drain it.
+                    # Briefly: with only failures reported, a poll has no event to end it
+                    # early and would sleep its whole timeout while the queue empties.
+                    poll(_BACKOFF_S)
         state.sent += len(messages)
         poll(0)
-
-    def _delivered(self, error: KafkaError | None, record: Any) -> None:
-        """A delivery report; librdkafka sends only failures' (one a record would cost as
-        much as the produce itself)."""
-        if error is not None:
-            self.partitions_seen[(record.topic(), record.partition())].fail(error.str())
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         """The record just sent on the partition was a checkpoint at `ts`."""
@@ -240,12 +243,14 @@ class KafkaSink:
 
     def close(self) -> None:
         self._drain()
+        self.producer.close()  # its connections and threads go now, not at interpreter exit
         lost = sum(s.failed for s in self.partitions_seen.values())
         if lost:
             raise SimError(self._report(lost))
 
     def abort(self) -> None:
         self._drain()
+        self.producer.close()
 
     def _drain(self) -> None:
         """Wait for every record; what is still undelivered after the timeout is purged, so
@@ -269,6 +274,15 @@ class KafkaSink:
                 f" checkpoint {where}"
             )
         return "\n".join(lines)
+
+
+def _delivered(
+    partitions: dict[tuple[str, int], _Partition], error: KafkaError | None, record: Any
+) -> None:
+    """A delivery report; librdkafka sends only failures' (one a record would cost as much
+    as the produce itself)."""
+    if error is not None:
+        partitions[(record.topic(), record.partition())].fail(error.str())
 
 
 def _header_bytes(value: Any) -> bytes:
