@@ -3,11 +3,9 @@ the pipeline and the sinks."""
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
@@ -18,9 +16,6 @@ import typer
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
 from ticdc_sim.encoders import (
-    Decoded,
-    DecodedCheckpoint,
-    DecodedDDL,
     decoder_for,
 )
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
@@ -32,6 +27,7 @@ from ticdc_sim.generator.sql.script import (
     read_script,
     split_script,
 )
+from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock
@@ -69,29 +65,6 @@ def _root(
     """ticdc-sim: SQL in, TiCDC's messages out."""
 
 
-def ddl_record(event: DDLEvent) -> dict[str, Any]:
-    """A DDL event as one JSON object: what TiCDC emits plus the table model it works from."""
-    record: dict[str, Any] = {
-        "commit_ts": event.commit_ts,
-        "type": int(event.action),
-        "action": event.action.name,
-        "schema": event.schema,
-        "table": event.table,
-        "query": event.query,
-        "schema_version": event.schema_version,
-    }
-    info = event.table_info or event.pre_table_info
-    if info is not None and info.columns:
-        record["table_id"] = info.id
-        record["physical_ids"] = list(info.physical_ids)
-        record["handle_key"] = list(info.handle_key_columns)
-        record["columns"] = {
-            c.name: {"type": int(c.tp), "flag": int(f)}
-            for c, f in zip(info.columns, info.ticdc_flags(), strict=True)
-        }
-    return record
-
-
 @app.command()
 def ddl(
     scripts: Annotated[
@@ -123,35 +96,6 @@ def ddl(
         raise typer.Exit(1) from None
     if skipped:
         typer.echo(f"{skipped} statements that are not DDL skipped", err=True)
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, bytes):
-        return {"$binary": base64.b64encode(value).decode()}
-    return value
-
-
-def row_record(event: RowChangedEvent) -> dict[str, Any]:
-    """A row change as one JSON object with the columns TiCDC emits (no virtual ones)."""
-    info = event.table
-    visible = [(i, c.name) for i, c in enumerate(info.columns) if not c.is_virtual_generated]
-
-    def image(row: tuple[object, ...] | None) -> dict[str, object] | None:
-        return None if row is None else {name: _json_value(row[i]) for i, name in visible}
-
-    return {
-        "commit_ts": event.commit_ts,
-        "start_ts": event.start_ts,
-        "kind": event.kind,
-        "schema": info.schema,
-        "table": info.name,
-        "table_id": info.id,
-        "physical_table_id": event.physical_table_id,
-        "columns": image(event.columns),
-        "pre_columns": image(event.pre_columns),
-    }
 
 
 def _check_scripts(scripts: list[Path]) -> None:
@@ -404,35 +348,6 @@ def _replay_to_sink(
     return pipeline
 
 
-def decoded_record(event: Decoded) -> dict[str, Any]:
-    """A decoded protocol event as one JSON object."""
-    if isinstance(event, DecodedCheckpoint):
-        return {"type": "checkpoint", "ts": event.ts}
-    if isinstance(event, DecodedDDL):
-        return {
-            "type": "ddl",
-            "schema": event.schema,
-            "table": event.table,
-            "commit_ts": event.commit_ts,
-            "query": event.query,
-            "ddl_type": event.ddl_type,
-        }
-
-    def image(row: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if row is None else {k: _json_value(v) for k, v in row.items()}
-
-    return {
-        "type": event.kind,
-        "schema": event.schema,
-        "table": event.table,
-        "commit_ts": event.commit_ts,
-        "columns": image(event.columns),
-        "pre_columns": image(event.pre_columns),
-        "keys": list(event.keys),
-        **event.extra,
-    }
-
-
 @app.command()
 def decode(
     source: Annotated[
@@ -515,6 +430,35 @@ def _records(sink: SinkURI) -> Iterator[Record]:
         "decode reads jsonl:// and parquet:// directories and kafka:// topics,"
         f" not {sink.scheme}://"
     )
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="address to bind (TICDC_SIM_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (TICDC_SIM_PORT, 8300)")] = None,
+    mysql_port: Annotated[
+        int | None, typer.Option(help="MySQL port, 0 for none (TICDC_SIM_MYSQL_PORT, 4000)")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="where file sinks write (TICDC_SIM_DATA_DIR)")
+    ] = None,
+) -> None:
+    """Serve a simulated TiDB cluster with TiCDC changefeeds: the MySQL protocol, TiCDC's open
+    API v2, SQL over HTTP and the playground page. Other settings: TICDC_SIM_* variables."""
+    from pydantic import ValidationError
+
+    from ticdc_sim.service.server import run
+
+    given = {"host": host, "port": port, "mysql_port": mysql_port, "data_dir": data_dir}
+    try:
+        run({k: v for k, v in given.items() if v is not None})
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in e.errors())
+        typer.echo(f"error: settings: {problems}", err=True)
+        raise typer.Exit(2) from None
+    except (SimError, OSError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

@@ -330,6 +330,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
 _TOML_IGNORED: frozenset[Path] = frozenset(
     {
         ("memory-quota",),
+        ("ignore-ineligible-table",),
         ("check-gc-safe-point",),
         ("enable-sync-point",),
         ("enable-table-monitor",),
@@ -445,6 +446,37 @@ def parse_changefeed_toml(text: str, source: str = "changefeed.toml") -> dict[st
     return settings
 
 
+# the replica config of TiCDC's open API v2 (cdc/api/v2/model.go ReplicaConfig): the TOML's
+# keys in snake case, but for these
+_JSON_KEYS = {"advance_timeout": "advance-timeout-in-sec", "file_index_width": "file-index-digit"}
+
+
+def parse_replica_config(
+    document: Mapping[str, Any], source: str = "replica_config"
+) -> dict[str, Any]:
+    """The settings an open-API replica config gives. Keys are TiCDC's JSON names; a null or
+    an empty value is an unset field, as Go's zero values are."""
+
+    def kebab(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            out = {}
+            for key, item in value.items():
+                item = kebab(item)
+                if item is None or item in ({}, []):
+                    continue
+                out[_JSON_KEYS.get(key, key.replace("_", "-"))] = item
+            return out
+        if isinstance(value, list):
+            return [kebab(v) for v in value]
+        return value
+
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{source}: expected an object, got {document!r}")
+    settings: dict[str, Any] = {}
+    _walk(kebab(document), (), settings, source)
+    return settings
+
+
 # -- merging ------------------------------------------------------------------------------------
 
 _CODEC_FIELDS = frozenset(CodecConfig.__dataclass_fields__)
@@ -455,11 +487,13 @@ def changefeed(
     toml_text: str | None = None,
     toml_source: str = "",
     overrides: Mapping[str, Any] | None = None,
+    configured: Mapping[str, Any] | None = None,
 ) -> Changefeed:
-    """The changefeed of a sink URI and (optionally) a changefeed TOML; the URI wins over the
-    file, and `overrides` (settings by field name, from command-line flags) over both."""
+    """The changefeed of a sink URI and (optionally) a changefeed TOML, or settings parsed
+    already (`configured`, e.g. `parse_replica_config`); the URI wins over the config, and
+    `overrides` (settings by field name, from command-line flags) over both."""
     sink = parse_sink_uri(sink_uri)
-    settings = {}
+    settings = dict(configured or {})
     if toml_text is not None:
         settings = parse_changefeed_toml(toml_text, toml_source or "changefeed.toml")
     for name, value in sink.params.items():

@@ -61,6 +61,10 @@ class SQLError(SimError):
         self.statement = statement
         self.code = code
 
+    @property
+    def sqlstate(self) -> str:
+        return SQLSTATE.get(self.code, "HY000") if self.code else "HY000"
+
     def with_context(self, location: Location, statement: str) -> SQLError:
         """The same error, located at `location` (kept if already set) in `statement`."""
         return SQLError(

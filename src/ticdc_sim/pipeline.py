@@ -22,7 +22,7 @@ clock (the physical part of commit ts), so that the same input gives the same re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -223,6 +223,15 @@ class Pipeline:
         if isinstance(self.sink, FaultySink):
             self.summary.injected = self.sink.injected
         return self.summary
+
+    def flush(self, before_checkpoint: Callable[[], object] | None = None) -> None:
+        """Send the pending batch and a checkpoint now, the sink left open: a service does
+        so after each request, where TiCDC would within its batch window and ticker.
+        `before_checkpoint` runs between the two (a fault injected in the window)."""
+        self._flush()
+        if before_checkpoint is not None:
+            before_checkpoint()
+        self._checkpoint()
 
     def abort(self) -> Summary:
         """After a failure upstream: send the rows already committed (TiCDC would have), no

@@ -51,6 +51,7 @@ class FaultySink:
         self.restarts = sorted(set(faults.restart_at))
         self.injected = 0
         self.restart_due = False
+        self.ddl_replay_armed = False  # `inject("ddl-replay")`: the next DDL goes twice
 
     def partition_count(self, topic: str, wanted: int | None) -> int:
         return self.inner.partition_count(topic, wanted)
@@ -76,8 +77,10 @@ class FaultySink:
             if message.rows:
                 if faults.duplicate_rate and rng.random() < faults.duplicate_rate:
                     state.duplicates.append((offset, message))
-            elif faults.ddl_replay_rate and rng.random() < faults.ddl_replay_rate:
-                state.replay = (offset, message)
+            elif self.ddl_replay_armed or (
+                faults.ddl_replay_rate and rng.random() < faults.ddl_replay_rate
+            ):
+                state.replay = (offset, message)  # `resolved` drops it for a checkpoint
             self.restart_due = self.restart_due or self._restart_reached()
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
@@ -87,6 +90,26 @@ class FaultySink:
         state.replay = None
         state.since_checkpoint.clear()
         self.inner.resolved(topic, partition, ts)
+
+    def inject(self, kind: str) -> int:
+        """A fault now, on demand (the service's): `restart` (every partition again from
+        its last checkpoint), `duplicate` (each partition's last row record since its
+        checkpoint again) or `ddl-replay` (the next DDL record delivered twice). The number
+        of records injected now."""
+        before = self.injected
+        if kind == "restart":
+            self._restart()
+        elif kind == "duplicate":
+            for (topic, partition), state in sorted(self.partitions.items()):
+                rows = [(o, m) for o, m in state.since_checkpoint if m.rows]
+                if rows:
+                    offset, message = rows[-1]
+                    self._emit(topic, partition, state, message, ("duplicate", offset))
+        elif kind == "ddl-replay":
+            self.ddl_replay_armed = True
+        else:
+            raise ValueError(f"unknown fault {kind!r}")
+        return self.injected - before
 
     def passed(self, ts: int) -> None:
         """The changefeed's checkpoint moved to `ts` with no record to say so (canal-json
@@ -122,6 +145,7 @@ class FaultySink:
         if state.replay is not None:
             (offset, message), state.replay = state.replay, None
             self._emit(topic, partition, state, message, ("ddl-replay", offset))
+            self.ddl_replay_armed = False
         if not duplicates:
             return
         due, state.duplicates = state.duplicates, []

@@ -896,7 +896,10 @@ def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list
         raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
     from_ = node.args.get("from_")
     if from_ is None:
-        constants = [compile_expr(e, Scope()) for e in node.expressions]
+        constants = [
+            compile_expr(e.this if isinstance(e, exp.Alias) else e, Scope())
+            for e in node.expressions
+        ]
 
         def constant_row(params: list[Any]) -> list[Row]:
             ctx = Context(session=engine, params=params)

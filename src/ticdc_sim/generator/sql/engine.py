@@ -114,6 +114,51 @@ _KNOWN_VARIABLES = {
 }
 
 
+TIDB_RELEASE = "v8.5.0"
+# Read-only server variables as a TiDB of that release answers them: what drivers, ORMs and
+# the mysql client ask on connect (pkg/sessionctx/variable/sysvar.go defaults)
+SERVER_VARIABLES: dict[str, Any] = {
+    "version": f"8.0.11-TiDB-{TIDB_RELEASE}",
+    "version_comment": "TiDB Server (Apache License 2.0) Community Edition, MySQL 8.0 compatible",
+    "tidb_version": (
+        f"Release Version: {TIDB_RELEASE}\nEdition: Community\n"
+        "Git Commit Hash: ticdc-sim\nStore: tikv (simulated by ticdc-sim)"
+    ),
+    "version_compile_os": "linux",
+    "version_compile_machine": "x86_64",
+    "character_set_client": "utf8mb4",
+    "character_set_connection": "utf8mb4",
+    "character_set_results": "utf8mb4",
+    "character_set_server": "utf8mb4",
+    "character_set_database": "utf8mb4",
+    "collation_connection": "utf8mb4_bin",
+    "collation_server": "utf8mb4_bin",
+    "collation_database": "utf8mb4_bin",
+    "transaction_isolation": "REPEATABLE-READ",
+    "tx_isolation": "REPEATABLE-READ",
+    "transaction_read_only": 0,
+    "tx_read_only": 0,
+    "lower_case_table_names": 2,
+    "max_allowed_packet": 67108864,
+    "net_buffer_length": 16384,
+    "net_write_timeout": 60,
+    "wait_timeout": 28800,
+    "interactive_timeout": 28800,
+    "auto_increment_increment": 1,
+    "auto_increment_offset": 1,
+    "system_time_zone": "UTC",
+    "license": "Apache License 2.0",
+    "init_connect": "",
+    "performance_schema": 0,
+    "sql_select_limit": 18446744073709551615,
+    "query_cache_size": 1048576,
+    "query_cache_type": "OFF",
+    "have_ssl": "DISABLED",
+    "port": 4000,
+    "tidb_txn_mode": "pessimistic",
+}
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """How the simulated cluster and changefeed behave."""
@@ -218,6 +263,10 @@ class Engine:
         self.user_variables: dict[str, Any] = {}  # @x, by lower-case name
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
+        self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
+        self.user = "root@127.0.0.1"  # USER(), and CONNECTION_ID(): a service's session sets them
+        self.connection_id = 1
+        self.affected_rows = 0
         # literal defaults converted to their column's type, per session settings
         self._literal_defaults: dict[tuple[ColumnInfo, SqlMode, dt.tzinfo], Any] = {}
 
@@ -252,14 +301,20 @@ class Engine:
         return self.zone
 
     def variable(self, name: str) -> Any:
+        """@@name; also DATABASE(), USER() and CONNECTION_ID() by their pseudo names."""
         values = {
             "sql_mode": str(self.sql_mode),
             "time_zone": self.zone_name,
             "autocommit": int(self.autocommit),
+            "database()": self.catalog.current_schema,
+            "user()": self.user,
+            "connection_id()": self.connection_id,
         }
-        if name not in values:
-            raise SQLError(f"Unknown system variable '{name}'", code=1193)
-        return values[name]
+        if name in values:
+            return values[name]
+        if name in SERVER_VARIABLES:
+            return SERVER_VARIABLES[name]
+        raise SQLError(f"Unknown system variable '{name}'", code=1193)
 
     def sequence(self, op: str, schema: str | None, name: str, value: Any = None) -> Any:
         """NEXTVAL / LASTVAL / SETVAL of a sequence, as one TiDB server hands values out."""
@@ -333,33 +388,7 @@ class Engine:
         is yielded before its error is raised.
         """
         for stmt in statements:
-            error = None
-            self.location = stmt.location
-            try:
-                if self.client_codec is not None:  # re-read the bytes in the client charset
-                    stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
-                if isinstance(stmt, RawStatement):
-                    self._execute_raw(stmt)
-                else:
-                    self.execute(stmt.expression, stmt.text)
-            except SQLError as e:
-                error = e.with_context(stmt.location, stmt.text)
-            except RecursionError:
-                error = SQLError(
-                    "the statement is nested too deeply",
-                    location=stmt.location,
-                    statement=stmt.text,
-                    code=1105,
-                )
-            except MemoryError:
-                raise
-            except Exception as e:  # a bug of ours: still reported as this statement's error
-                error = SQLError(
-                    f"internal error ({type(e).__name__}: {e}); please report this statement",
-                    location=stmt.location,
-                    statement=stmt.text,
-                    code=1105,
-                )
+            error = self.step(stmt)
             if self.outbox:
                 events, self.outbox = self.outbox, []
                 yield from events
@@ -369,6 +398,56 @@ class Engine:
                     raise error from None
                 self.errors.append(str(error))
         self._abort()
+
+    def step(self, stmt: Statement | RawStatement) -> SQLError | None:
+        """Execute one statement, in the session's transaction; its error, located, or None.
+        What it committed is in `outbox`; a failed statement changed nothing (an explicit
+        transaction stays open, as in MySQL). `affected_rows` counts what it wrote."""
+        self.location = stmt.location
+        self.affected_rows = 0
+        try:
+            if self.client_codec is not None:  # re-read the bytes in the client charset
+                stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
+            if isinstance(stmt, RawStatement):
+                self._execute_raw(stmt)
+            else:
+                self.execute(stmt.expression, stmt.text)
+        except SQLError as e:
+            return e.with_context(stmt.location, stmt.text)
+        except RecursionError:
+            return SQLError(
+                "the statement is nested too deeply",
+                location=stmt.location,
+                statement=stmt.text,
+                code=1105,
+            )
+        except MemoryError:
+            raise
+        except Exception as e:  # a bug of ours: still reported as this statement's error
+            return SQLError(
+                f"internal error ({type(e).__name__}: {e}); please report this statement",
+                location=stmt.location,
+                statement=stmt.text,
+                code=1105,
+            )
+        return None
+
+    def query(self, node: exp.Select) -> tuple[list[str], list[Row]]:
+        """A SELECT's result set (of one table, or of constants): column names and rows, as
+        a client of TiDB reads them. Nothing is written; what the engine cannot answer is
+        an SQLError."""
+        if node.args.get("into") is not None:
+            raise SQLError("SELECT ... INTO has no result set", code=1105)
+        rows = compile_select(self, node)([])
+        if any(isinstance(e, exp.Star) for e in node.expressions):
+            table = self.table_data(node.args["from_"].this)
+            names = [c.name for c in table.info.columns if not c.hidden]
+        else:
+            names = [
+                e.alias if isinstance(e, exp.Alias) else e.sql(dialect=d.TiDB)
+                for e in node.expressions
+            ]
+        return names, rows
 
     def _execute_raw(self, raw: RawStatement) -> None:
         if len(raw.text) < _LONG_STATEMENT or not gc.isenabled():
@@ -512,8 +591,22 @@ class Engine:
             if implicit:
                 self.txn = None
             raise
+        if self.count_affected:
+            self.affected_rows = self._affected(txn, mark)
         if implicit:
             self._commit()
+
+    @staticmethod
+    def _affected(txn: Transaction, mark: int) -> int:
+        """MySQL's affected rows, closely enough: keys whose row changed (a REPLACE that
+        deletes one row and writes another counts both)."""
+        count = 0
+        for entry in txn.undo[mark:]:
+            if isinstance(entry, _BulkInsert):
+                count += len(entry.handles)
+            elif entry.table.rows.get(entry.handle) != entry.previous:
+                count += 1
+        return count
 
     # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
 

@@ -957,6 +957,15 @@ _SESSION_FUNCS: dict[str, Callable[..., Any]] = {
     "RAND": lambda ctx, seed=None: ctx.session.rand(),
     "UUID": lambda ctx: ctx.session.uuid(),
     "LAST_INSERT_ID": lambda ctx: ctx.session.last_insert_id(),
+    # what drivers ask on connect; the session answers by these pseudo-variable names
+    "DATABASE": lambda ctx: ctx.session.variable("database()"),
+    "SCHEMA": lambda ctx: ctx.session.variable("database()"),
+    "VERSION": lambda ctx: ctx.session.variable("version"),
+    "USER": lambda ctx: ctx.session.variable("user()"),
+    "CURRENT_USER": lambda ctx: ctx.session.variable("user()"),
+    "SESSION_USER": lambda ctx: ctx.session.variable("user()"),
+    "SYSTEM_USER": lambda ctx: ctx.session.variable("user()"),
+    "CONNECTION_ID": lambda ctx: ctx.session.variable("connection_id()"),
 }
 
 # Pure functions by upper-case name, NULL in -> NULL out.
@@ -1188,6 +1197,9 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.CurrentDate: _no_arg_session("CURDATE"),
     exp.Rand: _no_arg_session("RAND"),
     exp.Uuid: _no_arg_session("UUID"),
+    exp.CurrentSchema: _no_arg_session("DATABASE"),
+    exp.CurrentVersion: _no_arg_session("VERSION"),
+    exp.CurrentUser: _no_arg_session("CURRENT_USER"),
     exp.Concat: _function(_concat),
     exp.ConcatWs: _concat_ws,
     exp.Length: _length,

@@ -1,0 +1,92 @@
+"""JSON forms of captured events and decoded messages, shared by the CLI and the service:
+values JSON cannot hold are strings (DECIMAL) or `{"$binary": base64}` (binary strings)."""
+
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+from typing import Any
+
+from ticdc_sim.encoders import Decoded, DecodedCheckpoint, DecodedDDL
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+
+
+def ddl_record(event: DDLEvent) -> dict[str, Any]:
+    """A DDL event as one JSON object: what TiCDC emits plus the table model it works from."""
+    record: dict[str, Any] = {
+        "commit_ts": event.commit_ts,
+        "type": int(event.action),
+        "action": event.action.name,
+        "schema": event.schema,
+        "table": event.table,
+        "query": event.query,
+        "schema_version": event.schema_version,
+    }
+    info = event.table_info or event.pre_table_info
+    if info is not None and info.columns:
+        record["table_id"] = info.id
+        record["physical_ids"] = list(info.physical_ids)
+        record["handle_key"] = list(info.handle_key_columns)
+        record["columns"] = {
+            c.name: {"type": int(c.tp), "flag": int(f)}
+            for c, f in zip(info.columns, info.ticdc_flags(), strict=True)
+        }
+    return record
+
+
+def json_value(value: object) -> object:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return {"$binary": base64.b64encode(value).decode()}
+    return value
+
+
+def row_record(event: RowChangedEvent) -> dict[str, Any]:
+    """A row change as one JSON object with the columns TiCDC emits (no virtual ones)."""
+    info = event.table
+    visible = [(i, c.name) for i, c in enumerate(info.columns) if not c.is_virtual_generated]
+
+    def image(row: tuple[object, ...] | None) -> dict[str, object] | None:
+        return None if row is None else {name: json_value(row[i]) for i, name in visible}
+
+    return {
+        "commit_ts": event.commit_ts,
+        "start_ts": event.start_ts,
+        "kind": event.kind,
+        "schema": info.schema,
+        "table": info.name,
+        "table_id": info.id,
+        "physical_table_id": event.physical_table_id,
+        "columns": image(event.columns),
+        "pre_columns": image(event.pre_columns),
+    }
+
+
+def decoded_record(event: Decoded) -> dict[str, Any]:
+    """A decoded protocol event as one JSON object."""
+    if isinstance(event, DecodedCheckpoint):
+        return {"type": "checkpoint", "ts": event.ts}
+    if isinstance(event, DecodedDDL):
+        return {
+            "type": "ddl",
+            "schema": event.schema,
+            "table": event.table,
+            "commit_ts": event.commit_ts,
+            "query": event.query,
+            "ddl_type": event.ddl_type,
+        }
+
+    def image(row: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if row is None else {k: json_value(v) for k, v in row.items()}
+
+    return {
+        "type": event.kind,
+        "schema": event.schema,
+        "table": event.table,
+        "commit_ts": event.commit_ts,
+        "columns": image(event.columns),
+        "pre_columns": image(event.pre_columns),
+        "keys": list(event.keys),
+        **event.extra,
+    }

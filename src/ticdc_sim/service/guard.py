@@ -1,0 +1,51 @@
+"""What a request may make the service touch: files under the data directory only, Kafka
+brokers on the operator's allow-list only. Checked before a changefeed is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from ticdc_sim.config import Changefeed, parse_sink_uri
+from ticdc_sim.errors import SimError
+from ticdc_sim.service.settings import Settings
+from ticdc_sim.sinks.claim_check import storage_path
+
+
+class Forbidden(SimError):
+    """A sink outside what the settings allow (403)."""
+
+
+def inside(root: Path, path: Path, what: str) -> Path:
+    """`path` (relative: to `root`) if it stays under `root` once resolved."""
+    base = root.resolve()
+    found = (base / path).resolve()
+    if found != base and base not in found.parents:
+        raise Forbidden(f"{what} {str(path)!r} is outside the data directory {base}")
+    return found
+
+
+def sink_uri(text: str, settings: Settings) -> str:
+    """The sink URI a changefeed may use: file sinks under the data directory (a relative
+    path is taken from it), Kafka only on allowed brokers."""
+    uri = parse_sink_uri(text)
+    if uri.scheme in ("jsonl", "parquet"):
+        path = inside(settings.data_dir, Path(uri.target), f"{uri.scheme}:// directory")
+        parts = urlsplit(text.strip())
+        return urlunsplit((parts.scheme, "", str(path), parts.query, ""))
+    if uri.scheme == "kafka":
+        hosts = [h.strip() for h in uri.target.split(",") if h.strip()]
+        refused = [h for h in hosts if h not in settings.kafka_allow]
+        if refused:
+            raise Forbidden(
+                f"kafka broker {', '.join(refused)} is not allowed here"
+                " (the operator lists brokers in TICDC_SIM_KAFKA_ALLOW)"
+            )
+    return text
+
+
+def changefeed(feed: Changefeed, settings: Settings) -> None:
+    """What the built changefeed writes besides its sink: claim-check files."""
+    uri = feed.codec.claim_check_storage_uri
+    if uri:
+        inside(settings.data_dir, storage_path(uri), "claim-check-storage-uri")

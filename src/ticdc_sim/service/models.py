@@ -1,0 +1,246 @@
+"""The JSON the service reads and writes. Requests reject unknown fields; the open API's
+shapes are TiCDC's (tiflow `cdc/api/v2/model.go`), field names included."""
+
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ticdc_sim.service.runtime import Committed, Execution, Outcome
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Error(BaseModel):
+    """Every error answer, in TiCDC's open API shape."""
+
+    error_msg: str
+    error_code: str
+
+
+# -- clusters and SQL ------------------------------------------------------------------------
+
+
+class ClusterCreate(Strict):
+    id: str | None = Field(None, pattern=NAME, description="default: cluster-<n>")
+    seed: int = Field(0, description="seeds RAND(), UUID(), AUTO_RANDOM and the clock")
+
+
+class ClusterInfo(BaseModel):
+    id: str
+    seed: int
+    created: float
+    changefeeds: list[str]
+    statements: int
+    transactions: int
+
+
+class SQLRequest(Strict):
+    sql: str = Field(description="a script: statements separated by `;`")
+
+
+class SQLError(BaseModel):
+    message: str
+    code: int = Field(description="MySQL's error number")
+    sqlstate: str
+    line: int
+    column: int
+
+
+class StatementResult(BaseModel):
+    statement: str
+    line: int
+    column: int
+    affected_rows: int
+    commit_ts: int | None = Field(None, description="the transaction it committed, if any")
+    columns: list[str] | None = Field(None, description="a result set's column names")
+    rows: list[list[Any]] | None = Field(
+        None, description='a result set; DECIMAL as strings, binary as {"$binary": base64}'
+    )
+    error: SQLError | None = None
+
+
+class Transaction(BaseModel):
+    commit_ts: int
+    rows: int
+    ddl: list[str]
+
+
+class ExecutionResult(BaseModel):
+    ok: bool = Field(description="every statement ran (a failed one stops the script)")
+    statements: list[StatementResult]
+    transactions: list[Transaction]
+    messages: dict[str, int] = Field(description="records each changefeed sent for it")
+    warnings: list[str]
+
+    @classmethod
+    def of(cls, run: Execution) -> ExecutionResult:
+        return cls(
+            ok=not run.failed,
+            statements=[_statement(o) for o in run.outcomes],
+            transactions=[_transaction(c) for c in run.committed],
+            messages=run.messages,
+            warnings=run.warnings,
+        )
+
+
+def _statement(outcome: Outcome) -> StatementResult:
+    error = None
+    if outcome.error is not None:
+        e = outcome.error
+        location = e.location
+        error = SQLError(
+            message=e.message,
+            code=e.code or 1105,
+            sqlstate=e.sqlstate,
+            line=location.line if location else outcome.line,
+            column=location.col if location else outcome.column,
+        )
+    rows = None if outcome.rows is None else [[cell(v) for v in r] for r in outcome.rows]
+    return StatementResult(
+        statement=outcome.statement,
+        line=outcome.line,
+        column=outcome.column,
+        affected_rows=outcome.affected_rows,
+        commit_ts=outcome.commit_ts,
+        columns=outcome.columns,
+        rows=rows,
+        error=error,
+    )
+
+
+def _transaction(committed: Committed) -> Transaction:
+    return Transaction(commit_ts=committed.commit_ts, rows=committed.rows, ddl=committed.ddl)
+
+
+def cell(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return {"$binary": base64.b64encode(value).decode()}
+    return value
+
+
+# -- messages, faults --------------------------------------------------------------------------
+
+
+class Message(BaseModel):
+    topic: str
+    partition: int
+    offset: int
+    key: str | None = Field(description="base64")
+    value: str | None = Field(description="base64")
+    headers: dict[str, str] = Field(description="values base64")
+    decoded: list[dict[str, Any]] | None = Field(
+        None, description="the events the record carries, as `ticdc-sim decode` prints them"
+    )
+
+
+class MessagePage(BaseModel):
+    messages: list[Message]
+    counts: dict[str, dict[str, int]] = Field(description="records per topic and partition")
+
+
+class FaultRequest(Strict):
+    kind: Literal["restart", "duplicate", "ddl-replay"] = Field(
+        description="restart: every partition again from its last checkpoint; duplicate: each"
+        " partition's last row record again; ddl-replay: the last DDL record again"
+    )
+
+
+class FaultResult(BaseModel):
+    injected: int
+
+
+class CheckpointResult(BaseModel):
+    checkpoint_ts: int
+
+
+# -- TiCDC's open API v2 -----------------------------------------------------------------------
+
+
+class ChangefeedConfig(Strict):
+    """POST /api/v2/changefeeds (and PUT, where only sink_uri, replica_config and target_ts
+    change)."""
+
+    namespace: str = Field("default", pattern=NAME, description="the upstream cluster's id")
+    changefeed_id: str = Field("", description="default: a generated id")
+    start_ts: int = Field(0, ge=0)
+    target_ts: int = Field(0, ge=0)
+    sink_uri: str = ""
+    replica_config: dict[str, Any] | None = None
+    # PDConfig: accepted, no effect
+    pd_addrs: list[str] | None = None
+    ca_path: str | None = None
+    cert_path: str | None = None
+    key_path: str | None = None
+    cert_allowed_cn: list[str] | None = None
+
+
+class RunningError(BaseModel):
+    addr: str
+    code: str
+    message: str
+
+
+class ChangefeedCommonInfo(BaseModel):
+    upstream_id: int
+    namespace: str
+    id: str
+    state: str
+    checkpoint_tso: int
+    checkpoint_time: str
+    error: RunningError | None
+
+
+class ChangeFeedInfo(BaseModel):
+    upstream_id: int
+    namespace: str
+    id: str
+    sink_uri: str
+    create_time: str
+    start_ts: int
+    target_ts: int
+    config: dict[str, Any]
+    state: str
+    error: RunningError | None = None
+    creator_version: str
+    resolved_ts: int
+    checkpoint_ts: int
+    checkpoint_time: str
+
+
+class ChangefeedStatus(BaseModel):
+    state: str
+    resolved_ts: int
+    checkpoint_ts: int
+    last_error: RunningError | None = None
+    messages: dict[str, dict[str, int]] = Field(
+        description="ours: records sent per topic and partition"
+    )
+
+
+class ChangefeedList(BaseModel):
+    total: int
+    items: list[ChangefeedCommonInfo]
+
+
+class ServerStatus(BaseModel):
+    version: str
+    git_hash: str
+    id: str
+    cluster_id: str
+    pid: int
+    is_owner: bool
+    liveness: int
+
+
+class Empty(BaseModel):
+    pass

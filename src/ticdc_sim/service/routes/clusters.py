@@ -1,0 +1,231 @@
+"""The simulator's own API, /sim/v1: upstream clusters, SQL on them, and what their
+changefeeds sent (pages, a live tail as Server-Sent Events), faults and checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ticdc_sim.encoders import decoder_for
+from ticdc_sim.jsonout import decoded_record
+from ticdc_sim.service.models import (
+    CheckpointResult,
+    ClusterCreate,
+    ClusterInfo,
+    Error,
+    ExecutionResult,
+    FaultRequest,
+    FaultResult,
+    Message,
+    MessagePage,
+    SQLRequest,
+)
+from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
+from ticdc_sim.service.state import state_of
+from ticdc_sim.sinks import Record
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
+}
+router = APIRouter(prefix="/sim/v1/clusters", tags=["simulator"], responses=ERRORS)
+_NAMES = itertools.count(1)
+
+
+def _info(cluster: Cluster) -> ClusterInfo:
+    return ClusterInfo(
+        id=cluster.id,
+        seed=cluster.seed,
+        created=cluster.created,
+        changefeeds=sorted(cluster.feeds),
+        statements=cluster.statements,
+        transactions=cluster.transactions,
+    )
+
+
+@router.post("", status_code=201)
+async def create_cluster(request: Request, body: ClusterCreate) -> ClusterInfo:
+    """A new upstream cluster: its own catalog, data, clock and seed, no changefeed yet
+    (create them with POST /api/v2/changefeeds, `namespace` = the cluster's id)."""
+    state = state_of(request)
+    settings = state.settings
+    name = body.id or f"cluster-{next(_NAMES)}"
+    while body.id is None and name in state.registry.clusters:
+        name = f"cluster-{next(_NAMES)}"
+    cluster = Cluster(name, body.seed, settings.lock_wait_s, settings.max_txn_rows)
+    return _info(state.registry.add(cluster))
+
+
+@router.get("")
+async def list_clusters(request: Request) -> list[ClusterInfo]:
+    return [_info(c) for c in state_of(request).registry]
+
+
+@router.get("/{cluster_id}")
+async def get_cluster(request: Request, cluster_id: str) -> ClusterInfo:
+    return _info(state_of(request).registry.get(cluster_id))
+
+
+@router.delete("/{cluster_id}", status_code=204)
+async def delete_cluster(request: Request, cluster_id: str) -> Response:
+    """The cluster and its changefeeds go; every sink is flushed and closed first."""
+    await run_in_threadpool(state_of(request).registry.remove, cluster_id)
+    return Response(status_code=204)
+
+
+_SQL_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "text/plain": {"schema": {"type": "string"}, "example": "INSERT INTO t VALUES (1);"},
+            "application/json": {"schema": SQLRequest.model_json_schema()},
+        },
+    }
+}
+
+
+@router.post("/{cluster_id}/sql", openapi_extra=_SQL_BODY)
+async def execute(request: Request, cluster_id: str) -> ExecutionResult:
+    """Run a script as one client session would: statements in order, stopping at the first
+    error (`ok` false; what committed before it stays committed, an open transaction is
+    rolled back). The changefeeds get what committed, as TiCDC would."""
+    state = state_of(request)
+    cluster = state.registry.get(cluster_id)
+    sql = await _sql(request)
+    settings = state.settings
+    run = await run_in_threadpool(cluster.execute, sql, "request.sql", settings.max_statements)
+    return ExecutionResult.of(run)
+
+
+async def _sql(request: Request) -> str:
+    body = await request.body()
+    kind = request.headers.get("content-type", "text/plain").split(";")[0].strip().lower()
+    if kind == "application/json":
+        try:
+            return SQLRequest.model_validate_json(body).sql
+        except ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(map(str, p['loc'])) or 'body'}: {p['msg']}" for p in e.errors()
+            )
+            raise BadRequest(f"the JSON body: {problems}") from None
+    # curl --data-binary sends form-encoded by default: the body is still the script
+    if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded", ""):
+        raise BadRequest(f'send the SQL as text/plain or as JSON {{"sql": ...}}, not {kind}')
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"the body is not UTF-8 (byte {e.start})") from None
+
+
+# -- what changefeeds sent ---------------------------------------------------------------------
+
+
+def _feed(request: Request, cluster_id: str, changefeed_id: str) -> Feed:
+    return state_of(request).registry.get(cluster_id).feed(changefeed_id)
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _message(feed: Feed, record: Record, decode: bool) -> Message:
+    decoded = None
+    if decode:
+        decoder = decoder_for(feed.changefeed.codec)
+        try:
+            decoded = [decoded_record(e) for e in decoder.decode(record.key, record.value)]
+        except Exception as e:  # a record this protocol cannot read: said, not raised
+            decoded = [{"type": "undecodable", "error": f"{type(e).__name__}: {e}"}]
+    return Message(
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=_b64(record.key),
+        value=_b64(record.value),
+        headers={k: base64.b64encode(v).decode() for k, v in record.headers.items()},
+        decoded=decoded,
+    )
+
+
+@router.get("/{cluster_id}/changefeeds/{changefeed_id}/messages")
+async def messages(
+    request: Request,
+    cluster_id: str,
+    changefeed_id: str,
+    topic: str | None = None,
+    partition: Annotated[int | None, Query(ge=0)] = None,
+    from_offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    decode: bool = True,
+) -> MessagePage:
+    """Records a changefeed sent, by topic, partition and offset: raw (base64) and, with
+    `decode`, as `ticdc-sim decode` prints them."""
+    feed = _feed(request, cluster_id, changefeed_id)
+    records = feed.log.read(topic, partition, from_offset, limit)
+    counts = {t: {str(p): n for p, n in ps.items()} for t, ps in feed.log.counts().items()}
+    return MessagePage(messages=[_message(feed, r, decode) for r in records], counts=counts)
+
+
+@router.get(
+    "/{cluster_id}/changefeeds/{changefeed_id}/tail",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def tail(
+    request: Request,
+    cluster_id: str,
+    changefeed_id: str,
+    from_start: bool = False,
+) -> StreamingResponse:
+    """Server-Sent Events: each record the changefeed sends from now on (or, with
+    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded)."""
+    feed = _feed(request, cluster_id, changefeed_id)
+    start = 0 if from_start else feed.log.total
+
+    async def events() -> AsyncIterator[bytes]:
+        cursor, quiet = start, 0.0
+        yield b": tailing\n\n"
+        while not await request.is_disconnected():
+            records, cursor = feed.log.since(cursor)
+            for record in records:
+                body = _message(feed, record, True).model_dump(mode="json")
+                yield b"event: message\ndata: " + orjson.dumps(body) + b"\n\n"
+            if records:
+                quiet = 0.0
+                continue
+            await asyncio.sleep(0.05)
+            quiet += 0.05
+            if quiet >= 15:  # a comment now and then keeps proxies from closing the stream
+                quiet = 0.0
+                yield b": keep-alive\n\n"
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+@router.post("/{cluster_id}/changefeeds/{changefeed_id}/faults")
+async def inject(
+    request: Request, cluster_id: str, changefeed_id: str, body: FaultRequest
+) -> FaultResult:
+    """An at-least-once fault on the next records (see [faults] in the README): `restart`
+    and `duplicate` in the window of the next transaction, before its checkpoint, and
+    `ddl-replay` on the next DDL. Labelled as the changefeed's [faults] `label` says."""
+    feed = _feed(request, cluster_id, changefeed_id)
+    feed.arm(body.kind)
+    return FaultResult(injected=feed.faulty.injected)
+
+
+@router.post("/{cluster_id}/changefeeds/{changefeed_id}/checkpoint")
+async def checkpoint(request: Request, cluster_id: str, changefeed_id: str) -> CheckpointResult:
+    """Send what is pending and a checkpoint now."""
+    feed = _feed(request, cluster_id, changefeed_id)
+    return CheckpointResult(checkpoint_ts=await run_in_threadpool(feed.checkpoint))

@@ -1,0 +1,581 @@
+"""What the service runs, without HTTP: upstream clusters, their sessions and changefeeds.
+
+A `Cluster` is one simulated TiDB cluster: an engine (catalog, rows, TSO clock, seed) and the
+changefeeds that capture it. Its work is serialised by one lock; different clusters run in
+parallel. The engine holds one session's state at a time, so each client session (an HTTP
+request, a MySQL connection) keeps its own `SessionState` and swaps it in for its statements.
+A session inside an explicit transaction owns the cluster until it commits or rolls back:
+other sessions wait (TiDB's pessimistic locks, coarsely), up to `lock_wait_s`, then get
+MySQL's error 1205.
+
+A `Feed` is one changefeed: the pipeline of the CLI (`ticdc_sim.pipeline`) into its sink,
+with a `FeedLog` of every record it sent, which the read API pages through and tails. After
+each request the pipeline sends what it holds and a checkpoint (`Pipeline.flush`): TiCDC
+would within its 15 ms batch window and 1 s checkpoint ticker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from ticdc_sim.config import Changefeed, changefeed, parse_replica_config
+from ticdc_sim.encoders import Message
+from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.tso import physical_ms
+from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks import Record, Sink, open_sink
+from ticdc_sim.sinks.faults import FaultySink
+
+Change = RowChangedEvent | DDLEvent  # what a transaction commits
+
+
+class Conflict(SimError):
+    """A request at odds with the resource's state (409)."""
+
+
+class BadRequest(SimError):
+    """A request the service cannot read (400)."""
+
+    error_code = "SIM:InvalidRequest"
+
+
+class NotFound(SimError):
+    """No such cluster or changefeed (404)."""
+
+
+# -- sessions -----------------------------------------------------------------------------------
+
+# Engine attributes that belong to a session, not to the cluster
+_SESSION_ATTRS = (
+    "txn",
+    "autocommit",
+    "user_variables",
+    "sql_mode",
+    "zone",
+    "zone_name",
+    "client_codec",
+    "last_id",
+    "user",
+    "connection_id",
+    "warnings",
+)
+
+
+@dataclass
+class SessionState:
+    """One client session's side of the engine, swapped in while it runs statements."""
+
+    connection_id: int
+    user: str = "root@127.0.0.1"
+    database: str | None = "test"
+    values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
+
+    def load(self, engine: Engine) -> None:
+        if not self.values:  # a new session: the server's defaults
+            fresh = Engine(engine.config, catalog=engine.catalog)
+            self.values = {name: getattr(fresh, name) for name in _SESSION_ATTRS}
+            self.values.update(user=self.user, connection_id=self.connection_id)
+            self.values["warnings"] = Warnings()
+        for name, value in self.values.items():
+            setattr(engine, name, value)
+        if engine.catalog.current_schema != self.database:
+            engine.catalog.current_schema = self.database
+            engine.plans.clear()  # plans hold the current database's tables
+
+    def store(self, engine: Engine) -> None:
+        self.values = {name: getattr(engine, name) for name in _SESSION_ATTRS}
+        self.database = engine.catalog.current_schema
+
+    @property
+    def warnings(self) -> Warnings:
+        found: Warnings = self.values.setdefault("warnings", Warnings())
+        return found
+
+
+# -- changefeeds -------------------------------------------------------------------------------
+
+
+class FeedLog:
+    """Every record a changefeed sent, per (topic, partition) and in sending order, the newest
+    `retain` of each kept (offsets stay). Tails wait on `changed` for new records."""
+
+    def __init__(self, retain: int) -> None:
+        self.retain = retain
+        self.partitions: dict[tuple[str, int], list[Record]] = {}
+        self.first: dict[tuple[str, int], int] = {}  # offset of each list's first record
+        self.order: list[Record] = []  # sending order, for tails
+        self.total = 0  # records ever sent; a tail's cursor
+        self.changed = threading.Condition()
+
+    def add(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        with self.changed:
+            where = (topic, partition)
+            records = self.partitions.setdefault(where, [])
+            start = self.first.setdefault(where, 0) + len(records)
+            new = [
+                Record(topic, partition, start + i, m.key, m.value, m.headers)
+                for i, m in enumerate(messages)
+            ]
+            records += new
+            self.order += new
+            if len(records) > self.retain:
+                dropped = len(records) - self.retain
+                del records[:dropped]
+                self.first[where] += dropped
+            if len(self.order) > self.retain:
+                del self.order[: len(self.order) - self.retain]
+            self.total += len(new)
+            self.changed.notify_all()
+
+    def counts(self) -> dict[str, dict[int, int]]:
+        """Records sent per topic and partition (each partition's next offset)."""
+        out: dict[str, dict[int, int]] = {}
+        for (topic, partition), records in sorted(self.partitions.items()):
+            out.setdefault(topic, {})[partition] = self.first[(topic, partition)] + len(records)
+        return out
+
+    def read(
+        self, topic: str | None, partition: int | None, from_offset: int, limit: int
+    ) -> list[Record]:
+        """Up to `limit` records from `from_offset` on, by topic, partition and offset."""
+        with self.changed:
+            out: list[Record] = []
+            for (t, p), records in sorted(self.partitions.items()):
+                if (topic is not None and t != topic) or (partition is not None and p != partition):
+                    continue
+                skip = max(0, from_offset - self.first[(t, p)])
+                out += records[skip : skip + limit - len(out)]
+                if len(out) >= limit:
+                    break
+            return out
+
+    def since(self, cursor: int) -> tuple[list[Record], int]:
+        """The records sent after the first `cursor` (those still kept), and the new cursor."""
+        with self.changed:
+            new = self.total - cursor
+            return (self.order[-new:] if new > 0 else []), self.total
+
+
+class _LoggedSink:
+    """The feed's sink, with every record sent also kept in the feed's log."""
+
+    def __init__(self, inner: Sink, log: FeedLog) -> None:
+        self.inner, self.log = inner, log
+        self.max_message_bytes = inner.max_message_bytes
+
+    def partition_count(self, topic: str, wanted: int | None) -> int:
+        return self.inner.partition_count(topic, wanted)
+
+    def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        self.inner.send(topic, partition, messages)
+        self.log.add(topic, partition, messages)
+
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        self.inner.resolved(topic, partition, ts)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def abort(self) -> None:
+        self.inner.abort()
+
+
+@dataclass
+class FeedSpec:
+    """What a changefeed is made of, as the open API (or the simulator API) gives it."""
+
+    id: str
+    sink_uri: str
+    replica_config: dict[str, Any] = field(default_factory=dict)
+    toml: str | None = None  # a changefeed TOML instead of a replica config
+    start_ts: int = 0
+
+
+class Feed:
+    def __init__(self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int):
+        self.spec = spec
+        self.created = time.time()
+        self.state = "normal"  # TiCDC's FeedState: normal | stopped
+        self.error: str | None = None
+        self.warnings = Warnings()
+        self.changefeed = build_changefeed(spec)
+        self.log = FeedLog(retain)
+        logged: Sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+        if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
+            logged = FaultySink(logged, self.changefeed.faults)
+        self.pipeline = Pipeline(self.changefeed, logged, self.warnings)
+        assert isinstance(self.pipeline.sink, FaultySink)
+        self.faulty: FaultySink = self.pipeline.sink
+        self.armed: list[str] = []  # faults for the next request's records
+        self.paused: list[Change] = []  # captured while stopped, replicated on resume
+        self.lock = threading.Lock()
+
+    @property
+    def checkpoint_ts(self) -> int:
+        return self.pipeline.summary.checkpoint_ts
+
+    def push(self, events: Sequence[Change]) -> None:
+        with self.lock:
+            if self.state == "stopped":
+                self.paused.extend(e for e in events if e.commit_ts > self.spec.start_ts)
+                return
+            self._push(events)
+
+    def _push(self, events: Sequence[Change]) -> None:
+        start = self.spec.start_ts
+        try:
+            for event in events:
+                if event.commit_ts > start:  # TiCDC replicates what commits after start-ts
+                    self.pipeline.push(event)
+            armed, self.armed = self.armed, []
+            self.pipeline.flush(lambda: [self.faulty.inject(kind) for kind in armed])
+        except SimError as e:
+            self.state, self.error = "stopped", str(e)  # TiCDC: the changefeed fails
+            raise
+
+    def pause(self) -> None:
+        with self.lock:
+            self.state = "stopped"
+
+    def resume(self) -> None:
+        with self.lock:
+            if self.state == "normal":
+                return
+            events, self.paused = self.paused, []
+            self.state, self.error = "normal", None
+            self._push(events)
+
+    def arm(self, kind: str) -> None:
+        """A fault for the next records: `restart` and `duplicate` in the window of the next
+        transaction replicated, before its checkpoint; `ddl-replay` on the next DDL."""
+        with self.lock:
+            if kind == "ddl-replay":
+                self.faulty.inject(kind)
+            else:
+                self.armed.append(kind)
+
+    def checkpoint(self) -> int:
+        """Send what is pending and a checkpoint now; the checkpoint ts."""
+        with self.lock:
+            self.pipeline.flush()
+            return self.checkpoint_ts
+
+    def close(self) -> None:
+        with self.lock:
+            self.pipeline.close()
+
+
+def build_changefeed(spec: FeedSpec) -> Changefeed:
+    configured = None
+    if spec.toml is None:
+        configured = parse_replica_config(spec.replica_config, "replica_config")
+    return changefeed(spec.sink_uri, spec.toml, "config", configured=configured)
+
+
+# -- clusters ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one statement did."""
+
+    statement: str
+    line: int
+    column: int
+    affected_rows: int = 0
+    commit_ts: int | None = None
+    columns: list[str] | None = None  # a result set
+    rows: list[tuple[Any, ...]] | None = None
+    error: SQLError | None = None
+
+
+@dataclass
+class Committed:
+    commit_ts: int
+    rows: int = 0
+    ddl: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Execution:
+    outcomes: list[Outcome]
+    committed: list[Committed]
+    messages: dict[str, int]  # per changefeed: records this request sent
+    warnings: list[str]
+
+    @property
+    def failed(self) -> bool:
+        return any(o.error is not None for o in self.outcomes)
+
+
+class Cluster:
+    def __init__(self, cluster_id: str, seed: int, lock_wait_s: float, max_txn_rows: int):
+        self.id = cluster_id
+        self.seed = seed
+        self.created = time.time()
+        self.engine = Engine(EngineConfig(seed=seed))
+        self.engine.count_affected = True
+        self.feeds: dict[str, Feed] = {}
+        self.lock = threading.RLock()
+        self.free = threading.Condition(self.lock)  # notified when no session owns a txn
+        self.owner: SessionState | None = None
+        self.lock_wait_s = lock_wait_s
+        self.max_txn_rows = max_txn_rows
+        self._connections = 0
+        self.statements = 0
+        self.errors = 0
+        self.transactions = 0
+        self.events = 0
+
+    def session(self, user: str = "root@127.0.0.1") -> SessionState:
+        with self.lock:
+            self._connections += 1
+            return SessionState(self._connections, user)
+
+    # -- running statements ----------------------------------------------------------------
+
+    def execute(self, text: str, source: str = "request.sql", max_statements: int = 0) -> Execution:
+        """A script in a session of its own: statements in order up to the first error. A
+        transaction left open at the end, or by the error, is rolled back."""
+        statements = list(split_script(text.splitlines(keepends=True), source))
+        if max_statements and len(statements) > max_statements:
+            raise ConfigError(
+                f"{len(statements)} statements in one request; the limit is {max_statements}"
+            )
+        session = self.session()
+        outcomes: list[Outcome] = []
+        events: list[Change] = []
+        # the whole request under the lock, replicated at its end as the CLI replays a
+        # script: no other session's commit comes between, so commit order holds
+        with self.free:
+            before = {feed_id: feed.log.total for feed_id, feed in self.feeds.items()}
+            try:
+                for stmt in statements:
+                    outcome, committed = self.run(session, stmt, replicate=False)
+                    outcomes.append(outcome)
+                    events += committed
+                    if outcome.error is not None:
+                        break
+            finally:
+                self.end(session)
+                if events:
+                    self._replicate(events)
+        sent = {
+            feed_id: feed.log.total - before.get(feed_id, 0) for feed_id, feed in self.feeds.items()
+        }
+        warnings = [str(w) for w in session.warnings]
+        return Execution(outcomes, _committed(events), sent, warnings)
+
+    def run(
+        self, session: SessionState, stmt: RawStatement, replicate: bool = True
+    ) -> tuple[Outcome, list[Change]]:
+        """One statement of a session; what it committed has gone to the changefeeds
+        (unless the caller, holding the lock, replicates it later)."""
+        line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
+        outcome = Outcome(stmt.text.strip(), line, column)
+        with self.free:
+            try:
+                self._acquire(session)
+            except SQLError as e:
+                outcome.error = e.with_context(stmt.location, stmt.text)
+                return outcome, []
+            engine = self.engine
+            session.load(engine)
+            try:
+                query = _select_query(stmt)
+                if query is not None:  # a result set, read from the data
+                    try:
+                        outcome.columns, rows = engine.query(query)
+                        outcome.rows = [tuple(r) for r in rows]
+                    except SQLError as e:
+                        outcome.error = e.with_context(stmt.location, stmt.text)
+                else:
+                    outcome.error = engine.step(stmt)  # an explicit transaction stays open
+                    outcome.affected_rows = engine.affected_rows
+                    if outcome.error is None and engine.txn is not None:
+                        outcome.error = self._check_txn_size(engine)
+                events, engine.outbox = engine.outbox, []
+                self.statements += 1
+                self.errors += outcome.error is not None
+                self.events += len(events)
+            finally:
+                session.store(engine)
+                self._release(session)
+            if events:
+                outcome.commit_ts = events[-1].commit_ts
+                self.transactions += len({e.commit_ts for e in events})
+                if replicate:
+                    self._replicate(events)
+        return outcome, events
+
+    def end(self, session: SessionState) -> None:
+        """A session goes: its open transaction is rolled back."""
+        with self.free:
+            if session.values.get("txn") is not None:
+                self._acquire(session)
+                session.load(self.engine)
+                self.engine._abort()
+                session.store(self.engine)
+                self._release(session)
+
+    def _check_txn_size(self, engine: Engine) -> SQLError | None:
+        txn = engine.txn
+        assert txn is not None
+        written = sum(len(keys) for keys in txn.first.values())
+        if self.max_txn_rows and written > self.max_txn_rows:
+            engine._abort()
+            return SQLError(
+                f"Transaction is too large, size: {written} rows (the limit is"
+                f" {self.max_txn_rows}); it was rolled back",
+                code=8004,
+            )
+        return None
+
+    def _acquire(self, session: SessionState) -> None:
+        deadline = time.monotonic() + self.lock_wait_s
+        while self.owner is not None and self.owner is not session:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SQLError("Lock wait timeout exceeded; try restarting transaction", code=1205)
+            self.free.wait(left)
+
+    def _release(self, session: SessionState) -> None:
+        if self.engine.txn is not None:
+            self.owner = session
+        elif self.owner is session:
+            self.owner = None
+            self.free.notify_all()
+
+    def _replicate(self, events: list[Change]) -> None:
+        for feed in list(self.feeds.values()):
+            # a failing feed is stopped with its error; the transaction committed upstream
+            with contextlib.suppress(SimError):
+                feed.push(events)
+
+    # -- changefeeds -----------------------------------------------------------------------
+
+    def add_feed(
+        self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
+    ) -> Feed:
+        with self.lock:
+            if spec.id in self.feeds:
+                raise Conflict(f"changefeed {spec.id!r} already exists")
+            feed = Feed(spec, open_sink_, retain)
+            self.feeds[spec.id] = feed
+            return feed
+
+    def replace_feed(
+        self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
+    ) -> Feed:
+        """A stopped changefeed rebuilt from a new spec; still stopped, what it held back
+        carried over."""
+        with self.lock:
+            old = self.feed(spec.id)
+            feed = Feed(spec, open_sink_, retain)
+            feed.state, feed.paused = "stopped", old.paused
+            self.feeds[spec.id] = feed
+        old.close()
+        return feed
+
+    def feed(self, feed_id: str) -> Feed:
+        found = self.feeds.get(feed_id)
+        if found is None:
+            raise NotFound(f"changefeed {feed_id!r} does not exist")
+        return found
+
+    def remove_feed(self, feed_id: str) -> None:
+        with self.lock:
+            feed = self.feed(feed_id)
+            del self.feeds[feed_id]
+        feed.close()
+
+    def close(self) -> None:
+        with self.lock:
+            feeds, self.feeds = list(self.feeds.values()), {}
+        errors = []
+        for feed in feeds:
+            try:
+                feed.close()
+            except SimError as e:
+                errors.append(f"{feed.spec.id}: {e}")
+        if errors:
+            raise SimError("; ".join(errors))
+
+
+def _select_query(stmt: RawStatement) -> exp.Select | None:
+    """A SELECT that answers with a result set (not INTO, not a side effect of its own)."""
+    if stmt.text.lstrip().lstrip("(").lstrip()[:6].upper() != "SELECT":
+        return None
+    try:
+        parsed = parse_raw(stmt)
+    except SQLError:
+        return None  # the engine reports it, located
+    node = None if parsed is None else parsed.expression
+    if not isinstance(node, exp.Select) or node.args.get("into") is not None:
+        return None
+    return node
+
+
+def _committed(events: list[Change]) -> list[Committed]:
+    out: dict[int, Committed] = {}
+    for event in events:
+        found = out.setdefault(event.commit_ts, Committed(event.commit_ts))
+        if isinstance(event, DDLEvent):
+            found.ddl.append(event.query)
+        elif isinstance(event, RowChangedEvent):
+            found.rows += 1
+    return list(out.values())
+
+
+def commit_time(ts: int) -> str:
+    """A TSO's physical time, as TiCDC's JSONTime prints it."""
+    ms = physical_ms(ts)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+class Registry:
+    """The service's clusters by id."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, Cluster] = {}
+        self.lock = threading.Lock()
+
+    def add(self, cluster: Cluster) -> Cluster:
+        with self.lock:
+            if cluster.id in self.clusters:
+                raise Conflict(f"cluster {cluster.id!r} already exists")
+            self.clusters[cluster.id] = cluster
+            return cluster
+
+    def get(self, cluster_id: str) -> Cluster:
+        found = self.clusters.get(cluster_id)
+        if found is None:
+            raise NotFound(f"cluster {cluster_id!r} does not exist")
+        return found
+
+    def remove(self, cluster_id: str) -> None:
+        with self.lock:
+            cluster = self.get(cluster_id)
+            del self.clusters[cluster_id]
+        cluster.close()
+
+    def __iter__(self) -> Iterator[Cluster]:
+        return iter(list(self.clusters.values()))
+
+    def close(self) -> None:
+        for cluster in self:
+            cluster.close()
+
+
+def default_open_sink(feed: Changefeed) -> Sink:
+    return open_sink(feed.sink, overwrite=True)

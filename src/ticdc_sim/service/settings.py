@@ -1,0 +1,46 @@
+"""The service's settings, in one place: `TICDC_SIM_*` environment variables (or a `.env`
+file), each with a safe default: loopback only, no request to a host the operator did not
+allow, files only under the data directory."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TICDC_SIM_", env_file=".env", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="address both ports bind")
+    port: int = Field(8300, ge=0, le=65535, description="HTTP: TiCDC's open API, ours, the page")
+    mysql_port: int = Field(4000, ge=0, le=65535, description="the MySQL protocol; 0: off")
+    data_dir: Path = Field(Path("ticdc-sim-data"), description="where file sinks may write")
+    token: str | None = Field(None, description="bearer token every API request must carry")
+    mysql_password: str | None = Field(None, description="the MySQL port's password (any user)")
+    kafka_allow: list[str] = Field(
+        default_factory=list,
+        description="Kafka bootstrap host:port a sink URI may name (none: no kafka:// sinks)",
+    )
+    default_cluster: bool = Field(True, description="start with cluster and changefeed `default`")
+    default_sink_uri: str = Field(
+        "jsonl://default?protocol=canal-json&enable-tidb-extension=true",
+        description="the default changefeed's sink (paths are under data_dir)",
+    )
+    max_body_bytes: int = Field(16 << 20, gt=0, description="largest request body")
+    max_statements: int = Field(100_000, gt=0, description="statements in one request")
+    max_txn_rows: int = Field(1_000_000, gt=0, description="rows one transaction may write")
+    request_time_s: float = Field(300.0, gt=0, description="a request's statements stop after")
+    lock_wait_s: float = Field(50.0, gt=0, description="innodb_lock_wait_timeout of sessions")
+    retain_records: int = Field(
+        1_000_000, gt=0, description="records a changefeed keeps per partition for reading"
+    )
+
+
+def package_version() -> str:
+    try:
+        return version("ticdc-sim")
+    except PackageNotFoundError:
+        return "0.0.0"
