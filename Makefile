@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench
+.PHONY: install run test lint bench openapi
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,7 +15,10 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/ticdc-sim replay examples/shop.sql examples/orders.sql
+	$(BIN)/ticdc-sim serve
+
+openapi: $(STAMP)
+	$(BIN)/ticdc-sim openapi --output openapi/openapi.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check
@@ -24,9 +27,11 @@ lint: $(STAMP)
 
 test: lint
 	scripts/ensure-mariadb
+	scripts/ensure-chromium
 	$(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/encode.py
 	$(BIN)/python bench/kafka.py
+	$(BIN)/python bench/service.py

@@ -6,7 +6,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from support_kafka import Broker
 from support_mariadb import MariaDB
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[Broker]:
+    """A real Kafka broker (Tansu) for the whole run."""
+    found, why = Broker.start()
+    if found is None:
+        pytest.skip(why)
+    yield found
+    found.stop()
 
 
 @pytest.fixture(scope="session")

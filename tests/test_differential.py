@@ -11,6 +11,7 @@ and MariaDB differ on purpose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
@@ -32,8 +33,9 @@ def _accepted(conn: Any, sql: str) -> bool:
     return True
 
 
-def _script(data: st.DataObject, source: MariaDB) -> str:
-    """A random script whose every statement MariaDB runs."""
+def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
+    """A random table, and a script that creates and changes it, every statement of which
+    MariaDB runs."""
     conn = source.connect()
     try:
         source.reset(conn)
@@ -48,7 +50,7 @@ def _script(data: st.DataObject, source: MariaDB) -> str:
             cur.execute("ROLLBACK")  # a transaction left open by a dropped COMMIT
     finally:
         conn.close()
-    return "".join(f"{sql};\n" for sql in kept)
+    return table, "".join(f"{sql};\n" for sql in kept)
 
 
 @pytest.mark.parametrize(
@@ -57,22 +59,29 @@ def _script(data: st.DataObject, source: MariaDB) -> str:
 def test_random_scripts_rebuild_as_mariadb_runs_them(
     protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], request: pytest.FixtureRequest
 ) -> None:
-    examples: int = request.config.getoption("--differential-examples")
-    explore: int | None = request.config.getoption("--differential-seed")
     source, replica = mariadb_pair
 
-    @settings(
-        max_examples=examples if protocol is None else max(1, examples // 2),
-        derandomize=explore is None,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.data())
     def case(data: st.DataObject) -> None:
-        script = _script(data, source)
+        _, script = random_script(data, source)
         note(script)
         outcome = check_script(source, replica, script, "random.sql", protocol)
         assert outcome.mismatches == [], script
 
-    (case if explore is None else seed(explore)(case))()
+    run_bounded(request, case, 1 if protocol is None else 2)
+
+
+def run_bounded(
+    request: pytest.FixtureRequest, case: Callable[[st.DataObject], None], share: int
+) -> None:
+    """`case` over drawn data: 1/`share` of `--differential-examples` cases, CI's fixed ones
+    unless `--differential-seed` asks for others."""
+    examples: int = request.config.getoption("--differential-examples")
+    explore: int | None = request.config.getoption("--differential-seed")
+    bounded = settings(
+        max_examples=max(1, examples // share),
+        derandomize=explore is None,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )(given(st.data())(case))
+    (bounded if explore is None else seed(explore)(bounded))()

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +39,6 @@ ALTER TABLE shop ADD COLUMN extra INT DEFAULT 3;
 INSERT INTO shop (id, name, qty) VALUES (20, 'x', 1);
 """
 _NAMES = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    found, why = Broker.start()
-    if found is None:
-        pytest.skip(why)
-    yield found
-    found.stop()
 
 
 def fresh(prefix: str) -> str:

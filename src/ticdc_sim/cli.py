@@ -461,6 +461,26 @@ def serve(
         raise typer.Exit(1) from None
 
 
+@app.command()
+def openapi(
+    output: Annotated[
+        Path | None, typer.Option(help="write here instead of stdout (openapi/openapi.json)")
+    ] = None,
+) -> None:
+    """Print the service's OpenAPI document, as `GET /openapi.json` serves it."""
+    import orjson
+
+    from ticdc_sim.service.app import create_app
+    from ticdc_sim.service.settings import Settings
+
+    schema = create_app(Settings(mysql_port=0)).openapi()
+    text = orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    if output is None:
+        sys.stdout.buffer.write(text)
+    else:
+        output.write_bytes(text)
+
+
 def main() -> None:
     if not sys.stdout.isatty():
         # help piped to a file or pager: 120 columns, not rich's 80 for a non-terminal

@@ -6,22 +6,33 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ticdc_sim.errors import ConfigError, SimError, SQLError
+from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.service import routes
 from ticdc_sim.service.guard import Forbidden
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.mysql import start as start_mysql
-from ticdc_sim.service.runtime import Cluster, Conflict, FeedSpec, NotFound, Registry
+from ticdc_sim.service.runtime import (
+    Conflict,
+    FeedSpec,
+    InvalidParam,
+    NotFound,
+    Registry,
+    StartTsBeforeGC,
+    TooLarge,
+)
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink
 
@@ -40,8 +51,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.default_cluster:
             await run_in_threadpool(_default_cluster, state)
         mysql = None
-        if settings.mysql_port and settings.default_cluster:
-            mysql = await start_mysql(settings, lambda: state.registry.get("default"))
+        if settings.mysql_port:
+            mysql = await start_mysql(settings, state.registry)
         state.ready = True
         try:
             yield
@@ -67,43 +78,79 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def index() -> RedirectResponse:
         return RedirectResponse("/static/index.html")
 
-    @app.middleware("http")
-    async def guard(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        path = request.url.path
-        if settings.token and path != "/" and not path.startswith(_OPEN):
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {settings.token}".encode()):
-                message = "a bearer token is required (Authorization: Bearer ...)"
-                return _error(401, message, "SIM:Unauthorized")
-        size = request.headers.get("content-length")
-        if size is not None and (not size.isdigit() or int(size) > settings.max_body_bytes):
-            return _error(
-                413,
-                f"the body is {size} bytes; the limit is {settings.max_body_bytes}"
-                " (TICDC_SIM_MAX_BODY_BYTES)",
-                "SIM:BodyTooLarge",
-            )
-        response = await call_next(request)
-        route = request.scope.get("route")
-        state.metrics.request(
-            request.method,
-            getattr(route, "path", "unmatched"),
-            response.status_code,
-            time.perf_counter() - started,
-        )
-        return response
-
+    app.add_middleware(Guard, settings=settings, metrics=state.metrics)
     _handlers(app)
     return app
 
 
+class Guard:
+    """Every request: the bearer token, the body-size limit (on what arrives, so a chunked
+    body is held to it too) and the request metrics. Plain ASGI: Starlette's
+    BaseHTTPMiddleware costs a task and a stream per request."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, metrics: Metrics) -> None:
+        self.app, self.settings, self.metrics = app, settings, metrics
+        self.bearer = f"Bearer {settings.token}".encode() if settings.token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path: str = scope["path"]
+        headers = dict(scope["headers"])
+        refused = self._refused(path, headers)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        limit, received = self.settings.max_body_bytes, 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise TooLarge(_too_large(f"over {limit}", limit))
+            return message
+
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, limited, sending)
+        finally:
+            route = scope.get("route")
+            self.metrics.request(
+                scope["method"],
+                getattr(route, "path", "unmatched"),
+                status,
+                time.perf_counter() - started,
+            )
+
+    def _refused(self, path: str, headers: dict[bytes, bytes]) -> JSONResponse | None:
+        if self.bearer and path != "/" and not path.startswith(_OPEN):
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.bearer):
+                message = "a bearer token is required (Authorization: Bearer ...)"
+                return _error(401, message, "SIM:Unauthorized")
+        size = headers.get(b"content-length")
+        limit = self.settings.max_body_bytes
+        if size is not None and (not size.isdigit() or int(size) > limit):
+            return _error(413, _too_large(size.decode(errors="replace"), limit), "SIM:TooLarge")
+        return None
+
+
+def _too_large(size: str, limit: int) -> str:
+    return f"the body is {size} bytes; the limit is {limit} (TICDC_SIM_MAX_BODY_BYTES)"
+
+
 def _default_cluster(state: State) -> None:
-    cluster = state.registry.add(
-        Cluster("default", 0, state.settings.lock_wait_s, state.settings.max_txn_rows)
-    )
+    cluster = state.new_cluster("default", 0)
     spec = FeedSpec("default", state.checked_uri(state.settings.default_sink_uri))
     cluster.add_feed(spec, feed_sink(state), state.settings.retain_records)
 
@@ -115,10 +162,12 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
 def _handlers(app: FastAPI) -> None:
     cases: list[tuple[type[Exception], int, str]] = [
         (NotFound, 404, "CDC:ErrChangeFeedNotExists"),
+        (InvalidParam, 400, "CDC:ErrAPIInvalidParam"),
+        (StartTsBeforeGC, 400, "CDC:ErrStartTsBeforeGC"),
         (Conflict, 409, "CDC:ErrChangeFeedAlreadyExists"),
+        (TooLarge, 413, "SIM:TooLarge"),
         (Forbidden, 403, "SIM:Forbidden"),
         (ConfigError, 400, "CDC:ErrInvalidReplicaConfig"),
-        (SQLError, 409, "SIM:LockWaitTimeout"),
         (SimError, 400, "CDC:ErrAPIInvalidParam"),
     ]
     for kind, status, code in cases:
@@ -139,3 +188,20 @@ def _handlers(app: FastAPI) -> None:
         return _error(422, "; ".join(problems) or "invalid request", "CDC:ErrAPIInvalidParam")
 
     app.add_exception_handler(RequestValidationError, invalid)
+
+    def http_error(request: Request, exc: Exception) -> JSONResponse:
+        """Routing's own answers (404 no such path, 405 method) in the same JSON shape; a
+        405 lists every method of the path (Starlette names only the first route's)."""
+        assert isinstance(exc, StarletteHTTPException)
+        response = _error(exc.status_code, str(exc.detail), f"SIM:HTTP{exc.status_code}")
+        if exc.status_code == 405:
+            path = request.url.path
+            routes = [r for r in app.routes if isinstance(r, APIRoute) and r.path_regex.match(path)]
+            response.headers["Allow"] = ", ".join(
+                sorted({m for r in routes for m in r.methods or ()})
+            )
+        elif exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    app.add_exception_handler(StarletteHTTPException, http_error)

@@ -4,7 +4,7 @@ brokers on the operator's allow-list only. Checked before a changefeed is built.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ticdc_sim.config import Changefeed, parse_sink_uri
 from ticdc_sim.errors import SimError
@@ -31,8 +31,8 @@ def sink_uri(text: str, settings: Settings) -> str:
     uri = parse_sink_uri(text)
     if uri.scheme in ("jsonl", "parquet"):
         path = inside(settings.data_dir, Path(uri.target), f"{uri.scheme}:// directory")
-        parts = urlsplit(text.strip())
-        return urlunsplit((parts.scheme, "", str(path), parts.query, ""))
+        query = urlsplit(text.strip()).query
+        return f"{uri.scheme}://{path}" + (f"?{query}" if query else "")
     if uri.scheme == "kafka":
         hosts = [h.strip() for h in uri.target.split(",") if h.strip()]
         refused = [h for h in hosts if h not in settings.kafka_allow]

@@ -11,11 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
+TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields and loosely typed values (`true` for a number, "1"
+    for an int) are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Error(BaseModel):
@@ -167,13 +171,13 @@ class CheckpointResult(BaseModel):
 
 
 class ChangefeedConfig(Strict):
-    """POST /api/v2/changefeeds (and PUT, where only sink_uri, replica_config and target_ts
-    change)."""
+    """PUT /api/v2/changefeeds/{id}: only sink_uri, replica_config and target_ts change
+    (and POST, where sink_uri is required)."""
 
     namespace: str = Field("default", pattern=NAME, description="the upstream cluster's id")
     changefeed_id: str = Field("", description="default: a generated id")
-    start_ts: int = Field(0, ge=0)
-    target_ts: int = Field(0, ge=0)
+    start_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: now")
+    target_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: no end")
     sink_uri: str = ""
     replica_config: dict[str, Any] | None = None
     # PDConfig: accepted, no effect
@@ -182,6 +186,10 @@ class ChangefeedConfig(Strict):
     cert_path: str | None = None
     key_path: str | None = None
     cert_allowed_cn: list[str] | None = None
+
+
+class ChangefeedCreate(ChangefeedConfig):
+    sink_uri: str = Field(min_length=1, description="where the changefeed writes")
 
 
 class RunningError(BaseModel):

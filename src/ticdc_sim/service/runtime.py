@@ -17,9 +17,11 @@ would within its 15 ms batch window and 1 s checkpoint ticker.
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +29,11 @@ from sqlglot import exp
 
 from ticdc_sim.config import Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import Message
-from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
+from ticdc_sim.errors import SimError, SQLError, Warnings
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import Record, Sink, open_sink
@@ -49,8 +52,65 @@ class BadRequest(SimError):
     error_code = "SIM:InvalidRequest"
 
 
+class BadSQL(SimError):
+    """A script that cannot be read into statements, such as an unterminated quote (400)."""
+
+    error_code = "SIM:SQLSyntax"
+
+
+class TooLarge(SimError):
+    """A request over one of the settings' limits (413)."""
+
+    error_code = "SIM:TooLarge"
+
+
+class InvalidParam(SimError):
+    """A changefeed parameter TiCDC refuses (400), with TiCDC's error code."""
+
+    def __init__(self, message: str, error_code: str = "CDC:ErrAPIInvalidParam") -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class StartTsBeforeGC(SimError):
+    """A start-ts older than the history the cluster keeps (400)."""
+
+    error_code = "CDC:ErrStartTsBeforeGC"
+
+
 class NotFound(SimError):
     """No such cluster or changefeed (404)."""
+
+
+# -- the heap -----------------------------------------------------------------------------------
+
+
+class Heap:
+    """The heap kept out of the collector's way. A service keeps what clusters hold (rows,
+    the records changefeeds sent) for hours, and CPython's full collection walks every live
+    object: a pause that grows with the heap and makes the latency's tail (bench/service.py
+    over HTTP: p99 440-520 ms without, 112 ms with). So once a second, after a statement, the young generations are
+    collected and what survives is frozen (`gc.freeze`), out of later collections' walk.
+    Removing a cluster or a changefeed unfreezes it all, so its cycles can be reclaimed."""
+
+    SETTLE_S = 1.0
+
+    def __init__(self) -> None:
+        self.settle_at = time.monotonic() + self.SETTLE_S
+
+    def settle(self) -> None:
+        if time.monotonic() >= self.settle_at:
+            self.settle_at = time.monotonic() + self.SETTLE_S
+            gc.collect(1)
+            gc.freeze()
+
+    @staticmethod
+    def release() -> None:
+        """What was frozen may hold garbage now: let the next full collection see it."""
+        gc.unfreeze()
+
+
+HEAP = Heap()
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -199,6 +259,7 @@ class FeedSpec:
     replica_config: dict[str, Any] = field(default_factory=dict)
     toml: str | None = None  # a changefeed TOML instead of a replica config
     start_ts: int = 0
+    target_ts: int = 0  # 0: no end
 
 
 class Feed:
@@ -226,17 +287,22 @@ class Feed:
 
     def push(self, events: Sequence[Change]) -> None:
         with self.lock:
+            if self.state == "finished":
+                return
             if self.state == "stopped":
                 self.paused.extend(e for e in events if e.commit_ts > self.spec.start_ts)
                 return
             self._push(events)
 
     def _push(self, events: Sequence[Change]) -> None:
-        start = self.spec.start_ts
+        start, target = self.spec.start_ts, self.spec.target_ts or 1 << 64
         try:
             for event in events:
-                if event.commit_ts > start:  # TiCDC replicates what commits after start-ts
+                # TiCDC replicates what commits after start-ts, up to target-ts
+                if start < event.commit_ts <= target:
                     self.pipeline.push(event)
+                elif event.commit_ts > target:
+                    self.state = "finished"
             armed, self.armed = self.armed, []
             self.pipeline.flush(lambda: [self.faulty.inject(kind) for kind in armed])
         except SimError as e:
@@ -249,7 +315,7 @@ class Feed:
 
     def resume(self) -> None:
         with self.lock:
-            if self.state == "normal":
+            if self.state != "stopped":  # running, or finished at its target-ts
                 return
             events, self.paused = self.paused, []
             self.state, self.error = "normal", None
@@ -295,6 +361,7 @@ class Outcome:
     affected_rows: int = 0
     commit_ts: int | None = None
     columns: list[str] | None = None  # a result set
+    types: list[MySQLType | None] | None = None  # its columns' types, where known
     rows: list[tuple[Any, ...]] | None = None
     error: SQLError | None = None
 
@@ -319,18 +386,31 @@ class Execution:
 
 
 class Cluster:
-    def __init__(self, cluster_id: str, seed: int, lock_wait_s: float, max_txn_rows: int):
+    def __init__(
+        self,
+        cluster_id: str,
+        seed: int,
+        lock_wait_s: float,
+        max_txn_rows: int,
+        history_events: int = 1_000_000,
+    ):
         self.id = cluster_id
         self.seed = seed
         self.created = time.time()
         self.engine = Engine(EngineConfig(seed=seed))
         self.engine.count_affected = True
+        self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
+        self.closed = False
         self.lock = threading.RLock()
         self.free = threading.Condition(self.lock)  # notified when no session owns a txn
         self.owner: SessionState | None = None
         self.lock_wait_s = lock_wait_s
-        self.max_txn_rows = max_txn_rows
+        # what committed, for changefeeds created with a start-ts in the past; what falls out
+        # of it moves the GC safepoint, before which TiCDC refuses a start-ts
+        self.history: deque[Change] = deque()
+        self.history_events = history_events
+        self.gc_safepoint = 0
         self._connections = 0
         self.statements = 0
         self.errors = 0
@@ -344,14 +424,26 @@ class Cluster:
 
     # -- running statements ----------------------------------------------------------------
 
-    def execute(self, text: str, source: str = "request.sql", max_statements: int = 0) -> Execution:
-        """A script in a session of its own: statements in order up to the first error. A
-        transaction left open at the end, or by the error, is rolled back."""
-        statements = list(split_script(text.splitlines(keepends=True), source))
+    def execute(
+        self,
+        text: str,
+        source: str = "request.sql",
+        max_statements: int = 0,
+        time_limit_s: float = 0.0,
+    ) -> Execution:
+        """A script in a session of its own: statements in order up to the first error, or
+        until `time_limit_s` has passed (then the next statement fails with error 3024, as
+        MAX_EXECUTION_TIME does). A transaction left open at the end is rolled back."""
+        try:
+            statements = list(split_script(text.splitlines(keepends=True), source))
+        except SQLError as e:  # the script cannot be split: nothing of it runs
+            raise BadSQL(f"{e} (MySQL error {e.code or 1064}; no statement ran)") from None
         if max_statements and len(statements) > max_statements:
-            raise ConfigError(
+            raise TooLarge(
                 f"{len(statements)} statements in one request; the limit is {max_statements}"
+                " (TICDC_SIM_MAX_STATEMENTS)"
             )
+        deadline = time.monotonic() + time_limit_s if time_limit_s else None
         session = self.session()
         outcomes: list[Outcome] = []
         events: list[Change] = []
@@ -361,6 +453,9 @@ class Cluster:
             before = {feed_id: feed.log.total for feed_id, feed in self.feeds.items()}
             try:
                 for stmt in statements:
+                    if deadline is not None and time.monotonic() > deadline:
+                        outcomes.append(_timed_out(stmt, time_limit_s))
+                        break
                     outcome, committed = self.run(session, stmt, replicate=False)
                     outcomes.append(outcome)
                     events += committed
@@ -385,38 +480,45 @@ class Cluster:
         outcome = Outcome(stmt.text.strip(), line, column)
         with self.free:
             try:
+                if self.closed:  # removed while a client was still connected to it
+                    raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
                 self._acquire(session)
             except SQLError as e:
                 outcome.error = e.with_context(stmt.location, stmt.text)
                 return outcome, []
-            engine = self.engine
-            session.load(engine)
-            try:
-                query = _select_query(stmt)
-                if query is not None:  # a result set, read from the data
-                    try:
-                        outcome.columns, rows = engine.query(query)
-                        outcome.rows = [tuple(r) for r in rows]
-                    except SQLError as e:
-                        outcome.error = e.with_context(stmt.location, stmt.text)
-                else:
-                    outcome.error = engine.step(stmt)  # an explicit transaction stays open
-                    outcome.affected_rows = engine.affected_rows
-                    if outcome.error is None and engine.txn is not None:
-                        outcome.error = self._check_txn_size(engine)
-                events, engine.outbox = engine.outbox, []
-                self.statements += 1
-                self.errors += outcome.error is not None
-                self.events += len(events)
-            finally:
-                session.store(engine)
-                self._release(session)
+            events = self._step(session, stmt, outcome)
             if events:
                 outcome.commit_ts = events[-1].commit_ts
                 self.transactions += len({e.commit_ts for e in events})
                 if replicate:
                     self._replicate(events)
+        HEAP.settle()
         return outcome, events
+
+    def _step(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> list[Change]:
+        """The statement on the engine, in the session's state; what it committed."""
+        engine = self.engine
+        session.load(engine)
+        try:
+            query = _select_query(stmt)
+            if query is not None:  # a result set, read from the data
+                try:
+                    result = engine.query(query)
+                    outcome.columns, outcome.types = result.names, result.types
+                    outcome.rows = [tuple(r) for r in result.rows]
+                except SQLError as e:
+                    outcome.error = e.with_context(stmt.location, stmt.text)
+            else:
+                outcome.error = engine.step(stmt)  # an explicit transaction stays open
+                outcome.affected_rows = engine.affected_rows
+            events, engine.outbox = engine.outbox, []
+            self.statements += 1
+            self.errors += outcome.error is not None
+            self.events += len(events)
+            return events
+        finally:
+            session.store(engine)
+            self._release(session)
 
     def end(self, session: SessionState) -> None:
         """A session goes: its open transaction is rolled back."""
@@ -427,19 +529,6 @@ class Cluster:
                 self.engine._abort()
                 session.store(self.engine)
                 self._release(session)
-
-    def _check_txn_size(self, engine: Engine) -> SQLError | None:
-        txn = engine.txn
-        assert txn is not None
-        written = sum(len(keys) for keys in txn.first.values())
-        if self.max_txn_rows and written > self.max_txn_rows:
-            engine._abort()
-            return SQLError(
-                f"Transaction is too large, size: {written} rows (the limit is"
-                f" {self.max_txn_rows}); it was rolled back",
-                code=8004,
-            )
-        return None
 
     def _acquire(self, session: SessionState) -> None:
         deadline = time.monotonic() + self.lock_wait_s
@@ -457,6 +546,9 @@ class Cluster:
             self.free.notify_all()
 
     def _replicate(self, events: list[Change]) -> None:
+        self.history.extend(events)
+        while len(self.history) > self.history_events:
+            self.gc_safepoint = self.history.popleft().commit_ts
         for feed in list(self.feeds.values()):
             # a failing feed is stopped with its error; the transaction committed upstream
             with contextlib.suppress(SimError):
@@ -467,12 +559,41 @@ class Cluster:
     def add_feed(
         self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
     ) -> Feed:
+        """A new changefeed; one with a start-ts in the past first replicates what has
+        committed since (tiflow `cdc/api/v2/api_helpers.go` verifies the start-ts so)."""
         with self.lock:
             if spec.id in self.feeds:
                 raise Conflict(f"changefeed {spec.id!r} already exists")
+            self._check_range(spec)
             feed = Feed(spec, open_sink_, retain)
+            past = [e for e in self.history if e.commit_ts > spec.start_ts]
+            if past:
+                try:
+                    feed.push(past)
+                except SimError:
+                    feed.close()
+                    raise
             self.feeds[spec.id] = feed
             return feed
+
+    def _check_range(self, spec: FeedSpec) -> None:
+        now = self.engine.catalog.clock.last
+        if not spec.start_ts:
+            spec.start_ts = now
+        elif spec.start_ts > now:
+            raise InvalidParam(f"invalid start-ts {spec.start_ts}, larger than current tso {now}")
+        elif spec.start_ts <= self.gc_safepoint:
+            raise StartTsBeforeGC(
+                f"fail to create or maintain changefeed because start-ts {spec.start_ts} is"
+                f" earlier than or equal to GC safepoint at {self.gc_safepoint}"
+                " (TICDC_SIM_HISTORY_EVENTS bounds what is kept)"
+            )
+        if spec.target_ts and spec.target_ts <= spec.start_ts:
+            raise InvalidParam(
+                f"fail to create changefeed because target-ts {spec.target_ts} is earlier"
+                f" than start-ts {spec.start_ts}",
+                "CDC:ErrTargetTsBeforeStartTs",
+            )
 
     def replace_feed(
         self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
@@ -498,18 +619,37 @@ class Cluster:
             feed = self.feed(feed_id)
             del self.feeds[feed_id]
         feed.close()
+        Heap.release()
 
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             feeds, self.feeds = list(self.feeds.values()), {}
-        errors = []
-        for feed in feeds:
-            try:
-                feed.close()
-            except SimError as e:
-                errors.append(f"{feed.spec.id}: {e}")
-        if errors:
-            raise SimError("; ".join(errors))
+        close_all((feed.spec.id, feed.close) for feed in feeds)
+
+
+def close_all(parts: Iterable[tuple[str, Callable[[], None]]]) -> None:
+    """Close every part, all of them even when one fails; then the failures, together."""
+    errors = []
+    for name, close in parts:
+        try:
+            close()
+        except SimError as e:
+            errors.append(f"{name}: {e}")
+    if errors:
+        raise SimError("; ".join(errors))
+
+
+def _timed_out(stmt: RawStatement, limit: float) -> Outcome:
+    line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
+    error = SQLError(
+        f"Query execution was interrupted, the request ran over {limit:g} s"
+        " (TICDC_SIM_REQUEST_TIME_S)",
+        code=3024,
+    )
+    return Outcome(
+        stmt.text.strip(), line, column, error=error.with_context(stmt.location, stmt.text)
+    )
 
 
 def _select_query(stmt: RawStatement) -> exp.Select | None:
@@ -568,13 +708,17 @@ class Registry:
             cluster = self.get(cluster_id)
             del self.clusters[cluster_id]
         cluster.close()
+        Heap.release()
 
     def __iter__(self) -> Iterator[Cluster]:
         return iter(list(self.clusters.values()))
 
     def close(self) -> None:
-        for cluster in self:
-            cluster.close()
+        """Every cluster goes, its sinks flushed and closed."""
+        Heap.release()
+        with self.lock:
+            clusters, self.clusters = list(self.clusters.values()), {}
+        close_all((f"cluster {c.id}", c.close) for c in clusters)
 
 
 def default_open_sink(feed: Changefeed) -> Sink:

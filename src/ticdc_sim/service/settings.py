@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     max_txn_rows: int = Field(1_000_000, gt=0, description="rows one transaction may write")
     request_time_s: float = Field(300.0, gt=0, description="a request's statements stop after")
     lock_wait_s: float = Field(50.0, gt=0, description="innodb_lock_wait_timeout of sessions")
+    history_events: int = Field(
+        1_000_000,
+        gt=0,
+        description="committed events a cluster keeps for changefeeds with a past start_ts",
+    )
     retain_records: int = Field(
         1_000_000, gt=0, description="records a changefeed keeps per partition for reading"
     )

@@ -11,7 +11,7 @@ from fastapi import Request
 from ticdc_sim.config import Changefeed
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
-from ticdc_sim.service.runtime import Registry, default_open_sink
+from ticdc_sim.service.runtime import Cluster, Registry, default_open_sink
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
 
@@ -22,6 +22,17 @@ class State:
     registry: Registry
     metrics: Metrics
     ready: bool = False
+
+    def new_cluster(self, cluster_id: str, seed: int) -> Cluster:
+        settings = self.settings
+        cluster = Cluster(
+            cluster_id,
+            seed,
+            settings.lock_wait_s,
+            settings.max_txn_rows,
+            settings.history_events,
+        )
+        return self.registry.add(cluster)
 
     def checked_uri(self, uri: str) -> str:
         return guard.sink_uri(uri, self.settings)

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings
+from ticdc_sim.generator.sql import aggregate
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
@@ -210,6 +211,14 @@ class _BulkInsert(NamedTuple):
     touched: list[Any]  # the handles this transaction had not written before
 
 
+class ResultSet(NamedTuple):
+    """What a SELECT answers: its column names, rows and (where known) column types."""
+
+    names: list[str]
+    rows: list[Row]
+    types: list[MySQLType | None]
+
+
 @dataclass
 class Transaction:
     start_ts: int
@@ -264,6 +273,9 @@ class Engine:
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
         self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
+        self.max_txn_rows = (
+            0  # rows one transaction may write (TiDB's txn-total-size-limit); 0: any
+        )
         self.user = "root@127.0.0.1"  # USER(), and CONNECTION_ID(): a service's session sets them
         self.connection_id = 1
         self.affected_rows = 0
@@ -432,22 +444,30 @@ class Engine:
             )
         return None
 
-    def query(self, node: exp.Select) -> tuple[list[str], list[Row]]:
-        """A SELECT's result set (of one table, or of constants): column names and rows, as
-        a client of TiDB reads them. Nothing is written; what the engine cannot answer is
-        an SQLError."""
+    def query(self, node: exp.Select) -> ResultSet:
+        """A SELECT's result set (of one table, or of constants): column names, rows as a
+        client of TiDB reads them, and each column's type where it is a table's column or
+        an aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
-        rows = compile_select(self, node)([])
-        if any(isinstance(e, exp.Star) for e in node.expressions):
-            table = self.table_data(node.args["from_"].this)
-            names = [c.name for c in table.info.columns if not c.hidden]
-        else:
-            names = [
-                e.alias if isinstance(e, exp.Alias) else e.sql(dialect=d.TiDB)
-                for e in node.expressions
-            ]
-        return names, rows
+        source = node.args.get("from_")
+        table = self.table_data(source.this) if source is not None else None
+        columns = {c.name.lower(): c for c in table.info.columns} if table else {}
+        names: list[str] = []
+        types: list[MySQLType | None] = []
+        for e in node.expressions:
+            if isinstance(e, exp.Star) and table is not None:
+                shown = [c for c in table.info.columns if not c.hidden]
+                names += [c.name for c in shown]
+                types += [c.tp for c in shown]
+                continue
+            names.append(e.alias if isinstance(e, exp.Alias) else e.sql(dialect=d.TiDB))
+            types.append(aggregate.result_type(e.unalias(), columns))
+        if aggregate.is_aggregate(node):
+            inner, folds = aggregate.split(node)
+            rows = [aggregate.fold(compile_select(self, inner)([]), folds)]
+            return ResultSet(names, rows, types)
+        return ResultSet(names, compile_select(self, node)([]), types)
 
     def _execute_raw(self, raw: RawStatement) -> None:
         if len(raw.text) < _LONG_STATEMENT or not gc.isenabled():
@@ -586,6 +606,8 @@ class Engine:
         self.ids_this_statement = False
         try:
             body()
+            if self.max_txn_rows:
+                self._check_size(txn)
         except SQLError:
             self._rollback_to(mark)
             if implicit:
@@ -595,6 +617,15 @@ class Engine:
             self.affected_rows = self._affected(txn, mark)
         if implicit:
             self._commit()
+
+    def _check_size(self, txn: Transaction) -> None:
+        written = sum(len(keys) for keys in txn.first.values())
+        if written > self.max_txn_rows:
+            raise SQLError(
+                f"Transaction is too large, size: {written} rows; the limit is"
+                f" {self.max_txn_rows} (the statement was undone)",
+                code=8004,
+            )
 
     @staticmethod
     def _affected(txn: Transaction, mark: int) -> int:

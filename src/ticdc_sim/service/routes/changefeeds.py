@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from ticdc_sim.service.models import (
     ChangefeedCommonInfo,
     ChangefeedConfig,
+    ChangefeedCreate,
     ChangeFeedInfo,
     ChangefeedList,
     ChangefeedStatus,
@@ -26,11 +27,11 @@ from ticdc_sim.service.models import (
     ServerStatus,
 )
 from ticdc_sim.service.runtime import (
-    BadRequest,
     Cluster,
     Conflict,
     Feed,
     FeedSpec,
+    InvalidParam,
     commit_time,
 )
 from ticdc_sim.service.settings import package_version
@@ -78,7 +79,7 @@ def _info(cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
         sink_uri=spec.sink_uri,
         create_time=commit_time_of_wall(feed.created),
         start_ts=spec.start_ts,
-        target_ts=0,
+        target_ts=spec.target_ts,
         config=spec.replica_config,
         state=feed.state,
         error=_running_error(feed),
@@ -111,15 +112,15 @@ async def list_changefeeds(request: Request, namespace: Namespace = "default") -
     return ChangefeedList(total=len(items), items=items)
 
 
-def _spec(state: State, body: ChangefeedConfig, feed_id: str) -> FeedSpec:
-    if not body.sink_uri:
-        raise BadRequest("sink_uri is required")
+def _spec(state: State, body: ChangefeedCreate, feed_id: str) -> FeedSpec:
     uri = state.checked_uri(body.sink_uri)
-    return FeedSpec(feed_id, uri, body.replica_config or {}, start_ts=body.start_ts)
+    return FeedSpec(
+        feed_id, uri, body.replica_config or {}, start_ts=body.start_ts, target_ts=body.target_ts
+    )
 
 
 @router.post("/changefeeds")
-async def create_changefeed(request: Request, body: ChangefeedConfig) -> ChangeFeedInfo:
+async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeFeedInfo:
     """A changefeed on the `namespace` cluster: what commits after `start_ts` (0: from
     now on) goes to `sink_uri` as `replica_config` says."""
     state = state_of(request)
@@ -128,8 +129,6 @@ async def create_changefeed(request: Request, body: ChangefeedConfig) -> ChangeF
     if feed_id in cluster.feeds:
         raise Conflict(f"changefeed {feed_id!r} already exists")
     spec = _spec(state, body, feed_id)
-    if not spec.start_ts:
-        spec.start_ts = cluster.engine.catalog.clock.last
     settings = state.settings
     feed = await run_in_threadpool(
         cluster.add_feed, spec, feed_sink(state), settings.retain_records
@@ -176,7 +175,12 @@ async def update_changefeed(
         state.checked_uri(body.sink_uri) if body.sink_uri else old.spec.sink_uri,
         body.replica_config if body.replica_config is not None else old.spec.replica_config,
         start_ts=old.spec.start_ts,
+        target_ts=body.target_ts or old.spec.target_ts,
     )
+    if spec.target_ts and spec.target_ts <= spec.start_ts:
+        raise InvalidParam(
+            f"can not update target_ts:{spec.target_ts} less than start_ts:{spec.start_ts}"
+        )
     feed = await run_in_threadpool(
         cluster.replace_feed, spec, feed_sink(state), state.settings.retain_records
     )

@@ -56,12 +56,10 @@ async def create_cluster(request: Request, body: ClusterCreate) -> ClusterInfo:
     """A new upstream cluster: its own catalog, data, clock and seed, no changefeed yet
     (create them with POST /api/v2/changefeeds, `namespace` = the cluster's id)."""
     state = state_of(request)
-    settings = state.settings
     name = body.id or f"cluster-{next(_NAMES)}"
     while body.id is None and name in state.registry.clusters:
         name = f"cluster-{next(_NAMES)}"
-    cluster = Cluster(name, body.seed, settings.lock_wait_s, settings.max_txn_rows)
-    return _info(state.registry.add(cluster))
+    return _info(state.new_cluster(name, body.seed))
 
 
 @router.get("")
@@ -92,8 +90,8 @@ _SQL_BODY = {
 }
 
 
-@router.post("/{cluster_id}/sql", openapi_extra=_SQL_BODY)
-async def execute(request: Request, cluster_id: str) -> ExecutionResult:
+@router.post("/{cluster_id}/sql", openapi_extra=_SQL_BODY, response_model=ExecutionResult)
+async def execute(request: Request, cluster_id: str) -> Response:
     """Run a script as one client session would: statements in order, stopping at the first
     error (`ok` false; what committed before it stays committed, an open transaction is
     rolled back). The changefeeds get what committed, as TiCDC would."""
@@ -101,8 +99,11 @@ async def execute(request: Request, cluster_id: str) -> ExecutionResult:
     cluster = state.registry.get(cluster_id)
     sql = await _sql(request)
     settings = state.settings
-    run = await run_in_threadpool(cluster.execute, sql, "request.sql", settings.max_statements)
-    return ExecutionResult.of(run)
+    run = await run_in_threadpool(
+        cluster.execute, sql, "request.sql", settings.max_statements, settings.request_time_s
+    )
+    # serialised here, once: the result is already the response model
+    return Response(ExecutionResult.of(run).model_dump_json(), media_type="application/json")
 
 
 async def _sql(request: Request) -> str:

@@ -5,6 +5,7 @@
 
 const $ = (id) => document.getElementById(id);
 let tail = null; // the AbortController of the running tail
+let current = null; // the cluster of the last run, removed when the next one starts
 let shown = 0;
 
 function headers(extra) {
@@ -125,8 +126,14 @@ async function run() {
   $("count").textContent = "";
   $("run").disabled = true;
   try {
+    if (current) {
+      const previous = current;
+      current = null;
+      await call("DELETE", `/sim/v1/clusters/${previous}`).catch(() => {});
+    }
     setStatus("creating a cluster and a changefeed ...");
     const cluster = (await call("POST", "/sim/v1/clusters", JSON.stringify({}), "application/json")).id;
+    current = cluster;
     const protocol = $("protocol").value;
     const partitions = Math.max(1, Math.min(16, Number($("partitions").value) || 1));
     let uri = `memory://?protocol=${protocol}&partition-num=${partitions}`;

@@ -1,0 +1,82 @@
+"""`ticdc-sim serve` in a subprocess on free ports, for the end-to-end and browser tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pymysql
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    http: str
+    mysql_port: int
+    data_dir: Path
+    process: subprocess.Popen[bytes]
+    log: Path  # what it printed (a file: a pipe nobody reads would block it)
+    token: str | None = None
+
+    @classmethod
+    def start(cls, data_dir: Path, **env: str) -> Server:
+        """`env`: settings, as TICDC_SIM_<NAME> variables."""
+        port, mysql_port = _free_port(), _free_port()
+        command = [sys.executable, "-m", "ticdc_sim", "serve", "--port", str(port)]
+        command += ["--mysql-port", str(mysql_port), "--data-dir", str(data_dir)]
+        settings = {f"TICDC_SIM_{k.upper()}": v for k, v in env.items()}
+        data_dir.parent.mkdir(parents=True, exist_ok=True)
+        log = data_dir.parent / f"serve-{port}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, env=os.environ | settings, stdout=out, stderr=subprocess.STDOUT
+            )
+        server = cls(
+            f"http://127.0.0.1:{port}", mysql_port, data_dir, process, log, env.get("token")
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError(f"serve exited: {log.read_text()}")
+            try:
+                if httpx.get(f"{server.http}/readyz").status_code == 200:
+                    return server
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        process.kill()
+        raise AssertionError(f"serve was not ready within 60 s: {log.read_text()}")
+
+    def stop(self) -> str:
+        """Stop it as Ctrl-C does; what it printed."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+        printed = self.log.read_text()
+        assert self.process.returncode == 0, printed
+        return printed
+
+    def mysql(self, user: str = "root", **options: Any) -> Any:
+        return pymysql.connect(
+            host="127.0.0.1", port=self.mysql_port, user=user, database="test", **options
+        )
+
+    def sql(self, text: str, cluster: str = "default") -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        url = f"{self.http}/sim/v1/clusters/{cluster}/sql"
+        response = httpx.post(url, content=text, headers=headers)
+        assert response.status_code == 200, response.text
+        found: dict[str, Any] = response.json()
+        return found

@@ -1,0 +1,98 @@
+"""The playground page in a real browser: Debian's headless Chromium driven by Playwright,
+against `ticdc-sim serve` in a subprocess. A script runs through the page and its records
+appear per partition, decoded and raw."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from support_service import Server
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Server]]:
+    binary = chromium()
+    if binary is None:
+        pytest.skip("no chromium (scripts/ensure-chromium installs Debian's when root)")
+    server = Server.start(tmp_path_factory.mktemp("playground") / "data")
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=binary, args=["--no-sandbox"])
+            tab = browser.new_page(viewport={"width": 1366, "height": 768})  # a laptop
+            tab.goto(server.http + "/")
+            yield tab, server
+            browser.close()
+    finally:
+        server.stop()
+
+
+def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
+    tab, server = page
+    assert tab.title() == "ticdc-sim playground"
+    tab.fill(
+        "#sql",
+        "CREATE TABLE pets (id INT PRIMARY KEY, name VARCHAR(10));\n"
+        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom'), (3, 'kit'), (4, 'bo');\n"
+        "UPDATE pets SET name = 'max' WHERE id = 2;\n",
+    )
+    tab.select_option("#protocol", "canal-json")
+    tab.select_option("#dispatcher", "index-value")
+    tab.fill("#partitions", "2")
+    tab.click("#run")
+    done = re.compile(r"done: (\d+) records sent")
+    sync_api.expect(tab.locator("#status")).to_have_text(done, timeout=30_000)
+    match = done.fullmatch(tab.locator("#status").inner_text())
+    assert match is not None
+    columns = tab.locator("#partitions-view .partition h2")
+    assert columns.all_inner_texts() == ["partition 0", "partition 1"]
+    # every record the changefeed sent is on the page, under its partition, live
+    sync_api.expect(tab.locator("#count")).to_have_text(f"{match[1]} records", timeout=30_000)
+    events = tab.locator("#partitions-view .event").all_inner_texts()
+    inserts = sorted(e for e in events if e.startswith("INSERT"))
+    assert inserts == [
+        'INSERT test.pets {"id":1,"name":"rex"}',
+        'INSERT test.pets {"id":2,"name":"tom"}',
+        'INSERT test.pets {"id":3,"name":"kit"}',
+        'INSERT test.pets {"id":4,"name":"bo"}',
+    ]
+    assert 'UPDATE test.pets {"id":2,"name":"max"}' in events
+    # canal-json sends DDL to partition 0 only (tiflow: getDDLDispatchRule)
+    first = tab.locator('[data-partition="0"] .event').all_inner_texts()
+    assert first[0].startswith("DDL CREATE TABLE `pets`")
+    assert sum(e.startswith("DDL") for e in events) == 1
+    # the raw records are there to show: canal-json's own bytes
+    assert not tab.locator(".raw").first.is_visible()
+    tab.check("#raw")
+    raw = tab.locator(".raw").first
+    assert raw.is_visible() and '"isDdl":true' in raw.inner_text()
+    statements = tab.locator("#statements li").all_inner_texts()
+    assert statements[1].endswith("4 rows affected, committed at " + statements[1].split()[-1])
+
+
+def test_an_error_is_shown_where_it_is(page: tuple[Any, Server]) -> None:
+    tab, server = page
+    before = {c["id"] for c in httpx.get(f"{server.http}/sim/v1/clusters").json()}
+    tab.fill("#sql", "CREATE TABLE a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1), (1);\n")
+    tab.select_option("#protocol", "open-protocol")
+    tab.click("#run")
+    status = tab.locator("#status")
+    stopped = re.compile(r"stopped at an error; \d+ records sent")
+    sync_api.expect(status).to_have_text(stopped, timeout=30_000)
+    assert "failed" in (status.get_attribute("class") or "")
+    failed = tab.locator("#statements li.failed").inner_text()
+    assert failed.startswith("line 2:1 ERROR 1062: Duplicate entry '1'")
+    # the page removed the cluster of its previous run
+    after = {c["id"] for c in httpx.get(f"{server.http}/sim/v1/clusters").json()}
+    assert len(after - before) == 1 and len(before - after) == 1
