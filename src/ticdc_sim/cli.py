@@ -3,8 +3,10 @@ the pipeline and the sinks."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from importlib.metadata import version
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
+from rich.console import Console
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
 from ticdc_sim.encoders import (
@@ -459,6 +462,103 @@ def serve(
     except (SimError, OSError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+@app.command()
+def generate(
+    workload: Annotated[Path, typer.Option(help="the workload spec (YAML)")],
+    sink_uri: Annotated[
+        str | None,
+        typer.Option(help="where TiCDC's messages go (without it: the events as JSON lines)"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="the spec's seed, replaced")] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
+    ] = False,
+    preview: Annotated[
+        int, typer.Option(help="print the first N events as JSON lines and stop")
+    ] = 0,
+    progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
+) -> None:
+    """Generate a synthetic workload (tables, value generators, an operation mix) and send
+    what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed."""
+    from ticdc_sim.generator.workload import Generator, load
+
+    warnings = Warnings()
+    try:
+        spec = load(workload, seed)
+        generator = Generator(spec)
+        events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
+        if preview:
+            _print_events(itertools.islice(events, preview))
+            return
+        feed = None
+        if sink_uri is not None:
+            feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+        elif config is not None:
+            raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
+        if spec.operations.wall_rate:
+            events = _paced(events, spec.operations.wall_rate)
+        if progress:
+            events = _progress(events, generator.planned_events())
+        if feed is None:
+            _print_events(events)
+        else:
+            _replay_to_sink(feed, events, overwrite, warnings)
+    except SimError as e:
+        _print_warnings(warnings)
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    _print_warnings(warnings)
+
+
+def _paced(
+    events: Iterable[DDLEvent | RowChangedEvent], rate: float
+) -> Iterator[DDLEvent | RowChangedEvent]:
+    """The events at no more than `rate` a second of real time (operations.wall_rate), for
+    live runs into Kafka: ahead of the clock, it sleeps."""
+    started = time.monotonic()
+    for done, event in enumerate(events, 1):
+        yield event
+        ahead = done / rate - (time.monotonic() - started)
+        if ahead > 0.005:
+            time.sleep(ahead)
+
+
+def _progress(
+    events: Iterable[DDLEvent | RowChangedEvent], total: int | None
+) -> Iterator[DDLEvent | RowChangedEvent]:
+    """The events, counted on a progress bar (events/s, ETA) on stderr."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("generating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]} events/s"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("events", total=total, rate="-")
+        started, done = time.perf_counter(), 0
+        for event in events:
+            yield event
+            done += 1
+            if done % 4096 == 0:
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                bar.update(task, completed=done, rate=f"{rate:,.0f}")
+        bar.update(task, completed=done)
 
 
 @app.command()

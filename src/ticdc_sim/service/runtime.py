@@ -89,9 +89,10 @@ class Heap:
     """The heap kept out of the collector's way. A service keeps what clusters hold (rows,
     the records changefeeds sent) for hours, and CPython's full collection walks every live
     object: a pause that grows with the heap and makes the latency's tail (bench/service.py
-    over HTTP: p99 440-520 ms without, 112 ms with). So once a second, after a statement, the young generations are
-    collected and what survives is frozen (`gc.freeze`), out of later collections' walk.
-    Removing a cluster or a changefeed unfreezes it all, so its cycles can be reclaimed."""
+    over HTTP: p99 440-520 ms without, 112 ms with). So once a second, after a statement,
+    the young generations are collected and what survives is frozen (`gc.freeze`), out of
+    later collections' walk. Removing a cluster or a changefeed unfreezes it all, so its
+    cycles can be reclaimed."""
 
     SETTLE_S = 1.0
 

@@ -1,0 +1,581 @@
+"""A workload's transactions, as the upstream cluster commits them: DDL events for its tables,
+the initial rows, then the operation mix.
+
+The schedule is a pure function of the seed, so it can be cut anywhere and recomputed:
+- transaction j has `size(j)` events and commits at a TSO of simulated time
+  `j / commit_rate` (logical parts stepped by a hash, so TiCDC's `ts` dispatcher spreads);
+- event n picks its table (the transaction's, or its own in a multi-table transaction) and
+  its operation by weights, from hashes of (seed, n);
+- each table's live rows are the row ids [dead, born): an insert appends row `born`, a
+  delete removes the oldest live row (retention, as a purge job does), an update picks a
+  live row by the key distribution (hot keys are the most recent rows); an update or delete
+  of a table with no live row writes nothing. So `born` is a prefix count of inserts and
+  the live count a walk reflected at 0: both scans, which a parallel engine can compute;
+- values are those of `values.py` at version 0 (the insert) or at the event index of the
+  update that last wrote them, so an update's old image is the previous new image.
+
+Within a transaction each row yields one event (TiCDC folds: insert+update -> insert,
+update+update -> one update, insert+delete -> nothing, update+delete -> delete), in TiCDC's
+sorter order: by table id, deletes, updates, inserts, then by handle key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ticdc_sim.errors import SimError, SQLError
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.script import split_script
+from ticdc_sim.generator.sql.values import column_converter
+from ticdc_sim.generator.workload import values as v
+from ticdc_sim.generator.workload.spec import Chapter, Column, SpecError, Workload
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent, Value
+from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.model.tso import LOGICAL_MASK, compose_ts, physical_ms
+
+Change = RowChangedEvent | DDLEvent
+Image = tuple[Value, ...] | None
+Anchors = dict[int, tuple[int, int]]
+Key = tuple[int, int]  # (table id, row id)
+_KINDS = ("insert", "update", "delete")
+_ORDER = {"delete": 0, "update": 1, "insert": 2}  # TiCDC's sorter: per key's final mutation
+_BLOCK_TXNS = 2048  # transactions scheduled and drawn together
+_LOGICAL_SLOT = 33  # logical values a transaction's TSO may take within its millisecond
+
+
+@dataclass
+class TableState:
+    """One table of the workload: its model, its columns' generators, its live rows."""
+
+    info: TableInfo
+    generators: list[v.Values]
+    references: dict[int, str]  # column offset -> referenced table name
+    touched: np.ndarray  # bool per column: written by updates
+    key_offsets: list[int]
+    int_handle: bool
+    weight: float
+    initial: int
+    born: int = 0  # row ids [dead, born) are live
+    dead: int = 0
+    versions: dict[int, int] = field(default_factory=dict)  # row -> event of its last update
+    # columns a chapter added: offset -> (events before it, rows before it, their value)
+    added: dict[int, tuple[int, int, Any]] = field(default_factory=dict)
+    anchors: dict[int, Anchors] = field(default_factory=dict)  # row -> its references' anchors
+
+
+@dataclass
+class Write:
+    """One row's net change in a transaction."""
+
+    table: TableState
+    row: int
+    before: int | None  # the version before the transaction; None: born in it
+    after: int | None  # the version after; None: deleted in it
+    # per reference column (by id), the other table's live rows [lo, hi) when it was written
+    anchor_before: Anchors | None = None
+    anchor_after: Anchors | None = None
+
+
+class Generator:
+    """The workload's events, in commit order (`events()`), from its spec."""
+
+    def __init__(self, spec: Workload) -> None:
+        self.spec = spec
+        self.seed = spec.seed
+        self.engine = engine = Engine(EngineConfig(seed=spec.seed, database=spec.database))
+        self.ddl: list[DDLEvent] = []
+        for i, table in enumerate(spec.tables):
+            text = table.ddl if table.ddl is not None else _read(table.ddl_file)
+            try:
+                for event in engine.run(
+                    split_script(text.splitlines(keepends=True), f"tables[{i}].ddl")
+                ):
+                    if isinstance(event, DDLEvent):
+                        self.ddl.append(event)
+            except SQLError as e:
+                raise SpecError(f"tables[{i}].ddl: {e}") from None
+        created = [e.table_info for e in self.ddl if e.table_info is not None]
+        if len(created) != len(spec.tables):
+            raise SpecError("each table's `ddl` is one CREATE TABLE")
+        self.tables: dict[str, TableState] = {}
+        for i, info in enumerate(created):
+            table = spec.tables[i]
+            self.tables[info.name] = self._state(
+                f"tables[{i}]", info, table.columns, table.update, table.weight, table.rows
+            )
+        self.order = list(self.tables.values())
+        weights = np.array([t.weight for t in self.order], dtype=np.float64)
+        if weights.sum() <= 0:
+            raise SpecError("tables: at least one needs a weight above 0")
+        self.table_cdf = np.cumsum(weights) / weights.sum()
+        mix = spec.operations.mix
+        kinds = np.array([mix.insert, mix.update, mix.delete], dtype=np.float64)
+        self.kind_cdf = np.cumsum(kinds) / kinds.sum()
+        self.base_ms = physical_ms(self.ddl[-1].commit_ts) + 1 if self.ddl else 0
+
+    def _state(
+        self,
+        where: str,
+        info: TableInfo,
+        columns: dict[str, Column],
+        update: list[str] | None,
+        weight: float,
+        initial: int,
+        previous: TableState | None = None,
+    ) -> TableState:
+        """A table's generators and update set; after a chapter's DDL (`previous`), the
+        columns it kept keep their generators (their values stay those of before)."""
+        names = {c.name.lower(): c for c in info.columns}
+        for name in columns:
+            if name.lower() not in names:
+                raise SpecError(f"{where}.columns.{name}: {info.name} has no such column")
+        primary = primary_key(info)
+        if not primary:
+            raise SpecError(f"{where}: {info.name} needs a primary key (the rows' identity)")
+        keys = {ic.offset for ix in info.indices if ix.primary or ix.unique for ic in ix.columns}
+        keys.update(primary)
+        kept = {}
+        if previous is not None:
+            kept = {c.id: i for i, c in enumerate(previous.info.columns)}
+        references: dict[int, str] = {}
+        generators: list[v.Values] = []
+        for col in info.columns:
+            column = columns.get(col.name) or columns.get(col.name.lower())
+            if previous is not None and col.id in kept and column is None:
+                offset = kept[col.id]
+                generators.append(previous.generators[offset])
+                if offset in previous.references:
+                    references[col.offset] = previous.references[offset]
+                continue
+            if column is not None and column.ref is not None:
+                references[col.offset] = column.ref.split(".")[0]
+            key = col.offset in keys
+            generators.append(
+                v.values_for(info.name, col, column, self.seed, key, self._reference(where))
+            )
+        if update is None and previous is not None:
+            chosen = {
+                col.offset
+                for col in info.columns
+                if col.id in kept and previous.touched[kept[col.id]]
+            }
+        elif update is None:
+            chosen = {c.offset for c in info.columns if c.offset not in keys}
+        else:
+            unknown = [n for n in update if n.lower() not in names]
+            if unknown:
+                raise SpecError(f"{where}.update: {info.name} has no column {unknown[0]}")
+            chosen = {names[n.lower()].offset for n in update}
+        if chosen & keys:
+            raise SpecError(f"{where}.update: key columns keep their values (a row's identity)")
+        return TableState(
+            info=info,
+            generators=generators,
+            references=references,
+            touched=np.array([c.offset in chosen for c in info.columns], dtype=bool),
+            key_offsets=primary,
+            int_handle=info.pk_handle_column is not None,
+            weight=weight,
+            initial=initial,
+        )
+
+    def _reference(self, where: str) -> Callable[[str], v.Sequence_]:
+        """A `ref: table.column`: the other table's single-column primary key, as drawn."""
+
+        def find(ref: str) -> v.Sequence_:
+            name, column = ref.split(".")
+            for i, event in enumerate(self.ddl):
+                info = event.table_info
+                if info is None or info.name != name:
+                    continue
+                col = info.column(column)
+                if col is not None and primary_key(info) == [col.offset]:
+                    given = self.spec.tables[i].columns.get(col.name)
+                    start, step = (given.start, given.step) if given else (1, 1)
+                    return v.sequence(ref, col, start, step)
+            raise SpecError(f"{where}: ref {ref}: not the one-column primary key of a table")
+
+        return find
+
+    def planned_events(self) -> int | None:
+        """About how many events the run yields (a progress bar's total): DDL, initial
+        rows and operations (folding in transactions makes it a little less)."""
+        ops = self.spec.operations
+        if ops.events is None:
+            return None
+        return len(self.ddl) + sum(t.initial for t in self.order) + ops.events
+
+    # -- the schedule --------------------------------------------------------------------------
+
+    def commit_ts(self, first: int, count: int = 1) -> list[int]:
+        """The TSOs of transactions `first`.. (`count` of them): simulated time at the commit
+        rate (exact, in integers), logical parts stepped by a hash, so they strictly increase
+        and TiCDC's `ts` dispatcher spreads them."""
+        rate = Fraction(self.spec.operations.commit_rate).limit_denominator(1_000_000)
+        p, q = rate.numerator, rate.denominator  # transactions per second = p / q
+        txns = np.arange(first, first + count, dtype=np.uint64)
+        steps = (v.mix(txns ^ np.uint64(v.derive(self.seed, "logical"))) % np.uint64(32)).tolist()
+        out = []
+        for txn, step in zip(range(first, first + count), steps, strict=True):
+            offset = txn * 1000 * q // p  # its millisecond, from the first transaction's
+            slot = txn - -(-offset * p // (1000 * q))  # transactions before it in that ms
+            logical = slot * _LOGICAL_SLOT + 1 + step
+            if logical > LOGICAL_MASK:
+                raise SimError(f"commit_rate {float(rate)}: more transactions a ms than TSOs")
+            out.append(compose_ts(self.base_ms + offset, logical))
+        return out
+
+    def events(self) -> Iterator[Change]:
+        """DDL, the initial rows, then the operations: every event in commit order."""
+        yield from self.ddl
+        txn = 0
+        for table in self.order:
+            while table.born < table.initial:
+                rows = min(self.spec.initial_batch, table.initial - table.born)
+                writes = []
+                for _ in range(rows):
+                    writes.append(self._born(table))
+                yield from self._emit(txn, [writes])
+                txn += 1
+        yield from self._operations(txn)
+
+    def _operations(self, first_txn: int) -> Iterator[Change]:
+        """The operation mix, a block of transactions at a time: their schedule drawn in a
+        few numpy calls, then every image of the block per table in one call a column."""
+        ops = self.spec.operations
+        total = ops.events
+        last_txn = None
+        if total is None:
+            last_txn = first_txn + int((ops.duration_s or 0.0) * ops.commit_rate)
+        n, txn = 0, first_txn
+        low, high = ops.transaction_size.min, ops.transaction_size.max
+        key_txn, key_event = v.derive(self.seed, "txn"), v.derive(self.seed, "event")
+        pending = list(enumerate(self.spec.storyline))
+        while (total is None or n < total) and (last_txn is None or txn < last_txn):
+            while pending and self._due(pending[0][1], n, txn - first_txn):
+                yield from self._chapter(*pending.pop(0), txn, n)
+            count = _BLOCK_TXNS if last_txn is None else min(_BLOCK_TXNS, last_txn - txn)
+            chapter = pending[0][1] if pending else None
+            if chapter is not None and chapter.at_time_s is not None:
+                due = first_txn + self._txns_in(chapter.at_time_s)
+                count = min(count, due - txn)
+            h = v.mix(np.arange(txn, txn + count, dtype=np.uint64) ^ np.uint64(key_txn))
+            sizes = (low + h % np.uint64(high - low + 1)).astype(np.int64)
+            if total is not None:  # the last block stops at `events`
+                ends = np.cumsum(sizes)
+                keep = int(np.searchsorted(ends, total - n, side="left")) + 1
+                sizes = sizes[:keep]
+                sizes[-1] -= max(0, int(ends[min(keep, len(ends)) - 1]) - (total - n))
+                count = len(sizes)
+            if chapter is not None and chapter.at_event is not None:
+                starts = n + np.cumsum(sizes) - sizes  # each transaction's first event
+                count = int(np.searchsorted(starts, chapter.at_event, side="left"))
+                sizes = sizes[:count]
+            multi = v.unit(v.mix(h[:count])) < ops.multi_table
+            own = v.unit(h[:count])  # a single-table transaction's table
+            events = int(sizes.sum())
+            draws = v.mix(np.arange(n, n + events, dtype=np.uint64) ^ np.uint64(key_event))
+            txn_of = np.repeat(np.arange(count), sizes)
+            u_table = np.where(multi[txn_of], v.unit(draws), own[txn_of])
+            tables = np.searchsorted(self.table_cdf, u_table, side="right").tolist()
+            kinds = np.searchsorted(self.kind_cdf, v.unit(v.mix(draws)), side="right").tolist()
+            u_key = v.unit(v.mix(v.mix(draws))).tolist()
+            block: list[list[Write]] = []
+            k = 0
+            last = len(self.order) - 1
+            for size in sizes.tolist():
+                writes: dict[Key, Write] = {}
+                for _ in range(size):
+                    table = self.order[min(tables[k], last)]
+                    self._write(table, _KINDS[min(kinds[k], 2)], n + k + 1, u_key[k], writes)
+                    k += 1
+                block.append(list(writes.values()))
+            yield from self._emit(txn, block)
+            n += events
+            txn += count
+
+    def _txns_in(self, seconds: float) -> int:
+        return -int(-seconds * self.spec.operations.commit_rate // 1)  # ceil
+
+    def _due(self, chapter: Chapter, n: int, txns: int) -> bool:
+        if chapter.at_event is not None:
+            return n >= chapter.at_event
+        assert chapter.at_time_s is not None
+        return txns >= self._txns_in(chapter.at_time_s)
+
+    def _chapter(self, index: int, chapter: Chapter, txn: int, n: int) -> Iterator[DDLEvent]:
+        """A storyline DDL before transaction `txn`: run on the catalog, stamped with a TSO
+        between the transactions around it; the tables it changes follow the new schema."""
+        where = f"storyline[{index}]"
+        try:
+            statements = split_script(chapter.ddl.splitlines(keepends=True), f"{where}.ddl")
+            changes = list(self.engine.run(statements))
+        except SQLError as e:
+            raise SpecError(f"{where}.ddl: {e}") from None
+        if not changes or not all(isinstance(e, DDLEvent) for e in changes):
+            raise SpecError(f"{where}.ddl: a storyline DDL changes schemas, not rows")
+        ts = self._ddl_ts(txn)
+        for event in changes:
+            assert isinstance(event, DDLEvent)
+            info = event.table_info
+            if info is not None:
+                info = info.evolve(update_ts=ts)
+                self.engine.catalog.schemas[info.schema.lower()].tables[info.name.lower()] = info
+            event = replace(event, start_ts=ts - 1, commit_ts=ts, table_info=info)
+            before = event.pre_table_info
+            if before is not None and before.name in self.tables:
+                self._reshape(where, chapter, self.tables.pop(before.name), info, n)
+            yield event
+        self.order = list(self.tables.values())
+        weights = np.array([t.weight for t in self.order], dtype=np.float64)
+        if not self.order or weights.sum() <= 0:
+            raise SpecError(f"{where}: no table left to write to")
+        self.table_cdf = np.cumsum(weights) / weights.sum()
+
+    def _reshape(
+        self, where: str, chapter: Chapter, old: TableState, info: TableInfo | None, n: int
+    ) -> None:
+        """A table after a DDL: the same rows, the new columns (rows from before the DDL hold
+        the column's default until an update writes it)."""
+        if info is None:
+            return  # dropped: no more writes to it
+        before = {c.id: c for c in old.info.columns}
+        for col in info.columns:
+            was = before.get(col.id)
+            if was is not None and (was.tp, was.flen, was.decimal) != (
+                col.tp,
+                col.flen,
+                col.decimal,
+            ):
+                raise SpecError(
+                    f"{where}: changes the type of {info.name}.{col.name}; not simulated"
+                )
+        state = self._state(
+            where, info, chapter.columns, chapter.update, old.weight, old.initial, old
+        )
+        for col in info.columns:  # an update set only grows by the columns the DDL adds
+            was = before.get(col.id)
+            if was is not None and state.touched[col.offset] != old.touched[was.offset]:
+                change = "joins" if state.touched[col.offset] else "leaves"
+                raise SpecError(
+                    f"{where}.update: {col.name} {change} the columns updates write; only"
+                    " columns this DDL adds may join (each column of a row is at the version"
+                    " of the last update that wrote it)"
+                )
+        state.born, state.dead, state.versions, state.anchors = (
+            old.born,
+            old.dead,
+            old.versions,
+            old.anchors,
+        )
+        offsets = {c.id: c.offset for c in info.columns}
+        for offset, added in old.added.items():
+            column = old.info.columns[offset].id
+            if column in offsets:
+                state.added[offsets[column]] = added
+        for col in info.columns:
+            if col.id not in before:
+                state.added[col.offset] = (n, old.born, self._backfill(col))
+        self.tables[info.name] = state
+
+    def _backfill(self, col: ColumnInfo) -> Any:
+        """What TiDB gives the rows already there for an added column: its default, or
+        the type's zero value for NOT NULL without one."""
+        value = self.engine.default_value(col)
+        if value is None or isinstance(value, int | float | str | bytes | Decimal):
+            return value
+        convert = column_converter(col, lambda: dt.UTC)
+        for zero in (0, "", "0000-00-00 00:00:00"):
+            try:
+                return convert(zero)
+            except SQLError:
+                continue
+        return None
+
+    def _ddl_ts(self, txn: int) -> int:
+        """A TSO just before transaction `txn`'s: the logical value its slot leaves free."""
+        ts = self.commit_ts(txn)[0]
+        logical = ts & LOGICAL_MASK
+        return ts - (logical - logical // _LOGICAL_SLOT * _LOGICAL_SLOT)
+
+    def _write(
+        self,
+        table: TableState,
+        kind: str,
+        version: int,
+        u: float,
+        writes: dict[Key, Write],
+    ) -> None:
+        """One operation into the transaction's net writes (TiCDC's folding rules)."""
+        live = table.born - table.dead
+        if kind != "insert" and live <= 0:
+            return  # no live row to change: the event passes with nothing written
+        if kind == "insert":
+            write = self._born(table)
+            writes[(table.info.id, write.row)] = write
+            return
+        if kind == "delete":
+            row = table.dead
+            table.dead += 1
+            found = writes.get((table.info.id, row))
+            if found is not None and found.before is None:
+                del writes[(table.info.id, row)]  # born and gone in one transaction: nothing
+            elif found is not None:
+                found.after, found.anchor_after = None, None
+            else:
+                before = table.versions.get(row, 0)
+                anchor = table.anchors.get(row)
+                writes[(table.info.id, row)] = Write(table, row, before, None, anchor)
+            table.versions.pop(row, None)
+            table.anchors.pop(row, None)
+            return
+        row = table.born - 1 - self._rank(u, live)
+        anchor = self._anchors(table, table.anchors.get(row))
+        found = writes.get((table.info.id, row))
+        if found is None:
+            before = table.versions.get(row, 0)
+            found = Write(table, row, before, version, table.anchors.get(row))
+            writes[(table.info.id, row)] = found
+        found.after, found.anchor_after = version, anchor
+        table.versions[row] = version
+        if anchor is not None:
+            table.anchors[row] = anchor
+
+    def _born(self, table: TableState) -> Write:
+        """A new row at the end of the table's live rows."""
+        row = table.born
+        table.born += 1
+        anchor = self._anchors(table, None)
+        if anchor is not None:
+            table.anchors[row] = anchor
+        return Write(table, row, None, 0, None, anchor)
+
+    def _anchors(self, table: TableState, current: Anchors | None) -> Anchors | None:
+        """Where a write's references point from: the other tables' live rows now, for
+        the reference columns it writes (all of them for a new row)."""
+        if not table.references:
+            return None
+        out = dict(current or {})
+        for offset, name in table.references.items():
+            if current is None or table.touched[offset]:
+                other = self.tables[name]
+                out[table.info.columns[offset].id] = (other.dead, other.born)
+        return out
+
+    def _rank(self, u: float, live: int) -> int:
+        """Which live row an update takes, counted from the newest (0)."""
+        keys = self.spec.operations.keys
+        if keys.zipf is not None:
+            s = keys.zipf
+            if abs(s - 1.0) < 1e-9:
+                rank = int(live**u) - 1
+            else:
+                top = live ** (1 - s)
+                rank = int((1 + u * (top - 1)) ** (1 / (1 - s))) - 1
+        elif keys.hotspot is not None:
+            hot = max(1, int(live * keys.hotspot.keys))
+            share = keys.hotspot.share
+            if u < share:
+                rank = int(u / share * hot)
+            else:
+                rank = hot + int((u - share) / (1 - share) * (live - hot)) if live > hot else 0
+        else:
+            rank = int(u * live)
+        return min(max(rank, 0), live - 1)
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _emit(self, first_txn: int, block: list[list[Write]]) -> Iterator[RowChangedEvent]:
+        """Consecutive transactions' row events, with their images, each in TiCDC's order."""
+        by_table: dict[int, list[Write]] = {}
+        for writes in block:
+            for write in writes:
+                by_table.setdefault(write.table.info.id, []).append(write)
+        images: dict[int, tuple[Image, Image]] = {}  # id(write) -> its images
+        for group in by_table.values():
+            for write, pair in zip(group, self._images(group[0].table, group), strict=True):
+                images[id(write)] = pair
+        stamps = self.commit_ts(first_txn, len(block))
+        for writes, commit_ts in zip(block, stamps, strict=True):
+            if not writes:
+                continue
+            start_ts = commit_ts - 1
+            events = []
+            for write in writes:
+                before, after = images[id(write)]
+                if before == after:  # an update that changed nothing: TiDB writes no row
+                    continue
+                table = write.table
+                kind = "insert" if write.before is None else "update"
+                kind = "delete" if write.after is None else kind
+                image = after if after is not None else before
+                assert image is not None
+                row_id = int(image[table.key_offsets[0]] or 0) if table.int_handle else 0
+                key = row_id if table.int_handle else tuple(image[i] for i in table.key_offsets)
+                event = RowChangedEvent(
+                    start_ts, commit_ts, table.info, table.info.id, after, before, row_id
+                )
+                events.append(((table.info.id, _ORDER[kind], key), event))
+            events.sort(key=lambda pair: pair[0])
+            yield from (event for _, event in events)
+
+    def _images(self, table: TableState, writes: list[Write]) -> list[tuple[Image, Image]]:
+        """(old image, new image) per write, every column drawn in one call for them all."""
+        rows, versions, sides, anchors = [], [], [], []
+        for i, w in enumerate(writes):
+            if w.before is not None:
+                rows.append(w.row)
+                versions.append(w.before)
+                sides.append((i, 0))
+                anchors.append(w.anchor_before)
+            if w.after is not None:
+                rows.append(w.row)
+                versions.append(w.after)
+                sides.append((i, 1))
+                anchors.append(w.anchor_after)
+        row_array = np.array(rows, dtype=np.int64)
+        version_array = np.array(versions, dtype=np.int64)
+        zero = np.zeros(len(rows), dtype=np.int64)
+        columns = []
+        for offset, generator in enumerate(table.generators):
+            at = version_array if table.touched[offset] else zero
+            live = None
+            if offset in table.references:
+                column = table.info.columns[offset].id
+                pairs = [a.get(column, (0, 0)) if a else (0, 0) for a in anchors]
+                live = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+            values = generator(row_array, at, live)
+            if offset in table.added:  # rows from before the column: its backfill
+                events_before, rows_before, backfill = table.added[offset]
+                old = (row_array < rows_before) & (at <= events_before)
+                for index in np.flatnonzero(old).tolist():
+                    values[index] = backfill
+            columns.append(values)
+        out: list[list[Image]] = [[None, None] for _ in writes]
+        for (i, side), image in zip(sides, zip(*columns, strict=True), strict=True):
+            out[i][side] = image
+        return [(before, after) for before, after in out]
+
+
+def primary_key(info: TableInfo) -> list[int]:
+    """The offsets of the primary key's columns (an int handle has no index of its own)."""
+    if info.pk_handle_column is not None:
+        return [info.pk_handle_column.offset]
+    index = info.primary_index
+    return [ic.offset for ic in index.columns] if index is not None else []
+
+
+def _read(path: Path | None) -> str:
+    assert path is not None
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise SpecError(f"ddl_file {path}: {e.strerror}") from None
