@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
@@ -194,7 +195,7 @@ def replay(
     if old_value is not None:
         flags["enable_old_value"] = old_value
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
-    try:
+    with _reported(warnings):
         if faults is not None:
             flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
@@ -237,10 +238,6 @@ def replay(
             replicated, checkpoint_ts = pipeline.replicates, pipeline.summary.checkpoint_ts
         if expect is not None:
             _write_expected(expect, engine, replicated, checkpoint_ts)
-    except SimError as e:
-        _print_warnings(warnings)
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
     _print_warnings(warnings)
     for error in engine.errors:
         typer.echo(f"error: {error}", err=True)
@@ -260,6 +257,17 @@ def _faults(text: str) -> dict[str, Any]:
             value = value.replace(";", ",")  # lists: restart-at=[100;200]
         lines.append(f"{name.strip()} = {value}")
     return parse_changefeed_toml("\n".join(lines), "--faults")
+
+
+@contextmanager
+def _reported(warnings: Warnings) -> Iterator[None]:
+    """A SimError ends the command: the warnings so far, then the error, exit status 1."""
+    try:
+        yield
+    except SimError as e:
+        _print_warnings(warnings)
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _read_config(path: Path | None) -> str | None:
@@ -488,7 +496,7 @@ def generate(
     from ticdc_sim.generator.workload import Generator, load
 
     warnings = Warnings()
-    try:
+    with _reported(warnings):
         spec = load(workload, seed)
         generator = Generator(spec)
         events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
@@ -508,10 +516,6 @@ def generate(
             _print_events(events)
         else:
             _replay_to_sink(feed, events, overwrite, warnings)
-    except SimError as e:
-        _print_warnings(warnings)
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
     _print_warnings(warnings)
 
 

@@ -35,6 +35,7 @@ from ticdc_sim.errors import SimError, SQLError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.sql.values import column_converter
+from ticdc_sim.generator.workload import schedule
 from ticdc_sim.generator.workload import values as v
 from ticdc_sim.generator.workload.spec import Chapter, Column, SpecError, Workload
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent, Value
@@ -45,7 +46,6 @@ Change = RowChangedEvent | DDLEvent
 Image = tuple[Value, ...] | None
 Anchors = dict[int, tuple[int, int]]
 Key = tuple[int, int]  # (table id, row id)
-_KINDS = ("insert", "update", "delete")
 _ORDER = {"delete": 0, "update": 1, "insert": 2}  # TiCDC's sorter: per key's final mutation
 _BLOCK_TXNS = 2048  # transactions scheduled and drawn together
 _LOGICAL_SLOT = 33  # logical values a transaction's TSO may take within its millisecond
@@ -112,6 +112,7 @@ class Generator:
                 f"tables[{i}]", info, table.columns, table.update, table.weight, table.rows
             )
         self.order = list(self.tables.values())
+        self.index = {t.info.name: i for i, t in enumerate(self.order)}
         weights = np.array([t.weight for t in self.order], dtype=np.float64)
         if weights.sum() <= 0:
             raise SpecError("tables: at least one needs a weight above 0")
@@ -187,10 +188,10 @@ class Generator:
             initial=initial,
         )
 
-    def _reference(self, where: str) -> Callable[[str], v.Sequence_]:
+    def _reference(self, where: str) -> Callable[[str], v.KeySequence]:
         """A `ref: table.column`: the other table's single-column primary key, as drawn."""
 
-        def find(ref: str) -> v.Sequence_:
+        def find(ref: str) -> v.KeySequence:
             name, column = ref.split(".")
             for i, event in enumerate(self.ddl):
                 info = event.table_info
@@ -285,17 +286,34 @@ class Generator:
             draws = v.mix(np.arange(n, n + events, dtype=np.uint64) ^ np.uint64(key_event))
             txn_of = np.repeat(np.arange(count), sizes)
             u_table = np.where(multi[txn_of], v.unit(draws), own[txn_of])
-            tables = np.searchsorted(self.table_cdf, u_table, side="right").tolist()
-            kinds = np.searchsorted(self.kind_cdf, v.unit(v.mix(draws)), side="right").tolist()
-            u_key = v.unit(v.mix(v.mix(draws))).tolist()
-            block: list[list[Write]] = []
-            k = 0
             last = len(self.order) - 1
+            tables = np.minimum(np.searchsorted(self.table_cdf, u_table, side="right"), last)
+            kinds = np.minimum(np.searchsorted(self.kind_cdf, v.unit(v.mix(draws)), "right"), 2)
+            u_key = v.unit(v.mix(v.mix(draws)))
+            planned = schedule.plan(
+                tables,
+                kinds,
+                u_key,
+                np.array([t.born for t in self.order]),
+                np.array([t.born - t.dead for t in self.order]),
+                ops.keys,
+            )
+            for t, table in enumerate(self.order):
+                table.born = int(planned.born_after[t])
+                table.dead = table.born - int(planned.live_after[t])
+            block: list[list[Write]] = []
+            effective, rows, table_of = (
+                planned.kinds.tolist(),
+                planned.rows.tolist(),
+                tables.tolist(),
+            )
+            k = 0
             for size in sizes.tolist():
                 writes: dict[Key, Write] = {}
                 for _ in range(size):
-                    table = self.order[min(tables[k], last)]
-                    self._write(table, _KINDS[min(kinds[k], 2)], n + k + 1, u_key[k], writes)
+                    if effective[k] != schedule.SKIPPED:
+                        table = self.order[table_of[k]]
+                        self._apply(table, effective[k], rows[k], n + k + 1, planned, k, writes)
                     k += 1
                 block.append(list(writes.values()))
             yield from self._emit(txn, block)
@@ -335,6 +353,7 @@ class Generator:
                 self._reshape(where, chapter, self.tables.pop(before.name), info, n)
             yield event
         self.order = list(self.tables.values())
+        self.index = {t.info.name: i for i, t in enumerate(self.order)}
         weights = np.array([t.weight for t in self.order], dtype=np.float64)
         if not self.order or weights.sum() <= 0:
             raise SpecError(f"{where}: no table left to write to")
@@ -406,90 +425,78 @@ class Generator:
         logical = ts & LOGICAL_MASK
         return ts - (logical - logical // _LOGICAL_SLOT * _LOGICAL_SLOT)
 
-    def _write(
+    def _apply(
         self,
         table: TableState,
-        kind: str,
+        kind: int,
+        row: int,
         version: int,
-        u: float,
+        planned: schedule.Plan,
+        k: int,
         writes: dict[Key, Write],
     ) -> None:
-        """One operation into the transaction's net writes (TiCDC's folding rules)."""
-        live = table.born - table.dead
-        if kind != "insert" and live <= 0:
-            return  # no live row to change: the event passes with nothing written
-        if kind == "insert":
-            write = self._born(table)
-            writes[(table.info.id, write.row)] = write
-            return
-        if kind == "delete":
-            row = table.dead
-            table.dead += 1
-            found = writes.get((table.info.id, row))
+        """One planned operation into the transaction's net writes (TiCDC's folding)."""
+        key = (table.info.id, row)
+        found = writes.get(key)
+
+        def counters(name: str) -> tuple[int, int]:  # another table's live rows then
+            o = self.index[name]
+            born = int(planned.born_before[o, k])
+            return born - int(planned.live_before[o, k]), born
+
+        if kind == schedule.INSERT:
+            anchor = self._anchors(table, None, counters)
+            if anchor is not None:
+                table.anchors[row] = anchor
+            writes[key] = Write(table, row, None, 0, None, anchor)
+        elif kind == schedule.DELETE:
             if found is not None and found.before is None:
-                del writes[(table.info.id, row)]  # born and gone in one transaction: nothing
+                del writes[key]  # born and gone in one transaction: nothing
             elif found is not None:
                 found.after, found.anchor_after = None, None
             else:
                 before = table.versions.get(row, 0)
-                anchor = table.anchors.get(row)
-                writes[(table.info.id, row)] = Write(table, row, before, None, anchor)
+                writes[key] = Write(table, row, before, None, table.anchors.get(row))
             table.versions.pop(row, None)
             table.anchors.pop(row, None)
-            return
-        row = table.born - 1 - self._rank(u, live)
-        anchor = self._anchors(table, table.anchors.get(row))
-        found = writes.get((table.info.id, row))
-        if found is None:
-            before = table.versions.get(row, 0)
-            found = Write(table, row, before, version, table.anchors.get(row))
-            writes[(table.info.id, row)] = found
-        found.after, found.anchor_after = version, anchor
-        table.versions[row] = version
-        if anchor is not None:
-            table.anchors[row] = anchor
+        else:
+            anchor = self._anchors(table, table.anchors.get(row), counters)
+            if found is None:
+                before = table.versions.get(row, 0)
+                found = writes[key] = Write(table, row, before, version, table.anchors.get(row))
+            found.after, found.anchor_after = version, anchor
+            table.versions[row] = version
+            if anchor is not None:
+                table.anchors[row] = anchor
 
     def _born(self, table: TableState) -> Write:
         """A new row at the end of the table's live rows."""
         row = table.born
         table.born += 1
-        anchor = self._anchors(table, None)
+        anchor = self._anchors(table, None, lambda name: self._counters(self.tables[name]))
         if anchor is not None:
             table.anchors[row] = anchor
         return Write(table, row, None, 0, None, anchor)
 
-    def _anchors(self, table: TableState, current: Anchors | None) -> Anchors | None:
-        """Where a write's references point from: the other tables' live rows now, for
-        the reference columns it writes (all of them for a new row)."""
+    @staticmethod
+    def _counters(table: TableState) -> tuple[int, int]:
+        return table.dead, table.born
+
+    def _anchors(
+        self,
+        table: TableState,
+        current: Anchors | None,
+        counters: Callable[[str], tuple[int, int]],
+    ) -> Anchors | None:
+        """Where a write's references point from: the other tables' live rows [lo, hi) at
+        the write (`counters`), for the reference columns it writes (all, for a new row)."""
         if not table.references:
             return None
         out = dict(current or {})
         for offset, name in table.references.items():
             if current is None or table.touched[offset]:
-                other = self.tables[name]
-                out[table.info.columns[offset].id] = (other.dead, other.born)
+                out[table.info.columns[offset].id] = counters(name)
         return out
-
-    def _rank(self, u: float, live: int) -> int:
-        """Which live row an update takes, counted from the newest (0)."""
-        keys = self.spec.operations.keys
-        if keys.zipf is not None:
-            s = keys.zipf
-            if abs(s - 1.0) < 1e-9:
-                rank = int(live**u) - 1
-            else:
-                top = live ** (1 - s)
-                rank = int((1 + u * (top - 1)) ** (1 / (1 - s))) - 1
-        elif keys.hotspot is not None:
-            hot = max(1, int(live * keys.hotspot.keys))
-            share = keys.hotspot.share
-            if u < share:
-                rank = int(u / share * hot)
-            else:
-                rank = hot + int((u - share) / (1 - share) * (live - hot)) if live > hot else 0
-        else:
-            rank = int(u * live)
-        return min(max(rank, 0), live - 1)
 
     # -- events --------------------------------------------------------------------------------
 

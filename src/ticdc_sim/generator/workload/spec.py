@@ -34,7 +34,7 @@ typo is an error naming its path (`tables[1].columns.price.unifrom`), never a si
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -244,6 +244,3 @@ def _path(loc: tuple[int | str, ...]) -> str:
         elif not part.startswith(("function-", "tuple[", "json-or-python")):
             out += f".{part}" if out else part
     return out or "(top)"
-
-
-Kind = Literal["insert", "update", "delete"]

@@ -17,7 +17,8 @@ import datetime as dt
 import hashlib
 import random
 import string
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -68,14 +69,14 @@ def unit(h: np.ndarray) -> np.ndarray:
 # -- what a column is drawn from ---------------------------------------------------------------
 
 
-class Values:
+class Values(ABC):
     """A column's values for rows at versions. `live` is the referenced table's live row
     interval [lo, hi) per row (references only)."""
 
+    @abstractmethod
     def __call__(
         self, rows: np.ndarray, versions: np.ndarray, live: tuple[np.ndarray, np.ndarray] | None
-    ) -> list[Any]:
-        raise NotImplementedError
+    ) -> list[Any]: ...
 
 
 @dataclass
@@ -93,7 +94,7 @@ class Pooled(Values):
 
 
 @dataclass
-class Sequence_(Values):
+class KeySequence(Values):
     """start + row * step, as the column's type has it: never the same for two rows."""
 
     start: int
@@ -125,7 +126,7 @@ class Reference(Values):
     """A live row's key of another table: the row drawn from the interval given."""
 
     key: int
-    target: Sequence_
+    target: KeySequence
     null_rate: float
 
     def __call__(
@@ -163,7 +164,7 @@ def values_for(
     spec: Column | None,
     seed: int,
     key_column: bool,
-    reference: Callable[[str], Sequence_] | None = None,
+    reference: Callable[[str], KeySequence] | None = None,
 ) -> Values:
     """The generator of `col`: from its spec, or the type's default; a key column is a
     sequence over the row id, whatever else it says."""
@@ -193,14 +194,14 @@ def values_for(
     return Pooled(key, pool, spec.null_rate)
 
 
-def sequence(where: str, col: ColumnInfo, start: int, step: int) -> Sequence_:
+def sequence(where: str, col: ColumnInfo, start: int, step: int) -> KeySequence:
     if col.tp in INTEGER_RANGES:
-        return Sequence_(start, step, None)
+        return KeySequence(start, step, None)
     if col.tp == M.NEWDECIMAL and col.decimal == 0:
-        return Sequence_(start, step, None, decimal=True)
+        return KeySequence(start, step, None, decimal=True)
     if col.tp in (M.VARCHAR, M.STRING, M.VAR_STRING) and col.charset != "binary":
         prefix = f"{col.name[:8]}-" if col.flen >= 16 else ""  # short keys: the number alone
-        return Sequence_(start, step, prefix, width=col.flen, where=where)
+        return KeySequence(start, step, prefix, width=col.flen, where=where)
     raise SpecError(f"{where}: a key column of this type cannot be a sequence over the row id")
 
 
@@ -226,8 +227,9 @@ def _raw_pool(where: str, col: ColumnInfo, spec: Column, rng: random.Random) -> 
 
 
 def _faker_pool(where: str, spec: Column, rng: random.Random) -> list[Any]:
-    provider = spec.faker if isinstance(spec.faker, str) else spec.faker.provider  # type: ignore[union-attr]
-    args = {} if isinstance(spec.faker, str) else spec.faker.args  # type: ignore[union-attr]
+    given = spec.faker
+    assert given is not None
+    provider, args = (given, {}) if isinstance(given, str) else (given.provider, given.args)
     try:
         fake = Faker(spec.locale)
     except AttributeError:
@@ -320,8 +322,3 @@ def _length(col: ColumnInfo) -> tuple[int, int]:
     if col.flen and col.flen > 0:
         return min(1, col.flen), min(col.flen, 32)
     return 8, 64  # TEXT, BLOB
-
-
-def pool_of(values: Values) -> Sequence[Any] | None:
-    """The pool a column draws from (tests)."""
-    return values.pool.tolist() if isinstance(values, Pooled) else None

@@ -1,0 +1,95 @@
+"""Which row each operation of a workload takes, for a run of events at once, in numpy.
+
+Each table's live rows are the row ids [born - live, born). An insert appends row `born`; a
+delete takes the oldest live row; an update takes a live row by the key distribution,
+counted from the newest; an update or delete while nothing is live writes nothing. So per
+table `born` is a prefix count of inserts and `live` a walk of +1 (insert) and -1 (delete)
+reflected at 0 (Skorokhod: live = walk - min(0, running min of walk)). Both are scans over
+the run, from the counters it starts with: a parallel engine computes any run alone once it
+knows those, and the single-process engine gets the same rows, to the bit (the same numpy
+arithmetic everywhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ticdc_sim.generator.workload.spec import Keys
+
+INSERT, UPDATE, DELETE, SKIPPED = 0, 1, 2, -1
+
+
+@dataclass
+class Plan:
+    """A run of events, planned: per event its effective kind and row; per table the
+    counters before each event (for references) and after the run."""
+
+    kinds: np.ndarray  # INSERT / UPDATE / DELETE / SKIPPED
+    rows: np.ndarray  # the row id each event takes (-1 when skipped)
+    born_before: np.ndarray  # [table, event]: born before the event
+    live_before: np.ndarray  # [table, event]: live rows before the event
+    born_after: np.ndarray  # [table]
+    live_after: np.ndarray  # [table]
+
+
+def plan(
+    tables: np.ndarray,
+    kinds: np.ndarray,
+    u: np.ndarray,
+    born: np.ndarray,
+    live: np.ndarray,
+    keys: Keys,
+) -> Plan:
+    """Events with their `tables` (indexes), drawn `kinds` and key draws `u` in [0, 1), from
+    per-table counters `born` and `live`."""
+    count, width = len(kinds), len(born)
+    born_before = np.empty((width, count), dtype=np.int64)
+    live_before = np.empty((width, count), dtype=np.int64)
+    born_after = born.astype(np.int64).copy()
+    live_after = live.astype(np.int64).copy()
+    for t in range(width):
+        mine = tables == t
+        inserts = (mine & (kinds == INSERT)).astype(np.int64)
+        steps = inserts - (mine & (kinds == DELETE)).astype(np.int64)
+        walk = live_after[t] + np.cumsum(steps)
+        after = walk - np.minimum(np.minimum.accumulate(walk), 0)
+        born_before[t, 0] = born_after[t]
+        born_before[t, 1:] = born_after[t] + np.cumsum(inserts)[:-1]
+        live_before[t, 0] = live_after[t]
+        live_before[t, 1:] = after[:-1]
+        if count:
+            born_after[t] = born_before[t, -1] + inserts[-1]
+            live_after[t] = after[-1]
+    index = np.arange(count)
+    own_born = born_before[tables, index]
+    own_live = live_before[tables, index]
+    effective = np.where((kinds != INSERT) & (own_live <= 0), SKIPPED, kinds)
+    rows = np.full(count, -1, dtype=np.int64)
+    rows = np.where(effective == INSERT, own_born, rows)
+    rows = np.where(effective == DELETE, own_born - own_live, rows)
+    updates = effective == UPDATE
+    rows[updates] = own_born[updates] - 1 - rank(u[updates], own_live[updates], keys)
+    return Plan(effective, rows, born_before, live_before, born_after, live_after)
+
+
+def rank(u: np.ndarray, live: np.ndarray, keys: Keys) -> np.ndarray:
+    """Which live row an update takes, counted from the newest (0)."""
+    size = live.astype(np.float64)
+    if keys.zipf is not None:
+        s = keys.zipf
+        if abs(s - 1.0) < 1e-9:
+            picked = np.floor(size**u) - 1
+        else:
+            top = size ** (1 - s)
+            picked = np.floor((1 + u * (top - 1)) ** (1 / (1 - s))) - 1
+    elif keys.hotspot is not None:
+        hot = np.maximum(1, np.floor(size * keys.hotspot.keys))
+        share = keys.hotspot.share
+        cold = hot + np.floor((u - share) / (1 - share) * (size - hot))
+        picked = np.where(u < share, np.floor(u / share * hot), np.where(size > hot, cold, 0))
+    else:
+        picked = np.floor(u * size)
+    out: np.ndarray = np.clip(picked, 0, live - 1).astype(np.int64)
+    return out
