@@ -138,6 +138,14 @@ class Generator:
         for name in columns:
             if name.lower() not in names:
                 raise SpecError(f"{where}.columns.{name}: {info.name} has no such column")
+        if info.partition is not None:
+            raise SpecError(f"{where}: {info.name} is partitioned; not simulated in workloads yet")
+        generated = [c.name for c in info.columns if c.is_generated]
+        if generated:
+            raise SpecError(
+                f"{where}: {info.name}.{generated[0]} is a generated column; not simulated in"
+                " workloads yet"
+            )
         primary = primary_key(info)
         if not primary:
             raise SpecError(f"{where}: {info.name} needs a primary key (the rows' identity)")

@@ -95,30 +95,50 @@ class Pooled(Values):
 
 @dataclass
 class KeySequence(Values):
-    """start + row * step, as the column's type has it: never the same for two rows."""
+    """start + row * step, in the column's type (`form`): never the same for two rows.
+    Numbers as they are, text with a prefix, DECIMAL as decimals, dates as days and
+    datetimes as seconds from 2000-01-01; a key that no longer fits the column is an error."""
 
     start: int
     step: int
-    text: str | None  # a prefix for string keys; None for numbers
-    decimal: bool = False
-    width: int = 0  # string keys: the column's length, which every key must fit
+    form: str  # int | decimal | text | date | datetime
+    prefix: str = ""
+    width: int = 0  # text keys: the column's length, which every key must fit
+    fsp: int = 0  # datetime keys: fractional digits; decimal keys: the scale
+    high: int | None = None  # numbers: the largest the column holds
     where: str = ""
 
     def __call__(
         self, rows: np.ndarray, versions: np.ndarray, live: tuple[np.ndarray, np.ndarray] | None
     ) -> list[Any]:
         numbers = (rows.astype(np.int64) * self.step + self.start).tolist()
-        if self.text is not None:
-            keys = [f"{self.text}{n}" for n in numbers]
+        form = self.form
+        if self.high is not None and numbers and max(numbers) > self.high:
+            raise SpecError(
+                f"{self.where}: key {max(numbers)} is more than the column holds"
+                f" ({self.high}): too many rows for this key column"
+            )
+        if form == "int":
+            return list(numbers)
+        if form == "decimal":
+            quantum = Decimal(1).scaleb(-self.fsp)
+            return [Decimal(n).quantize(quantum) for n in numbers]
+        if form == "date":
+            keys = [(_KEY_EPOCH + dt.timedelta(days=n)).date().isoformat() for n in numbers]
+        elif form == "datetime":
+            tail = "." + "0" * self.fsp if self.fsp else ""
+            keys = [f"{_KEY_EPOCH + dt.timedelta(seconds=n)}{tail}" for n in numbers]
+        else:
+            keys = [f"{self.prefix}{n}" for n in numbers]
             if keys and self.width and max(map(len, keys)) > self.width:
                 raise SpecError(
                     f"{self.where}: key {max(keys, key=len)!r} is longer than the column's"
                     f" {self.width} characters: too many rows for this key column"
                 )
-            return keys
-        if self.decimal:
-            return [Decimal(n) for n in numbers]
-        return list(numbers)
+        return keys
+
+
+_KEY_EPOCH = dt.datetime(2000, 1, 1)
 
 
 @dataclass
@@ -195,13 +215,21 @@ def values_for(
 
 
 def sequence(where: str, col: ColumnInfo, start: int, step: int) -> KeySequence:
-    if col.tp in INTEGER_RANGES:
-        return KeySequence(start, step, None)
-    if col.tp == M.NEWDECIMAL and col.decimal == 0:
-        return KeySequence(start, step, None, decimal=True)
-    if col.tp in (M.VARCHAR, M.STRING, M.VAR_STRING) and col.charset != "binary":
+    tp = col.tp
+    if tp in INTEGER_RANGES:
+        _, signed_max, unsigned_max = INTEGER_RANGES[tp]
+        high = unsigned_max if col.unsigned else signed_max
+        return KeySequence(start, step, "int", high=high, where=where)
+    if tp == M.NEWDECIMAL:
+        high = 10 ** (col.flen - col.decimal) - 1
+        return KeySequence(start, step, "decimal", fsp=col.decimal, high=high, where=where)
+    if tp in (M.VARCHAR, M.STRING, M.VAR_STRING) and col.charset != "binary":
         prefix = f"{col.name[:8]}-" if col.flen >= 16 else ""  # short keys: the number alone
-        return KeySequence(start, step, prefix, width=col.flen, where=where)
+        return KeySequence(start, step, "text", prefix, width=col.flen, where=where)
+    if tp == M.DATE:
+        return KeySequence(start, step, "date")
+    if tp in (M.DATETIME, M.TIMESTAMP):
+        return KeySequence(start, step, "datetime", fsp=max(col.decimal, 0))
     raise SpecError(f"{where}: a key column of this type cannot be a sequence over the row id")
 
 
