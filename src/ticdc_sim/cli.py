@@ -40,6 +40,7 @@ from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 if TYPE_CHECKING:
+    from ticdc_sim.generator.workload.spec import Workload
     from ticdc_sim.sinks.expect import Recorder, Upstream
 
 app = typer.Typer(
@@ -490,20 +491,41 @@ def generate(
         int, typer.Option(help="print the first N events as JSON lines and stop")
     ] = 0,
     progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
+    engine: Annotated[
+        str, typer.Option(help="local (one process, streaming) or spark (a PySpark job)")
+    ] = "local",
+    master: Annotated[
+        str, typer.Option(help="--engine spark: local[*], local[N], spark://host:port, yarn")
+    ] = "local[*]",
 ) -> None:
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
-    what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed."""
+    what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
+    whichever the engine."""
     from ticdc_sim.generator.workload import Generator, load
 
     warnings = Warnings()
     with _reported(warnings):
+        if engine not in ("local", "spark"):
+            raise ConfigError(f"--engine {engine!r}: local or spark")
         spec = load(workload, seed)
+        if engine == "spark" and not preview:
+            if sink_uri is None:
+                raise ConfigError("--engine spark needs --sink-uri")
+            _generate_on_spark(
+                spec,
+                changefeed(sink_uri, _read_config(config), str(config or "")),
+                master,
+                overwrite,
+                warnings,
+            )
+            _print_warnings(warnings)
+            return
         generator = Generator(spec)
         events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
         if preview:
             _print_events(itertools.islice(events, preview))
             return
-        feed = None
+        feed: Changefeed | None = None
         if sink_uri is not None:
             feed = changefeed(sink_uri, _read_config(config), str(config or ""))
         elif config is not None:
@@ -517,6 +539,20 @@ def generate(
         else:
             _replay_to_sink(feed, events, overwrite, warnings)
     _print_warnings(warnings)
+
+
+def _generate_on_spark(
+    spec: Workload, feed: Changefeed, master: str, overwrite: bool, warnings: Warnings
+) -> None:
+    from ticdc_sim.spark import generate as generate_on_spark
+
+    started = time.perf_counter()
+    report = generate_on_spark(spec, feed, master, overwrite=overwrite, warnings=warnings)
+    per_topic = ", ".join(f"{t}: {n}" for t, n in report.per_topic().items()) or "none"
+    typer.echo(
+        f"{sum(report.records.values())} records in {time.perf_counter() - started:.1f} s"
+        f" ({report.ranges} ranges) -> records per topic: {per_topic}"
+    )
 
 
 def _paced(

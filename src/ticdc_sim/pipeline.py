@@ -124,6 +124,7 @@ class Pipeline:
         self._batch: list[RowChangedEvent] = []
         self._batch_start = 0
         self._next_tick: int | None = None
+        self._tick_origin: int | None = None  # the ticker's grid, when resumed mid-run
         self._seen_ts = 0  # commit ts of the last event processed
         self._sent_ts = 0  # the last checkpoint sent
 
@@ -242,10 +243,34 @@ class Pipeline:
             self.sink.abort()
         return self.summary
 
+    def resume(self, history: Iterable[DDLEvent], checkpoint_ts: int, tick_origin_ms: int) -> None:
+        """Start as if every event up to `checkpoint_ts` had been replicated and checkpointed,
+        `history` being their DDL, on a ticker that started at `tick_origin_ms`. The Spark
+        engine's tasks start mid-run at a tick, where batches and checkpoints restart: from
+        there on the records are those of one pipeline running from the start."""
+        for ddl in history:
+            self._track(ddl)
+        self._seen_ts = self._sent_ts = self.summary.checkpoint_ts = checkpoint_ts
+        self._tick_origin = tick_origin_ms
+
+    def topics(self, ddls: Iterable[DDLEvent]) -> dict[str, int]:
+        """The partition counts of the topics the rows and DDL of `ddls`' tables go to, asked
+        of the sink up front (creating Kafka topics), for tasks that cannot ask it."""
+        topics = [self.feed.topic]
+        for ddl in ddls:
+            if self._ddl_replicated(ddl):
+                topics.append(self.router.ddl_topic(ddl))
+            info = ddl.table_info
+            if info is not None and info.columns and self.replicates(info):
+                topics.append(self.router.topic(info.schema, info.name))
+        return {topic: self._partitions_of(topic) for topic in topics}
+
     def _tick(self, now: int) -> None:
         """The 1 s ticker at simulated time `now` (ms)."""
         if self._next_tick is None:
-            self._next_tick = now + CHECKPOINT_INTERVAL_MS
+            origin = now if self._tick_origin is None else self._tick_origin
+            behind = (now - origin) // CHECKPOINT_INTERVAL_MS + 1
+            self._next_tick = origin + behind * CHECKPOINT_INTERVAL_MS
         elif now >= self._next_tick:
             self._flush()
             self._checkpoint()

@@ -59,11 +59,12 @@ class _PartitionFile:
         self.buffer.clear()
 
 
-class JsonlSink(StagedSink):
-    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
-        self.root = Path(directory)
-        self.staging = Staging(self.root, "jsonl", overwrite, _ours)
-        self.work = self.staging.work
+class JsonlFiles:
+    """Partition files written straight into `work`; `finish` flushes and closes them. The
+    Spark engine's tasks write each partition this way, into the driver's staging."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
         self.files: dict[tuple[str, int], _PartitionFile] = {}
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
@@ -90,7 +91,7 @@ class JsonlSink(StagedSink):
         if len(buffer) >= _FLUSH_BYTES:
             out.flush()
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
         try:
             for out in self.files.values():
                 out.flush()
@@ -98,6 +99,16 @@ class JsonlSink(StagedSink):
             for out in self.files.values():
                 os.close(out.fd)
             self.files.clear()
+
+
+class JsonlSink(JsonlFiles, StagedSink):
+    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
+        self.root = Path(directory)
+        self.staging = Staging(self.root, "jsonl", overwrite, _ours)
+        super().__init__(self.staging.work)
+
+    def _finish(self) -> None:
+        self.finish()
 
 
 def _ours(entry: Path) -> bool:

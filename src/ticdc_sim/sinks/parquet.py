@@ -1,10 +1,13 @@
-"""`parquet://DIR`: Kafka records as a Parquet dataset, `DIR/topic=T/partition=P/part-0.parquet`.
+"""`parquet://DIR`: Kafka records as a Parquet dataset, `DIR/topic=T/partition=P/part-*.parquet`.
 
 One row per Kafka record, in offset order (the schema is `SCHEMA`, documented in README):
 `offset`, `key` and `value` (the exact bytes), `headers`, and for convenience `commit_ts`
 (the largest commit ts, or the checkpoint ts, the record carries), `kind` (row, ddl or
 checkpoint), `rows`, `schema` and `table`. The directory names are Hive-style, so Spark and
-pyarrow read `topic` and `partition` back as columns; the Spark mode writes the same layout.
+pyarrow read `topic` and `partition` back as columns. The Spark engine writes the same
+columns with Spark's writer, several files a partition (one per task), offsets running on
+from file to file; `commit_ts` is signed 64-bit for Spark's sake (a TSO stays below 2^63
+until the year 3084).
 
 Records are written as a stream: each partition file gets a row group whenever its buffer
 holds `ROW_GROUP_ROWS` records or `ROW_GROUP_BYTES` bytes, so memory stays bounded whatever
@@ -32,7 +35,7 @@ SCHEMA = pa.schema(
         pa.field("key", pa.binary()),
         pa.field("value", pa.binary()),
         pa.field("headers", pa.map_(pa.string(), pa.binary()), nullable=False),
-        pa.field("commit_ts", pa.uint64(), nullable=False),
+        pa.field("commit_ts", pa.int64(), nullable=False),
         pa.field("kind", pa.string(), nullable=False),
         pa.field("rows", pa.int32(), nullable=False),
         pa.field("schema", pa.string(), nullable=False),
@@ -44,6 +47,7 @@ ROW_GROUP_BYTES = 32 << 20
 _TOPIC_DIR = re.compile(r"topic=([A-Za-z0-9._-]+)")
 _PARTITION_DIR = re.compile(r"partition=(0|[1-9][0-9]*)")
 _FILE = "part-0.parquet"
+_PART = re.compile(r"part-[A-Za-z0-9._-]*\.parquet")
 
 
 class _PartitionFile:
@@ -127,13 +131,13 @@ class ParquetSink(StagedSink):
 
 
 def _ours(entry: Path) -> bool:
-    """A `topic=<t>` directory of `partition=<p>/part-0.parquet` files."""
+    """A `topic=<t>` directory of `partition=<p>/part-*.parquet` files."""
     if not (entry.is_dir() and _TOPIC_DIR.fullmatch(entry.name)):
         return False
     return all(
         p.is_dir()
         and _PARTITION_DIR.fullmatch(p.name)
-        and all(f.name == _FILE for f in p.iterdir())
+        and all(_PART.fullmatch(f.name) for f in p.iterdir())
         for p in entry.iterdir()
     )
 
@@ -149,17 +153,42 @@ def read_parquet(directory: str) -> Iterator[Record]:
         parts = [p for p in topic_dir.iterdir() if _PARTITION_DIR.fullmatch(p.name)]
         for part_dir in sorted(parts, key=lambda p: int(p.name.split("=", 1)[1])):
             partition = int(part_dir.name.split("=", 1)[1])
-            yield from _read_file(part_dir / _FILE, topic, partition)
+            files = [_open(f) for f in part_dir.iterdir() if _PART.fullmatch(f.name)]
+            expected = 0
+            for _, path, file in sorted(files, key=lambda found: found[0]):
+                for record in _read_file(path, file, topic, partition):
+                    if record.offset != expected:
+                        raise SimError(f"{path}: offset {record.offset}, expected {expected}")
+                    expected += 1
+                    yield record
 
 
-def _read_file(path: Path, topic: str, partition: int) -> Iterator[Record]:
+def _open(path: Path) -> tuple[int, Path, pq.ParquetFile]:
+    """A record file, with its first offset (files follow each other by offset)."""
     try:
         file = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
         raise SimError(f"{path}: not a readable Parquet file ({e})") from None
-    if not file.schema_arrow.equals(SCHEMA):
-        raise SimError(f"{path}: not a ticdc-sim record file (schema {file.schema_arrow})")
-    for batch in file.iter_batches(columns=["offset", "key", "value", "headers"]):
-        offsets, keys, values, headers = (batch.column(i).to_pylist() for i in range(4))
-        for offset, key, value, pairs in zip(offsets, keys, values, headers, strict=True):
-            yield Record(topic, partition, offset, key, value, dict(pairs))
+    found = file.schema_arrow
+    if found.names != SCHEMA.names or any(
+        not found.field(f.name).type.equals(f.type, check_metadata=False)
+        and not (pa.types.is_map(f.type) and pa.types.is_map(found.field(f.name).type))
+        for f in SCHEMA
+    ):
+        raise SimError(f"{path}: not a ticdc-sim record file (schema {found})")
+    first = (
+        file.read_row_group(0, columns=["offset"]).column(0)[0].as_py()
+        if (file.num_row_groups)
+        else -1
+    )
+    return first, path, file
+
+
+def _read_file(path: Path, file: pq.ParquetFile, topic: str, partition: int) -> Iterator[Record]:
+    try:
+        for batch in file.iter_batches(columns=["offset", "key", "value", "headers"]):
+            offsets, keys, values, headers = (batch.column(i).to_pylist() for i in range(4))
+            for offset, key, value, pairs in zip(offsets, keys, values, headers, strict=True):
+                yield Record(topic, partition, offset, key, value, dict(pairs))
+    except (OSError, pa.ArrowException) as e:
+        raise SimError(f"{path}: {e}") from None

@@ -72,6 +72,19 @@ class TableState:
 
 
 @dataclass
+class Block:
+    """Consecutive transactions, scheduled: their sizes, each event's table (an index into
+    the tables of `epoch`, the storyline chapters before it) and planned row."""
+
+    first_txn: int
+    n: int  # operations before it (an update's version is its event index + 1)
+    sizes: np.ndarray
+    tables: np.ndarray
+    planned: schedule.Plan
+    epoch: int
+
+
+@dataclass(slots=True)
 class Write:
     """One row's net change in a transaction."""
 
@@ -113,6 +126,7 @@ class Generator:
             )
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
+        self.epoch = 0  # storyline chapters applied
         weights = np.array([t.weight for t in self.order], dtype=np.float64)
         if weights.sum() <= 0:
             raise SpecError("tables: at least one needs a weight above 0")
@@ -224,12 +238,20 @@ class Generator:
 
     # -- the schedule --------------------------------------------------------------------------
 
+    def _rate(self) -> tuple[int, int]:
+        rate = Fraction(self.spec.operations.commit_rate).limit_denominator(1_000_000)
+        return rate.numerator, rate.denominator  # transactions per second = p / q
+
+    def first_txn_at(self, ms: int) -> int:
+        """The first transaction committing at physical time `ms` or later."""
+        p, q = self._rate()
+        return max(0, -(-(ms - self.base_ms) * p // (1000 * q)))
+
     def commit_ts(self, first: int, count: int = 1) -> list[int]:
         """The TSOs of transactions `first`.. (`count` of them): simulated time at the commit
         rate (exact, in integers), logical parts stepped by a hash, so they strictly increase
         and TiCDC's `ts` dispatcher spreads them."""
-        rate = Fraction(self.spec.operations.commit_rate).limit_denominator(1_000_000)
-        p, q = rate.numerator, rate.denominator  # transactions per second = p / q
+        p, q = self._rate()
         txns = np.arange(first, first + count, dtype=np.uint64)
         steps = (v.mix(txns ^ np.uint64(v.derive(self.seed, "logical"))) % np.uint64(32)).tolist()
         out = []
@@ -238,27 +260,63 @@ class Generator:
             slot = txn - -(-offset * p // (1000 * q))  # transactions before it in that ms
             logical = slot * _LOGICAL_SLOT + 1 + step
             if logical > LOGICAL_MASK:
-                raise SimError(f"commit_rate {float(rate)}: more transactions a ms than TSOs")
+                raise SimError(f"commit_rate {p / q}: more transactions a ms than TSOs")
             out.append(compose_ts(self.base_ms + offset, logical))
         return out
 
     def events(self) -> Iterator[Change]:
         """DDL, the initial rows, then the operations: every event in commit order."""
         yield from self.ddl
+        for item in self.blocks():
+            if isinstance(item, Block):
+                yield from self.emit(item.first_txn, self.fold(item))
+            else:
+                yield item
+
+    def blocks(self) -> Iterator[Block | DDLEvent]:
+        """The run's transactions as blocks (which rows each event takes: cheap, numpy),
+        with the storyline's DDL between them; each block is folded (`fold`) before the next
+        is drawn, as chapters reshape the tables."""
         txn = 0
-        for table in self.order:
+        for t, table in enumerate(self.order):  # the initial rows, table by table
             while table.born < table.initial:
-                rows = min(self.spec.initial_batch, table.initial - table.born)
-                writes = []
-                for _ in range(rows):
-                    writes.append(self._born(table))
-                yield from self._emit(txn, [writes])
-                txn += 1
+                rows = table.initial - table.born
+                batch = self.spec.initial_batch
+                sizes = np.full(min(_BLOCK_TXNS, -(-rows // batch)), batch, dtype=np.int64)
+                sizes[-1] = min(batch, rows - batch * (len(sizes) - 1))
+                events = int(sizes.sum())
+                tables = np.full(events, t, dtype=np.int64)
+                kinds = np.full(events, schedule.INSERT, dtype=np.int64)
+                yield self._block(txn, 0, sizes, tables, kinds, np.zeros(events))
+                txn += len(sizes)
         yield from self._operations(txn)
 
-    def _operations(self, first_txn: int) -> Iterator[Change]:
+    def _block(
+        self,
+        txn: int,
+        n: int,
+        sizes: np.ndarray,
+        tables: np.ndarray,
+        kinds: np.ndarray,
+        u_key: np.ndarray,
+    ) -> Block:
+        """Plan a block's events from the tables' counters, and move the counters on."""
+        planned = schedule.plan(
+            tables,
+            kinds,
+            u_key,
+            np.array([t.born for t in self.order]),
+            np.array([t.born - t.dead for t in self.order]),
+            self.spec.operations.keys,
+        )
+        for t, table in enumerate(self.order):
+            table.born = int(planned.born_after[t])
+            table.dead = table.born - int(planned.live_after[t])
+        return Block(txn, n, sizes, tables, planned, self.epoch)
+
+    def _operations(self, first_txn: int) -> Iterator[Block | DDLEvent]:
         """The operation mix, a block of transactions at a time: their schedule drawn in a
-        few numpy calls, then every image of the block per table in one call a column."""
+        few numpy calls."""
         ops = self.spec.operations
         total = ops.events
         last_txn = None
@@ -298,35 +356,31 @@ class Generator:
             tables = np.minimum(np.searchsorted(self.table_cdf, u_table, side="right"), last)
             kinds = np.minimum(np.searchsorted(self.kind_cdf, v.unit(v.mix(draws)), "right"), 2)
             u_key = v.unit(v.mix(v.mix(draws)))
-            planned = schedule.plan(
-                tables,
-                kinds,
-                u_key,
-                np.array([t.born for t in self.order]),
-                np.array([t.born - t.dead for t in self.order]),
-                ops.keys,
-            )
-            for t, table in enumerate(self.order):
-                table.born = int(planned.born_after[t])
-                table.dead = table.born - int(planned.live_after[t])
-            block: list[list[Write]] = []
-            effective, rows, table_of = (
-                planned.kinds.tolist(),
-                planned.rows.tolist(),
-                tables.tolist(),
-            )
-            k = 0
-            for size in sizes.tolist():
-                writes: dict[Key, Write] = {}
-                for _ in range(size):
-                    if effective[k] != schedule.SKIPPED:
-                        table = self.order[table_of[k]]
-                        self._apply(table, effective[k], rows[k], n + k + 1, planned, k, writes)
-                    k += 1
-                block.append(list(writes.values()))
-            yield from self._emit(txn, block)
+            yield self._block(txn, n, sizes, tables, kinds, u_key)
             n += events
             txn += count
+
+    def fold(self, block: Block, owned: np.ndarray | None = None) -> list[list[Write]]:
+        """A block's net writes per transaction (TiCDC's folding); with `owned` (a mask of
+        its events), only those events' rows: a parallel engine's task owns some rows."""
+        planned, table_of = block.planned, block.tables.tolist()
+        effective, rows = planned.kinds, planned.rows
+        if owned is not None:
+            effective = np.where(owned, effective, schedule.SKIPPED)
+        effective_list, row_list = effective.tolist(), rows.tolist()
+        out: list[list[Write]] = []
+        k, n = 0, block.n
+        for size in block.sizes.tolist():
+            writes: dict[Key, Write] = {}
+            for _ in range(size):
+                if effective_list[k] != schedule.SKIPPED:
+                    table = self.order[table_of[k]]
+                    self._apply(
+                        table, effective_list[k], row_list[k], n + k + 1, planned, k, writes
+                    )
+                k += 1
+            out.append(list(writes.values()))
+        return out
 
     def _txns_in(self, seconds: float) -> int:
         return -int(-seconds * self.spec.operations.commit_rate // 1)  # ceil
@@ -348,7 +402,7 @@ class Generator:
             raise SpecError(f"{where}.ddl: {e}") from None
         if not changes or not all(isinstance(e, DDLEvent) for e in changes):
             raise SpecError(f"{where}.ddl: a storyline DDL changes schemas, not rows")
-        ts = self._ddl_ts(txn)
+        ts = self.ddl_ts(txn)
         for event in changes:
             assert isinstance(event, DDLEvent)
             info = event.table_info
@@ -362,6 +416,7 @@ class Generator:
             yield event
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
+        self.epoch += 1
         weights = np.array([t.weight for t in self.order], dtype=np.float64)
         if not self.order or weights.sum() <= 0:
             raise SpecError(f"{where}: no table left to write to")
@@ -427,7 +482,7 @@ class Generator:
                 continue
         return None
 
-    def _ddl_ts(self, txn: int) -> int:
+    def ddl_ts(self, txn: int) -> int:
         """A TSO just before transaction `txn`'s: the logical value its slot leaves free."""
         ts = self.commit_ts(txn)[0]
         logical = ts & LOGICAL_MASK
@@ -477,19 +532,6 @@ class Generator:
             if anchor is not None:
                 table.anchors[row] = anchor
 
-    def _born(self, table: TableState) -> Write:
-        """A new row at the end of the table's live rows."""
-        row = table.born
-        table.born += 1
-        anchor = self._anchors(table, None, lambda name: self._counters(self.tables[name]))
-        if anchor is not None:
-            table.anchors[row] = anchor
-        return Write(table, row, None, 0, None, anchor)
-
-    @staticmethod
-    def _counters(table: TableState) -> tuple[int, int]:
-        return table.dead, table.born
-
     def _anchors(
         self,
         table: TableState,
@@ -508,7 +550,7 @@ class Generator:
 
     # -- events --------------------------------------------------------------------------------
 
-    def _emit(self, first_txn: int, block: list[list[Write]]) -> Iterator[RowChangedEvent]:
+    def emit(self, first_txn: int, block: list[list[Write]]) -> Iterator[RowChangedEvent]:
         """Consecutive transactions' row events, with their images, each in TiCDC's order."""
         by_table: dict[int, list[Write]] = {}
         for writes in block:

@@ -1,0 +1,149 @@
+"""The Spark engine's entry points: `records` for a user's own PySpark code, `generate` for
+`ticdc-sim generate --engine spark`. How the job works is in `spark/job.py`.
+
+    from ticdc_sim.spark import records, session
+    spark = session("local[*]")
+    df = records(spark, "shop.yaml", "kafka://ignored/shop?protocol=canal-json&partition-num=6")
+    df.filter("kind = 'row'").groupBy("partition").count().show()
+
+Importing this package does not import pyspark; its functions do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ticdc_sim.config import Changefeed, changefeed
+from ticdc_sim.errors import ConfigError, SimError, Warnings
+from ticdc_sim.generator.workload.spec import Workload, load
+from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks import LocalSink, Sink
+from ticdc_sim.sinks.staging import Staging
+from ticdc_sim.spark import job
+from ticdc_sim.spark.job import session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Report", "generate", "records", "session"]
+
+
+@dataclass
+class Report:
+    """What a Spark run wrote: records per (topic, partition), in how many ranges."""
+
+    records: dict[tuple[str, int], int] = field(default_factory=dict)
+    ranges: int = 0
+
+    def per_topic(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (topic, _), count in sorted(self.records.items()):
+            out[topic] = out.get(topic, 0) + count
+        return out
+
+
+def records(
+    spark: SparkSession,
+    spec: Workload | str | Path,
+    sink_uri: str = "blackhole://?protocol=canal-json",
+    config: str | None = None,
+    seed: int | None = None,
+) -> DataFrame:
+    """The Kafka records TiCDC would write for a workload `spec` (a YAML path or a loaded
+    spec), as a DataFrame: topic, partition, offset, key, value, headers, commit_ts, kind
+    (row, ddl or checkpoint), rows, schema, table. `sink_uri` and `config` (changefeed TOML
+    text) say what a changefeed would: protocol, partition-num, dispatchers; for a kafka://
+    URI the brokers are asked for the topics' partition counts (and the topics created).
+
+    The records are computed once and persisted on the executors' disks (to number them);
+    `spark.catalog.clearCache()` frees them."""
+    workload = spec if isinstance(spec, Workload) else load(Path(spec), seed)
+    feed = changefeed(sink_uri, config, "config")
+    sink = _driver_sink(feed)
+    try:
+        df, _, _ = _records(spark, workload, feed, sink, Warnings())
+    finally:
+        sink.close()
+    return df
+
+
+def generate(
+    spec: Workload,
+    feed: Changefeed,
+    master: str,
+    *,
+    overwrite: bool = False,
+    warnings: Warnings | None = None,
+    spark: SparkSession | None = None,
+) -> Report:
+    """Run the workload on Spark (`master`: local[N], spark://host:port, yarn ...) into
+    the changefeed's sink: parquet:// by Spark's writer, jsonl:// and kafka:// partition
+    by partition in offset order, blackhole:// counted only."""
+    warnings = warnings if warnings is not None else Warnings()
+    scheme = feed.sink.scheme
+    if scheme not in ("parquet", "jsonl", "kafka", "blackhole"):
+        raise ConfigError(
+            f"--engine spark writes parquet://, jsonl://, kafka:// or blackhole://, not {scheme}://"
+        )
+    staging = None
+    if scheme in ("parquet", "jsonl"):
+        from ticdc_sim.sinks import jsonl, parquet
+
+        ours = parquet._ours if scheme == "parquet" else jsonl._ours
+        staging = Staging(Path(feed.sink.target), scheme, overwrite, ours)
+    driver_sink = _driver_sink(feed, warnings)
+    spark = spark if spark is not None else session(master)
+    try:
+        df, plan, written = _records(spark, spec, feed, driver_sink, warnings)
+        if scheme == "parquet":
+            assert staging is not None
+            job.write_parquet(df, staging.work)
+        elif scheme in ("jsonl", "kafka"):
+            target = str(staging.work) if staging is not None else feed.sink.text
+            if job.write_ordered(df, plan, target) != written:
+                raise SimError("the records written differ from those counted")
+    except BaseException as e:
+        if staging is not None:
+            staging.keep_partial()
+        if isinstance(e, Exception) and not isinstance(e, SimError):
+            raise job.failure(e) from None
+        raise
+    finally:
+        spark.catalog.clearCache()
+        driver_sink.close()
+    if staging is not None:
+        staging.commit()
+    return Report(written, plan.ranges)
+
+
+def _driver_sink(feed: Changefeed, warnings: Warnings | None = None) -> Sink:
+    """What the driver asks about topics: the brokers for Kafka, else the URI's count."""
+    if feed.sink.scheme == "kafka":
+        from ticdc_sim.sinks.kafka import KafkaSink
+
+        return KafkaSink(feed.sink, warnings)
+    return _Counting()
+
+
+class _Counting(LocalSink):
+    def send(self, topic: str, partition: int, messages: object) -> None:
+        raise SimError("the driver sends nothing")
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+def _records(
+    spark: SparkSession, spec: Workload, feed: Changefeed, sink: Sink, warnings: Warnings
+) -> tuple[DataFrame, job.Plan, dict[tuple[str, int], int]]:
+    """The records (persisted), the plan, and the records per (topic, partition)."""
+    pipeline = Pipeline(feed, sink, warnings)
+    limit = sink.max_message_bytes
+    plan = job.plan(spec, feed, spark.sparkContext.defaultParallelism, pipeline, limit)
+    df, counts = job.records(spark, plan)
+    return df, plan, counts

@@ -1,0 +1,359 @@
+"""The Spark engine against the one-process engine: the same records, byte for byte, on
+local[1], local[2] and a standalone cluster, through every output (issue 14)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from ticdc_sim.cli import app
+from ticdc_sim.config import changefeed
+from ticdc_sim.errors import SimError
+from ticdc_sim.generator.workload import Generator, parse
+from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks import Record
+from ticdc_sim.sinks.jsonl import read_jsonl
+from ticdc_sim.sinks.kafka import read_topic
+from ticdc_sim.sinks.memory import MemorySink
+from ticdc_sim.sinks.parquet import read_parquet
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed")
+if shutil.which("java") is None:
+    pytest.skip("Spark needs a Java runtime (java is not on PATH)", allow_module_level=True)
+
+from support_kafka import Broker  # noqa: E402
+from ticdc_sim.spark import job, records, session  # noqa: E402
+
+# py4j (pyspark's bridge to the JVM) leaves its sockets to the garbage collector
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+# two tables (a reference between them), a storyline ALTER, multi-table transactions, hot
+# keys; a low commit rate, so the run spans many ticks of the checkpoint ticker (ranges)
+SPEC = """
+seed: 11
+tables:
+  - ddl: CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR(40), score DOUBLE)
+    rows: 300
+    columns:
+      name: {faker: name}
+  - ddl: >-
+      CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id BIGINT, amount DECIMAL(10,2),
+      note TEXT, placed DATETIME(3))
+    rows: 500
+    weight: 3
+    columns:
+      user_id: {ref: users.id}
+      amount: {uniform: [1, 500]}
+      note: {faker: sentence, null_rate: 0.3}
+    update: [amount, note]
+operations:
+  events: 6000
+  mix: {insert: 3, update: 5, delete: 2}
+  transaction_size: {min: 1, max: 6}
+  multi_table: 0.3
+  keys: {hotspot: {keys: 0.05, share: 0.6}}
+  commit_rate: 150
+storyline:
+  - at_event: 2500
+    ddl: ALTER TABLE orders ADD COLUMN coupon VARCHAR(12) DEFAULT 'none'
+    columns:
+      coupon: {choice: [SPRING, VIP]}
+    update: [amount, note, coupon]
+"""
+FEEDS = [
+    "?protocol=canal-json&enable-tidb-extension=true&partition-num=3",
+    "?protocol=open-protocol&partition-num=4&max-batch-size=8",
+]
+DISPATCH = """
+[sink]
+dispatchers = [
+  {matcher = ['*.orders'], partition = "index-value"},
+  {matcher = ['*.users'], partition = "ts"},
+]
+"""
+
+Row = tuple[str, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
+
+
+def local_records(query: str, toml: str | None = None) -> list[Row]:
+    sink = MemorySink()
+    Pipeline(changefeed("memory://" + query, toml), sink).run(
+        Generator(parse(yaml.safe_load(SPEC))).events()
+    )
+    return [_row(r) for r in sink.records()]
+
+
+def _row(r: Record) -> Row:
+    return (r.topic, r.partition, r.offset, r.key, r.value, tuple(sorted(r.headers.items())))
+
+
+def spark_records(master: str, query: str, toml: str | None = None) -> list[Row]:
+    spark = _session(master)
+    df = records(spark, parse(yaml.safe_load(SPEC)), "blackhole://" + query, toml)
+    try:
+        rows = [
+            (
+                r["topic"],
+                r["partition"],
+                r["offset"],
+                _bytes(r["key"]),
+                _bytes(r["value"]),
+                tuple(sorted((k, bytes(v)) for k, v in dict(r["headers"]).items())),
+            )
+            for r in df.collect()
+        ]
+    finally:
+        spark.catalog.clearCache()
+    return sorted(rows)
+
+
+def _bytes(value: bytes | bytearray | None) -> bytes | None:
+    return None if value is None else bytes(value)  # Spark's rows hold bytearrays
+
+
+def same(got: list[Row], expected: list[Row], what: str) -> None:
+    """The same records; otherwise the first that differs, readable."""
+    assert len(got) == len(expected), what
+    if digest(got) != digest(expected):
+        first = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+        pytest.fail(f"{what}: record {first} differs:\n{got[first]!r}\n{expected[first]!r}")
+
+
+def digest(rows: list[Row]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(repr(row).encode())
+    return h.hexdigest()
+
+
+_current: dict[str, object] = {}
+
+
+def _session(master: str):  # type: ignore[no-untyped-def]
+    """One SparkContext a process: a different master stops the one before."""
+    if _current.get("master") != master:
+        if "spark" in _current:
+            _current["spark"].stop()  # type: ignore[attr-defined]
+        _current.update(master=master, spark=session(master))
+    return _current["spark"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_spark() -> Iterator[None]:
+    yield
+    if "spark" in _current:
+        _current.pop("spark").stop()  # type: ignore[attr-defined]
+        _current.clear()
+
+
+@pytest.mark.parametrize("query", FEEDS)
+def test_local_1_and_local_2_give_the_one_process_records(query: str) -> None:
+    expected = local_records(query)
+    assert len({(r[0], r[1]) for r in expected}) > 1
+    assert any(r[4] is not None and b"coupon" in r[4] for r in expected)  # the storyline ran
+    for master in ("local[1]", "local[2]"):
+        same(spark_records(master, query), expected, master)
+
+
+def test_dispatchers_from_the_changefeed_config_agree() -> None:
+    query = FEEDS[0]
+    same(spark_records("local[2]", query, DISPATCH), local_records(query, DISPATCH), "local[2]")
+
+
+def test_ranges_start_at_ticks_and_cover_the_run() -> None:
+    spec = parse(yaml.safe_load(SPEC))
+    feed = changefeed("blackhole://" + FEEDS[0])
+    from ticdc_sim.spark import _Counting
+
+    plan = job.plan(spec, feed, 4, Pipeline(feed, _Counting()), None)
+    copy = job.Replica(spec)
+    assert plan.starts[0] == 0 and plan.starts[-1] == copy.txns
+    assert plan.ranges > 4  # enough ticks to cut
+    for start in plan.starts[1:-1]:  # the first transaction of a new 1 s cell
+        cell = (copy.ms(start) - copy.origin_ms) // 1000
+        assert (copy.ms(start - 1) - copy.origin_ms) // 1000 < cell
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, ["generate", *args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.mark.parametrize("scheme", ["parquet", "jsonl"])
+def test_cli_writes_the_local_engines_files(spec_file: Path, tmp_path: Path, scheme: str) -> None:
+    _session("local[2]")  # the CLI takes the running session
+    query = FEEDS[1]
+    cli("--workload", str(spec_file), "--sink-uri", f"{scheme}://{tmp_path / 'one'}{query}")
+    out = cli(
+        "--workload",
+        str(spec_file),
+        "--sink-uri",
+        f"{scheme}://{tmp_path / 'spark'}{query}",
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+    )
+    assert "records in" in out
+    read = read_parquet if scheme == "parquet" else read_jsonl
+    expected = [_row(r) for r in read(str(tmp_path / "one"))]
+    assert [_row(r) for r in read(str(tmp_path / "spark"))] == expected
+    assert not (tmp_path / ".spark.partial").exists()
+    if scheme == "parquet":  # Spark's files, nothing else
+        names = {p.suffix for p in (tmp_path / "spark").rglob("*") if p.is_file()}
+        assert names == {".parquet"}
+
+
+def test_cli_to_kafka_gives_each_partition_in_order(broker: Broker, tmp_path: Path) -> None:
+    _session("local[2]")
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    topic = f"spark-{os.getpid()}-{time.monotonic_ns()}"
+    query = FEEDS[0]
+    cli("--workload", str(path), "--sink-uri", f"jsonl://{tmp_path / 'one'}{query}&topic={topic}")
+    cli(
+        "--workload",
+        str(path),
+        "--sink-uri",
+        f"kafka://{broker.bootstrap}/{topic}{query}",
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+    )
+    expected = [_row(r) for r in read_jsonl(str(tmp_path / "one"))]
+    got = sorted(
+        (
+            _row(r)
+            for r in read_topic(changefeed(f"kafka://{broker.bootstrap}/{topic}{query}").sink)
+        ),
+        key=lambda r: (r[0], r[1], r[2]),
+    )
+    assert got == expected
+
+
+def test_what_the_spark_engine_refuses_is_named(spec_file: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["generate", "--workload", str(spec_file), "--engine", "spark", "--no-progress"]
+    for uri, message in [
+        ("memory://?protocol=canal-json", "--engine spark writes parquet://"),
+        (
+            f"jsonl://{tmp_path / 'x'}?protocol=canal-json",
+            "[faults] are simulated by --engine local only",
+        ),
+    ]:
+        config = tmp_path / "faults.toml"
+        config.write_text("[faults]\nduplicate-rate = 0.1\n")
+        extra = ["--config", str(config)] if "faults" in message else []
+        result = runner.invoke(app, [*base, "--sink-uri", uri, *extra])
+        assert result.exit_code == 1, result.output
+        assert message in result.output
+    result = runner.invoke(app, [*base[:-3], "--engine", "turbo"])
+    assert result.exit_code == 1 and "--engine 'turbo': local or spark" in result.output
+
+
+def test_a_task_error_is_one_line() -> None:
+    spark = _session("local[2]")
+
+    def fail(batches):  # type: ignore[no-untyped-def]
+        for _ in batches:
+            raise SimError("kafka 127.0.0.1:1: cannot reach the brokers")
+        yield from ()
+
+    with pytest.raises(Exception) as caught:
+        spark.range(2).mapInArrow(fail, "id long").collect()
+    error = job.failure(caught.value)  # type: ignore[arg-type]
+    assert str(error) == "kafka 127.0.0.1:1: cannot reach the brokers"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the {what} exited: {process.stdout.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"the {what} did not listen on {port}")
+
+
+def test_a_standalone_cluster_gives_the_same_records(tmp_path: Path) -> None:
+    """A real master and worker from pyspark's own spark-class, on loopback."""
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    if not spark_class.exists():
+        pytest.skip(f"{spark_class} is missing from the pyspark wheel")
+    if "spark" in _current:  # the cluster's driver is this process
+        _current.pop("spark").stop()  # type: ignore[attr-defined]
+        _current.clear()
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOG_DIR": str(tmp_path / "logs"),
+        "SPARK_WORKER_DIR": str(tmp_path / "work"),
+    }
+    master_port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        master = subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+            + ["--port", str(master_port), "--webui-port", str(ui)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(master)
+        _wait_port(master_port, master, "master")
+        url = f"spark://127.0.0.1:{master_port}"
+        worker = subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", url]
+            + ["--host", "127.0.0.1", "--cores", "2", "--memory", "1g"]
+            + ["--webui-port", str(worker_ui), "--work-dir", str(tmp_path / "work")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(worker)
+        query = FEEDS[0]
+        same(spark_records(url, query), local_records(query), url)
+    finally:
+        if "spark" in _current:
+            _current.pop("spark").stop()  # type: ignore[attr-defined]
+            _current.clear()
+        for process in reversed(started):
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
