@@ -35,3 +35,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/encode.py
 	$(BIN)/python bench/kafka.py
 	$(BIN)/python bench/service.py
+	$(BIN)/python bench/spark.py

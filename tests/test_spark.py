@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -357,3 +360,171 @@ def test_a_standalone_cluster_gives_the_same_records(tmp_path: Path) -> None:
                 process.wait(20)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+CHANGES_DDL = (
+    "CREATE TABLE items (id BIGINT PRIMARY KEY, name VARCHAR(20), price DECIMAL(10,2),"
+    " at DATETIME(3), data BLOB, UNIQUE KEY u_name (name))"
+)
+CHANGES_SQL = """
+INSERT INTO items VALUES (1,'a',1.50,'2024-01-01 00:00:00.123',x'00ff'),(2,'b',2,NULL,NULL),
+  (3,'c',3.25,'2024-01-02 10:00:00',x'01');
+UPDATE items SET price = price + 1 WHERE id = 2;
+UPDATE items SET id = 10 WHERE id = 1;
+UPDATE items SET name = 'z' WHERE id = 3;
+DELETE FROM items WHERE id = 2;
+"""
+ITEMS = "struct<id:long,name:string,price:decimal(10,2),at:string,data:binary>"
+
+
+def _item(id_: int, name: str, price: str, at: str | None, data: bytes | None) -> dict:
+    return {"id": id_, "name": name, "price": Decimal(price), "at": at, "data": data}
+
+
+def test_records_from_changes_are_those_of_the_sql_engine() -> None:
+    """A user's DataFrame of row changes (key-changing updates unsplit) gives the records
+    the SQL engine's changelog of the same statements gives: same values, same order, the
+    updates of the primary and of a unique key split as TiCDC splits them."""
+    from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+    from ticdc_sim.generator.sql.script import split_script
+    from ticdc_sim.model.events import DDLEvent
+    from ticdc_sim.model.tso import compose_ts, physical_ms
+    from ticdc_sim.spark.changes import records_from_changes
+
+    engine = Engine(EngineConfig(database="test"))
+    script = (CHANGES_DDL + ";\n" + CHANGES_SQL).splitlines(keepends=True)
+    events = list(engine.run(split_script(script)))
+    ddl, rows = events[0], events[1:]
+    assert isinstance(ddl, DDLEvent) and ddl.table_info is not None
+    stamps = sorted({e.commit_ts for e in rows})
+    a = _item(1, "a", "1.50", "2024-01-01 00:00:00.123", b"\x00\xff")
+    b = _item(2, "b", "2.00", None, None)
+    c = _item(3, "c", "3.25", "2024-01-02 10:00:00.000", b"\x01")
+    b2 = {**b, "price": Decimal("3.00")}
+    changes = [
+        (stamps[0], "insert", None, a),
+        (stamps[0], "insert", None, b),
+        (stamps[0], "insert", None, c),
+        (stamps[1], "update", b, b2),
+        (stamps[2], "update", a, {**a, "id": 10}),
+        (stamps[3], "update", c, {**c, "name": "z"}),
+        (stamps[4], "delete", b2, None),
+    ]
+    spark = _session("local[2]")
+    df = spark.createDataFrame(changes, f"commit_ts long, op string, before {ITEMS}, after {ITEMS}")
+    query = FEEDS[0]
+    got = records_from_changes(spark, df, CHANGES_DDL, "blackhole://" + query)
+    try:
+        rows_got = sorted(
+            (
+                r["topic"],
+                r["partition"],
+                r["offset"],
+                _bytes(r["key"]),
+                _bytes(r["value"]),
+                tuple(sorted((k, bytes(v)) for k, v in dict(r["headers"]).items())),
+            )
+            for r in got.collect()
+        )
+    finally:
+        spark.catalog.clearCache()
+    ts = compose_ts(physical_ms(stamps[0]) - 1, 1)  # the CREATE TABLE, 1 ms before
+    created = replace(
+        ddl, start_ts=ts - 1, commit_ts=ts, table_info=ddl.table_info.evolve(update_ts=ts)
+    )
+    sink = MemorySink()
+    Pipeline(changefeed("memory://" + query), sink).run([created, *rows])
+    same(rows_got, [_row(r) for r in sink.records()], "records_from_changes")
+
+
+def test_bad_changes_are_named() -> None:
+    from ticdc_sim.spark.changes import records_from_changes
+
+    spark = _session("local[2]")
+    a = _item(1, "a", "1.50", None, None)
+    cases = [
+        ([(1 << 40, "upsert", None, a)], "op 'upsert' (insert, update, delete)"),
+        ([(1 << 40, "insert", a, a)], "an insert has an after image and no before"),
+        (
+            [(1 << 40, "insert", None, {**a, "name": "x" * 30})],
+            "after.name: ERROR 1406 (22001): Data too long",
+        ),
+    ]
+    for rows, message in cases:
+        df = spark.createDataFrame(
+            rows, f"commit_ts long, op string, before {ITEMS}, after {ITEMS}"
+        )
+        with pytest.raises(SimError, match=re.escape(message)):
+            records_from_changes(spark, df, CHANGES_DDL)
+        spark.catalog.clearCache()
+    df = spark.createDataFrame(
+        [(1 << 40, "insert", a)], f"commit_ts long, op string, after {ITEMS}"
+    )
+    with pytest.raises(SimError, match="no column 'before'"):
+        records_from_changes(spark, df, CHANGES_DDL)
+
+
+SEEDED = """
+seed: 5
+tables:
+  - ddl: >-
+      CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner VARCHAR(30), balance DECIMAL(12,2),
+      opened DATETIME, note TEXT)
+    initial_from: {path: accounts.FORMAT}
+    columns:
+      note: {faker: sentence}
+    update: [balance, note]
+operations:
+  events: 3000
+  mix: {insert: 2, update: 6, delete: 1}
+  commit_rate: 200
+"""
+
+
+def _accounts(tmp_path: Path, form: str) -> Path:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    count = 400
+    table = pa.table(
+        {
+            "id": pa.array([1000 + 7 * i for i in range(count)], pa.int64()),
+            "owner": [f"owner {i}" for i in range(count)],
+            "balance": pa.array([Decimal(f"{i}.{i % 100:02d}") for i in range(count)]),
+            "opened": [f"2020-01-{1 + i % 28:02d} 10:00:00" for i in range(count)],
+        }
+    )
+    path = tmp_path / f"accounts.{form}"
+    if form == "parquet":
+        pq.write_table(table, path)
+    else:
+        pacsv.write_csv(table, path)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SEEDED.replace("FORMAT", form))
+    return spec
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_initial_rows_from_a_file_read_by_spark(tmp_path: Path, form: str) -> None:
+    """The file's rows are the initial rows (its keys, its values until an update writes
+    them); Spark's reader and pyarrow's give the same records."""
+    spec = _accounts(tmp_path, form)
+    _session("local[2]")
+    query = FEEDS[0] + "&topic=accounts"
+    cli("--workload", str(spec), "--sink-uri", f"jsonl://{tmp_path / 'one'}{query}")
+    cli(
+        "--workload",
+        str(spec),
+        "--sink-uri",
+        f"jsonl://{tmp_path / 'spark'}{query}",
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+    )
+    expected = [_row(r) for r in read_jsonl(str(tmp_path / "one"))]
+    same([_row(r) for r in read_jsonl(str(tmp_path / "spark"))], expected, form)
+    values = b"".join(r[4] or b"" for r in expected)
+    assert b'"owner":"owner 399"' in values and b'"id":"3793"' in values  # from the file
+    assert b'"id":"3800"' in values  # a new row: the key after the file's largest

@@ -6,6 +6,7 @@ exactly what the SQL engine captures when the same changes are run as SQL."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -459,3 +460,69 @@ def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started >= 55 / 200  # about 60 events at 200 a second
+
+
+def _seeded(tmp_path: Path, data: list[dict[str, Any]], **table: Any) -> dict[str, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "accounts.parquet"
+    pq.write_table(pa.Table.from_pylist(data), path)
+    return {
+        "tables": [
+            {
+                "ddl": "CREATE TABLE accounts (id BIGINT PRIMARY KEY, owner VARCHAR(10),"
+                " balance DECIMAL(8,2), note TEXT)",
+                "initial_from": {"path": str(path)},
+                "update": ["balance", "note"],
+                **table,
+            }
+        ],
+        "operations": {"events": 600, "mix": {"insert": 1, "update": 4, "delete": 1}},
+    }
+
+
+def test_initial_rows_from_a_file_are_consistent(tmp_path: Path) -> None:
+    """The file's rows are inserted first (its keys, its values converted as TiDB would);
+    updates change them from those values; new keys start after the file's largest; the
+    SQL engine, running the same changes, agrees."""
+    from ticdc_sim.datasets import read_datasets
+
+    rows = [{"id": 10 * i + 5, "owner": f"o{i}", "balance": f"{i}.5"} for i in range(50)]
+    spec = parse(_seeded(tmp_path, rows))
+    stream = list(Generator(spec, read_datasets(spec)).events())
+    inserts = [e.columns for e in stream if isinstance(e, RowChangedEvent) and e.kind == "insert"]
+    assert inserts[0][:3] == (5, "o0", Decimal("0.50"))  # DECIMAL(8,2), as TiDB stores it
+    assert [c[0] for c in inserts[:50]] == [r["id"] for r in rows]
+    assert inserts[50][0] == 495 + 1  # the key sequence's step, after the file's largest
+    assert_engine_agrees(stream, 1)
+
+
+@pytest.mark.parametrize(
+    ("rows", "table", "message"),
+    [
+        ([{"id": 1, "nope": 2}], {}, "column 'nope': accounts has none"),
+        ([{"id": 1}, {"id": 1}], {}, "primary key id repeats or is NULL"),
+        ([{"owner": "x"}], {}, "needs the primary key column id"),
+        ([{"id": 1, "owner": "much too long"}], {}, "row 1, column owner: ERROR 1406"),
+        ([{"id": 1}], {"rows": 5}, "`rows` or `initial_from`"),
+    ],
+)
+def test_initial_rows_from_a_file_are_checked(
+    tmp_path: Path, rows: list[dict[str, Any]], table: dict[str, Any], message: str
+) -> None:
+    from ticdc_sim.datasets import read_datasets
+
+    with pytest.raises(SpecError, match=re.escape(message)):
+        spec = parse(_seeded(tmp_path, rows, **table))
+        Generator(spec, read_datasets(spec))
+
+
+def test_initial_rows_need_a_file(tmp_path: Path) -> None:
+    from ticdc_sim.datasets import read_datasets
+
+    spec = parse(_seeded(tmp_path, [{"id": 1}]))
+    missing = spec.tables[0].initial_from.model_copy(update={"path": tmp_path})  # type: ignore[union-attr]
+    spec.tables[0] = spec.tables[0].model_copy(update={"initial_from": missing})
+    with pytest.raises(SpecError, match="not a file"):
+        read_datasets(spec)

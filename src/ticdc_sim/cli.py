@@ -497,10 +497,15 @@ def generate(
     master: Annotated[
         str, typer.Option(help="--engine spark: local[*], local[N], spark://host:port, yarn")
     ] = "local[*]",
+    conf: Annotated[
+        list[str] | None,
+        typer.Option(help="--engine spark: a Spark setting NAME=VALUE (repeatable)"),
+    ] = None,
 ) -> None:
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
     what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
     whichever the engine."""
+    from ticdc_sim.datasets import read_datasets
     from ticdc_sim.generator.workload import Generator, load
 
     warnings = Warnings()
@@ -511,16 +516,17 @@ def generate(
         if engine == "spark" and not preview:
             if sink_uri is None:
                 raise ConfigError("--engine spark needs --sink-uri")
-            _generate_on_spark(
-                spec,
-                changefeed(sink_uri, _read_config(config), str(config or "")),
-                master,
-                overwrite,
-                warnings,
-            )
+            settings = {}
+            for item in conf or []:
+                name, equals, value = item.partition("=")
+                if not equals or not name.strip():
+                    raise ConfigError(f"--conf {item!r}: NAME=VALUE")
+                settings[name.strip()] = value
+            spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+            _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
             _print_warnings(warnings)
             return
-        generator = Generator(spec)
+        generator = Generator(spec, read_datasets(spec))
         events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
         if preview:
             _print_events(itertools.islice(events, preview))
@@ -542,12 +548,19 @@ def generate(
 
 
 def _generate_on_spark(
-    spec: Workload, feed: Changefeed, master: str, overwrite: bool, warnings: Warnings
+    spec: Workload,
+    feed: Changefeed,
+    master: str,
+    conf: dict[str, str],
+    overwrite: bool,
+    warnings: Warnings,
 ) -> None:
     from ticdc_sim.spark import generate as generate_on_spark
 
     started = time.perf_counter()
-    report = generate_on_spark(spec, feed, master, overwrite=overwrite, warnings=warnings)
+    report = generate_on_spark(
+        spec, feed, master, overwrite=overwrite, warnings=warnings, conf=conf
+    )
     per_topic = ", ".join(f"{t}: {n}" for t, n in report.per_topic().items()) or "none"
     typer.echo(
         f"{sum(report.records.values())} records in {time.perf_counter() - started:.1f} s"

@@ -11,23 +11,27 @@ Importing this package does not import pyspark; its functions do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from ticdc_sim.config import Changefeed, changefeed
 from ticdc_sim.errors import ConfigError, SimError, Warnings
-from ticdc_sim.generator.workload.spec import Workload, load
+from ticdc_sim.generator.workload.spec import SpecError, Workload, load
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import LocalSink, Sink
 from ticdc_sim.sinks.staging import Staging
 from ticdc_sim.spark import job
+from ticdc_sim.spark.changes import records_from_changes
 from ticdc_sim.spark.job import session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Report", "generate", "records", "session"]
+__all__ = ["Report", "generate", "records", "records_from_changes", "session"]
 
 
 @dataclass
@@ -63,9 +67,10 @@ def records(
     feed = changefeed(sink_uri, config, "config")
     sink = _driver_sink(feed)
     try:
-        df, _, _ = _records(spark, workload, feed, sink, Warnings())
+        plan = _plan(spark, workload, feed, sink, Warnings())
     finally:
         sink.close()
+    df, _ = job.records(spark, plan)
     return df
 
 
@@ -77,10 +82,12 @@ def generate(
     overwrite: bool = False,
     warnings: Warnings | None = None,
     spark: SparkSession | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> Report:
     """Run the workload on Spark (`master`: local[N], spark://host:port, yarn ...) into
     the changefeed's sink: parquet:// by Spark's writer, jsonl:// and kafka:// partition
-    by partition in offset order, blackhole:// counted only."""
+    by partition in offset order, blackhole:// counted only. `conf`: Spark settings for
+    the session started here (none when `spark` is given)."""
     warnings = warnings if warnings is not None else Warnings()
     scheme = feed.sink.scheme
     if scheme not in ("parquet", "jsonl", "kafka", "blackhole"):
@@ -94,9 +101,12 @@ def generate(
         ours = parquet._ours if scheme == "parquet" else jsonl._ours
         staging = Staging(Path(feed.sink.target), scheme, overwrite, ours)
     driver_sink = _driver_sink(feed, warnings)
-    spark = spark if spark is not None else session(master)
+    spark = spark if spark is not None else session(master, conf)
     try:
-        df, plan, written = _records(spark, spec, feed, driver_sink, warnings)
+        plan = _plan(spark, spec, feed, driver_sink, warnings)
+        if scheme == "blackhole":
+            return Report(job.counted(job.ranged(spark, plan)), plan.ranges)
+        df, written = job.records(spark, plan)
         if scheme == "parquet":
             assert staging is not None
             job.write_parquet(df, staging.work)
@@ -138,12 +148,41 @@ class _Counting(LocalSink):
         pass
 
 
-def _records(
+def _plan(
     spark: SparkSession, spec: Workload, feed: Changefeed, sink: Sink, warnings: Warnings
-) -> tuple[DataFrame, job.Plan, dict[tuple[str, int], int]]:
-    """The records (persisted), the plan, and the records per (topic, partition)."""
+) -> job.Plan:
+    """The job's plan; the sink (the brokers, for Kafka) gives the topics' partitions and
+    the message limit as it would to the one-process pipeline."""
     pipeline = Pipeline(feed, sink, warnings)
-    limit = sink.max_message_bytes
-    plan = job.plan(spec, feed, spark.sparkContext.defaultParallelism, pipeline, limit)
-    df, counts = job.records(spark, plan)
-    return df, plan, counts
+    limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
+    datasets = _read_datasets(spark, spec)
+    shared = spark.sparkContext.broadcast(datasets) if datasets else None
+    parallelism = spark.sparkContext.defaultParallelism
+    return job.plan(spec, feed, parallelism, pipeline, limit, shared)
+
+
+def _read_datasets(spark: SparkSession, spec: Workload) -> dict[int, pa.Table]:
+    """The `initial_from` files, read by Spark (CSV: a header, every field text, as
+    `ticdc_sim.datasets` reads them), brought to the driver as Arrow, to be broadcast."""
+    out = {}
+    for i, table in enumerate(spec.tables):
+        dataset = table.initial_from
+        if dataset is None:
+            continue
+        path = dataset.path
+        if not path.is_file():
+            raise SpecError(f"initial_from {path}: not a file (one file: its order is the rows')")
+        try:
+            if dataset.kind == "parquet":
+                df = spark.read.parquet(str(path))
+            else:
+                df = (
+                    spark.read.option("header", True)
+                    .option("inferSchema", False)
+                    .option("mode", "FAILFAST")
+                    .csv(str(path))
+                )
+            out[i] = df.toArrow()
+        except Exception as e:
+            raise job.failure(e) from None
+    return out

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 WRITES = (
     "range int, txn long, epoch int, table long, row long, before long, after long, anchors binary"
 )
-_RANGED = (
+RANGED = (
     "topic string, partition int, range int, seq long, key binary, value binary,"
     " headers map<string,binary>, commit_ts long, kind string, rows int, schema string,"
     " table string"
@@ -83,10 +83,17 @@ class Plan:
     max_message_bytes: int | None
     starts: list[int]
     owners: int
+    datasets: Any = None  # a Broadcast of the `initial_from` tables by index, or None
 
     @property
     def ranges(self) -> int:
         return len(self.starts) - 1
+
+    def tables(self) -> dict[int, pa.Table]:
+        return {} if self.datasets is None else dict(self.datasets.value)
+
+    def generator(self) -> Generator:
+        return Generator(self.spec, self.tables())
 
 
 class Replica:
@@ -94,8 +101,8 @@ class Replica:
     each epoch (storyline chapters applied), the chapters' DDL with the transaction they
     precede, the run's length. Built once per Python worker and spec."""
 
-    def __init__(self, spec: Workload) -> None:
-        self.generator = gen = Generator(spec)
+    def __init__(self, spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
+        self.generator = gen = Generator(spec, datasets)
         self.initial: list[DDLEvent] = list(gen.ddl)
         self.chapters: list[tuple[int, DDLEvent]] = []
         self.epochs: dict[int, dict[int, TableState]] = {0: {t.info.id: t for t in gen.order}}
@@ -124,27 +131,33 @@ class Replica:
 _REPLICAS: dict[bytes, Replica] = {}  # per Python worker, kept across its tasks
 
 
-def replica(spec: Workload) -> Replica:
-    key = hashlib.sha256(pickle.dumps(spec)).digest()
+def replica(plan: Plan) -> Replica:
+    key = hashlib.sha256(pickle.dumps((plan.spec, getattr(plan.datasets, "id", None)))).digest()
     found = _REPLICAS.get(key)
     if found is None:
         _REPLICAS.clear()
-        found = _REPLICAS[key] = Replica(spec)
+        found = _REPLICAS[key] = Replica(plan.spec, plan.tables())
     return found
 
 
 def plan(
-    spec: Workload, feed: Changefeed, parallelism: int, pipeline: Pipeline, limit: int | None
+    spec: Workload,
+    feed: Changefeed,
+    parallelism: int,
+    pipeline: Pipeline,
+    limit: int | None,
+    datasets: Any = None,
 ) -> Plan:
     """Ranges for `parallelism` cores, cut at ticks of the checkpoint ticker; `pipeline`
-    (on the real sink) names the topics' partition counts."""
+    (on the real sink) names the topics' partition counts; `datasets`, the broadcast
+    `initial_from` tables."""
     if feed.faults.active:
         raise ConfigError("[faults] are simulated by --engine local only")
     if feed.codec.large_message_handle_option == "claim-check":
         raise ConfigError("large-message-handle-option claim-check: --engine local only")
     if spec.operations.wall_rate:
         raise ConfigError("operations.wall_rate paces a live run: --engine local only")
-    copy = Replica(spec)
+    copy = Replica(spec, None if datasets is None else datasets.value)
     ddls = copy.initial + [ddl for _, ddl in copy.chapters]
     partitions = pipeline.topics(ddls)
     wanted = max(1, parallelism * _RANGES_PER_CORE)
@@ -155,7 +168,7 @@ def plan(
         if starts[-1] < start < copy.txns:
             starts.append(start)
     starts.append(copy.txns)
-    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism))
+    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism), datasets)
 
 
 # -- stage 1: writes, by the rows a task owns ----------------------------------------------------
@@ -163,7 +176,7 @@ def plan(
 
 def owned_writes(plan: Plan, owner: int) -> Iterator[pa.RecordBatch]:
     """The net writes of the rows `owner` holds, transaction by transaction."""
-    gen = Generator(plan.spec)
+    gen = plan.generator()
     starts = np.array(plan.starts[:-1], dtype=np.int64)
     for item in gen.blocks():
         if not isinstance(item, Block):
@@ -208,13 +221,13 @@ _WRITE_NAMES = ["txn", "epoch", "table", "row", "before", "after", "anchors"]
 # -- stage 2: records, by range ------------------------------------------------------------------
 
 
-class _Collect:
+class Collect:
     """The pipeline's sink inside a task: records as Arrow columns, numbered per
     (topic, partition) within the range."""
 
-    def __init__(self, plan: Plan, range_: int) -> None:
-        self.partitions = plan.partitions
-        self.max_message_bytes = plan.max_message_bytes
+    def __init__(self, partitions: dict[str, int], limit: int | None, range_: int) -> None:
+        self.partitions = partitions
+        self.max_message_bytes = limit
         self.range = range_
         self.seq: dict[tuple[str, int], int] = {}
         self.sent: list[tuple[str, int, int, Sequence[Message]]] = []
@@ -313,7 +326,7 @@ class RangeRun:
         self.copy = copy
         self.range = range_
         self.start, self.end = plan.starts[range_], plan.starts[range_ + 1]
-        self.sink = _Collect(plan, range_)
+        self.sink = Collect(plan.partitions, plan.max_message_bytes, range_)
         self.pipeline = Pipeline(plan.feed, self.sink)
         if range_ == 0:
             for ddl in copy.initial:
@@ -391,7 +404,7 @@ class RangeRun:
 def range_records(plan: Plan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Writes sorted by (range, txn), with a marker (txn -1) opening every range, to the
     ranges' records."""
-    copy = replica(plan.spec)
+    copy = replica(plan)
     run: RangeRun | None = None
     for batch in batches:
         ranges = batch.column("range").to_numpy()
@@ -410,13 +423,8 @@ def range_records(plan: Plan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.
 # -- the job -------------------------------------------------------------------------------------
 
 
-def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str, int], int]]:
-    """The run's Kafka records with their offsets (columns `RECORDS`), and how many each
-    (topic, partition) has. The encoded records are persisted on the executors' disks to be
-    counted: `spark.catalog.clearCache()` frees them."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
+def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
+    """Stages 1 and 2: the run's records numbered per (range, topic, partition)."""
     owners = spark.range(plan.owners, numPartitions=plan.owners)
 
     def stage_writes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -435,14 +443,35 @@ def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str,
         "cast(-1 as long) as after",
         "cast(null as binary) as anchors",
     )
-    ranged = (
+    return (
         writes.unionByName(markers)
         .repartitionByRange(plan.ranges, "range")
         .sortWithinPartitions("range", "txn")
-        .mapInArrow(lambda batches: range_records(plan, batches), _RANGED)
-        .persist(StorageLevel.DISK_ONLY)
+        .mapInArrow(lambda batches: range_records(plan, batches), RANGED)
     )
-    counts = ranged.groupBy("topic", "partition", "range").count().collect()
+
+
+def counted(df: DataFrame) -> dict[tuple[str, int], int]:
+    """Records per (topic, partition), and nothing kept (blackhole://)."""
+    rows = df.groupBy("topic", "partition").count().collect()
+    return {(r["topic"], r["partition"]): r["count"] for r in rows}
+
+
+def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str, int], int]]:
+    """The run's Kafka records with their offsets (columns `RECORDS`), and how many each
+    (topic, partition) has. The encoded records are persisted on the executors' disks to be
+    counted: `spark.catalog.clearCache()` frees them."""
+    return number(spark, ranged(spark, plan))
+
+
+def number(spark: SparkSession, ranged: DataFrame) -> tuple[DataFrame, dict[tuple[str, int], int]]:
+    """Stage 3: records numbered per (range, topic, partition) get their offsets; the
+    records per (topic, partition)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    numbered = ranged.persist(StorageLevel.DISK_ONLY)
+    counts = numbered.groupBy("topic", "partition", "range").count().collect()
     bases: list[tuple[str, int, int, int]] = []
     running: dict[tuple[str, int], int] = {}  # records of the ranges before, per partition
     for row in sorted(counts, key=lambda r: (r["topic"], r["partition"], r["range"])):
@@ -451,7 +480,7 @@ def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str,
         bases.append((key[0], key[1], row["range"], base))
         running[key] = base + row["count"]
     base_df = spark.createDataFrame(bases, "topic string, partition int, range int, base long")
-    joined = ranged.join(F.broadcast(base_df), ["topic", "partition", "range"])
+    joined = numbered.join(F.broadcast(base_df), ["topic", "partition", "range"])
     out = joined.select(
         "topic",
         "partition",
@@ -579,5 +608,5 @@ def session(
     for name, value in {**SESSION_CONF, **(conf or {})}.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL")  # a failed task is reported once, by `failure`
     return spark

@@ -22,7 +22,7 @@ sorter order: by table id, deletes, updates, inserts, then by handle key.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ticdc_sim.errors import SimError, SQLError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
@@ -69,6 +70,9 @@ class TableState:
     # columns a chapter added: offset -> (events before it, rows before it, their value)
     added: dict[int, tuple[int, int, Any]] = field(default_factory=dict)
     anchors: dict[int, Anchors] = field(default_factory=dict)  # row -> its references' anchors
+    # initial rows from a file (`initial_from`): column id -> values of rows [0, seed_rows)
+    seeded: dict[int, list[Any]] = field(default_factory=dict)
+    seed_rows: int = 0
 
 
 @dataclass
@@ -100,7 +104,8 @@ class Write:
 class Generator:
     """The workload's events, in commit order (`events()`), from its spec."""
 
-    def __init__(self, spec: Workload) -> None:
+    def __init__(self, spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
+        """`datasets`: the files of the tables' `initial_from`, read, by table index."""
         self.spec = spec
         self.seed = spec.seed
         self.engine = engine = Engine(EngineConfig(seed=spec.seed, database=spec.database))
@@ -121,9 +126,15 @@ class Generator:
         self.tables: dict[str, TableState] = {}
         for i, info in enumerate(created):
             table = spec.tables[i]
-            self.tables[info.name] = self._state(
+            state = self._state(
                 f"tables[{i}]", info, table.columns, table.update, table.weight, table.rows
             )
+            if table.initial_from is not None:
+                data = (datasets or {}).get(i)
+                if data is None:
+                    raise SpecError(f"tables[{i}].initial_from: the file was not read")
+                self._seed(f"tables[{i}].initial_from ({table.initial_from.path})", state, data)
+            self.tables[info.name] = state
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
         self.epoch = 0  # storyline chapters applied
@@ -210,6 +221,48 @@ class Generator:
             initial=initial,
         )
 
+    def _seed(self, where: str, state: TableState, data: pa.Table) -> None:
+        """Initial rows from a file: its columns' values, converted as TiDB stores them;
+        keys of later rows continue above the file's largest."""
+        info = state.info
+        uniques = [ix.name for ix in info.indices if ix.unique and not ix.primary]
+        if uniques:
+            raise SpecError(
+                f"{where}: {info.name} has unique key {uniques[0]} besides the"
+                " primary key: its later values could collide with the file's"
+            )
+        if not state.int_handle:
+            raise SpecError(f"{where}: needs an integer primary key ({info.name} has none)")
+        by_name = {c.name.lower(): c for c in info.columns}
+        key = info.columns[state.key_offsets[0]]
+        names = {n.lower(): n for n in data.column_names}
+        unknown = sorted(set(names) - set(by_name))
+        if unknown:
+            raise SpecError(f"{where}: column {names[unknown[0]]!r}: {info.name} has none")
+        if key.name.lower() not in names:
+            raise SpecError(f"{where}: needs the primary key column {key.name}")
+        for lower, name in names.items():
+            col = by_name[lower]
+            convert = column_converter(col, lambda: dt.UTC)
+            values = []
+            for row, value in enumerate(data.column(name).to_pylist()):
+                try:
+                    values.append(convert(_plain(value)))
+                except SQLError as e:
+                    raise SpecError(f"{where}: row {row + 1}, column {name}: {e}") from None
+            state.seeded[col.id] = values
+        keys = state.seeded[key.id]
+        if len(set(keys)) != len(keys) or None in keys:
+            raise SpecError(f"{where}: primary key {key.name} repeats or is NULL")
+        state.initial = state.seed_rows = data.num_rows
+        sequence = state.generators[key.offset]
+        assert isinstance(sequence, v.KeySequence)
+        if keys and sequence.step <= 0:
+            raise SpecError(f"{where}: the key's sequence must go up (step > 0)")
+        top = max(keys, default=sequence.start - sequence.step)
+        start = int(top) + sequence.step * (1 - len(keys))  # row len(keys) gets top + step
+        state.generators[key.offset] = replace(sequence, start=start)
+
     def _reference(self, where: str) -> Callable[[str], v.KeySequence]:
         """A `ref: table.column`: the other table's single-column primary key, as drawn."""
 
@@ -221,6 +274,11 @@ class Generator:
                     continue
                 col = info.column(column)
                 if col is not None and primary_key(info) == [col.offset]:
+                    if self.spec.tables[i].initial_from is not None:
+                        raise SpecError(
+                            f"{where}: ref {ref}: {name}'s rows come from initial_from;"
+                            " references to them are not simulated yet"
+                        )
                     given = self.spec.tables[i].columns.get(col.name)
                     start, step = (given.start, given.step) if given else (1, 1)
                     return v.sequence(ref, col, start, step)
@@ -458,6 +516,11 @@ class Generator:
             old.versions,
             old.anchors,
         )
+        state.seeded, state.seed_rows = old.seeded, old.seed_rows
+        for col in info.columns:  # the key sequence goes on above the file's keys
+            was = before.get(col.id)
+            if was is not None and col.offset in state.key_offsets:
+                state.generators[col.offset] = old.generators[was.offset]
         offsets = {c.id: c.offset for c in info.columns}
         for offset, added in old.added.items():
             column = old.info.columns[offset].id
@@ -615,6 +678,10 @@ class Generator:
                 old = (row_array < rows_before) & (at <= events_before)
                 for index in np.flatnonzero(old).tolist():
                     values[index] = backfill
+            seeded = table.seeded.get(table.info.columns[offset].id)
+            if seeded is not None:  # rows from the file, as long as no update wrote them
+                for index in np.flatnonzero((row_array < table.seed_rows) & (at == 0)).tolist():
+                    values[index] = seeded[rows[index]]
             columns.append(values)
         out: list[list[Image]] = [[None, None] for _ in writes]
         for (i, side), image in zip(sides, zip(*columns, strict=True), strict=True):
@@ -628,6 +695,17 @@ def primary_key(info: TableInfo) -> list[int]:
         return [info.pk_handle_column.offset]
     index = info.primary_index
     return [ic.offset for ic in index.columns] if index is not None else []
+
+
+def _plain(value: Any) -> Any:
+    """A value read from a file, as a SQL literal would give it."""
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return int(value)
+    return value
 
 
 def _read(path: Path | None) -> str:

@@ -34,7 +34,7 @@ typo is an error naming its path (`tables[1].columns.price.unifrom`), never a si
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -108,10 +108,28 @@ KINDS = ("faker", "sequence", "uniform", "normal", "zipf", "choice", "ref")
 # -- tables, operations ------------------------------------------------------------------------
 
 
+class Dataset(Strict):
+    """Initial rows from an existing file: its columns by name (those it lacks are
+    generated), read by pyarrow in one process and by Spark under --engine spark."""
+
+    path: Path
+    format: Literal["parquet", "csv"] | None = None  # default: from the file's suffix
+
+    @property
+    def kind(self) -> str:
+        if self.format is not None:
+            return self.format
+        suffix = self.path.suffix.lower().lstrip(".")
+        if suffix not in ("parquet", "csv"):
+            raise SpecError(f"initial_from {self.path}: give `format: parquet` or `csv`")
+        return suffix
+
+
 class Table(Strict):
     ddl: str | None = None
     ddl_file: Path | None = None
     rows: int = Field(0, ge=0, description="initial rows, inserted before the operations")
+    initial_from: Dataset | None = None  # the initial rows, from a file (instead of `rows`)
     weight: float = Field(1.0, ge=0)
     columns: dict[str, Column] = Field(default_factory=dict)
     update: list[str] | None = None  # default: every column outside the keys
@@ -120,6 +138,8 @@ class Table(Strict):
     def one_ddl(self) -> Table:
         if (self.ddl is None) == (self.ddl_file is None):
             raise ValueError("give the table as `ddl` (inline) or `ddl_file`, one of them")
+        if self.initial_from is not None and self.rows:
+            raise ValueError("`rows` or `initial_from`: the file's rows are the initial rows")
         return self
 
 
@@ -221,10 +241,14 @@ def load(path: Path, seed: int | None = None) -> Workload:
     if seed is not None:
         spec = spec.model_copy(update={"seed": seed})
     base = path.parent
-    tables = [
-        t.model_copy(update={"ddl_file": base / t.ddl_file}) if t.ddl_file else t
-        for t in spec.tables
-    ]
+    tables = []
+    for t in spec.tables:  # files named in the spec are relative to it
+        if t.ddl_file:
+            t = t.model_copy(update={"ddl_file": base / t.ddl_file})
+        if t.initial_from:
+            dataset = t.initial_from.model_copy(update={"path": base / t.initial_from.path})
+            t = t.model_copy(update={"initial_from": dataset})
+        tables.append(t)
     return spec.model_copy(update={"tables": tables})
 
 

@@ -1,0 +1,42 @@
+"""The files a workload's initial rows come from (`initial_from`), read in one process by
+pyarrow; `ticdc_sim.spark` reads the same files with Spark, to the same table.
+
+CSV files have a header line and every field is read as text (the column's type converts it,
+as a SQL literal would be); an empty unquoted field is NULL, a quoted one ("") is ''. Both
+readers agree on that, and on row order (the file's).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from ticdc_sim.generator.workload.spec import Dataset, SpecError, Workload
+
+
+def read_datasets(spec: Workload) -> dict[int, pa.Table]:
+    """The `initial_from` files of the spec's tables, by table index."""
+    return {
+        i: read_dataset(t.initial_from)
+        for i, t in enumerate(spec.tables)
+        if t.initial_from is not None
+    }
+
+
+def read_dataset(dataset: Dataset) -> pa.Table:
+    path = dataset.path
+    if not path.is_file():
+        raise SpecError(f"initial_from {path}: not a file (one file: its order is the rows')")
+    try:
+        if dataset.kind == "parquet":
+            return pq.read_table(path)
+        names = pacsv.open_csv(path).schema.names
+        options = pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in names},
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        )
+        return pacsv.read_csv(path, convert_options=options)
+    except (OSError, pa.ArrowException) as e:
+        raise SpecError(f"initial_from {path}: {e}") from None
