@@ -522,6 +522,8 @@ def generate(
                 if not equals or not name.strip():
                     raise ConfigError(f"--conf {item!r}: NAME=VALUE")
                 settings[name.strip()] = value
+            if progress:  # Spark's own bar: stages and tasks done, on stderr
+                settings.setdefault("spark.ui.showConsoleProgress", "true")
             spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
             _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
             _print_warnings(warnings)

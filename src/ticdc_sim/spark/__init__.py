@@ -100,9 +100,18 @@ def generate(
 
         ours = parquet._ours if scheme == "parquet" else jsonl._ours
         staging = Staging(Path(feed.sink.target), scheme, overwrite, ours)
-    driver_sink = _driver_sink(feed, warnings)
-    spark = spark if spark is not None else session(master, conf)
     try:
+        driver_sink = _driver_sink(feed, warnings)
+    except BaseException:
+        if staging is not None:
+            staging.keep_partial()
+        raise
+    try:
+        if spark is None:
+            try:
+                spark = session(master, conf)
+            except Exception as e:  # a master that is not there, a bad setting ...
+                raise SimError(f"spark master {master}: {job.failure(e)}") from None
         plan = _plan(spark, spec, feed, driver_sink, warnings)
         if scheme == "blackhole":
             return Report(job.counted(job.ranged(spark, plan)), plan.ranges)
@@ -121,7 +130,8 @@ def generate(
             raise job.failure(e) from None
         raise
     finally:
-        spark.catalog.clearCache()
+        if spark is not None:
+            spark.catalog.clearCache()
         driver_sink.close()
     if staging is not None:
         staging.commit()
