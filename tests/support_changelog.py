@@ -10,6 +10,7 @@ from typing import Any
 from ticdc_sim.config import Changefeed, changefeed
 from ticdc_sim.encoders import (
     Decoded,
+    DecodedBootstrap,
     DecodedCheckpoint,
     DecodedDDL,
     DecodedRow,
@@ -58,6 +59,8 @@ def check_ordering(decoded: list[tuple[Record, Decoded]]) -> None:
     last: dict[tuple[str, int], int] = {}
     for record, event in decoded:
         where = (record.topic, record.partition)
+        if isinstance(event, DecodedBootstrap):
+            continue  # commit ts 0: a table schema, not a change
         if isinstance(event, DecodedCheckpoint):
             assert event.ts >= last.get(where, 0), f"checkpoint went back at {record}"
             last[where] = event.ts
@@ -71,7 +74,7 @@ def merged(decoded: list[tuple[Record, Decoded]]) -> list[DecodedRow | DecodedDD
     seen_ddl: set[tuple[Any, ...]] = set()
     out: list[tuple[tuple[int, int, int], DecodedRow | DecodedDDL]] = []
     for seq, (_, event) in enumerate(decoded):
-        if isinstance(event, DecodedCheckpoint):
+        if isinstance(event, DecodedCheckpoint | DecodedBootstrap):
             continue
         assert event.commit_ts is not None, "merging partitions needs commit ts"
         if isinstance(event, DecodedDDL):

@@ -54,7 +54,9 @@ def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
 
 
 @pytest.mark.parametrize(
-    "protocol", [None, "canal-json", "open-protocol"], ids=lambda p: p or "events"
+    "protocol",
+    [None, "canal-json", "open-protocol", "craft", "simple&encoding-format=avro"],
+    ids=lambda p: p or "events",
 )
 def test_random_scripts_rebuild_as_mariadb_runs_them(
     protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], request: pytest.FixtureRequest

@@ -20,10 +20,22 @@ CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 
 
 # None: the engine's events as they are; else through the pipeline, encoded and decoded
-THROUGH = [None, "canal-json", "open-protocol"]
+# (a protocol and its URI parameters)
+THROUGH = [
+    None,
+    "canal-json",
+    "open-protocol",
+    "craft",
+    "simple",
+    "simple&encoding-format=avro",
+]
 
 
-@pytest.mark.parametrize("protocol", THROUGH, ids=lambda p: p or "events")
+def _name(protocol: str | None) -> str:
+    return (protocol or "events").replace("&encoding-format=", "-")
+
+
+@pytest.mark.parametrize("protocol", THROUGH, ids=_name)
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
 def test_script_matches_mariadb(
     script: Path, protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB]
@@ -39,7 +51,7 @@ def _known_differences() -> dict[str, str]:
     return {path.strip(): reason.strip() for path, reason in entries}
 
 
-@pytest.mark.parametrize("protocol", THROUGH, ids=lambda p: p or "events")
+@pytest.mark.parametrize("protocol", THROUGH, ids=_name)
 def test_corpus_matches_mariadb(
     protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -59,7 +71,7 @@ def test_corpus_matches_mariadb(
             passed.append(name)
     with capsys.disabled():
         print(
-            f"\noracle corpus ({protocol or 'events'}): {len(passed)} passed, {len(failed)} differ (all listed in "
+            f"\noracle corpus ({_name(protocol)}): {len(passed)} passed, {len(failed)} differ (all listed in "
             f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
         )
     known = _known_differences()

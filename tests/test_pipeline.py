@@ -107,9 +107,12 @@ DISPATCHERS = {
 }
 
 
+ALL = ["canal-json", "open-protocol", "craft", "simple", "simple&encoding-format=avro"]
+
+
 @pytest.mark.parametrize("partitions", [1, 3, 8])
 @pytest.mark.parametrize("dispatcher", sorted(DISPATCHERS))
-@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
+@pytest.mark.parametrize("protocol", ALL)
 def test_rebuilt_tables_equal_the_engine(protocol: str, dispatcher: str, partitions: int) -> None:
     uri = f"memory://?protocol={protocol}&partition-num={partitions}&enable-tidb-extension=true"
     run = replay(SCRIPT, uri, DISPATCHERS[dispatcher])
@@ -133,7 +136,7 @@ def _decoded(protocol: str, script: str, toml: str | None = None, **params: str)
     return run, decode(run.pipeline.feed, run.sink.records())
 
 
-@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
+@pytest.mark.parametrize("protocol", ALL)
 def test_ddl_goes_to_partition_zero_for_canal_json_else_to_every_partition(protocol: str) -> None:
     run, decoded = _decoded(
         protocol, "CREATE TABLE t (a INT PRIMARY KEY);", None, **{"partition-num": "4"}
@@ -143,7 +146,7 @@ def test_ddl_goes_to_partition_zero_for_canal_json_else_to_every_partition(proto
     assert ddl == [(p, "CREATE TABLE `t` (`a` INT PRIMARY KEY)") for p in partitions]
 
 
-@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
+@pytest.mark.parametrize("protocol", ALL)
 def test_checkpoints_tick_each_simulated_second_and_follow_each_ddl(protocol: str) -> None:
     script = "CREATE TABLE t (a INT PRIMARY KEY);\n" + "".join(
         f"INSERT INTO t VALUES ({i});\n" for i in range(2500)

@@ -96,7 +96,9 @@ DELETE FROM t WHERE id = 2;
 """
 
 
-@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
+@pytest.mark.parametrize(
+    "protocol", ["canal-json", "open-protocol", "craft", "simple", "simple&encoding-format=avro"]
+)
 def test_cli_replay_then_decode(tmp_path: Path, protocol: str) -> None:
     script = tmp_path / "s.sql"
     script.write_text(SCRIPT)

@@ -84,6 +84,8 @@ class Changefeed:
     filter_rules: tuple[str, ...] = ("*.*",)
     output_raw_change_event: bool = False
     enable_old_value: bool = True
+    # [integrity] corruption-handle-level: what TiCDC does on a bad checksum; none happen here
+    corruption_handle_level: str = "warn"
     faults: Faults = Faults()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -135,6 +137,45 @@ def _positive(value: Any, where: str) -> int:
     if value <= 0:
         raise ConfigError(f"{where}: must be greater than 0, got {value}")
     return value
+
+
+def _count(value: Any, where: str) -> int:
+    """An integer >= 0 (0 turns a schedule off)."""
+    number = _integer(value, where)
+    if number < 0:
+        raise ConfigError(f"{where}: must be 0 or more, got {number}")
+    return number
+
+
+def _encoding_format(value: Any, where: str) -> str:
+    text = _text(value, where).strip().lower()
+    if text not in ("json", "avro"):
+        raise ConfigError(f"{where}: {value!r}; the simple protocol's formats are json and avro")
+    return text
+
+
+def _integrity_level(value: Any, where: str) -> bool:
+    """[integrity] integrity-check-level: whether rows carry checksums (`correctness`)."""
+    text = _text(value, where)
+    if text not in ("none", "correctness"):
+        raise ConfigError(f"{where}: {value!r} is not none or correctness")
+    return text == "correctness"
+
+
+def _corruption_level(value: Any, where: str) -> str:
+    text = _text(value, where)  # what TiCDC does on a checksum mismatch: no effect on output
+    if text not in ("warn", "error"):
+        raise ConfigError(f"{where}: {value!r} is not warn or error")
+    return text
+
+
+def _not_at_start(value: Any, where: str) -> bool:
+    if parse_bool(value, where):
+        raise ConfigError(
+            f"{where}: sending every table's BOOTSTRAP when the changefeed starts is not"
+            " simulated yet (tables get theirs before their first row)"
+        )
+    return False
 
 
 def _text(value: Any, where: str) -> str:
@@ -192,6 +233,7 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "only-output-updated-columns": ("only_output_updated_columns", parse_bool),
     "delete-only-output-handle-key-columns": ("delete_only_output_handle_key_columns", parse_bool),
     "ticdc-version": ("profile", _profile),
+    "encoding-format": ("encoding_format", _encoding_format),
     # TiCDC reads these from [sink.kafka-config.large-message-handle] only; ours in the URI too
     **_LARGE,
 }
@@ -229,7 +271,6 @@ _URI_IGNORED = frozenset(
         "avro-include-before-value",
         "avro-enable-watermark",
         "schema-registry",
-        "encoding-format",
         "simple-include-start-ts",
         "debezium-disable-schema",
         "debezium-include-start-ts",
@@ -315,6 +356,19 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         parse_bool,
     ),
     ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
+    ("sink", "kafka-config", "codec-config", "encoding-format"): (
+        "encoding_format",
+        _encoding_format,
+    ),
+    ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
+    ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count),
+    ("sink", "send-bootstrap-to-all-partition"): (
+        "send_bootstrap_to_all_partition",
+        parse_bool,
+    ),
+    ("sink", "send-all-bootstrap-at-start"): ("send_all_bootstrap_at_start", _not_at_start),
+    ("integrity", "integrity-check-level"): ("enable_row_checksum", _integrity_level),
+    ("integrity", "corruption-handle-level"): ("corruption_handle_level", _corruption_level),
     **{("sink", "kafka-config", "large-message-handle", k): v for k, v in _LARGE.items()},
     # ours: the at-least-once scenarios (Faults)
     ("faults", "duplicate-rate"): ("fault_duplicate_rate", _rate),
@@ -342,7 +396,6 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("mounter",),
         ("consistent",),
         ("scheduler",),
-        ("integrity",),
         ("synced-status",),
         ("sink", "encoder-concurrency"),
         ("sink", "schema-registry"),
@@ -350,10 +403,6 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("sink", "advance-timeout-in-sec"),
         ("sink", "tidb-source-id"),
         ("sink", "enable-kafka-sink-v2"),
-        ("sink", "send-bootstrap-interval-in-sec"),
-        ("sink", "send-bootstrap-in-msg-count"),
-        ("sink", "send-bootstrap-to-all-partition"),
-        ("sink", "send-all-bootstrap-at-start"),
         *(("sink", "kafka-config", k) for k in sorted(_URI_IGNORED)),
         ("sink", "kafka-config", "sasl-oauth-client-id"),
         ("sink", "kafka-config", "sasl-oauth-client-secret"),
@@ -540,6 +589,16 @@ def _adjust(feed: Changefeed) -> Changefeed:
             "force-replicate must be disabled, when the large message handle is enabled,"
             f' large message handle: "{codec.large_message_handle_option}"'
         )
+    if codec.enable_row_checksum and protocol not in ("simple", "avro"):
+        # only these protocols write checksums (common/config.go EnableRowChecksum readers)
+        warnings.append(f"integrity-check-level has no effect on protocol {protocol}'s messages")
+    if codec.only_output_updated_columns and protocol not in ("canal-json", "open-protocol"):
+        warnings.append(f"only-output-updated-columns has no effect with protocol {protocol}")
+    if codec.delete_only_output_handle_key_columns and protocol == "simple":
+        # simple's marshaller writes every column of a delete (handle keys only when too large)
+        warnings.append("delete-only-output-handle-key-columns has no effect with protocol simple")
+    if codec.encoding_format != "json" and protocol != "simple":
+        warnings.append(f"encoding-format has no effect with protocol {protocol}")
     if codec.content_compatible and protocol != "canal-json":
         # common/config.go Apply reads content-compatible for canal-json only
         codec = replace(codec, content_compatible=False)

@@ -7,7 +7,7 @@ import base64
 from decimal import Decimal
 from typing import Any
 
-from ticdc_sim.encoders import Decoded, DecodedCheckpoint, DecodedDDL
+from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 
@@ -67,6 +67,14 @@ def decoded_record(event: Decoded) -> dict[str, Any]:
     """A decoded protocol event as one JSON object."""
     if isinstance(event, DecodedCheckpoint):
         return {"type": "checkpoint", "ts": event.ts}
+    if isinstance(event, DecodedBootstrap):
+        return {
+            "type": "bootstrap",
+            "schema": event.schema,
+            "table": event.table,
+            "table_id": event.table_id,
+            "version": event.version,
+        }
     if isinstance(event, DecodedDDL):
         return {
             "type": "ddl",

@@ -18,6 +18,7 @@ clock (the physical part of commit ts), so that the same input gives the same re
   forced after each DDL, and a last one covering the final commit; each is broadcast to every
   partition of every active topic. The checkpoint is the commit ts of the last event processed,
   so it never goes back and every later row has a larger commit ts.
+- simple's BOOTSTRAP messages (`pkg/sink/codec/bootstraper.go`, see `Bootstraps`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ticdc_sim.errors import Warnings
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
-from ticdc_sim.model.tso import physical_ms
+from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import EventRouter
 from ticdc_sim.sinks import Sink
@@ -40,6 +41,9 @@ from ticdc_sim.sinks.claim_check import ClaimStorage
 from ticdc_sim.sinks.faults import FaultySink, lagged
 
 BATCH_ROWS = 2048  # worker.go batchSize
+BOOTSTRAP_TICK_MS = 5_000  # bootstraper.go bootstrapWorkerTickerInterval
+BOOTSTRAP_GC_MS = 30_000  # bootstrapWorkerGCInterval
+BOOTSTRAP_INACTIVE_MS = 30 * 60_000  # defaultMaxInactiveDuration
 BATCH_INTERVAL_MS = 15  # worker.go batchInterval
 CHECKPOINT_INTERVAL_MS = 1000  # ddl_sink.go ticker
 
@@ -87,6 +91,88 @@ class Summary:
     injected: int = 0  # records [faults] added
 
 
+@dataclass
+class _TableStatistic:
+    """bootstraper.go tableStatistic: one table's (one physical table's) bootstrap state."""
+
+    info: TableInfo
+    topic: str
+    partitions: int
+    counter: int = 0  # partition-key groups since the last BOOTSTRAP
+    last_row_ms: int = 0
+    last_send_ms: int | None = None  # None: never sent (TiCDC's Unix epoch)
+
+
+class Bootstraps:
+    """When simple's BOOTSTRAP messages go out (bootstraper.go), on the simulated clock.
+
+    A table's first group of rows sends one at once, before the rows; then a 5 s ticker sends
+    one for every table whose last was `send-bootstrap-interval-in-sec` ago or that sent
+    `send-bootstrap-in-msg-count` groups since. TiCDC counts the encoder group's `AddEvents`
+    calls, one per partition-key group of a batch, not rows, and keys tables by physical id
+    (each partition of a partitioned table on its own); so do we. Tables without rows for
+    30 minutes are dropped on a 30 s ticker and start over at their next row. Ticks visit
+    tables in first-row order where TiCDC's `sync.Map` order is random."""
+
+    def __init__(self, interval_s: int, count: int) -> None:
+        self.interval_ms = interval_s * 1000
+        self.count = count
+        self.tables: dict[int, _TableStatistic] = {}
+        self._next_tick: int | None = None
+        self._next_gc: int | None = None
+
+    def add(
+        self, row: RowChangedEvent, topic: str, partitions: int, now: int
+    ) -> list[_TableStatistic]:
+        """A group's first row (encoder_group.go AddEvents): the tables to send for now."""
+        table = self.tables.get(row.physical_table_id)
+        if table is None:
+            table = self.tables[row.physical_table_id] = _TableStatistic(
+                row.table, topic, partitions, 1, now
+            )
+            return self._due([table], now)
+        table.counter += 1
+        table.last_row_ms = now
+        if row.table is not table.info:  # a new version or a new name (RENAME)
+            table.info = row.table
+        table.partitions = partitions
+        return []
+
+    def tick(self, now: int) -> list[_TableStatistic]:
+        """The tickers up to `now`: the tables to send for."""
+        if self._next_tick is None:
+            self._next_tick, self._next_gc = now + BOOTSTRAP_TICK_MS, now + BOOTSTRAP_GC_MS
+            return []
+        assert self._next_gc is not None
+        due: list[_TableStatistic] = []
+        while now >= min(self._next_tick, self._next_gc):
+            if self._next_gc <= self._next_tick:
+                at = self._next_gc
+                self.tables = {
+                    k: t
+                    for k, t in self.tables.items()
+                    if at - t.last_row_ms <= BOOTSTRAP_INACTIVE_MS
+                }
+                self._next_gc += BOOTSTRAP_GC_MS
+            else:
+                due += self._due(list(self.tables.values()), self._next_tick)
+                self._next_tick += BOOTSTRAP_TICK_MS
+        return due
+
+    def _due(self, tables: list[_TableStatistic], now: int) -> list[_TableStatistic]:
+        out = []
+        for table in tables:  # shouldSendBootstrapMsg, then reset
+            last = table.last_send_ms
+            if last is None or now - last >= self.interval_ms or table.counter >= self.count:
+                table.last_send_ms, table.counter = now, 0
+                out.append(table)
+        return out
+
+
+def _no_bootstrap(info: TableInfo, ts: int) -> Message:
+    raise AssertionError("BOOTSTRAP messages are the simple protocol's")
+
+
 class Pipeline:
     """Feed it events in commit order (`push`), then `close` it; or `run` an iterable."""
 
@@ -127,6 +213,16 @@ class Pipeline:
         self._tick_origin: int | None = None  # the ticker's grid, when resumed mid-run
         self._seen_ts = 0  # commit ts of the last event processed
         self._sent_ts = 0  # the last checkpoint sent
+        self.bootstraps = (
+            Bootstraps(codec.send_bootstrap_interval_in_sec, codec.send_bootstrap_in_msg_count)
+            if codec.bootstrap
+            else None
+        )
+        self._bootstrap_all = codec.send_bootstrap_to_all_partition
+        # simple's own verb: only its encoder has it
+        self._encode_bootstrap: Callable[[TableInfo, int], Message] = (
+            getattr(self.encoder, "encode_bootstrap", None) or _no_bootstrap
+        )
 
     # -- the replication filter ------------------------------------------------------------------
 
@@ -186,6 +282,8 @@ class Pipeline:
         now = physical_ms(event.commit_ts)
         if self._next_tick is None or now >= self._next_tick:
             self._tick(now)
+        if self.bootstraps is not None:
+            self._send_bootstraps(self.bootstraps.tick(now), now)
         if isinstance(event, RowChangedEvent):
             if not self.replicates(event.table):
                 self.summary.skipped_rows += 1
@@ -314,8 +412,22 @@ class Pipeline:
             assert self.claims is not None
             self.claims.write(self.encoder.claims)
             self.encoder.claims.clear()
-        for (topic, partition, _), messages in zip(groups, built, strict=True):
+        bootstraps = self.bootstraps
+        for (topic, partition, _), rows, messages in zip(
+            groups, groups.values(), built, strict=True
+        ):
+            if bootstraps is not None:  # AddEvents: before the group's rows
+                now = physical_ms(rows[-1].commit_ts)
+                self._send_bootstraps(
+                    bootstraps.add(rows[0], topic, self._partitions_of(topic), now), now
+                )
             self._send(topic, partition, messages)
+
+    def _send_bootstraps(self, tables: list[_TableStatistic], now: int) -> None:
+        for table in tables:  # bootstrapWorker.generateEvents
+            message = self._encode_bootstrap(table.info, now << PHYSICAL_SHIFT_BITS)
+            for partition in range(table.partitions if self._bootstrap_all else 1):
+                self._send(table.topic, partition, [message])
 
     def _send_ddl(self, ddl: DDLEvent) -> None:
         message = self.encoder.encode_ddl(ddl)

@@ -44,6 +44,23 @@ class CodecConfig:
     large_message_handle_compression: str = "none"
     claim_check_storage_uri: str = ""
     claim_check_raw_value: bool = False
+    # simple: [sink.kafka-config.codec-config] encoding-format, [integrity] (row checksums),
+    # and the bootstrap schedule of [sink] (pkg/config/sink.go defaults)
+    encoding_format: str = "json"
+    enable_row_checksum: bool = False
+    send_bootstrap_interval_in_sec: int = 120
+    send_bootstrap_in_msg_count: int = 10000
+    send_bootstrap_to_all_partition: bool = True
+    send_all_bootstrap_at_start: bool = False
+
+    @property
+    def bootstrap(self) -> bool:
+        """Whether BOOTSTRAP messages are sent (config.go ShouldSendBootstrapMsg)."""
+        return (
+            self.protocol == "simple"
+            and self.send_bootstrap_interval_in_sec > 0
+            and self.send_bootstrap_in_msg_count > 0
+        )
 
     @property
     def only_updated(self) -> bool:
@@ -98,7 +115,17 @@ class DecodedCheckpoint:
     ts: int
 
 
-Decoded = DecodedRow | DecodedDDL | DecodedCheckpoint
+@dataclass(frozen=True, slots=True)
+class DecodedBootstrap:
+    """A table schema sent for consumers that join late (simple's BOOTSTRAP)."""
+
+    schema: str
+    table: str
+    table_id: int
+    version: int
+
+
+Decoded = DecodedRow | DecodedDDL | DecodedCheckpoint | DecodedBootstrap
 
 
 class Encoder(Protocol):
@@ -133,10 +160,12 @@ class Decoder(Protocol):
 # TiCDC protocol name -> module; the modules that exist so far
 PROTOCOLS: dict[str, str] = {
     "canal-json": "ticdc_sim.encoders.canal_json",
+    "craft": "ticdc_sim.encoders.craft",
     "open-protocol": "ticdc_sim.encoders.open_protocol",
+    "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED = ("craft", "simple", "avro", "debezium", "csv", "maxwell", "canal")
+PLANNED = ("avro", "debezium", "csv", "maxwell", "canal")
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 

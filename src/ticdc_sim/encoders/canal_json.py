@@ -14,17 +14,16 @@ map in TiCDC and so comes out in random key order; we write table order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from decimal import Decimal
 from itertools import repeat
-from operator import add, itemgetter, rshift
+from operator import add, rshift
 from typing import Any
 
 import orjson
 
 from ticdc_sim.encoders import (
-    MAX_RECORD_OVERHEAD,
     CodecConfig,
     Decoded,
     DecodedCheckpoint,
@@ -35,19 +34,19 @@ from ticdc_sim.encoders import (
     columnar,
     large,
 )
-from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer, row_messages
+from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
+    DDL_TYPES,
     full_type,
     java_type,
     promoted_java_type,
     short_type,
     unsigned_promotion,
 )
-from ticdc_sim.errors import DecodeError, EncodeError
+from ticdc_sim.errors import DecodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32
-from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
@@ -56,43 +55,6 @@ from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 
 # from commit to encoding: TiCDC's resolved-ts interval and sink batching, simulated
 REPLICATION_LAG_MS = 200
-
-# canal_entry.go convertDdlEventType; everything else is QUERY
-DDL_TYPES: dict[A, str] = {
-    A.CREATE_TABLE: "CREATE",
-    A.RENAME_TABLE: "RENAME",
-    A.RENAME_TABLES: "RENAME",
-    A.ADD_INDEX: "CINDEX",
-    A.ADD_FOREIGN_KEY: "CINDEX",
-    A.ADD_PRIMARY_KEY: "CINDEX",
-    A.DROP_INDEX: "DINDEX",
-    A.DROP_FOREIGN_KEY: "DINDEX",
-    A.DROP_PRIMARY_KEY: "DINDEX",
-    A.DROP_TABLE: "ERASE",
-    A.TRUNCATE_TABLE: "TRUNCATE",
-    **{
-        a: "ALTER"
-        for a in (
-            A.ADD_COLUMN,
-            A.DROP_COLUMN,
-            A.MODIFY_COLUMN,
-            A.REBASE_AUTO_ID,
-            A.SET_DEFAULT_VALUE,
-            A.MODIFY_TABLE_COMMENT,
-            A.RENAME_INDEX,
-            A.ADD_TABLE_PARTITION,
-            A.DROP_TABLE_PARTITION,
-            A.MODIFY_TABLE_CHARSET_AND_COLLATE,
-            A.TRUNCATE_TABLE_PARTITION,
-            A.ALTER_INDEX_VISIBILITY,
-            A.MULTI_SCHEMA_CHANGE,
-            A.REORGANIZE_PARTITION,
-            A.ALTER_TABLE_PARTITIONING,
-            A.REMOVE_PARTITIONING,
-        )
-    },
-}
-
 
 # what `_tidb` says of a row re-encoded as too large, by large-message option
 _LARGE_TAILS: dict[str, list[bytes | str]] = {
@@ -198,9 +160,7 @@ class _TableCodec:
         return columnar.Layout(parts)
 
     def _object(self, image: str, picked: list[int]) -> Iterator[bytes | str]:
-        for n, i in enumerate(picked):
-            yield (b"," if n else b"") + self.keys[i]
-            yield f"{image}{i}"
+        return columnar.members(self.keys, image, picked)
 
     def encode(
         self,
@@ -250,7 +210,9 @@ class _TableCodec:
         return False
 
 
-class Encoder(columnar.BatchEncoder[_TableCodec]):
+class Encoder(columnar.RowEncoder[_TableCodec]):
+    protocol = "canal-json"
+
     def __init__(self, config: CodecConfig) -> None:
         super().__init__()
         self.config = config
@@ -258,62 +220,15 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
     def new_codec(self, info: TableInfo) -> _TableCodec:
         return _TableCodec(info, self.config)
 
-    def encode_rows(self, events: list[RowChangedEvent]) -> list[Message]:
-        """One message per row, in order."""
-        messages: list[Any] = [None] * len(events)
-        limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
-        compression = self.config.large_message_handle_compression
-        too_large: list[tuple[int, str, RowChangedEvent]] = []  # (position, kind, row)
-        for kind, positions, rows in columnar.shapes(events):
-            codec = self.codec(rows[0].table)
-            ts = columnar.commit_ts(rows)
-            values = codec.encode(kind, rows, ts)
-            if compression != "none":
-                values = [large.compress(compression, v) for v in values]
-            if max(map(len, values)) > limit:
-                for at, value in enumerate(values):
-                    if len(value) > limit:
-                        too_large.append(
-                            (at if positions is None else positions[at], kind, rows[at])
-                        )
-            found = row_messages(values, ts, codec.info)
-            messages = columnar.place(messages, positions, found)
-        for position, kind, row in sorted(too_large, key=itemgetter(0)):
-            message = messages[position]
-            messages[position] = message._replace(value=self._large(kind, row, message.value))
-        return messages
-
-    def _large(self, kind: str, row: RowChangedEvent, value: bytes) -> bytes:
-        """The value sent for a row whose record is too large (AppendRowChangedEvent)."""
-        config = self.config
-        option, compression = (
-            config.large_message_handle_option,
-            config.large_message_handle_compression,
-        )
-        if option == "none":
-            raise EncodeError(_too_large(row, len(value), config.max_message_bytes))
-        codec = self.codec(row.table)
-        locations = None
-        if option == "claim-check":
-            claim = large.claim(None, value, config.claim_check_raw_value)
-            self.claims.append(claim)
-            locations = [large.location(config.claim_check_storage_uri, claim.name)]
-        (text,) = codec.encode(kind, [row], [row.commit_ts], option, locations)
-        smaller = large.compress(compression, text)
-        if len(smaller) + MAX_RECORD_OVERHEAD > config.max_message_bytes:
-            raise EncodeError(
-                _too_large(row, len(smaller), config.max_message_bytes)
-                + f", even with only its handle-key columns ({option})"
-            )
-        return smaller
-
-    def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
-        messages = self.encode_rows([e for group in groups for e in group])
-        out, start = [], 0
-        for group in groups:
-            out.append(messages[start : start + len(group)])
-            start += len(group)
-        return out
+    def values(
+        self,
+        codec: _TableCodec,
+        kind: str,
+        rows: list[RowChangedEvent],
+        large: str = "none",
+        locations: list[str] | None = None,
+    ) -> Texts:
+        return codec.encode(kind, rows, columnar.commit_ts(rows), large, locations)
 
     def encode_ddl(self, event: DDLEvent) -> Message:
         es = physical_ms(event.commit_ts)
@@ -363,14 +278,6 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             self.config.large_message_handle_compression, gj.dumps(value, gj.GOCCY)
         )
         return Message(None, text, ts)
-
-
-def _too_large(row: RowChangedEvent, size: int, limit: int) -> str:
-    return (
-        f"a canal-json message of {size + MAX_RECORD_OVERHEAD} bytes for {row.table.schema}."
-        f"{row.table.name} at commit ts {row.commit_ts} exceeds max-message-bytes {limit}"
-        " (TiCDC: ErrMessageTooLarge)"
-    )
 
 
 # -- decoding ----------------------------------------------------------------------------------

@@ -28,9 +28,10 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import numpy
 import orjson
 
-from ticdc_sim.encoders import NO_HEADERS, Message
+from ticdc_sim.encoders import MAX_RECORD_OVERHEAD, NO_HEADERS, Message, large
 from ticdc_sim.encoders.large import Claim
 from ticdc_sim.encoders.types import INTEGER_TYPES
+from ticdc_sim.errors import EncodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import format_f, json_number
 from ticdc_sim.model.events import RowChangedEvent
@@ -414,3 +415,90 @@ class BatchEncoder(Generic[Codec]):
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         raise NotImplementedError
+
+
+class RowEncoder(BatchEncoder[Codec]):
+    """One keyless message per row (canal-json, simple): `values` renders a chunk of one
+    kind, and a row whose message is too large for max-message-bytes (value + 36) is sent as
+    large-message-handle-option says, as both protocols' AppendRowChangedEvent do: an error,
+    or re-rendered with its handle key only, its whole value first stored for claim-check."""
+
+    protocol = ""  # for error messages
+    config: Any  # CodecConfig
+
+    def values(
+        self,
+        codec: Codec,
+        kind: str,
+        rows: list[RowChangedEvent],
+        large: str = "none",
+        locations: list[str] | None = None,
+    ) -> Texts:
+        raise NotImplementedError
+
+    def encode_rows(self, events: list[RowChangedEvent]) -> list[Message]:
+        """One message per row, in order."""
+        messages: list[Any] = [None] * len(events)
+        limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
+        compression = self.config.large_message_handle_compression
+        too_large: list[tuple[int, str, RowChangedEvent]] = []  # (position, kind, row)
+        for kind, positions, rows in shapes(events):
+            codec = self.codec(rows[0].table)
+            values = self.values(codec, kind, rows)
+            if compression != "none":
+                values = [large.compress(compression, v) for v in values]
+            if max(map(len, values)) > limit:
+                for at, value in enumerate(values):
+                    if len(value) > limit:
+                        too_large.append(
+                            (at if positions is None else positions[at], kind, rows[at])
+                        )
+            found = row_messages(values, commit_ts(rows), rows[0].table)
+            messages = place(messages, positions, found)
+        for position, kind, row in sorted(too_large, key=itemgetter(0)):
+            message = messages[position]
+            messages[position] = message._replace(value=self._large(kind, row, message.value))
+        return messages
+
+    def _large(self, kind: str, row: RowChangedEvent, value: bytes) -> bytes:
+        """The value sent for a row whose message is too large."""
+        config = self.config
+        option = config.large_message_handle_option
+        if option == "none":
+            raise EncodeError(self._too_large(row, len(value)))
+        locations = None
+        if option == "claim-check":
+            claim = large.claim(None, value, config.claim_check_raw_value)
+            self.claims.append(claim)
+            locations = [large.location(config.claim_check_storage_uri, claim.name)]
+        (text,) = self.values(self.codec(row.table), kind, [row], option, locations)
+        smaller = large.compress(config.large_message_handle_compression, text)
+        if len(smaller) + MAX_RECORD_OVERHEAD > config.max_message_bytes:
+            raise EncodeError(
+                self._too_large(row, len(smaller))
+                + f", even with only its handle-key columns ({option})"
+            )
+        return smaller
+
+    def _too_large(self, row: RowChangedEvent, size: int) -> str:
+        """TiCDC's ErrMessageTooLarge; `size` the value's."""
+        return (
+            f"a {self.protocol} message of {size + MAX_RECORD_OVERHEAD} bytes for"
+            f" {row.table.schema}.{row.table.name} at commit ts {row.commit_ts} exceeds"
+            f" max-message-bytes {self.config.max_message_bytes} (TiCDC: ErrMessageTooLarge)"
+        )
+
+    def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
+        messages = self.encode_rows([e for group in groups for e in group])
+        out, start = [], 0
+        for group in groups:
+            out.append(messages[start : start + len(group)])
+            start += len(group)
+        return out
+
+
+def members(keys: Sequence[bytes], image: str, picked: Sequence[int]) -> Iterator[bytes | str]:
+    """A JSON object's members for a layout: `keys[i]` (`"name":`), then slot `<image><i>`."""
+    for n, i in enumerate(picked):
+        yield (b"," if n else b"") + keys[i]
+        yield f"{image}{i}"

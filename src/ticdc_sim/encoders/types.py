@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.mysql import TiDBFlag
 from ticdc_sim.model.table import ColumnInfo
@@ -155,3 +156,41 @@ def promoted_java_type(base: int, promotion: tuple[int, int] | None, value: Any)
         return base
     limit, promoted = promotion
     return promoted if value > limit else base
+
+
+# DDL event types by action: canal-json's (canal_entry.go convertDdlEventType) and simple's
+# (simple/message.go getDDLType) are the same table; everything else is QUERY
+DDL_TYPES: dict[A, str] = {
+    A.CREATE_TABLE: "CREATE",
+    A.RENAME_TABLE: "RENAME",
+    A.RENAME_TABLES: "RENAME",
+    A.ADD_INDEX: "CINDEX",
+    A.ADD_FOREIGN_KEY: "CINDEX",
+    A.ADD_PRIMARY_KEY: "CINDEX",
+    A.DROP_INDEX: "DINDEX",
+    A.DROP_FOREIGN_KEY: "DINDEX",
+    A.DROP_PRIMARY_KEY: "DINDEX",
+    A.DROP_TABLE: "ERASE",
+    A.TRUNCATE_TABLE: "TRUNCATE",
+    **{
+        action: "ALTER"
+        for action in (
+            A.ADD_COLUMN,
+            A.DROP_COLUMN,
+            A.MODIFY_COLUMN,
+            A.REBASE_AUTO_ID,
+            A.SET_DEFAULT_VALUE,
+            A.MODIFY_TABLE_COMMENT,
+            A.RENAME_INDEX,
+            A.ADD_TABLE_PARTITION,
+            A.DROP_TABLE_PARTITION,
+            A.MODIFY_TABLE_CHARSET_AND_COLLATE,
+            A.TRUNCATE_TABLE_PARTITION,
+            A.ALTER_INDEX_VISIBILITY,
+            A.MULTI_SCHEMA_CHANGE,
+            A.REORGANIZE_PARTITION,
+            A.ALTER_TABLE_PARTITIONING,
+            A.REMOVE_PARTITIONING,
+        )
+    },
+}

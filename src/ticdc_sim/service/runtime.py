@@ -28,7 +28,7 @@ from typing import Any
 from sqlglot import exp
 
 from ticdc_sim.config import Changefeed, changefeed, parse_replica_config
-from ticdc_sim.encoders import Message
+from ticdc_sim.encoders import Message, decoder_for
 from ticdc_sim.errors import SimError, SQLError, Warnings
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
@@ -170,8 +170,9 @@ class FeedLog:
     """Every record a changefeed sent, per (topic, partition) and in sending order, the newest
     `retain` of each kept (offsets stay). Tails wait on `changed` for new records."""
 
-    def __init__(self, retain: int) -> None:
+    def __init__(self, retain: int, learn: Callable[[bytes | None], None] | None = None) -> None:
         self.retain = retain
+        self.learn = learn  # the feed decoder's, shown every record as it is sent
         self.partitions: dict[tuple[str, int], list[Record]] = {}
         self.first: dict[tuple[str, int], int] = {}  # offset of each list's first record
         self.order: list[Record] = []  # sending order, for tails
@@ -189,6 +190,9 @@ class FeedLog:
             ]
             records += new
             self.order += new
+            if self.learn is not None:
+                for message in messages:
+                    self.learn(message.value)
             if len(records) > self.retain:
                 dropped = len(records) - self.retain
                 del records[:dropped]
@@ -271,7 +275,9 @@ class Feed:
         self.error: str | None = None
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
-        self.log = FeedLog(retain)
+        # one decoder a feed: simple's learns table schemas from the records as they are sent
+        self.decoder = decoder_for(self.changefeed.codec)
+        self.log = FeedLog(retain, getattr(self.decoder, "learn", None))
         logged: Sink = _LoggedSink(open_sink_(self.changefeed), self.log)
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)

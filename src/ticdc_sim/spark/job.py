@@ -155,12 +155,21 @@ def plan(
         raise ConfigError("[faults] are simulated by --engine local only")
     if feed.codec.large_message_handle_option == "claim-check":
         raise ConfigError("large-message-handle-option claim-check: --engine local only")
+    if feed.codec.bootstrap:
+        # each table's schedule runs through the whole changelog, which ranges split
+        raise ConfigError(
+            "simple's BOOTSTRAP schedule runs with --engine local only; set"
+            " send-bootstrap-interval-in-sec and send-bootstrap-in-msg-count to 0 for Spark"
+        )
     if spec.operations.wall_rate:
         raise ConfigError("operations.wall_rate paces a live run: --engine local only")
     copy = Replica(spec, None if datasets is None else datasets.value)
     ddls = copy.initial + [ddl for _, ddl in copy.chapters]
     partitions = pipeline.topics(ddls)
-    wanted = max(1, parallelism * _RANGES_PER_CORE)
+    # big runs get more, smaller tasks: a task's persisted writes and sorted input stay a few
+    # hundred MB whatever the run's size (100M events in 8 tasks ran the JVM out of heap)
+    pieces = -(-copy.txns // _TXNS_PER_TASK)
+    wanted = max(1, parallelism * _RANGES_PER_CORE, pieces)
     starts = [0]
     for i in range(1, wanted):
         cell = (copy.ms(copy.txns * i // wanted) - copy.origin_ms) // CHECKPOINT_INTERVAL_MS
@@ -168,7 +177,10 @@ def plan(
         if starts[-1] < start < copy.txns:
             starts.append(start)
     starts.append(copy.txns)
-    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism), datasets)
+    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism, pieces), datasets)
+
+
+_TXNS_PER_TASK = 250_000  # ~2M events of the mixed workload
 
 
 # -- stage 1: writes, by the rows a task owns ----------------------------------------------------

@@ -15,7 +15,6 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ticdc_sim.encoders import decoder_for
 from ticdc_sim.jsonout import decoded_record
 from ticdc_sim.service.models import (
     CheckpointResult,
@@ -140,9 +139,8 @@ def _b64(data: bytes | None) -> str | None:
 def _message(feed: Feed, record: Record, decode: bool) -> Message:
     decoded = None
     if decode:
-        decoder = decoder_for(feed.changefeed.codec)
         try:
-            decoded = [decoded_record(e) for e in decoder.decode(record.key, record.value)]
+            decoded = [decoded_record(e) for e in feed.decoder.decode(record.key, record.value)]
         except Exception as e:  # a record this protocol cannot read: said, not raised
             decoded = [{"type": "undecodable", "error": f"{type(e).__name__}: {e}"}]
     return Message(

@@ -52,6 +52,7 @@ function text(b64) {
 function summary(event) {
   if (event.type === "checkpoint") return `checkpoint ${event.ts}`;
   if (event.type === "ddl") return `DDL ${event.query}`;
+  if (event.type === "bootstrap") return `BOOTSTRAP ${event.schema}.${event.table} at version ${event.version}`;
   const image = event.columns || event.pre_columns || {};
   return `${event.type.toUpperCase()} ${event.schema}.${event.table} ${JSON.stringify(image)}`;
 }
