@@ -57,6 +57,11 @@ VARIANTS = {
     **{p: {} for p in sorted(PROTOCOLS)},
     "simple-avro": {"protocol": "simple", "encoding_format": "avro"},
     "simple-checksums": {"protocol": "simple", "enable_row_checksum": True},
+    "simple-avro-new-arch": {
+        "protocol": "simple",
+        "encoding_format": "avro",
+        "profile": "new-arch",
+    },
     "simple-avro-checksums": {
         "protocol": "simple",
         "encoding_format": "avro",

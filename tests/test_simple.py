@@ -297,12 +297,13 @@ def test_new_architecture_ddl_type_and_column_order() -> None:
     assert [c["name"] for c in table_schema(moved, "new-arch")["columns"]] == ["b", "a"]
 
 
+@pytest.mark.parametrize("profile", ["v8.5", "new-arch"])
 @pytest.mark.parametrize("checksums", [False, True])
 @pytest.mark.parametrize("large", ["none", "handle-key-only", "claim-check"])
-def test_avro_rows_are_the_bytes_fastavro_writes(checksums: bool, large: str) -> None:
+def test_avro_rows_are_the_bytes_fastavro_writes(checksums: bool, large: str, profile: str) -> None:
     from test_encoders import events as every_type_events
 
-    config = replace(AVRO, enable_row_checksum=checksums)
+    config = replace(AVRO, enable_row_checksum=checksums, profile=profile)  # type: ignore[arg-type]
     encoder = Encoder(config)
     rows = [e for e in every_type_events() if isinstance(e, RowChangedEvent)]
     rows += [r._replace(physical_table_id=2**40, commit_ts=2**63 + 5) for r in rows]

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
-from ticdc_sim.errors import SimError
+from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.generator.workload import Generator, parse
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import Record
@@ -80,6 +80,7 @@ storyline:
 FEEDS = [
     "?protocol=canal-json&enable-tidb-extension=true&partition-num=3",
     "?protocol=open-protocol&partition-num=4&max-batch-size=8",
+    "?protocol=craft&partition-num=2&max-batch-size=8",
 ]
 DISPATCH = """
 [sink]
@@ -175,6 +176,17 @@ def test_local_1_and_local_2_give_the_one_process_records(query: str) -> None:
 def test_dispatchers_from_the_changefeed_config_agree() -> None:
     query = FEEDS[0]
     same(spark_records("local[2]", query, DISPATCH), local_records(query, DISPATCH), "local[2]")
+
+
+NO_BOOTSTRAPS = "[sink]\nsend-bootstrap-interval-in-sec = 0\nsend-bootstrap-in-msg-count = 0\n"
+
+
+def test_simple_avro_without_its_bootstrap_schedule() -> None:
+    query = "?protocol=simple&encoding-format=avro&partition-num=2"
+    expected = local_records(query, NO_BOOTSTRAPS)
+    same(spark_records("local[2]", query, NO_BOOTSTRAPS), expected, "local[2]")
+    with pytest.raises(ConfigError, match="BOOTSTRAP schedule runs with --engine local only"):
+        spark_records("local[2]", "?protocol=simple")
 
 
 def test_ranges_start_at_ticks_and_cover_the_run() -> None:

@@ -274,10 +274,12 @@ def _writer(col: ColumnInfo) -> Writer:
 AvroValue = Callable[[Any], Any]
 
 
-def _avro_value(col: ColumnInfo) -> AvroValue:
+def _avro_value(col: ColumnInfo, profile: str) -> AvroValue:
     """A mounted value -> its ColumnValue branch (encodeValue4Avro), in fastavro's tuple
     notation where the value alone would not pick the branch TiCDC writes."""
     tp = col.tp
+    if tp == M.BIT and profile == "new-arch":  # ticdc writes BIT's number as a string
+        return lambda v: ("string", str(v))
     if tp == M.TIMESTAMP:
         return lambda v: ("com.pingcap.simple.avro.Timestamp", {"location": TIME_ZONE, "value": v})
     if tp == M.LONGLONG and col.unsigned:
@@ -319,9 +321,11 @@ def _avro_long(v: int) -> bytes:
     return _LONG_VALUES[v] if 0 <= v < _SMALL_LIMIT else b"\x02" + varint(v)
 
 
-def _avro_binary(col: ColumnInfo) -> Callable[[Any], bytes]:
+def _avro_binary(col: ColumnInfo, profile: str) -> Callable[[Any], bytes]:
     """A mounted value -> its ColumnValue bytes (branch index, then the value)."""
     tp = col.tp
+    if tp == M.BIT and profile == "new-arch":
+        return lambda v: b"\x08" + _avro_string(str(v))
     if tp == M.TIMESTAMP:
         zone = b"\x0c" + _avro_string(TIME_ZONE)
         return lambda v: zone + _avro_string(v)
@@ -401,9 +405,9 @@ class _TableCodec:
         if config.enable_row_checksum and all(f is not None for f in checksummers):
             self.checksum = [(c.offset, f) for c, f in zip(by_id, checksummers, strict=True) if f]
         if config.encoding_format == "avro":
-            self.avro_values = [_avro_value(c) for c in self.columns]
+            self.avro_values = [_avro_value(c, config.profile) for c in self.columns]
             self.names = [c.name for c in self.columns]
-            self.binary = [_avro_binary(c) for c in self.columns]
+            self.binary = [_avro_binary(c, config.profile) for c in self.columns]
             # each map entry starts with its key
             self.entry_keys = [_avro_string(c.name) for c in self.columns]
             # Message branch, DML type, DML branch, version 1, database, table
