@@ -3,6 +3,7 @@ schedule through the pipeline, row checksums, and the stateful decoder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -363,3 +364,28 @@ def test_every_ddl_type_with_its_table_schemas() -> None:
     assert (rename["preTableSchema"]["table"], rename["tableSchema"]["table"]) == ("a", "b")
     truncate = ddl[6]
     assert truncate["tableSchema"]["tableID"] != truncate["preTableSchema"]["tableID"]
+
+
+@pytest.mark.parametrize("config", [JSON, AVRO], ids=["json", "avro"])
+def test_truncated_or_corrupted_messages_are_refused_clearly(config: CodecConfig) -> None:
+    import random
+
+    run = replay(
+        SCRIPT,
+        "memory://?protocol=simple&partition-num=1"
+        + ("&encoding-format=avro" if config is AVRO else ""),
+    )
+    values = [r.value for r in run.sink.records() if r.value]
+    rng = random.Random(15)
+    for value in values:
+        decoder = Decoder(config)
+        for other in values:  # every schema known, so only the damage can fail
+            decoder.learn(other)
+        for end in range(0, len(value), max(1, len(value) // 40)):
+            with pytest.raises(DecodeError, match="simple"):
+                decoder.decode(None, value[:end])
+        for _ in range(60):
+            data = bytearray(value)
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            with contextlib.suppress(DecodeError):
+                decoder.decode(None, bytes(data))

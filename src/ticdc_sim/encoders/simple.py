@@ -867,7 +867,13 @@ class Decoder:
     def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
         if value is None:
             raise DecodeError("not a simple message: no value")
-        return [self._decode(value)]
+        try:
+            return [self._decode(value)]
+        except DecodeError:
+            raise
+        except Exception as e:  # truncated or corrupted: what and where, never a traceback
+            kind = "Avro" if self.avro else "JSON"
+            raise DecodeError(f"not a simple {kind} message ({type(e).__name__}: {e})") from None
 
     def learn(self, value: bytes | None) -> None:
         """Take the table schema of a BOOTSTRAP or DDL message and pass over the others
