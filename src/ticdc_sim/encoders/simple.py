@@ -217,7 +217,7 @@ def avro_table_schema(info: TableInfo, profile: str) -> dict[str, Any]:
         default = _default(col)
         if col.tp == M.BIT and default is not None:  # the raw bytes TiDB keeps, as a string
             raw = col.default.value if col.default is not None else b""
-            default = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+            default = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else str(raw)
         columns.append(
             {
                 "name": col.name,
