@@ -84,6 +84,7 @@ class Plan:
     starts: list[int]
     owners: int
     datasets: Any = None  # a Broadcast of the `initial_from` tables by index, or None
+    spill: bool = False  # stage 1's writes kept on disk, not in the JVM's heap
 
     @property
     def ranges(self) -> int:
@@ -166,10 +167,9 @@ def plan(
     copy = Replica(spec, None if datasets is None else datasets.value)
     ddls = copy.initial + [ddl for _, ddl in copy.chapters]
     partitions = pipeline.topics(ddls)
-    # big runs get more, smaller tasks: a task's persisted writes and sorted input stay a few
-    # hundred MB whatever the run's size (100M events in 8 tasks ran the JVM out of heap)
-    pieces = -(-copy.txns // _TXNS_PER_TASK)
-    wanted = max(1, parallelism * _RANGES_PER_CORE, pieces)
+    # big runs get more, smaller ranges, so that a stage-2 task's sorted input stays a few
+    # hundred MB; owners stay one a core, as each walks the whole schedule
+    wanted = max(1, parallelism * _RANGES_PER_CORE, -(-copy.txns // _TXNS_PER_TASK))
     starts = [0]
     for i in range(1, wanted):
         cell = (copy.ms(copy.txns * i // wanted) - copy.origin_ms) // CHECKPOINT_INTERVAL_MS
@@ -177,10 +177,14 @@ def plan(
         if starts[-1] < start < copy.txns:
             starts.append(start)
     starts.append(copy.txns)
-    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism, pieces), datasets)
+    spill = copy.txns > _TXNS_IN_HEAP
+    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism), datasets, spill)
 
 
-_TXNS_PER_TASK = 250_000  # ~2M events of the mixed workload
+_TXNS_PER_TASK = 250_000  # ~1M events of the mixed workload
+# stage 1's writes (~40 bytes each) stay in the JVM's heap up to ~10M transactions; beyond,
+# a 100M-event run with them in memory ran the 4 GB heap out
+_TXNS_IN_HEAP = 10_000_000
 
 
 # -- stage 1: writes, by the rows a task owns ----------------------------------------------------
@@ -459,7 +463,8 @@ def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
     )
     # kept (~40 bytes a write): repartitionByRange samples its input in a job of its own,
     # which would otherwise run stage 1 twice
-    keyed = writes.unionByName(markers).persist(StorageLevel.MEMORY_AND_DISK)
+    level = StorageLevel.DISK_ONLY if plan.spill else StorageLevel.MEMORY_AND_DISK
+    keyed = writes.unionByName(markers).persist(level)
     return (
         keyed.repartitionByRange(plan.ranges, "range")
         .sortWithinPartitions("range", "txn")
