@@ -44,8 +44,9 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
 
-# two tables (a reference between them), a storyline ALTER, multi-table transactions, hot
-# keys; a low commit rate, so the run spans many ticks of the checkpoint ticker (ranges)
+# three tables (a reference between them, key updates of an integer handle and of a unique
+# key, a `_tidb_rowid` table), a storyline ALTER, multi-table transactions, hot keys; a
+# low commit rate, so the run spans many ticks of the checkpoint ticker (ranges)
 SPEC = """
 seed: 11
 tables:
@@ -63,10 +64,15 @@ tables:
       amount: {uniform: [1, 500]}
       note: {faker: sentence, null_rate: 0.3}
     update: [amount, note]
+    key_updates: {share: 0.1}
+  - ddl: CREATE TABLE tags (id INT PRIMARY KEY NONCLUSTERED, tag VARCHAR(30), UNIQUE KEY (tag))
+    rows: 50
+    weight: 0.5
+    key_updates: {share: 0.3, columns: [tag]}
 operations:
   events: 6000
   mix: {insert: 3, update: 5, delete: 2}
-  transaction_size: {min: 1, max: 6}
+  transaction_size: {choice: {1: 5, 3: 3, 12: 1}}
   multi_table: 0.3
   keys: {hotspot: {keys: 0.05, share: 0.6}}
   commit_rate: 150
@@ -95,9 +101,8 @@ Row = tuple[str, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], 
 
 def local_records(query: str, toml: str | None = None) -> list[Row]:
     sink = MemorySink()
-    Pipeline(changefeed("memory://" + query, toml), sink).run(
-        Generator(parse(yaml.safe_load(SPEC))).events()
-    )
+    feed = changefeed("memory://" + query, toml)
+    Pipeline(feed, sink).run(Generator.capturing(parse(yaml.safe_load(SPEC)), feed).events())
     return [_row(r) for r in sink.records()]
 
 
@@ -178,6 +183,17 @@ def test_dispatchers_from_the_changefeed_config_agree() -> None:
     same(spark_records("local[2]", query, DISPATCH), local_records(query, DISPATCH), "local[2]")
 
 
+@pytest.mark.parametrize(
+    "toml", ["enable-old-value = false\n", "[sink.kafka-config]\noutput-raw-change-event = true\n"]
+)
+def test_the_changefeeds_capture_settings_agree(toml: str) -> None:
+    """Old values off and raw change events: both engines capture as the changefeed says."""
+    query = FEEDS[1]
+    expected = local_records(query, toml)
+    assert expected != local_records(query)
+    same(spark_records("local[2]", query, toml), expected, "local[2]")
+
+
 NO_BOOTSTRAPS = "[sink]\nsend-bootstrap-interval-in-sec = 0\nsend-bootstrap-in-msg-count = 0\n"
 
 
@@ -195,7 +211,7 @@ def test_ranges_start_at_ticks_and_cover_the_run() -> None:
     from ticdc_sim.spark import _Counting
 
     plan = job.plan(spec, feed, 4, Pipeline(feed, _Counting()), None)
-    copy = job.Replica(spec)
+    copy = job.Replica(spec, feed)
     assert plan.starts[0] == 0 and plan.starts[-1] == copy.txns
     assert plan.ranges > 4  # enough ticks to cut
     for start in plan.starts[1:-1]:  # the first transaction of a new 1 s cell
@@ -382,7 +398,10 @@ CHANGES_SQL = """
 INSERT INTO items VALUES (1,'a',1.50,'2024-01-01 00:00:00.123',x'00ff'),(2,'b',2,NULL,NULL),
   (3,'c',3.25,'2024-01-02 10:00:00',x'01');
 UPDATE items SET price = price + 1 WHERE id = 2;
+BEGIN;
 UPDATE items SET id = 10 WHERE id = 1;
+INSERT INTO items VALUES (5,'e',1,NULL,NULL);
+COMMIT;
 UPDATE items SET name = 'z' WHERE id = 3;
 DELETE FROM items WHERE id = 2;
 """
@@ -393,17 +412,30 @@ def _item(id_: int, name: str, price: str, at: str | None, data: bytes | None) -
     return {"id": id_, "name": name, "price": Decimal(price), "at": at, "data": data}
 
 
-def test_records_from_changes_are_those_of_the_sql_engine() -> None:
+@pytest.mark.parametrize(
+    "toml",
+    [None, "enable-old-value = false\n", "[sink.kafka-config]\noutput-raw-change-event = true\n"],
+)
+def test_records_from_changes_are_those_of_the_sql_engine(toml: str | None) -> None:
     """A user's DataFrame of row changes (key-changing updates unsplit) gives the records
-    the SQL engine's changelog of the same statements gives: same values, same order, the
-    updates of the primary and of a unique key split as TiCDC splits them."""
+    the SQL engine's changelog of the same statements gives: same values, same order (a
+    moved primary key is a delete and an insert in the sorter's order), the update of a
+    unique key split as TiCDC splits it, and the changefeed's capture settings honoured."""
     from ticdc_sim.generator.sql.engine import Engine, EngineConfig
     from ticdc_sim.generator.sql.script import split_script
     from ticdc_sim.model.events import DDLEvent
     from ticdc_sim.model.tso import compose_ts, physical_ms
     from ticdc_sim.spark.changes import records_from_changes
 
-    engine = Engine(EngineConfig(database="test"))
+    query = FEEDS[1]
+    feed = changefeed("memory://" + query, toml)
+    engine = Engine(
+        EngineConfig(
+            database="test",
+            old_value=feed.enable_old_value,
+            output_raw_change_event=feed.output_raw_change_event,
+        )
+    )
     script = (CHANGES_DDL + ";\n" + CHANGES_SQL).splitlines(keepends=True)
     events = list(engine.run(split_script(script)))
     ddl, rows = events[0], events[1:]
@@ -419,13 +451,13 @@ def test_records_from_changes_are_those_of_the_sql_engine() -> None:
         (stamps[0], "insert", None, c),
         (stamps[1], "update", b, b2),
         (stamps[2], "update", a, {**a, "id": 10}),
+        (stamps[2], "insert", None, _item(5, "e", "1.00", None, None)),
         (stamps[3], "update", c, {**c, "name": "z"}),
         (stamps[4], "delete", b2, None),
     ]
     spark = _session("local[2]")
     df = spark.createDataFrame(changes, f"commit_ts long, op string, before {ITEMS}, after {ITEMS}")
-    query = FEEDS[0]
-    got = records_from_changes(spark, df, CHANGES_DDL, "blackhole://" + query)
+    got = records_from_changes(spark, df, CHANGES_DDL, "blackhole://" + query, toml)
     try:
         rows_got = sorted(
             (
@@ -445,7 +477,7 @@ def test_records_from_changes_are_those_of_the_sql_engine() -> None:
         ddl, start_ts=ts - 1, commit_ts=ts, table_info=ddl.table_info.evolve(update_ts=ts)
     )
     sink = MemorySink()
-    Pipeline(changefeed("memory://" + query), sink).run([created, *rows])
+    Pipeline(feed, sink).run([created, *rows])
     same(rows_got, [_row(r) for r in sink.records()], "records_from_changes")
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 import support_random_sql as rs
 from ticdc_sim.cli import app
-from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.workload import Generator, SpecError, load, parse
 from ticdc_sim.generator.workload.run import primary_key
@@ -108,6 +109,18 @@ def events(raw: dict[str, Any]) -> list[DDLEvent | RowChangedEvent]:
             "one generator a column, not faker and uniform",
         ),
         (lambda s: s.update(colour=1), "colour: Extra inputs are not permitted"),
+        (
+            lambda s: s["tables"][0].update(key_updates={"share": 0}),
+            "tables[0].key_updates.share: Input should be greater than 0",
+        ),
+        (
+            lambda s: s["operations"].update(transaction_size={"max": 3, "choice": {1: 1}}),
+            "operations.transaction_size: Value error, `min`/`max` or `choice`",
+        ),
+        (
+            lambda s: s["operations"].update(transaction_size={"choice": {0: 1}}),
+            "operations.transaction_size.choice[0] (the key): Input should be greater than or equal to 1",
+        ),
     ],
 )
 def test_spec_errors_name_their_path(change: Any, message: str) -> None:
@@ -131,7 +144,15 @@ def test_spec_errors_name_their_path(change: Any, message: str) -> None:
         ),
         (
             lambda s: s["tables"][1].update(update=["id"]),
-            "tables[1].update: key columns keep their values",
+            "tables[1].update: key columns change by `key_updates` only",
+        ),
+        (
+            lambda s: s["tables"][1].update(key_updates={"share": 0.1, "columns": ["amount"]}),
+            "tables[1].key_updates.columns: amount is not a primary or unique key column",
+        ),
+        (
+            lambda s: s["tables"][0].update(key_updates={"share": 0.1}),
+            "ref customers.id: customers's key_updates change id",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(nope={}),
@@ -153,6 +174,10 @@ def test_spec_errors_name_their_path(change: Any, message: str) -> None:
         (
             lambda s: s["tables"][1]["columns"].update(amount={"uniform": [1e12, 1e13]}),
             "orders.amount: a drawn value",
+        ),
+        (
+            lambda s: s["tables"][0]["columns"].update(city={"faker": "paragraph"}),
+            "(`length: [min, max]` cuts drawn strings to max characters)",
         ),
     ],
 )
@@ -241,6 +266,26 @@ def test_changes_are_consistent() -> None:
     assert kinds["insert"] and kinds["update"] and kinds["delete"]
 
 
+def test_length_cuts_faker_strings_and_sizes_follow_their_weights() -> None:
+    raw = spec(transaction_size={"choice": {1: 3, 5: 1}}, multi_table=0, events=2000)
+    raw["tables"][0]["columns"]["city"] = {"faker": "paragraph", "length": [1, 30]}
+    stream = events(raw)
+    cities = [
+        e.columns[2]
+        for e in stream
+        if isinstance(e, RowChangedEvent) and e.table.name == "customers" and e.columns
+    ]  # type: ignore[index]
+    assert cities and max(map(len, cities)) == 30
+    sizes = Counter(
+        len(list(g))
+        for _, g in itertools.groupby(
+            stream[72:], key=lambda e: e.commit_ts
+        )  # after the initial rows
+    )
+    assert set(sizes) <= {1, 2, 3, 4, 5}  # folding makes a five a little smaller at times
+    assert 2 < sizes[1] / sum(n for k, n in sizes.items() if k > 1) < 4.5
+
+
 def test_the_mix_and_the_key_distribution() -> None:
     raw = spec(
         events=6000,
@@ -297,35 +342,59 @@ def test_the_sql_engine_captures_the_same_changes(storyline: bool) -> None:
         assert coupons["none"] and (coupons["SPRING"] or coupons["VIP"])
 
 
-def assert_engine_agrees(stream: list[DDLEvent | RowChangedEvent], tables: int) -> None:
+def assert_engine_agrees(
+    stream: list[DDLEvent | RowChangedEvent],
+    tables: int,
+    expected: list[DDLEvent | RowChangedEvent] | None = None,
+    config: EngineConfig | None = None,
+) -> None:
     """The stream's changes, run as SQL through the engine (its first `tables` DDL as the
     schema, later DDL where they came, each transaction between BEGIN and COMMIT), give the
-    same row events: kinds, images, order within each transaction."""
+    same row events: kinds, images, row ids, order within each transaction. `expected`:
+    the events to compare with instead (the same run captured under `config`, where the
+    stream, with old values, is what the SQL is written from)."""
     stamps = [e.commit_ts for e in stream]
     assert stamps == sorted(stamps)
     script = [f"{e.query};" for e in stream[:tables] if isinstance(e, DDLEvent)]
-    txns = []
     for key, group in itertools.groupby(stream[tables:], key=lambda e: (e.commit_ts, type(e))):
         if key[1] is DDLEvent:
             script += [f"{e.query};" for e in group if isinstance(e, DDLEvent)]
             continue
         changes = [e for e in group if isinstance(e, RowChangedEvent)]
-        txns.append(changes)
         script.append("BEGIN;")
-        script += [_statement(e) for e in changes]
+        script += _statements(changes)
         script.append("COMMIT;")
-    engine = Engine()
+    engine = Engine(config or EngineConfig())
     captured = [
         e
         for e in engine.run(split_script([line + "\n" for line in script], "w.sql"))
         if isinstance(e, RowChangedEvent)
     ]
-    got = [
-        [(e.kind, e.table.name, e.pre_columns, e.columns) for e in g]
-        for _, g in itertools.groupby(captured, key=lambda e: e.commit_ts)
+    want_events = [e for e in (expected or stream)[tables:] if isinstance(e, RowChangedEvent)]
+    assert _by_txn(captured) == _by_txn(want_events)
+
+
+def _by_txn(events: list[RowChangedEvent]) -> list[list[tuple[Any, ...]]]:
+    return [
+        [(e.kind, e.table.name, e.pre_columns, e.columns, e.row_id) for e in g]
+        for _, g in itertools.groupby(events, key=lambda e: e.commit_ts)
     ]
-    want = [[(e.kind, e.table.name, e.pre_columns, e.columns) for e in changes] for changes in txns]
-    assert got == want
+
+
+def _statements(changes: list[RowChangedEvent]) -> list[str]:
+    """A transaction's events as SQL; a delete and an insert of one row (the split of an
+    update that changed a key: the same `_tidb_rowid` or integer handle) as that UPDATE."""
+    inserts = {(e.table.name, e.row_id): e for e in changes if e.kind == "insert" and e.row_id != 0}
+    paired = set()
+    out = []
+    for e in changes:
+        insert = inserts.get((e.table.name, e.row_id)) if e.kind == "delete" else None
+        if insert is not None:
+            paired.add(id(insert))
+            out.append(_statement(e._replace(columns=insert.columns)))
+        elif id(e) not in paired:
+            out.append(_statement(e))
+    return out
 
 
 def _literal(value: Any) -> str:
@@ -350,7 +419,7 @@ def _statement(event: RowChangedEvent) -> str:
     assert event.pre_columns is not None
     old = event.pre_columns
     where = " AND ".join(f"`{names[i]}` = {_literal(old[i])}" for i in primary_key(info))
-    if event.kind == "delete":
+    if event.columns is None:
         return f"DELETE FROM {info.name} WHERE {where};"
     assert event.columns is not None
     sets = ", ".join(f"`{n}` = {_literal(v)}" for n, v in zip(names, event.columns, strict=True))
@@ -440,6 +509,13 @@ def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
     assert outputs[0] == outputs[1] and len(outputs[0]) == 3
     preview = CliRunner().invoke(app, ["generate", "--workload", str(path), "--preview", "4"])
     assert preview.exit_code == 0 and len(preview.stdout.splitlines()) == 4
+    # with a changefeed: what a consumer decodes of the records it would send (none sent)
+    uri = "kafka://127.0.0.1:1/shop?protocol=open-protocol&partition-num=2"
+    args = ["generate", "--workload", str(path), "--preview", "30", "--sink-uri", uri]
+    decoded = [orjson.loads(line) for line in CliRunner().invoke(app, args).stdout.splitlines()]
+    assert len(decoded) == 30 and decoded[0]["type"] == "ddl"
+    assert {d["topic"] for d in decoded} == {"shop"} and {d["partition"] for d in decoded} == {0, 1}
+    assert any(d["type"] == "insert" and d["columns"]["id"] for d in decoded)
     bad = CliRunner().invoke(app, ["generate", "--workload", str(tmp_path / "nope.yaml")])
     assert bad.exit_code == 1 and "nope.yaml: No such file" in bad.output
 
@@ -526,3 +602,114 @@ def test_initial_rows_need_a_file(tmp_path: Path) -> None:
     spec.tables[0] = spec.tables[0].model_copy(update={"initial_from": missing})
     with pytest.raises(SpecError, match="not a file"):
         read_datasets(spec)
+
+
+# -- key updates ---------------------------------------------------------------------------------
+
+# the row key of each kind: an integer handle, a clustered primary key of another type,
+# `_tidb_rowid` (a NONCLUSTERED primary key); key updates of the primary key, of a unique
+# key only, or of both
+REKEYED = [
+    {
+        "ddl": "CREATE TABLE a (id BIGINT PRIMARY KEY, code VARCHAR(20), v INT, UNIQUE KEY uk (code))",
+        "rows": 20,
+        "key_updates": {"share": 0.3},
+    },
+    {
+        "ddl": "CREATE TABLE b (k VARCHAR(24) PRIMARY KEY, v INT, w VARCHAR(5))",
+        "rows": 20,
+        "key_updates": {"share": 0.3},
+        "update": ["v"],
+    },
+    {
+        "ddl": "CREATE TABLE c (id BIGINT PRIMARY KEY NONCLUSTERED, u INT NOT NULL, v INT,"
+        " UNIQUE KEY (u))",
+        "rows": 20,
+        "key_updates": {"share": 0.3, "columns": ["id"]},
+    },
+    {
+        "ddl": "CREATE TABLE d (id INT PRIMARY KEY, email VARCHAR(40), v INT, UNIQUE KEY (email))",
+        "rows": 20,
+        "key_updates": {"share": 0.4, "columns": ["email"]},
+    },
+]
+
+
+def rekeyed(**operations: Any) -> dict[str, Any]:
+    return {
+        "seed": 5,
+        "tables": REKEYED,
+        "operations": {
+            "events": 800,
+            "mix": {"insert": 2, "update": 6, "delete": 1},
+            "transaction_size": {"choice": {1: 3, 4: 2, 9: 1}},
+            "multi_table": 0.4,
+            "keys": {"hotspot": {"keys": 0.2, "share": 0.5}},
+        }
+        | operations,
+    }
+
+
+def captured(raw: dict[str, Any], **capture: bool) -> list[DDLEvent | RowChangedEvent]:
+    return list(Generator(parse(raw), **capture).events())
+
+
+@pytest.mark.parametrize(
+    ("old_value", "raw_change_event"),
+    [(True, False), (True, True), (False, False)],
+    ids=["split", "raw", "no-old-value"],
+)
+def test_key_updates_are_what_the_sql_engine_captures(
+    old_value: bool, raw_change_event: bool
+) -> None:
+    """Updates that give rows new keys, run as SQL UPDATEs (and the split pairs they became
+    as UPDATEs again): the engine captures the same events, row ids and order included:
+    a moved handle as TiKV's delete and insert, another key's change split as TiCDC's MQ
+    sinks split it (or kept whole with output-raw-change-event), and without old values
+    insert-shaped updates and handle-only deletes."""
+    raw = rekeyed()
+    stream = captured(raw)  # with old values: what the SQL is written from
+    expected = captured(raw, old_value=old_value, raw_change_event=raw_change_event)
+    config = EngineConfig(old_value=old_value, output_raw_change_event=raw_change_event)
+    assert_engine_agrees(stream, len(REKEYED), expected, config)
+    rows = [e for e in expected if isinstance(e, RowChangedEvent)]
+    updates = [e for e in rows if e.kind == "update"]
+    if raw_change_event:  # d's email changes in place: whole updates with a changed key
+        assert any(e.table.name == "d" and e.pre_columns[1] != e.columns[1] for e in updates)  # type: ignore[index]
+    elif old_value:  # split: each update keeps its keys
+        assert updates and all(e.pre_columns[0] == e.columns[0] for e in updates)  # type: ignore[index]
+    else:
+        assert not updates
+        deletes = [e for e in rows if e.kind == "delete" and e.table.name == "b"]
+        assert deletes and all(e.pre_columns[1:] == (None, None) for e in deletes)  # type: ignore[index]
+
+
+def test_key_updates_keep_every_key_unique() -> None:
+    """Replayed into a model of the tables (by primary key): every old image is the live
+    row, every new key is free, and the unique keys of the live rows never collide, while
+    keys keep changing."""
+    stream = captured(rekeyed(events=3000))
+    unique = {"a": 1, "c": 1, "d": 1}  # each table's unique key column (b has none)
+    live: dict[str, dict[Any, tuple[Any, ...]]] = {name: {} for name in "abcd"}
+    moved = 0  # d's rows whose email changed: a delete and an insert of one id
+    for _, group in itertools.groupby(stream, key=lambda e: e.commit_ts):
+        changes = [e for e in group if isinstance(e, RowChangedEvent)]
+        for event in changes:
+            rows = live[event.table.name]
+            if event.pre_columns is not None:
+                assert rows.pop(event.pre_columns[0]) == event.pre_columns
+            if event.columns is not None:
+                assert event.columns[0] not in rows, "a primary key collides"
+                rows[event.columns[0]] = event.columns
+        for name, offset in unique.items():
+            values = [row[offset] for row in live[name].values()]
+            assert len(values) == len(set(values)), f"a unique key of {name} collides"
+        ids = Counter(
+            e.pre_columns[0] for e in changes if e.table.name == "d" and e.kind == "delete"
+        )  # type: ignore[index]
+        moved += sum(
+            1
+            for e in changes
+            if e.table.name == "d" and e.kind == "insert" and ids[e.columns[0]]  # type: ignore[index]
+        )
+    assert moved > 50

@@ -38,6 +38,7 @@ from ticdc_sim.model.tso import TSOClock
 from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
+from ticdc_sim.sinks.memory import MemorySink
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.workload.spec import Workload
@@ -382,31 +383,43 @@ def decode(
 ) -> None:
     """Print every message of SOURCE decoded, one JSON object a line, with its position.
     Claim-check messages are read from the config's claim-check-storage-uri."""
-    out = sys.stdout.buffer
     try:
         feed = changefeed(source, _read_config(config), str(config or ""))
-        decoder = decoder_for(feed.codec, _upstream(feed, upstream))
-        for record in _records(feed.sink):
-            try:
-                decoded = decoder.decode(record.key, record.value)
-            except SimError as e:
-                raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
-            except (ValueError, KeyError, TypeError, IndexError) as e:
-                where = _where(feed.sink, record)
-                raise SimError(
-                    f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
-                ) from None
-            for index, event in enumerate(decoded):
-                position = {
-                    "topic": record.topic,
-                    "partition": record.partition,
-                    "offset": record.offset,
-                    "index": index,
-                }
-                out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
+        _print_decoded(feed, _records(feed.sink), _upstream(feed, upstream))
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def _print_decoded(
+    feed: Changefeed, records: Iterable[Record], upstream: Upstream, limit: int | None = None
+) -> None:
+    """Each record's messages decoded, one JSON object a line with its position; `limit`:
+    no more than that many lines."""
+    out = sys.stdout.buffer
+    decoder = decoder_for(feed.codec, upstream)
+    printed = 0
+    for record in records:
+        try:
+            decoded = decoder.decode(record.key, record.value)
+        except SimError as e:
+            raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            where = _where(feed.sink, record)
+            raise SimError(
+                f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
+            ) from None
+        for index, event in enumerate(decoded):
+            if limit is not None and printed >= limit:
+                return
+            position = {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "index": index,
+            }
+            out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
+            printed += 1
 
 
 def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:
@@ -488,7 +501,11 @@ def generate(
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
     preview: Annotated[
-        int, typer.Option(help="print the first N events as JSON lines and stop")
+        int,
+        typer.Option(
+            help="print the first N events as JSON lines (with --sink-uri: as decoded from"
+            " the records) and stop"
+        ),
     ] = 0,
     progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
     engine: Annotated[
@@ -528,16 +545,17 @@ def generate(
             _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
             _print_warnings(warnings)
             return
-        generator = Generator(spec, read_datasets(spec))
-        events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
-        if preview:
-            _print_events(itertools.islice(events, preview))
-            return
         feed: Changefeed | None = None
         if sink_uri is not None:
             feed = changefeed(sink_uri, _read_config(config), str(config or ""))
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
+        datasets = read_datasets(spec)
+        generator = Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
+        events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
+        if preview:
+            _preview(feed, itertools.islice(events, preview), preview, warnings)
+            return
         if spec.operations.wall_rate:
             events = _paced(events, spec.operations.wall_rate)
         if progress:
@@ -547,6 +565,25 @@ def generate(
         else:
             _replay_to_sink(feed, events, overwrite, warnings)
     _print_warnings(warnings)
+
+
+def _preview(
+    feed: Changefeed | None,
+    events: Iterable[DDLEvent | RowChangedEvent],
+    count: int,
+    warnings: Warnings,
+) -> None:
+    """The first `count` events: without a changefeed as captured, with one as a consumer
+    decodes the records it would send (in the order sent; nothing is written)."""
+    if feed is None:
+        _print_events(events)
+        return
+    sink = MemorySink()
+    pipeline = Pipeline(feed, sink, warnings)
+    for event in events:
+        pipeline.push(event)
+    pipeline.close()
+    _print_decoded(feed, sink.arrived, _upstream(feed, None), count)
 
 
 def _generate_on_spark(

@@ -12,11 +12,13 @@ from ticdc_sim.sinks import LocalSink, Record
 class MemorySink(LocalSink):
     def __init__(self) -> None:
         self.partitions: dict[tuple[str, int], list[Record]] = {}
+        self.arrived: list[Record] = []  # every record, in the order it was sent
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
         records = self.partitions.setdefault((topic, partition), [])
         for m in messages:
             records.append(Record(topic, partition, len(records), m.key, m.value, m.headers))
+        self.arrived.extend(records[len(records) - len(messages) :])
 
     def records(self) -> Iterator[Record]:
         """Every record, by topic, then partition, then offset: how `decode` reads a directory."""

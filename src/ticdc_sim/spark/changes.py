@@ -10,10 +10,13 @@ The changes DataFrame has one row per row change:
   for an insert) and the new one (null for a delete).
 
 Values are converted as TiDB stores them for the column's type (a DECIMAL(10,2) gets two
-decimals, a too-long VARCHAR is an error). Within a transaction, rows leave in the order of
-TiCDC's sorter (deletes, updates, inserts, each by handle key) and updates that change the
-handle key or a unique key are split into a delete and an insert, as TiCDC's MQ sinks do
-(tiflow `cdc/model/sink.go` `trySplitAndSortUpdateEvent`). The table's CREATE TABLE is
+decimals, a too-long VARCHAR is an error). A transaction's rows are captured as the
+changefeed says (`generator/capture.py`): in the order of TiCDC's sorter (deletes, updates,
+inserts, each by row key; a changed handle is a delete and an insert), updates that change a
+handle-key or unique-key column split into a delete and an insert as TiCDC's MQ sinks do
+(unless `output-raw-change-event`), insert-shaped without old values. A table without a
+clustered primary key has `_tidb_rowid` as its row key, which the changes do not carry:
+its rows are ordered by primary key and carry no row id. The table's CREATE TABLE is
 replicated 1 ms before the first change.
 """
 
@@ -29,12 +32,12 @@ import pyarrow as pa
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.errors import SimError, SQLError
+from ticdc_sim.generator import capture
+from ticdc_sim.generator.capture import RowKeys
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.sql.values import column_converter
-from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import ColumnFlag
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import compose_ts, physical_ms
 from ticdc_sim.pipeline import CHECKPOINT_INTERVAL_MS, Pipeline
@@ -43,7 +46,6 @@ from ticdc_sim.spark.job import RANGED, Collect, number
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-_OPS = {"delete": 1, "update": 2, "insert": 3}  # TiCDC's sorter: deletes, updates, inserts
 _RANGES_PER_CORE = 4
 _IMAGES = {
     "insert": "an after image and no before",
@@ -167,10 +169,8 @@ def change_records(
     info = plan.info
     converters = [column_converter(c, lambda: dt.UTC) for c in info.columns]
     names = [c.name.lower() for c in info.columns]
-    flags = info.ticdc_flags()
-    split = [i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)]
-    handle = [i for i, f in enumerate(flags) if f & ColumnFlag.HANDLE_KEY]
-    int_handle = info.pk_handle_column is not None
+    keys = RowKeys.of(info)
+    feed = plan.feed
 
     def image(given: dict[str, Any] | None, commit_ts: int, side: str) -> tuple[Any, ...] | None:
         if given is None:
@@ -188,10 +188,9 @@ def change_records(
         return tuple(out)
 
     def events(commit_ts: int, rows: list[tuple[str, Any, Any]]) -> list[RowChangedEvent]:
-        keyed = []
+        changes: list[capture.Change] = []
         for op, before_given, after_given in rows:
-            order = _OPS.get(op)
-            if order is None:
+            if op not in _IMAGES:
                 raise SimError(
                     f"changes at commit_ts {commit_ts}: op {op!r} (insert, update, delete)"
                 )
@@ -200,26 +199,10 @@ def change_records(
             if (before is None) != (op == "insert") or (after is None) != (op == "delete"):
                 wanted = _IMAGES[op]
                 raise SimError(f"changes at commit_ts {commit_ts}: an {op} has {wanted}")
-            row = after if after is not None else before
-            assert row is not None
-            row_id = int(row[handle[0]]) if int_handle else 0
-            key = tuple(row[i] for i in handle)
-            event = RowChangedEvent(commit_ts - 1, commit_ts, info, info.id, after, before, row_id)
-            keyed.append(((order, key), event))
-        keyed.sort(key=lambda pair: pair[0])
-        out: list[RowChangedEvent] = []
-        moved = False
-        for _, event in keyed:
-            pre, post = event.pre_columns, event.columns
-            if pre is not None and post is not None and any(pre[o] != post[o] for o in split):
-                moved = True
-                out.append(event._replace(columns=None))
-                out.append(event._replace(pre_columns=None))
-            else:
-                out.append(event)
-        if moved:
-            go_sort(out, lambda a, b: _OPS[a.kind] < _OPS[b.kind])
-        return out
+            capture.add_change(
+                changes, keys, before, after, commit_ts - 1, commit_ts, feed.enable_old_value
+            )
+        return list(capture.in_order(changes, feed.output_raw_change_event))
 
     pipeline: Pipeline | None = None
     sink: Collect | None = None

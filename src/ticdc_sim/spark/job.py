@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 WRITES = (
-    "range int, txn long, epoch int, table long, row long, before long, after long, anchors binary"
+    "range int, txn long, epoch int, table long, row long, before long, after long,"
+    " anchors binary, serial_before long, serial_after long"
 )
 RANGED = (
     "topic string, partition int, range int, seq long, key binary, value binary,"
@@ -94,7 +95,7 @@ class Plan:
         return {} if self.datasets is None else dict(self.datasets.value)
 
     def generator(self) -> Generator:
-        return Generator(self.spec, self.tables())
+        return Generator.capturing(self.spec, self.feed, self.tables())
 
 
 class Replica:
@@ -102,8 +103,13 @@ class Replica:
     each epoch (storyline chapters applied), the chapters' DDL with the transaction they
     precede, the run's length. Built once per Python worker and spec."""
 
-    def __init__(self, spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
-        self.generator = gen = Generator(spec, datasets)
+    def __init__(
+        self,
+        spec: Workload,
+        feed: Changefeed,
+        datasets: Mapping[int, pa.Table] | None = None,
+    ) -> None:
+        self.generator = gen = Generator.capturing(spec, feed, datasets)
         self.initial: list[DDLEvent] = list(gen.ddl)
         self.chapters: list[tuple[int, DDLEvent]] = []
         self.epochs: dict[int, dict[int, TableState]] = {0: {t.info.id: t for t in gen.order}}
@@ -133,11 +139,13 @@ _REPLICAS: dict[bytes, Replica] = {}  # per Python worker, kept across its tasks
 
 
 def replica(plan: Plan) -> Replica:
-    key = hashlib.sha256(pickle.dumps((plan.spec, getattr(plan.datasets, "id", None)))).digest()
+    key = hashlib.sha256(
+        pickle.dumps((plan.spec, plan.feed, getattr(plan.datasets, "id", None)))
+    ).digest()
     found = _REPLICAS.get(key)
     if found is None:
         _REPLICAS.clear()
-        found = _REPLICAS[key] = Replica(plan.spec, plan.tables())
+        found = _REPLICAS[key] = Replica(plan.spec, plan.feed, plan.tables())
     return found
 
 
@@ -164,7 +172,7 @@ def plan(
         )
     if spec.operations.wall_rate:
         raise ConfigError("operations.wall_rate paces a live run: --engine local only")
-    copy = Replica(spec, None if datasets is None else datasets.value)
+    copy = Replica(spec, feed, None if datasets is None else datasets.value)
     ddls = copy.initial + [ddl for _, ddl in copy.chapters]
     partitions = pipeline.topics(ddls)
     # big runs get more, smaller ranges, so that a stage-2 task's sorted input stays a few
@@ -213,6 +221,8 @@ def owned_writes(plan: Plan, owner: int) -> Iterator[pa.RecordBatch]:
                 columns["anchors"].append(
                     None if anchors == (None, None) else pickle.dumps(anchors)
                 )
+                columns["serial_before"].append(w.serial_before)
+                columns["serial_after"].append(w.serial_after)
         if not columns["txn"]:
             continue
         txns = np.array(columns["txn"], dtype=np.int64)
@@ -226,12 +236,24 @@ def owned_writes(plan: Plan, owner: int) -> Iterator[pa.RecordBatch]:
                 pa.array(columns["before"], pa.int64()),
                 pa.array(columns["after"], pa.int64()),
                 pa.array(columns["anchors"], pa.binary()),
+                pa.array(columns["serial_before"], pa.int64()),
+                pa.array(columns["serial_after"], pa.int64()),
             ],
             names=["range", *_WRITE_NAMES],
         )
 
 
-_WRITE_NAMES = ["txn", "epoch", "table", "row", "before", "after", "anchors"]
+_WRITE_NAMES = [
+    "txn",
+    "epoch",
+    "table",
+    "row",
+    "before",
+    "after",
+    "anchors",
+    "serial_before",
+    "serial_after",
+]
 
 
 # -- stage 2: records, by range ------------------------------------------------------------------
@@ -364,7 +386,7 @@ class RangeRun:
 
     def extend(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Writes of this range (sorted by transaction; the range's marker has txn -1)."""
-        txn, epoch, table, row, before, after, anchors = (
+        txn, epoch, table, row, before, after, anchors, serial_before, serial_after = (
             batch.column(name).to_pylist() for name in _WRITE_NAMES
         )
         epochs = self.copy.epochs
@@ -372,7 +394,7 @@ class RangeRun:
             if txn[i] < 0:
                 continue
             b, a, found = before[i], after[i], anchors[i]
-            pair = pickle.loads(found) if found is not None else (None, None)
+            anchor_before, anchor_after = pickle.loads(found) if found is not None else (None, None)
             self.txns.append(txn[i])
             self.writes.append(
                 Write(
@@ -380,7 +402,10 @@ class RangeRun:
                     row[i],
                     None if b < 0 else b,
                     None if a < 0 else a,
-                    *pair,
+                    anchor_before,
+                    anchor_after,
+                    serial_before[i],
+                    serial_after[i],
                 )
             )
         while self.txns and self.txns[-1] >= self.until:
@@ -460,6 +485,8 @@ def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
         "cast(-1 as long) as before",
         "cast(-1 as long) as after",
         "cast(null as binary) as anchors",
+        "cast(-1 as long) as serial_before",
+        "cast(-1 as long) as serial_after",
     )
     # kept (~40 bytes a write): repartitionByRange samples its input in a job of its own,
     # which would otherwise run stage 1 twice

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings
+from ticdc_sim.generator.capture import key_order, split_key_changes
 from ticdc_sim.generator.sql import aggregate
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
@@ -61,7 +62,6 @@ from ticdc_sim.generator.sql.values import (
     format_datetime,
     timestamp_in_zone,
 )
-from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
@@ -654,7 +654,7 @@ class Engine:
                 # only keys new to this transaction: inserts in key order, nothing to split
                 rows = table.rows
                 handles = [h for h in firsts if h in rows]
-                handles.sort(key=None if table.int_handle else _key_order)
+                handles.sort(key=None if table.int_handle else key_order)
                 tid = info.id
                 events = _insert_events(start_ts, commit_ts, info, handles, rows, table.int_handle)
                 if events:
@@ -758,7 +758,7 @@ class Engine:
         return data.info, self._rows_of(data)
 
     def _rows_of(self, data: TableData) -> list[Row]:
-        order = sorted(data.rows, key=None if data.int_handle else _key_order)
+        order = sorted(data.rows, key=None if data.int_handle else key_order)
         return [self._emitted(data, data.rows[h]) or () for h in order]
 
     def _emitted(self, table: TableData, row: Row | None) -> Row | None:
@@ -776,20 +776,7 @@ class Engine:
     ) -> list[RowChangedEvent]:
         if self.config.output_raw_change_event:
             return events
-        offsets = table.split_offsets
-        out: list[RowChangedEvent] = []
-        split = False
-        for event in events:
-            pre, post = event.pre_columns, event.columns
-            if pre is not None and post is not None and any(pre[o] != post[o] for o in offsets):
-                split = True
-                out.append(event._replace(columns=None))
-                out.append(event._replace(pre_columns=None))
-            else:
-                out.append(event)
-        if split:
-            go_sort(out, lambda a, b: _kind_order(a) < _kind_order(b))
-        return out
+        return split_key_changes(events, table.split_offsets)
 
     @staticmethod
     def _physical_id(table: TableData, row: Row) -> int:
@@ -981,7 +968,7 @@ class Engine:
 
     @staticmethod
     def key_order(handle: Any) -> Any:
-        return _key_order(handle)
+        return key_order(handle)
 
     @staticmethod
     def unique_error(table: TableData, unique: Index, row: Row) -> SQLError:
@@ -1033,33 +1020,8 @@ def _insert_events(
     return list(map(_new_row_event, fields))
 
 
-def _kind_order(event: RowChangedEvent) -> int:
-    kind = event.kind
-    return 1 if kind == "delete" else 2 if kind == "update" else 3
-
-
-def _key_order(handle: Any) -> Any:
-    """Row-key order within one table: signed int handles, or the common handle's datums."""
-    if not isinstance(handle, tuple):
-        return handle
-    return tuple(_datum_key(v) for v in handle)
-
-
 def _order_and_key(change: tuple[int, Any, RowChangedEvent]) -> Any:
-    return change[0], _key_order(change[1])
-
-
-def _datum_key(value: Any) -> tuple[int, Any]:
-    # memcomparable flags order types; within a type the natural order holds
-    if value is None:
-        return (0, 0)
-    if isinstance(value, bytes):
-        return (1, value)
-    if isinstance(value, str):
-        return (1, value.encode("utf-8", "surrogateescape"))
-    if isinstance(value, int | float | Decimal):
-        return (3, value)
-    return (4, as_text(value))
+    return change[0], key_order(change[1])
 
 
 def _drops_rows(event: DDLEvent) -> bool:

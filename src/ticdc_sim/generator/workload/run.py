@@ -12,11 +12,15 @@ The schedule is a pure function of the seed, so it can be cut anywhere and recom
   of a table with no live row writes nothing. So `born` is a prefix count of inserts and
   the live count a walk reflected at 0: both scans, which a parallel engine can compute;
 - values are those of `values.py` at version 0 (the insert) or at the event index of the
-  update that last wrote them, so an update's old image is the previous new image.
+  update that last wrote them, so an update's old image is the previous new image;
+- key columns are a sequence over a serial: the row id, or, where key updates are on, 2 *
+  row id for a new row and 2 * j + 1 for the table's j-th key update, so keys never collide.
 
 Within a transaction each row yields one event (TiCDC folds: insert+update -> insert,
-update+update -> one update, insert+delete -> nothing, update+delete -> delete), in TiCDC's
-sorter order: by table id, deletes, updates, inserts, then by handle key.
+update+update -> one update, insert+delete -> nothing, update+delete -> delete), turned into
+what the changefeed captures by `generator/capture.py` (sorter order, moved handles, the MQ
+split of key changes, old values or not), with `_tidb_rowid` = row id + 1, as TiDB numbers
+the rows of a table without a clustered key in insert order.
 """
 
 from __future__ import annotations
@@ -27,18 +31,20 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from ticdc_sim.errors import SimError, SQLError
+from ticdc_sim.generator import capture
+from ticdc_sim.generator.capture import RowKeys
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.sql.values import column_converter
 from ticdc_sim.generator.workload import schedule
 from ticdc_sim.generator.workload import values as v
-from ticdc_sim.generator.workload.spec import Chapter, Column, SpecError, Workload
+from ticdc_sim.generator.workload.spec import Chapter, Column, KeyUpdates, SpecError, Workload
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent, Value
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import LOGICAL_MASK, compose_ts, physical_ms
@@ -47,7 +53,6 @@ Change = RowChangedEvent | DDLEvent
 Image = tuple[Value, ...] | None
 Anchors = dict[int, tuple[int, int]]
 Key = tuple[int, int]  # (table id, row id)
-_ORDER = {"delete": 0, "update": 1, "insert": 2}  # TiCDC's sorter: per key's final mutation
 _BLOCK_TXNS = 2048  # transactions scheduled and drawn together
 _LOGICAL_SLOT = 33  # logical values a transaction's TSO may take within its millisecond
 
@@ -60,13 +65,16 @@ class TableState:
     generators: list[v.Values]
     references: dict[int, str]  # column offset -> referenced table name
     touched: np.ndarray  # bool per column: written by updates
-    key_offsets: list[int]
-    int_handle: bool
+    keys: RowKeys  # the row key, the primary key, the columns TiCDC's split rule watches
     weight: float
     initial: int
+    rekey_share: float = 0.0  # of updates, those that give the row new keys ...
+    rekey_columns: frozenset[int] = frozenset()  # ... in these key columns
     born: int = 0  # row ids [dead, born) are live
     dead: int = 0
+    rekeyed: int = 0  # key updates so far (the next one's serial)
     versions: dict[int, int] = field(default_factory=dict)  # row -> event of its last update
+    serials: dict[int, int] = field(default_factory=dict)  # row -> key serial, if re-keyed
     # columns a chapter added: offset -> (events before it, rows before it, their value)
     added: dict[int, tuple[int, int, Any]] = field(default_factory=dict)
     anchors: dict[int, Anchors] = field(default_factory=dict)  # row -> its references' anchors
@@ -99,15 +107,51 @@ class Write:
     # per reference column (by id), the other table's live rows [lo, hi) when it was written
     anchor_before: Anchors | None = None
     anchor_after: Anchors | None = None
+    serial_before: int = -1  # the key serial before and after (-1: the row's own)
+    serial_after: int = -1
+    old_image: Image = None  # drawn by `Generator.emit`
+    new_image: Image = None
+
+
+class Capture(Protocol):
+    """What a changefeed says of how TiCDC captures rows (`config.Changefeed` has both)."""
+
+    @property
+    def enable_old_value(self) -> bool: ...
+
+    @property
+    def output_raw_change_event(self) -> bool: ...
 
 
 class Generator:
     """The workload's events, in commit order (`events()`), from its spec."""
 
-    def __init__(self, spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
-        """`datasets`: the files of the tables' `initial_from`, read, by table index."""
+    @classmethod
+    def capturing(
+        cls, spec: Workload, feed: Capture, datasets: Mapping[int, pa.Table] | None = None
+    ) -> Generator:
+        """The generator whose events are what the changefeed `feed` captures."""
+        return cls(
+            spec,
+            datasets,
+            old_value=feed.enable_old_value,
+            raw_change_event=feed.output_raw_change_event,
+        )
+
+    def __init__(
+        self,
+        spec: Workload,
+        datasets: Mapping[int, pa.Table] | None = None,
+        *,
+        old_value: bool = True,
+        raw_change_event: bool = False,
+    ) -> None:
+        """`datasets`: the files of the tables' `initial_from`, read, by table index;
+        `old_value` and `raw_change_event`: the changefeed's `enable-old-value` and
+        `output-raw-change-event`."""
         self.spec = spec
         self.seed = spec.seed
+        self.old_value, self.raw_change_event = old_value, raw_change_event
         self.engine = engine = Engine(EngineConfig(seed=spec.seed, database=spec.database))
         self.ddl: list[DDLEvent] = []
         for i, table in enumerate(spec.tables):
@@ -127,7 +171,13 @@ class Generator:
         for i, info in enumerate(created):
             table = spec.tables[i]
             state = self._state(
-                f"tables[{i}]", info, table.columns, table.update, table.weight, table.rows
+                f"tables[{i}]",
+                info,
+                table.columns,
+                table.update,
+                table.weight,
+                table.rows,
+                table.key_updates,
             )
             if table.initial_from is not None:
                 data = (datasets or {}).get(i)
@@ -155,10 +205,12 @@ class Generator:
         update: list[str] | None,
         weight: float,
         initial: int,
+        rekey: KeyUpdates | None,
         previous: TableState | None = None,
     ) -> TableState:
-        """A table's generators and update set; after a chapter's DDL (`previous`), the
-        columns it kept keep their generators (their values stay those of before)."""
+        """A table's generators, update set and key updates; after a chapter's DDL
+        (`previous`), the columns it kept keep their generators (their values stay those of
+        before)."""
         names = {c.name.lower(): c for c in info.columns}
         for name in columns:
             if name.lower() not in names:
@@ -209,16 +261,31 @@ class Generator:
                 raise SpecError(f"{where}.update: {info.name} has no column {unknown[0]}")
             chosen = {names[n.lower()].offset for n in update}
         if chosen & keys:
-            raise SpecError(f"{where}.update: key columns keep their values (a row's identity)")
+            raise SpecError(
+                f"{where}.update: key columns change by `key_updates` only (with fresh"
+                " values, so keys never collide)"
+            )
+        rekeyed: set[int] = set()
+        if rekey is not None:
+            for name in rekey.columns or []:
+                found = names.get(name.lower())
+                if found is None or found.offset not in keys:
+                    raise SpecError(
+                        f"{where}.key_updates.columns: {name} is not a primary or unique key"
+                        f" column of {info.name}"
+                    )
+                rekeyed.add(found.offset)
+            rekeyed = rekeyed or set(keys)
         return TableState(
             info=info,
             generators=generators,
             references=references,
             touched=np.array([c.offset in chosen for c in info.columns], dtype=bool),
-            key_offsets=primary,
-            int_handle=info.pk_handle_column is not None,
+            keys=RowKeys.of(info),
             weight=weight,
             initial=initial,
+            rekey_share=0.0 if rekey is None else rekey.share,
+            rekey_columns=frozenset(rekeyed),
         )
 
     def _seed(self, where: str, state: TableState, data: pa.Table) -> None:
@@ -231,10 +298,18 @@ class Generator:
                 f"{where}: {info.name} has unique key {uniques[0]} besides the"
                 " primary key: its later values could collide with the file's"
             )
-        if not state.int_handle:
+        primary = state.keys.key_offsets
+        sequence = state.generators[primary[0]]
+        int_key = isinstance(sequence, v.KeySequence) and sequence.form == "int"
+        if len(primary) != 1 or not int_key:
             raise SpecError(f"{where}: needs an integer primary key ({info.name} has none)")
+        if state.rekey_columns:
+            raise SpecError(
+                f"{where}: {info.name} has key_updates; their keys could collide with the"
+                " file's (not simulated yet)"
+            )
         by_name = {c.name.lower(): c for c in info.columns}
-        key = info.columns[state.key_offsets[0]]
+        key = info.columns[primary[0]]
         names = {n.lower(): n for n in data.column_names}
         unknown = sorted(set(names) - set(by_name))
         if unknown:
@@ -255,7 +330,6 @@ class Generator:
         if len(set(keys)) != len(keys) or None in keys:
             raise SpecError(f"{where}: primary key {key.name} repeats or is NULL")
         state.initial = state.seed_rows = data.num_rows
-        sequence = state.generators[key.offset]
         assert isinstance(sequence, v.KeySequence)
         if keys and sequence.step <= 0:
             raise SpecError(f"{where}: the key's sequence must go up (step > 0)")
@@ -278,6 +352,14 @@ class Generator:
                         raise SpecError(
                             f"{where}: ref {ref}: {name}'s rows come from initial_from;"
                             " references to them are not simulated yet"
+                        )
+                    rekey = self.spec.tables[i].key_updates
+                    if rekey is not None and (
+                        rekey.columns is None or col.name.lower() in map(str.lower, rekey.columns)
+                    ):
+                        raise SpecError(
+                            f"{where}: ref {ref}: {name}'s key_updates change {col.name};"
+                            " references to such keys are not simulated yet"
                         )
                     given = self.spec.tables[i].columns.get(col.name)
                     start, step = (given.start, given.step) if given else (1, 1)
@@ -366,10 +448,12 @@ class Generator:
             np.array([t.born for t in self.order]),
             np.array([t.born - t.dead for t in self.order]),
             self.spec.operations.keys,
+            np.array([t.rekeyed for t in self.order]),
         )
         for t, table in enumerate(self.order):
             table.born = int(planned.born_after[t])
             table.dead = table.born - int(planned.live_after[t])
+            table.rekeyed = int(planned.rekeyed_after[t])
         return Block(txn, n, sizes, tables, planned, self.epoch)
 
     def _operations(self, first_txn: int) -> Iterator[Block | DDLEvent]:
@@ -381,8 +465,9 @@ class Generator:
         if total is None:
             last_txn = first_txn + int((ops.duration_s or 0.0) * ops.commit_rate)
         n, txn = 0, first_txn
-        low, high = ops.transaction_size.min, ops.transaction_size.max
+        draw_sizes = self._sizes()
         key_txn, key_event = v.derive(self.seed, "txn"), v.derive(self.seed, "event")
+        key_rekey = np.uint64(v.derive(self.seed, "rekey"))
         pending = list(enumerate(self.spec.storyline))
         while (total is None or n < total) and (last_txn is None or txn < last_txn):
             while pending and self._due(pending[0][1], n, txn - first_txn):
@@ -393,7 +478,7 @@ class Generator:
                 due = first_txn + self._txns_in(chapter.at_time_s)
                 count = min(count, due - txn)
             h = v.mix(np.arange(txn, txn + count, dtype=np.uint64) ^ np.uint64(key_txn))
-            sizes = (low + h % np.uint64(high - low + 1)).astype(np.int64)
+            sizes = draw_sizes(h)
             if total is not None:  # the last block stops at `events`
                 ends = np.cumsum(sizes)
                 keep = int(np.searchsorted(ends, total - n, side="left")) + 1
@@ -413,10 +498,29 @@ class Generator:
             last = len(self.order) - 1
             tables = np.minimum(np.searchsorted(self.table_cdf, u_table, side="right"), last)
             kinds = np.minimum(np.searchsorted(self.kind_cdf, v.unit(v.mix(draws)), "right"), 2)
+            shares = np.array([t.rekey_share for t in self.order])
+            if shares.any():  # key updates: a share of each table's updates
+                rekey = v.unit(v.mix(draws ^ key_rekey)) < shares[tables]
+                kinds = np.where((kinds == schedule.UPDATE) & rekey, schedule.REKEY, kinds)
             u_key = v.unit(v.mix(v.mix(draws)))
             yield self._block(txn, n, sizes, tables, kinds, u_key)
             n += events
             txn += count
+
+    def _sizes(self) -> Callable[[np.ndarray], np.ndarray]:
+        """Transaction sizes from the transactions' hashes: uniform or by weights."""
+        given = self.spec.operations.transaction_size
+        if given.choice is None:
+            low, high = np.uint64(given.min), np.uint64(given.max - given.min + 1)
+            return lambda h: (low + h % high).astype(np.int64)
+        options = np.array(list(given.choice), dtype=np.int64)
+        weights = np.array(list(given.choice.values()), dtype=np.float64)
+        cdf = np.cumsum(weights) / weights.sum()
+        salt = np.uint64(v.derive(self.seed, "size"))
+        last = len(options) - 1
+        return lambda h: options[
+            np.minimum(np.searchsorted(cdf, v.unit(v.mix(h ^ salt)), side="right"), last)
+        ]
 
     def fold(self, block: Block, owned: np.ndarray | None = None) -> list[list[Write]]:
         """A block's net writes per transaction (TiCDC's folding); with `owned` (a mask of
@@ -499,7 +603,7 @@ class Generator:
                     f"{where}: changes the type of {info.name}.{col.name}; not simulated"
                 )
         state = self._state(
-            where, info, chapter.columns, chapter.update, old.weight, old.initial, old
+            where, info, chapter.columns, chapter.update, old.weight, old.initial, None, old
         )
         for col in info.columns:  # an update set only grows by the columns the DDL adds
             was = before.get(col.id)
@@ -516,10 +620,13 @@ class Generator:
             old.versions,
             old.anchors,
         )
+        state.rekeyed, state.serials, state.rekey_share = old.rekeyed, old.serials, old.rekey_share
+        old_ids = {old.info.columns[o].id for o in old.rekey_columns}
+        state.rekey_columns = frozenset(c.offset for c in info.columns if c.id in old_ids)
         state.seeded, state.seed_rows = old.seeded, old.seed_rows
         for col in info.columns:  # the key sequence goes on above the file's keys
             was = before.get(col.id)
-            if was is not None and col.offset in state.key_offsets:
+            if was is not None and col.offset in state.keys.key_offsets:
                 state.generators[col.offset] = old.generators[was.offset]
         offsets = {c.id: c.offset for c in info.columns}
         for offset, added in old.added.items():
@@ -564,14 +671,8 @@ class Generator:
         """One planned operation into the transaction's net writes (TiCDC's folding)."""
         key = (table.info.id, row)
         found = writes.get(key)
-
-        def counters(name: str) -> tuple[int, int]:  # another table's live rows then
-            o = self.index[name]
-            born = int(planned.born_before[o, k])
-            return born - int(planned.live_before[o, k]), born
-
         if kind == schedule.INSERT:
-            anchor = self._anchors(table, None, counters)
+            anchor = self._anchors(table, None, planned, k) if table.references else None
             if anchor is not None:
                 table.anchors[row] = anchor
             writes[key] = Write(table, row, None, 0, None, anchor)
@@ -581,34 +682,40 @@ class Generator:
             elif found is not None:
                 found.after, found.anchor_after = None, None
             else:
-                before = table.versions.get(row, 0)
-                writes[key] = Write(table, row, before, None, table.anchors.get(row))
+                before, serial = table.versions.get(row, 0), table.serials.get(row, -1)
+                writes[key] = Write(
+                    table, row, before, None, table.anchors.get(row), None, serial, serial
+                )
             table.versions.pop(row, None)
             table.anchors.pop(row, None)
+            table.serials.pop(row, None)
         else:
-            anchor = self._anchors(table, table.anchors.get(row), counters)
+            anchor = None
+            if table.references:
+                anchor = self._anchors(table, table.anchors.get(row), planned, k)
             if found is None:
-                before = table.versions.get(row, 0)
-                found = writes[key] = Write(table, row, before, version, table.anchors.get(row))
+                before, serial = table.versions.get(row, 0), table.serials.get(row, -1)
+                found = writes[key] = Write(
+                    table, row, before, version, table.anchors.get(row), None, serial, serial
+                )
             found.after, found.anchor_after = version, anchor
             table.versions[row] = version
             if anchor is not None:
                 table.anchors[row] = anchor
+            if kind == schedule.REKEY:  # fresh keys: odd serials, new rows take even ones
+                found.serial_after = table.serials[row] = 2 * int(planned.serials[k]) + 1
 
     def _anchors(
-        self,
-        table: TableState,
-        current: Anchors | None,
-        counters: Callable[[str], tuple[int, int]],
-    ) -> Anchors | None:
+        self, table: TableState, current: Anchors | None, planned: schedule.Plan, k: int
+    ) -> Anchors:
         """Where a write's references point from: the other tables' live rows [lo, hi) at
-        the write (`counters`), for the reference columns it writes (all, for a new row)."""
-        if not table.references:
-            return None
+        event `k` of the plan, for the reference columns it writes (all, for a new row)."""
         out = dict(current or {})
         for offset, name in table.references.items():
             if current is None or table.touched[offset]:
-                out[table.info.columns[offset].id] = counters(name)
+                o = self.index[name]
+                born = int(planned.born_before[o, k])
+                out[table.info.columns[offset].id] = (born - int(planned.live_before[o, k]), born)
         return out
 
     # -- events --------------------------------------------------------------------------------
@@ -619,54 +726,52 @@ class Generator:
         for writes in block:
             for write in writes:
                 by_table.setdefault(write.table.info.id, []).append(write)
-        images: dict[int, tuple[Image, Image]] = {}  # id(write) -> its images
         for group in by_table.values():
-            for write, pair in zip(group, self._images(group[0].table, group), strict=True):
-                images[id(write)] = pair
+            self._images(group[0].table, group)
         stamps = self.commit_ts(first_txn, len(block))
+        old_value, add = self.old_value, capture.add_change
         for writes, commit_ts in zip(block, stamps, strict=True):
-            if not writes:
-                continue
+            changes: list[capture.Change] = []
             start_ts = commit_ts - 1
-            events = []
-            for write in writes:
-                before, after = images[id(write)]
-                if before == after:  # an update that changed nothing: TiDB writes no row
-                    continue
-                table = write.table
-                kind = "insert" if write.before is None else "update"
-                kind = "delete" if write.after is None else kind
-                image = after if after is not None else before
-                assert image is not None
-                row_id = int(image[table.key_offsets[0]] or 0) if table.int_handle else 0
-                key = row_id if table.int_handle else tuple(image[i] for i in table.key_offsets)
-                event = RowChangedEvent(
-                    start_ts, commit_ts, table.info, table.info.id, after, before, row_id
-                )
-                events.append(((table.info.id, _ORDER[kind], key), event))
-            events.sort(key=lambda pair: pair[0])
-            yield from (event for _, event in events)
+            for w in writes:
+                before, after = w.old_image, w.new_image
+                if before != after:  # an update that changed nothing: TiDB writes no row
+                    # `_tidb_rowid`s: TiDB numbers a table's rows in insert order
+                    add(
+                        changes,
+                        w.table.keys,
+                        before,
+                        after,
+                        start_ts,
+                        commit_ts,
+                        old_value,
+                        w.row + 1,
+                    )
+            yield from capture.in_order(changes, self.raw_change_event)
 
-    def _images(self, table: TableState, writes: list[Write]) -> list[tuple[Image, Image]]:
-        """(old image, new image) per write, every column drawn in one call for them all."""
-        rows, versions, sides, anchors = [], [], [], []
-        for i, w in enumerate(writes):
-            if w.before is not None:
-                rows.append(w.row)
-                versions.append(w.before)
-                sides.append((i, 0))
-                anchors.append(w.anchor_before)
-            if w.after is not None:
-                rows.append(w.row)
-                versions.append(w.after)
-                sides.append((i, 1))
-                anchors.append(w.anchor_after)
+    def _images(self, table: TableState, writes: list[Write]) -> None:
+        """Each write's old and new image (`old_image`, `new_image`), every column drawn in
+        one call for them all."""
+        olds = [w for w in writes if w.before is not None]
+        news = [w for w in writes if w.after is not None]
+        rows = [w.row for w in olds] + [w.row for w in news]
         row_array = np.array(rows, dtype=np.int64)
-        version_array = np.array(versions, dtype=np.int64)
+        version_array = np.array([w.before for w in olds] + [w.after for w in news], dtype=np.int64)
         zero = np.zeros(len(rows), dtype=np.int64)
+        serial_array = row_array
+        if table.rekey_columns:  # key serials: 2 * row, or the key update's
+            serials = [w.serial_before for w in olds] + [w.serial_after for w in news]
+            serial_array = np.array(serials, dtype=np.int64)
+            serial_array = np.where(serial_array < 0, 2 * row_array, serial_array)
+        anchors: list[Anchors | None] = []
+        if table.references:
+            anchors = [w.anchor_before for w in olds] + [w.anchor_after for w in news]
         columns = []
         for offset, generator in enumerate(table.generators):
             at = version_array if table.touched[offset] else zero
+            if offset in table.rekey_columns:
+                columns.append(generator(serial_array, at, None))
+                continue
             live = None
             if offset in table.references:
                 column = table.info.columns[offset].id
@@ -683,10 +788,11 @@ class Generator:
                 for index in np.flatnonzero((row_array < table.seed_rows) & (at == 0)).tolist():
                     values[index] = seeded[rows[index]]
             columns.append(values)
-        out: list[list[Image]] = [[None, None] for _ in writes]
-        for (i, side), image in zip(sides, zip(*columns, strict=True), strict=True):
-            out[i][side] = image
-        return [(before, after) for before, after in out]
+        images = list(zip(*columns, strict=True))
+        for w, image in zip(olds, images, strict=False):
+            w.old_image = image
+        for w, image in zip(news, images[len(olds) :], strict=True):
+            w.new_image = image
 
 
 def primary_key(info: TableInfo) -> list[int]:

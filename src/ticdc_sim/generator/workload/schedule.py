@@ -4,7 +4,9 @@ Each table's live rows are the row ids [born - live, born). An insert appends ro
 delete takes the oldest live row; an update takes a live row by the key distribution,
 counted from the newest; an update or delete while nothing is live writes nothing. So per
 table `born` is a prefix count of inserts and `live` a walk of +1 (insert) and -1 (delete)
-reflected at 0 (Skorokhod: live = walk - min(0, running min of walk)). Both are scans over
+reflected at 0 (Skorokhod: live = walk - min(0, running min of walk)). A key update (an
+update that gives the row new keys) takes the table's next key serial, a prefix count of
+key updates too. All are scans over
 the run, from the counters it starts with: a parallel engine computes any run alone once it
 knows those, and the single-process engine gets the same rows, to the bit (the same numpy
 arithmetic everywhere).
@@ -18,7 +20,7 @@ import numpy as np
 
 from ticdc_sim.generator.workload.spec import Keys
 
-INSERT, UPDATE, DELETE, SKIPPED = 0, 1, 2, -1
+INSERT, UPDATE, DELETE, REKEY, SKIPPED = 0, 1, 2, 3, -1
 
 
 @dataclass
@@ -26,12 +28,14 @@ class Plan:
     """A run of events, planned: per event its effective kind and row; per table the
     counters before each event (for references) and after the run."""
 
-    kinds: np.ndarray  # INSERT / UPDATE / DELETE / SKIPPED
+    kinds: np.ndarray  # INSERT / UPDATE / DELETE / REKEY / SKIPPED
     rows: np.ndarray  # the row id each event takes (-1 when skipped)
+    serials: np.ndarray  # a key update's serial: the table's key updates before it
     born_before: np.ndarray  # [table, event]: born before the event
     live_before: np.ndarray  # [table, event]: live rows before the event
     born_after: np.ndarray  # [table]
     live_after: np.ndarray  # [table]
+    rekeyed_after: np.ndarray  # [table]: key updates so far
 
 
 def plan(
@@ -41,9 +45,10 @@ def plan(
     born: np.ndarray,
     live: np.ndarray,
     keys: Keys,
+    rekeyed: np.ndarray | None = None,
 ) -> Plan:
     """Events with their `tables` (indexes), drawn `kinds` and key draws `u` in [0, 1), from
-    per-table counters `born` and `live`."""
+    per-table counters `born`, `live` and `rekeyed` (key updates)."""
     count, width = len(kinds), len(born)
     born_before = np.empty((width, count), dtype=np.int64)
     live_before = np.empty((width, count), dtype=np.int64)
@@ -69,9 +74,19 @@ def plan(
     rows = np.full(count, -1, dtype=np.int64)
     rows = np.where(effective == INSERT, own_born, rows)
     rows = np.where(effective == DELETE, own_born - own_live, rows)
-    updates = effective == UPDATE
+    updates = (effective == UPDATE) | (effective == REKEY)
     rows[updates] = own_born[updates] - 1 - rank(u[updates], own_live[updates], keys)
-    return Plan(effective, rows, born_before, live_before, born_after, live_after)
+    serials = np.full(count, -1, dtype=np.int64)
+    rekeyed_after = np.zeros(width, dtype=np.int64) if rekeyed is None else rekeyed.copy()
+    rekeys = effective == REKEY
+    if rekeys.any():
+        for t in range(width):
+            mine = rekeys & (tables == t)
+            serials[mine] = rekeyed_after[t] + np.arange(int(mine.sum()))
+            rekeyed_after[t] += int(mine.sum())
+    return Plan(
+        effective, rows, serials, born_before, live_before, born_after, live_after, rekeyed_after
+    )
 
 
 def rank(u: np.ndarray, live: np.ndarray, keys: Keys) -> np.ndarray:

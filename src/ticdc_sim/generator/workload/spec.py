@@ -17,10 +17,11 @@ typo is an error naming its path (`tables[1].columns.price.unifrom`), never a si
           amount: {normal: {mean: 80, std: 30}, min: 0}
           status: {choice: {new: 5, paid: 3, shipped: 2}}
         update: [status, amount]                  # the columns an update writes
+        key_updates: {share: 0.02}                # updates that also give the row new keys
     operations:
       events: 100000                              # or duration_s: 3600 (simulated)
       mix: {insert: 2, update: 6, delete: 1}
-      transaction_size: {min: 1, max: 8}
+      transaction_size: {min: 1, max: 8}         # or {choice: {1: 90, 100: 10}}
       multi_table: 0.2                            # share of transactions over several tables
       keys: {zipf: 1.1}               # or {uniform: true}, {hotspot: {keys: 0.01, share: 0.9}}
       commit_rate: 2000                           # transactions per simulated second
@@ -81,7 +82,8 @@ class Column(Strict):
     zipf: Zipf | None = None
     choice: dict[str, float] | list[Any] | None = None  # value: weight, or values alike
     ref: str | None = Field(None, pattern=r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
-    length: tuple[int, int] | None = None  # strings: [min, max] characters
+    # strings: [min, max] characters (generated text; faker and choice strings are cut to max)
+    length: tuple[int, int] | None = None
     null_rate: float = Field(0.0, ge=0, le=1)
     min: float | None = None  # clip numbers to these
     max: float | None = None
@@ -125,6 +127,15 @@ class Dataset(Strict):
         return suffix
 
 
+class KeyUpdates(Strict):
+    """Updates that also give the row new key values (fresh ones, so keys never collide):
+    TiCDC sends a changed handle key or unique key as a delete and an insert (its split
+    rule), a changed handle as TiKV's delete of the old row key and put of the new one."""
+
+    share: float = Field(gt=0, le=1, description="this share of the table's updates ...")
+    columns: list[str] | None = None  # ... change these (default: every key column)
+
+
 class Table(Strict):
     ddl: str | None = None
     ddl_file: Path | None = None
@@ -133,6 +144,7 @@ class Table(Strict):
     weight: float = Field(1.0, ge=0)
     columns: dict[str, Column] = Field(default_factory=dict)
     update: list[str] | None = None  # default: every column outside the keys
+    key_updates: KeyUpdates | None = None
 
     @model_validator(mode="after")
     def one_ddl(self) -> Table:
@@ -174,13 +186,22 @@ class Mix(Strict):
 
 
 class Sizes(Strict):
+    """Rows a transaction writes: uniform in [min, max], or by weights (`choice: {1: 90,
+    100: 10}`: nine in ten transactions write one row, one in ten a hundred)."""
+
     min: int = Field(1, ge=1)
     max: int = Field(1, ge=1)
+    choice: dict[Annotated[int, Field(ge=1)], Annotated[float, Field(ge=0)]] | None = None
 
     @model_validator(mode="after")
     def ordered(self) -> Sizes:
         if self.min > self.max:
             raise ValueError(f"min {self.min} above max {self.max}")
+        if self.choice is not None:
+            if "min" in self.model_fields_set or "max" in self.model_fields_set:
+                raise ValueError("`min`/`max` or `choice`, not both")
+            if sum(self.choice.values()) <= 0:
+                raise ValueError("choice: at least one size needs a weight above 0")
         return self
 
 
@@ -265,6 +286,8 @@ def _path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif part == "[key]":  # the mapping's key itself is bad, not its value
+            out += " (the key)"
         elif not part.startswith(("function-", "tuple[", "json-or-python")):
             out += f".{part}" if out else part
     return out or "(top)"

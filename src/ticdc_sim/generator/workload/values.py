@@ -204,13 +204,20 @@ def values_for(
         return Reference(key, reference(spec.ref), spec.null_rate)
     rng = random.Random(key)
     raw = _raw_pool(where, col, spec, rng)
+    if spec.length is not None and kind in ("faker", "choice"):  # cut to the longest allowed
+        raw = [x[: spec.length[1]] if isinstance(x, str) else x for x in raw]
     convert = column_converter(col, lambda: dt.UTC)
     pool = np.empty(len(raw), dtype=object)
     for i, value in enumerate(raw):
         try:
             pool[i] = convert(value)
         except SQLError as e:
-            raise SpecError(f"{where}: a drawn value {value!r} does not fit: {e.message}") from None
+            hint = ""
+            if isinstance(value, str) and e.code == 1406:
+                hint = " (`length: [min, max]` cuts drawn strings to max characters)"
+            raise SpecError(
+                f"{where}: a drawn value {value!r} does not fit: {e.message}{hint}"
+            ) from None
     return Pooled(key, pool, spec.null_rate)
 
 
