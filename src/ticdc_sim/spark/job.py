@@ -42,7 +42,7 @@ from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.generator.workload import values as v
-from ticdc_sim.generator.workload.run import Block, Generator, TableState, Write
+from ticdc_sim.generator.workload.run import Anchors, Block, Generator, TableState, Writes
 from ticdc_sim.generator.workload.spec import Workload
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.tso import physical_ms
@@ -209,35 +209,31 @@ def owned_writes(plan: Plan, owner: int) -> Iterator[pa.RecordBatch]:
         rows = item.planned.rows
         hashed = v.mix(ids * np.uint64(0x9E3779B97F4A7C15) ^ rows.astype(np.uint64))
         owned = (rows >= 0) & (hashed % np.uint64(plan.owners) == np.uint64(owner))
-        columns: dict[str, list[Any]] = {name: [] for name in _WRITE_NAMES}
-        for txn, writes in enumerate(gen.fold(item, owned), item.first_txn):
-            for w in writes:
-                columns["txn"].append(txn)
-                columns["table"].append(w.table.info.id)
-                columns["row"].append(w.row)
-                columns["before"].append(-1 if w.before is None else w.before)
-                columns["after"].append(-1 if w.after is None else w.after)
-                anchors = w.anchor_before, w.anchor_after
-                columns["anchors"].append(
-                    None if anchors == (None, None) else pickle.dumps(anchors)
-                )
-                columns["serial_before"].append(w.serial_before)
-                columns["serial_after"].append(w.serial_after)
-        if not columns["txn"]:
+        writes = gen.fold(item, owned)
+        if not len(writes):
             continue
-        txns = np.array(columns["txn"], dtype=np.int64)
+        txns = writes.txn + item.first_txn
+        if any(state.references for state in writes.states):
+            pairs = zip(writes.anchor_before, writes.anchor_after, strict=True)
+            anchors = pa.array(
+                [None if pair == (None, None) else pickle.dumps(pair) for pair in pairs],
+                pa.binary(),
+            )
+        else:
+            anchors = pa.nulls(len(writes), pa.binary())
+        table_ids = np.array([state.info.id for state in writes.states], dtype=np.int64)
         yield pa.record_batch(
             [
                 pa.array(np.searchsorted(starts, txns, side="right") - 1, pa.int32()),
                 pa.array(txns, pa.int64()),
-                pa.array(np.full(len(txns), item.epoch), pa.int32()),
-                pa.array(columns["table"], pa.int64()),
-                pa.array(columns["row"], pa.int64()),
-                pa.array(columns["before"], pa.int64()),
-                pa.array(columns["after"], pa.int64()),
-                pa.array(columns["anchors"], pa.binary()),
-                pa.array(columns["serial_before"], pa.int64()),
-                pa.array(columns["serial_after"], pa.int64()),
+                pa.array(np.full(len(txns), item.epoch, dtype=np.int32)),
+                pa.array(table_ids[writes.table]),
+                pa.array(writes.row),
+                pa.array(writes.before),
+                pa.array(writes.after),
+                anchors,
+                pa.array(writes.serial_before),
+                pa.array(writes.serial_after),
             ],
             names=["range", *_WRITE_NAMES],
         )
@@ -374,8 +370,8 @@ class RangeRun:
             self.pipeline.resume(copy.history(self.start), below, copy.origin_ms)
         self.at = self.start  # the first transaction not yet encoded
         self.until = self._chunk_end()
-        self.txns: list[int] = []  # the writes waiting, and their transactions
-        self.writes: list[Write] = []
+        self.pending: list[pa.RecordBatch] = []  # writes not yet encoded, by transaction
+        self.last_txn = -1
 
     def _chunk_end(self) -> int:
         end = min(self.at + _CHUNK_TXNS, self.end)
@@ -386,29 +382,12 @@ class RangeRun:
 
     def extend(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Writes of this range (sorted by transaction; the range's marker has txn -1)."""
-        txn, epoch, table, row, before, after, anchors, serial_before, serial_after = (
-            batch.column(name).to_pylist() for name in _WRITE_NAMES
-        )
-        epochs = self.copy.epochs
-        for i in range(len(txn)):
-            if txn[i] < 0:
-                continue
-            b, a, found = before[i], after[i], anchors[i]
-            anchor_before, anchor_after = pickle.loads(found) if found is not None else (None, None)
-            self.txns.append(txn[i])
-            self.writes.append(
-                Write(
-                    epochs[epoch[i]][table[i]],
-                    row[i],
-                    None if b < 0 else b,
-                    None if a < 0 else a,
-                    anchor_before,
-                    anchor_after,
-                    serial_before[i],
-                    serial_after[i],
-                )
-            )
-        while self.txns and self.txns[-1] >= self.until:
+        txns = batch.column("txn").to_numpy()
+        first = int(np.searchsorted(txns, 0))  # past the marker
+        if first < len(txns):
+            self.pending.append(batch.slice(first))
+            self.last_txn = int(txns[-1])
+        while self.last_txn >= self.until:
             yield from self._encode()
 
     def finish(self) -> Iterator[pa.RecordBatch]:
@@ -426,20 +405,48 @@ class RangeRun:
         hi = bisect.bisect_right(copy.chapter_txns, at)
         for _, ddl in copy.chapters[lo:hi]:
             self.pipeline.push(ddl)
-        cut = bisect.bisect_left(self.txns, end)
-        if cut:
-            block: list[list[Write]] = [[] for _ in range(end - at)]
-            for txn, write in zip(self.txns[:cut], self.writes[:cut], strict=True):
-                block[txn - at].append(write)
-            del self.txns[:cut], self.writes[:cut]
-            push = self.pipeline.push
-            for event in copy.generator.emit(at, block):
-                push(event)
+        if self.pending:
+            table = pa.Table.from_batches(self.pending).combine_chunks()
+            cut = int(np.searchsorted(table.column("txn").to_numpy(), end))
+            self.pending = table.slice(cut).to_batches() if cut < table.num_rows else []
+            if cut:
+                push = self.pipeline.push
+                for event in copy.generator.emit(at, self._writes(table.slice(0, cut)), end - at):
+                    push(event)
         self.at = end
         self.until = self._chunk_end()
         batch = self.sink.take(_BATCH_RECORDS)
         if batch is not None:
             yield batch
+
+    def _writes(self, table: pa.Table) -> Writes:
+        """Writes of transactions from `self.at` on (all of one storyline epoch)."""
+        epochs = table.column("epoch").to_numpy()
+        states_by_id = self.copy.epochs[int(epochs[0])]
+        assert (epochs == epochs[0]).all(), "a chunk of transactions spans a storyline DDL"
+        ids = sorted(states_by_id)
+        column = {name: table.column(name).to_numpy() for name in _NUMBERS}
+        before: list[Anchors | None] = [None] * table.num_rows
+        after: list[Anchors | None] = [None] * table.num_rows
+        if table.column("anchors").null_count < table.num_rows:
+            for i, found in enumerate(table.column("anchors").to_pylist()):
+                if found is not None:
+                    before[i], after[i] = pickle.loads(found)
+        return Writes(
+            [states_by_id[i] for i in ids],
+            column["txn"] - self.at,
+            np.searchsorted(np.array(ids, dtype=np.int64), column["table"]),
+            column["row"],
+            column["before"],
+            column["after"],
+            column["serial_before"],
+            column["serial_after"],
+            before,
+            after,
+        )
+
+
+_NUMBERS = ["txn", "table", "row", "before", "after", "serial_before", "serial_after"]
 
 
 def range_records(plan: Plan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

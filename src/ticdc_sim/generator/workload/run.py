@@ -73,8 +73,7 @@ class TableState:
     born: int = 0  # row ids [dead, born) are live
     dead: int = 0
     rekeyed: int = 0  # key updates so far (the next one's serial)
-    versions: dict[int, int] = field(default_factory=dict)  # row -> event of its last update
-    serials: dict[int, int] = field(default_factory=dict)  # row -> key serial, if re-keyed
+    rows: RowState = field(default_factory=lambda: RowState())  # versions and key serials
     # columns a chapter added: offset -> (events before it, rows before it, their value)
     added: dict[int, tuple[int, int, Any]] = field(default_factory=dict)
     anchors: dict[int, Anchors] = field(default_factory=dict)  # row -> its references' anchors
@@ -96,21 +95,55 @@ class Block:
     epoch: int
 
 
-@dataclass(slots=True)
-class Write:
-    """One row's net change in a transaction."""
+class RowState:
+    """Per live row of a table: the version its columns are at (the event index + 1 of the
+    update that last wrote it; 0: as inserted) and its key serial (-1: its own), in arrays
+    indexed by row id from `base` (rows below the oldest live one are let go)."""
 
-    table: TableState
-    row: int
-    before: int | None  # the version before the transaction; None: born in it
-    after: int | None  # the version after; None: deleted in it
-    # per reference column (by id), the other table's live rows [lo, hi) when it was written
-    anchor_before: Anchors | None = None
-    anchor_after: Anchors | None = None
-    serial_before: int = -1  # the key serial before and after (-1: the row's own)
-    serial_after: int = -1
-    old_image: Image = None  # drawn by `Generator.emit`
-    new_image: Image = None
+    def __init__(self) -> None:
+        self.base = 0
+        self.version = np.zeros(0, dtype=np.int64)
+        self.serial = np.zeros(0, dtype=np.int64)
+
+    def grow(self, born: int, low: int) -> None:
+        """Room for rows [low, born); rows below `low` are not asked for again."""
+        if low - self.base > max(len(self.version) // 2, 4096):
+            cut = low - self.base
+            self.version, self.serial = self.version[cut:], self.serial[cut:]
+            self.base = low
+        need = born - self.base
+        if need > len(self.version):
+            size = max(need, 2 * len(self.version), 1024)
+            extra = size - len(self.version)
+            self.version = np.concatenate([self.version, np.zeros(extra, dtype=np.int64)])
+            self.serial = np.concatenate([self.serial, np.full(extra, -1, dtype=np.int64)])
+
+    def copy(self) -> RowState:
+        out = RowState()
+        out.base, out.version, out.serial = self.base, self.version.copy(), self.serial.copy()
+        return out
+
+
+@dataclass
+class Writes:
+    """Consecutive transactions' net writes, one per (transaction, row), as columns in
+    transaction order; `states[table[i]]` is write i's table."""
+
+    states: list[TableState]
+    txn: np.ndarray  # the transaction, from the block's first (0)
+    table: np.ndarray
+    row: np.ndarray
+    before: np.ndarray  # the version before the transaction; -1: born in it
+    after: np.ndarray  # the version after; -1: deleted in it
+    serial_before: np.ndarray  # the key serial before and after (-1: the row's own)
+    serial_after: np.ndarray
+    # per reference column (by id), the other table's live rows [lo, hi) when it was
+    # written; None where the table has no references
+    anchor_before: list[Anchors | None]
+    anchor_after: list[Anchors | None]
+
+    def __len__(self) -> int:
+        return len(self.row)
 
 
 class Capture(Protocol):
@@ -409,7 +442,7 @@ class Generator:
         yield from self.ddl
         for item in self.blocks():
             if isinstance(item, Block):
-                yield from self.emit(item.first_txn, self.fold(item))
+                yield from self.emit(item.first_txn, self.fold(item), len(item.sizes))
             else:
                 yield item
 
@@ -522,27 +555,126 @@ class Generator:
             np.minimum(np.searchsorted(cdf, v.unit(v.mix(h ^ salt)), side="right"), last)
         ]
 
-    def fold(self, block: Block, owned: np.ndarray | None = None) -> list[list[Write]]:
-        """A block's net writes per transaction (TiCDC's folding); with `owned` (a mask of
-        its events), only those events' rows: a parallel engine's task owns some rows."""
-        planned, table_of = block.planned, block.tables.tolist()
-        effective, rows = planned.kinds, planned.rows
+    def fold(self, block: Block, owned: np.ndarray | None = None) -> Writes:
+        """A block's net writes per transaction (TiCDC's folding: insert+update -> insert,
+        update+update -> one update, insert+delete -> nothing), in a few numpy passes over
+        its events sorted by row; with `owned` (a mask of its events), only those events'
+        rows: a parallel engine's task owns some rows."""
+        planned, states = block.planned, self.order
+        keep = planned.kinds != schedule.SKIPPED
         if owned is not None:
-            effective = np.where(owned, effective, schedule.SKIPPED)
-        effective_list, row_list = effective.tolist(), rows.tolist()
-        out: list[list[Write]] = []
-        k, n = 0, block.n
-        for size in block.sizes.tolist():
-            writes: dict[Key, Write] = {}
-            for _ in range(size):
-                if effective_list[k] != schedule.SKIPPED:
-                    table = self.order[table_of[k]]
-                    self._apply(
-                        table, effective_list[k], row_list[k], n + k + 1, planned, k, writes
-                    )
-                k += 1
-            out.append(list(writes.values()))
-        return out
+            keep &= owned
+        k = np.flatnonzero(keep)
+        txn_of = np.repeat(np.arange(len(block.sizes)), block.sizes)
+        t, r, kind, txn = block.tables[k], planned.rows[k], planned.kinds[k], txn_of[k]
+        order = np.lexsort((k, r, t))  # by row, then event
+        t, r, kind, txn, k = t[order], r[order], kind[order], txn[order], k[order]
+        m = len(k)
+        index = np.arange(m)
+        new_row = np.ones(m, dtype=bool)
+        new_row[1:] = (t[1:] != t[:-1]) | (r[1:] != r[:-1])
+        new_group = new_row.copy()
+        new_group[1:] |= txn[1:] != txn[:-1]
+        # each row's version and serial before the block, from its table's state
+        version0 = np.zeros(m, dtype=np.int64)
+        serial0 = np.full(m, -1, dtype=np.int64)
+        for ti in np.unique(t).tolist():
+            state = states[ti]
+            mine = t == ti
+            state.rows.grow(state.born, int(r[mine].min()))  # rows the block deletes too
+            at = r[mine] - state.rows.base
+            version0[mine] = state.rows.version[at]
+            serial0[mine] = state.rows.serial[at]
+        # running version (updates set theirs, inserts 0) and serial (key updates set
+        # theirs) along each row's events, carried from the state at the row's first
+        segment = np.maximum.accumulate(np.where(new_row, index, 0))
+        updates = (kind == schedule.UPDATE) | (kind == schedule.REKEY)
+        sets_version = updates | (kind == schedule.INSERT)
+        own_version = np.where(updates, block.n + k + 1, 0)
+        last = np.maximum.accumulate(np.where(sets_version, index, -1))
+        version = np.where(last >= segment, own_version[last], version0)
+        rekeys = kind == schedule.REKEY
+        own_serial = 2 * planned.serials[k] + 1
+        last = np.maximum.accumulate(np.where(rekeys, index, -1))
+        serial = np.where(last >= segment, own_serial[last], serial0)
+        starts = np.flatnonzero(new_group)
+        ends = np.append(starts[1:], m) - 1
+        first_kind, last_kind = kind[starts], kind[ends]
+        carried = starts > segment[starts]  # an earlier transaction of the block wrote it
+        prior = np.maximum(starts - 1, 0)
+        born = first_kind == schedule.INSERT
+        before = np.where(born, -1, np.where(carried, version[prior], version0[starts]))
+        serial_before = np.where(born, -1, np.where(carried, serial[prior], serial0[starts]))
+        gone = last_kind == schedule.DELETE
+        after = np.where(gone, -1, version[ends])
+        serial_after = np.where(gone, -1, serial[ends])
+        row_ends = np.append(np.flatnonzero(new_row)[1:], m) - 1
+        for ti in np.unique(t).tolist():  # the state after the block
+            state = states[ti]
+            mine = row_ends[t[row_ends] == ti]
+            at = r[mine] - state.rows.base
+            state.rows.version[at] = version[mine]
+            state.rows.serial[at] = serial[mine]
+        anchors = self._fold_anchors(block, t, r, kind, txn, k, starts, new_group)
+        real = ~(born & gone)  # born and gone in one transaction: nothing
+        pick = starts[real]
+        by_txn = np.argsort(txn[pick], kind="stable")
+        pick, groups = pick[by_txn], np.flatnonzero(real)[by_txn]
+        anchor_before: list[Anchors | None] = [None] * len(pick)
+        anchor_after: list[Anchors | None] = [None] * len(pick)
+        if anchors is not None:
+            anchor_before = [anchors[0][g] for g in groups.tolist()]
+            anchor_after = [anchors[1][g] for g in groups.tolist()]
+        return Writes(
+            list(states),
+            txn[pick],
+            t[pick],
+            r[pick],
+            before[groups],
+            after[groups],
+            serial_before[groups],
+            serial_after[groups],
+            anchor_before,
+            anchor_after,
+        )
+
+    def _fold_anchors(
+        self,
+        block: Block,
+        t: np.ndarray,
+        r: np.ndarray,
+        kind: np.ndarray,
+        txn: np.ndarray,
+        k: np.ndarray,
+        starts: np.ndarray,
+        new_group: np.ndarray,
+    ) -> tuple[list[Anchors | None], list[Anchors | None]] | None:
+        """Where each group's references point from, before and after it (None: no table
+        of the block has references), by the events of referencing tables in their order:
+        each write of a reference column anchors it at the other table's live rows then."""
+        referencing = [i for i, state in enumerate(self.order) if state.references]
+        if not referencing:
+            return None
+        group = np.cumsum(new_group) - 1
+        count = len(starts)
+        anchor_before: list[Anchors | None] = [None] * count
+        anchor_after: list[Anchors | None] = [None] * count
+        seen = np.zeros(count, dtype=bool)
+        events = np.flatnonzero(np.isin(t, referencing))
+        for e in events[np.argsort(k[events], kind="stable")].tolist():
+            table, row, g, what = self.order[int(t[e])], int(r[e]), int(group[e]), kind[e]
+            if not seen[g]:
+                seen[g] = True
+                anchor_before[g] = table.anchors.get(row)
+            if what == schedule.DELETE:
+                table.anchors.pop(row, None)
+                anchor_after[g] = None
+                continue
+            current = None if what == schedule.INSERT else table.anchors.get(row)
+            anchor_after[g] = table.anchors[row] = self._anchors(
+                table, current, block.planned, int(k[e])
+            )
+        return anchor_before, anchor_after
 
     def _txns_in(self, seconds: float) -> int:
         return -int(-seconds * self.spec.operations.commit_rate // 1)  # ceil
@@ -614,13 +746,13 @@ class Generator:
                     " columns this DDL adds may join (each column of a row is at the version"
                     " of the last update that wrote it)"
                 )
-        state.born, state.dead, state.versions, state.anchors = (
+        state.born, state.dead, state.rows, state.anchors = (
             old.born,
             old.dead,
-            old.versions,
+            old.rows,
             old.anchors,
         )
-        state.rekeyed, state.serials, state.rekey_share = old.rekeyed, old.serials, old.rekey_share
+        state.rekeyed, state.rekey_share = old.rekeyed, old.rekey_share
         old_ids = {old.info.columns[o].id for o in old.rekey_columns}
         state.rekey_columns = frozenset(c.offset for c in info.columns if c.id in old_ids)
         state.seeded, state.seed_rows = old.seeded, old.seed_rows
@@ -658,53 +790,6 @@ class Generator:
         logical = ts & LOGICAL_MASK
         return ts - (logical - logical // _LOGICAL_SLOT * _LOGICAL_SLOT)
 
-    def _apply(
-        self,
-        table: TableState,
-        kind: int,
-        row: int,
-        version: int,
-        planned: schedule.Plan,
-        k: int,
-        writes: dict[Key, Write],
-    ) -> None:
-        """One planned operation into the transaction's net writes (TiCDC's folding)."""
-        key = (table.info.id, row)
-        found = writes.get(key)
-        if kind == schedule.INSERT:
-            anchor = self._anchors(table, None, planned, k) if table.references else None
-            if anchor is not None:
-                table.anchors[row] = anchor
-            writes[key] = Write(table, row, None, 0, None, anchor)
-        elif kind == schedule.DELETE:
-            if found is not None and found.before is None:
-                del writes[key]  # born and gone in one transaction: nothing
-            elif found is not None:
-                found.after, found.anchor_after = None, None
-            else:
-                before, serial = table.versions.get(row, 0), table.serials.get(row, -1)
-                writes[key] = Write(
-                    table, row, before, None, table.anchors.get(row), None, serial, serial
-                )
-            table.versions.pop(row, None)
-            table.anchors.pop(row, None)
-            table.serials.pop(row, None)
-        else:
-            anchor = None
-            if table.references:
-                anchor = self._anchors(table, table.anchors.get(row), planned, k)
-            if found is None:
-                before, serial = table.versions.get(row, 0), table.serials.get(row, -1)
-                found = writes[key] = Write(
-                    table, row, before, version, table.anchors.get(row), None, serial, serial
-                )
-            found.after, found.anchor_after = version, anchor
-            table.versions[row] = version
-            if anchor is not None:
-                table.anchors[row] = anchor
-            if kind == schedule.REKEY:  # fresh keys: odd serials, new rows take even ones
-                found.serial_after = table.serials[row] = 2 * int(planned.serials[k]) + 1
-
     def _anchors(
         self, table: TableState, current: Anchors | None, planned: schedule.Plan, k: int
     ) -> Anchors:
@@ -720,52 +805,52 @@ class Generator:
 
     # -- events --------------------------------------------------------------------------------
 
-    def emit(self, first_txn: int, block: list[list[Write]]) -> Iterator[RowChangedEvent]:
-        """Consecutive transactions' row events, with their images, each in TiCDC's order."""
-        by_table: dict[int, list[Write]] = {}
-        for writes in block:
-            for write in writes:
-                by_table.setdefault(write.table.info.id, []).append(write)
-        for group in by_table.values():
-            self._images(group[0].table, group)
-        stamps = self.commit_ts(first_txn, len(block))
+    def emit(self, first_txn: int, writes: Writes, count: int) -> Iterator[RowChangedEvent]:
+        """`count` consecutive transactions' row events, from their writes, each
+        transaction's in TiCDC's order."""
+        olds = np.full(len(writes), None, dtype=object)
+        news = np.full(len(writes), None, dtype=object)
+        for ti in np.unique(writes.table).tolist():
+            self._images(writes, np.flatnonzero(writes.table == ti), olds, news)
+        stamps = self.commit_ts(first_txn, count)
+        bounds = np.searchsorted(writes.txn, np.arange(count + 1)).tolist()
+        keys = [state.keys for state in writes.states]
+        table_of, rowid_of = writes.table.tolist(), (writes.row + 1).tolist()
+        old_list, new_list = olds.tolist(), news.tolist()
         old_value, add = self.old_value, capture.add_change
-        for writes, commit_ts in zip(block, stamps, strict=True):
+        for txn, commit_ts in enumerate(stamps):
+            lo, hi = bounds[txn], bounds[txn + 1]
+            if lo == hi:
+                continue
             changes: list[capture.Change] = []
             start_ts = commit_ts - 1
-            for w in writes:
-                before, after = w.old_image, w.new_image
+            for i in range(lo, hi):
+                before, after = old_list[i], new_list[i]
                 if before != after:  # an update that changed nothing: TiDB writes no row
                     # `_tidb_rowid`s: TiDB numbers a table's rows in insert order
-                    add(
-                        changes,
-                        w.table.keys,
-                        before,
-                        after,
-                        start_ts,
-                        commit_ts,
-                        old_value,
-                        w.row + 1,
-                    )
+                    key = keys[table_of[i]]
+                    add(changes, key, before, after, start_ts, commit_ts, old_value, rowid_of[i])
             yield from capture.in_order(changes, self.raw_change_event)
 
-    def _images(self, table: TableState, writes: list[Write]) -> None:
-        """Each write's old and new image (`old_image`, `new_image`), every column drawn in
-        one call for them all."""
-        olds = [w for w in writes if w.before is not None]
-        news = [w for w in writes if w.after is not None]
-        rows = [w.row for w in olds] + [w.row for w in news]
-        row_array = np.array(rows, dtype=np.int64)
-        version_array = np.array([w.before for w in olds] + [w.after for w in news], dtype=np.int64)
-        zero = np.zeros(len(rows), dtype=np.int64)
+    def _images(
+        self, writes: Writes, which: np.ndarray, olds: np.ndarray, news: np.ndarray
+    ) -> None:
+        """The old and new images of writes `which` (all of one table) into `olds` and
+        `news`, every column drawn in one call for them all."""
+        table = writes.states[int(writes.table[which[0]])]
+        old = which[writes.before[which] >= 0]
+        new = which[writes.after[which] >= 0]
+        row_array = np.concatenate([writes.row[old], writes.row[new]])
+        version_array = np.concatenate([writes.before[old], writes.after[new]])
+        zero = np.zeros(len(row_array), dtype=np.int64)
         serial_array = row_array
         if table.rekey_columns:  # key serials: 2 * row, or the key update's
-            serials = [w.serial_before for w in olds] + [w.serial_after for w in news]
-            serial_array = np.array(serials, dtype=np.int64)
+            serial_array = np.concatenate([writes.serial_before[old], writes.serial_after[new]])
             serial_array = np.where(serial_array < 0, 2 * row_array, serial_array)
         anchors: list[Anchors | None] = []
         if table.references:
-            anchors = [w.anchor_before for w in olds] + [w.anchor_after for w in news]
+            anchors = [writes.anchor_before[i] for i in old.tolist()]
+            anchors += [writes.anchor_after[i] for i in new.tolist()]
         columns = []
         for offset, generator in enumerate(table.generators):
             at = version_array if table.touched[offset] else zero
@@ -780,19 +865,18 @@ class Generator:
             values = generator(row_array, at, live)
             if offset in table.added:  # rows from before the column: its backfill
                 events_before, rows_before, backfill = table.added[offset]
-                old = (row_array < rows_before) & (at <= events_before)
-                for index in np.flatnonzero(old).tolist():
+                early = (row_array < rows_before) & (at <= events_before)
+                for index in np.flatnonzero(early).tolist():
                     values[index] = backfill
             seeded = table.seeded.get(table.info.columns[offset].id)
             if seeded is not None:  # rows from the file, as long as no update wrote them
-                for index in np.flatnonzero((row_array < table.seed_rows) & (at == 0)).tolist():
-                    values[index] = seeded[rows[index]]
+                from_file = (row_array < table.seed_rows) & (at == 0)
+                for index in np.flatnonzero(from_file).tolist():
+                    values[index] = seeded[int(row_array[index])]
             columns.append(values)
-        images = list(zip(*columns, strict=True))
-        for w, image in zip(olds, images, strict=False):
-            w.old_image = image
-        for w, image in zip(news, images[len(olds) :], strict=True):
-            w.new_image = image
+        images = np.fromiter(zip(*columns, strict=True), dtype=object, count=len(row_array))
+        olds[old] = images[: len(old)]
+        news[new] = images[len(old) :]
 
 
 def primary_key(info: TableInfo) -> list[int]:
