@@ -57,7 +57,7 @@ def test_row_groups_stream_and_files_read_back_in_order(
     sink = ParquetSink(str(tmp_path / "out"))
     messages = [Message(b"k%d" % i, b"v%d" % i, i, 1, "s", "t", {"h": b"\x01"}) for i in range(8)]
     sink.send("a", 1, messages)
-    assert sink.files[("a", 1)].columns["offset"] == [6, 7]  # 6 already written
+    assert [m.ts for m in sink.files[("a", 1)].pending] == [6, 7]  # 6 already written
     sink.close()
     path = tmp_path / "out" / "topic=a" / "partition=1" / "part-0.parquet"
     assert pq.ParquetFile(path).num_row_groups == 3

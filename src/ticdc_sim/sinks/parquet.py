@@ -17,10 +17,10 @@ the run's size. Output is staged like jsonl's (`sinks/staging.py`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -51,50 +51,80 @@ _PART = re.compile(r"part-[A-Za-z0-9._-]*\.parquet")
 
 
 class _PartitionFile:
+    """One partition's file: records are kept as they come and turned into a row group's
+    columns in a few passes when the buffer is full."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.writer = pq.ParquetWriter(path, SCHEMA, compression="zstd")
+        self.writer = pq.ParquetWriter(path, SCHEMA, compression="zstd", compression_level=1)
         self.offset = 0
-        self.columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self.pending: list[Message] = []
+        self.checkpoints: list[int] = []  # indexes into `pending` of checkpoint records
         self.bytes = 0
 
-    def add(self, message: Message) -> None:
-        columns = self.columns
-        columns["offset"].append(self.offset)
-        columns["key"].append(message.key)
-        columns["value"].append(message.value)
-        columns["headers"].append(list(message.headers.items()))
-        columns["commit_ts"].append(message.ts)
-        columns["kind"].append("row" if message.rows else "ddl")
-        columns["rows"].append(message.rows)
-        columns["schema"].append(message.schema)
-        columns["table"].append(message.table)
-        self.offset += 1
-        self.bytes += len(message.key or b"") + len(message.value or b"")
-        if len(columns["offset"]) >= ROW_GROUP_ROWS or self.bytes >= ROW_GROUP_BYTES:
+    def add(self, messages: Sequence[Message]) -> None:
+        self.pending.extend(messages)
+        self.bytes += sum(len(m.value or b"") + len(m.key or b"") for m in messages)
+        while len(self.pending) >= ROW_GROUP_ROWS:
+            self.flush(ROW_GROUP_ROWS)
+        if self.bytes >= ROW_GROUP_BYTES:
             self.flush()
 
     def mark_checkpoint(self) -> None:
         """The record just added carried a checkpoint, not a DDL."""
-        kinds = self.columns["kind"]
-        if kinds:
-            kinds[-1] = "checkpoint"
+        if self.pending:
+            self.checkpoints.append(len(self.pending) - 1)
 
-    def flush(self) -> None:
-        if not self.columns["offset"]:
+    def flush(self, count: int | None = None) -> None:
+        """A row group of the first `count` records kept (all by default)."""
+        pending = self.pending[:count]
+        if not pending:
             return
+        count = len(pending)
+        key, value, ts, rows, schema, table, headers = zip(*pending, strict=True)
+        marks = (np.array(rows, dtype=np.int32) > 0).astype(np.int8)  # a row or a DDL ...
+        checkpoints = [i for i in self.checkpoints if i < count]
+        marks[checkpoints] = 2  # ... or a checkpoint
+        kind = KINDS.take(pa.array(marks))
+        columns = [
+            pa.array(np.arange(self.offset, self.offset + count, dtype=np.int64)),
+            pa.array(key, pa.binary()),
+            pa.array(value, pa.binary()),
+            headers_array(headers),
+            pa.array(ts, pa.int64()),
+            kind,
+            pa.array(rows, pa.int32()),
+            pa.array(schema, pa.string()),
+            pa.array(table, pa.string()),
+        ]
         try:
-            self.writer.write_table(pa.table(self.columns, schema=SCHEMA))
+            self.writer.write_table(pa.Table.from_arrays(columns, schema=SCHEMA))
         except (OSError, pa.ArrowException) as e:
             raise SimError(f"cannot write {self.path}: {e}") from None
-        self.columns = {name: [] for name in SCHEMA.names}
-        self.bytes = 0
+        self.offset += count
+        self.pending = self.pending[count:]
+        self.checkpoints = [i - count for i in self.checkpoints if i >= count]
+        self.bytes = sum(len(m.value or b"") + len(m.key or b"") for m in self.pending)
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
             self.writer.close()
+
+
+KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
+_HEADERS = pa.map_(pa.string(), pa.binary())
+
+
+def headers_array(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
+    """Records' headers as the `headers` column (map<string, binary>)."""
+    if any(headers):
+        return pa.array([list(h.items()) for h in headers], _HEADERS)
+    empty = np.zeros(len(headers) + 1, dtype=np.int32)  # most protocols set none
+    return pa.MapArray.from_arrays(
+        empty, pa.array([], pa.string()), pa.array([], pa.binary()), type=_HEADERS
+    )
 
 
 class ParquetSink(StagedSink):
@@ -111,9 +141,7 @@ class ParquetSink(StagedSink):
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
-        out = self._file(topic, partition)
-        for message in messages:
-            out.add(message)
+        self._file(topic, partition).add(messages)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.files[(topic, partition)].mark_checkpoint()

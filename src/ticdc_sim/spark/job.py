@@ -42,11 +42,19 @@ from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.generator.workload import values as v
-from ticdc_sim.generator.workload.run import Anchors, Block, Generator, TableState, Writes
+from ticdc_sim.generator.workload.run import (
+    Anchors,
+    Block,
+    Generator,
+    TableState,
+    Writes,
+    cycles_paused,
+)
 from ticdc_sim.generator.workload.spec import Workload
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import CHECKPOINT_INTERVAL_MS, Pipeline
+from ticdc_sim.sinks.parquet import KINDS, headers_array
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,7 +74,6 @@ RECORDS = (
     " headers map<string,binary>, commit_ts long, kind string, rows int, schema string,"
     " table string"
 )
-_HEADERS = pa.map_(pa.string(), pa.binary())
 _CHUNK_TXNS = 2048  # transactions drawn and encoded together in a range
 _BATCH_RECORDS = 8192  # records to an Arrow batch
 _RANGES_PER_CORE = 4
@@ -303,7 +310,7 @@ class Collect:
         seq = np.concatenate([np.arange(first, first + len(ms)) for _, _, first, ms in sent])
         groups = np.repeat(np.arange(len(sent)), sizes)
         row_counts = np.array(rows, dtype=np.int32)
-        kind = (row_counts > 0).astype(np.int8)  # _KINDS: ddl, row, checkpoint
+        kind = (row_counts > 0).astype(np.int8)  # KINDS: ddl, row, checkpoint
         kind[checkpoints] = 2
         return pa.record_batch(
             [
@@ -313,27 +320,15 @@ class Collect:
                 pa.array(seq, pa.int64()),
                 pa.array(key, pa.binary()),
                 pa.array(value, pa.binary()),
-                _headers(headers),
+                headers_array(headers),
                 pa.array(ts, pa.int64()),
-                _KINDS.take(pa.array(kind)),
+                KINDS.take(pa.array(kind)),
                 pa.array(row_counts),
                 pa.array(schema, pa.string()),
                 pa.array(table, pa.string()),
             ],
             names=_RANGED_NAMES,
         )
-
-
-_KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
-
-
-def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
-    if any(headers):
-        return pa.array([list(h.items()) for h in headers], _HEADERS)
-    empty = np.zeros(len(headers) + 1, dtype=np.int32)  # no protocol here sets any
-    return pa.MapArray.from_arrays(
-        empty, pa.array([], pa.string()), pa.array([], pa.binary()), type=_HEADERS
-    )
 
 
 _RANGED_NAMES = [
@@ -411,8 +406,10 @@ class RangeRun:
             self.pending = table.slice(cut).to_batches() if cut < table.num_rows else []
             if cut:
                 push = self.pipeline.push
-                for event in copy.generator.emit(at, self._writes(table.slice(0, cut)), end - at):
-                    push(event)
+                with cycles_paused():
+                    writes = self._writes(table.slice(0, cut))
+                    for event in copy.generator.emit(at, writes, end - at):
+                        push(event)
         self.at = end
         self.until = self._chunk_end()
         batch = self.sink.take(_BATCH_RECORDS)
@@ -640,7 +637,10 @@ SESSION_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": str(_BATCH_RECORDS),
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "4g",  # local mode: the executors live in the driver's JVM
-    "spark.hadoop.parquet.compression.codec.zstd.level": "1",  # as pyarrow's default
+    "spark.hadoop.parquet.compression.codec.zstd.level": "1",  # as the parquet sink's
+    # a task's records go to a few (topic, partition) folders: files kept open for them,
+    # where Spark would otherwise sort every record (value bytes and all) by folder first
+    "spark.sql.maxConcurrentOutputFileWriters": "256",
     # the persisted records (stage 3) are encoded bytes: compressing the cached batches and
     # Java-serialising their blocks cost ~10 CPU-s per 2M records and saved nothing
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
