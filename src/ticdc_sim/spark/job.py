@@ -76,6 +76,13 @@ RECORDS = (
 )
 _CHUNK_TXNS = 2048  # transactions drawn and encoded together in a range
 _BATCH_RECORDS = 8192  # records to an Arrow batch
+
+
+def _names(schema: str) -> list[str]:
+    """The column names of a DDL-style schema string."""
+    return re.findall(r"(?:^|,)\s*(\w+)\s", schema)
+
+
 _RANGES_PER_CORE = 4
 
 
@@ -246,17 +253,7 @@ def owned_writes(plan: Plan, owner: int) -> Iterator[pa.RecordBatch]:
         )
 
 
-_WRITE_NAMES = [
-    "txn",
-    "epoch",
-    "table",
-    "row",
-    "before",
-    "after",
-    "anchors",
-    "serial_before",
-    "serial_after",
-]
+_WRITE_NAMES = _names(WRITES)[1:]  # after the range
 
 
 # -- stage 2: records, by range ------------------------------------------------------------------
@@ -331,20 +328,7 @@ class Collect:
         )
 
 
-_RANGED_NAMES = [
-    "topic",
-    "partition",
-    "range",
-    "seq",
-    "key",
-    "value",
-    "headers",
-    "commit_ts",
-    "kind",
-    "rows",
-    "schema",
-    "table",
-]
+_RANGED_NAMES = _names(RANGED)
 
 
 class RangeRun:
@@ -534,17 +518,7 @@ def number(spark: SparkSession, ranged: DataFrame) -> tuple[DataFrame, dict[tupl
     base_df = spark.createDataFrame(bases, "topic string, partition int, range int, base long")
     joined = numbered.join(F.broadcast(base_df), ["topic", "partition", "range"])
     out = joined.select(
-        "topic",
-        "partition",
-        (F.col("base") + F.col("seq")).alias("offset"),
-        "key",
-        "value",
-        "headers",
-        "commit_ts",
-        "kind",
-        "rows",
-        "schema",
-        "table",
+        "topic", "partition", (F.col("base") + F.col("seq")).alias("offset"), *_names(RECORDS)[3:]
     )
     return out, running
 
