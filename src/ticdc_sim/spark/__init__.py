@@ -11,6 +11,7 @@ Importing this package does not import pyspark; its functions do.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,7 @@ def generate(
         raise ConfigError(
             f"--engine spark writes parquet://, jsonl://, kafka:// or blackhole://, not {scheme}://"
         )
-    staging = None
+    staging, ranges = None, None
     if scheme in ("parquet", "jsonl"):
         from ticdc_sim.sinks import jsonl, parquet
 
@@ -115,7 +116,11 @@ def generate(
         plan = _plan(spark, spec, feed, driver_sink, warnings)
         if scheme == "blackhole":
             return Report(job.counted(job.ranged(spark, plan)), plan.ranges)
-        df, written = job.records(spark, plan)
+        if staging is not None:  # the ranges' records beside the output, read back
+            ranges = Path(f"{staging.work}.ranges")
+            df, written = job.number(spark, *job.ranged_files(spark, plan, ranges))
+        else:
+            df, written = job.records(spark, plan)
         if scheme == "parquet":
             assert staging is not None
             job.write_parquet(df, staging.work)
@@ -132,6 +137,8 @@ def generate(
     finally:
         if spark is not None:
             spark.catalog.clearCache()
+        if ranges is not None:
+            shutil.rmtree(ranges, ignore_errors=True)
         driver_sink.close()
     if staging is not None:
         staging.commit()

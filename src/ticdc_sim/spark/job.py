@@ -25,6 +25,7 @@ checked) or to its jsonl file.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import itertools
 import pickle
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import Message
@@ -454,6 +456,72 @@ def range_records(plan: Plan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.
 
 def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
     """Stages 1 and 2: the run's records numbered per (range, topic, partition)."""
+    return _sorted_writes(spark, plan).mapInArrow(
+        lambda batches: range_records(plan, batches), RANGED
+    )
+
+
+COUNTS = "topic string, partition int, range int, records long"
+
+
+def ranged_files(
+    spark: SparkSession, plan: Plan, directory: Path
+) -> tuple[DataFrame, dict[tuple[str, int, int], int]]:
+    """Stages 1 and 2 with each range's records written by its task (pyarrow, one Parquet
+    file a range under `directory`, which every executor must reach, as it must the
+    output's) and read back by Spark's reader; and the records per (topic, partition,
+    range). Where Spark would cache the records to count them (Java-serialising every
+    value, and reading it back the same way), this costs a plain columnar write."""
+    target = str(directory)
+
+    def stage_records(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writers: dict[int, pq.ParquetWriter] = {}
+        counts: dict[tuple[str, int, int], int] = {}
+        try:
+            for batch in range_records(plan, batches):
+                range_ = batch.column("range")[0].as_py()  # a batch is of one range
+                writer = writers.get(range_)
+                if writer is None:
+                    path = f"{target}/range-{range_:06d}.parquet"
+                    writer = writers[range_] = pq.ParquetWriter(
+                        path, batch.schema, compression="snappy"
+                    )
+                writer.write_batch(batch)
+                grouped = pa.Table.from_batches([batch]).group_by(["topic", "partition"])
+                for row in grouped.aggregate([("seq", "count")]).to_pylist():
+                    key = (row["topic"], row["partition"], range_)
+                    counts[key] = counts.get(key, 0) + row["seq_count"]
+        finally:
+            for writer in writers.values():
+                writer.close()
+        if counts:
+            yield pa.record_batch(
+                [
+                    pa.array([k[0] for k in counts], pa.string()),
+                    pa.array([k[1] for k in counts], pa.int32()),
+                    pa.array([k[2] for k in counts], pa.int32()),
+                    pa.array(list(counts.values()), pa.int64()),
+                ],
+                names=["topic", "partition", "range", "records"],
+            )
+
+    from pyspark.sql import DataFrame
+
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = _sorted_writes(spark, plan).mapInArrow(stage_records, COUNTS).collect()
+    counts = {(r["topic"], r["partition"], r["range"]): r["records"] for r in rows}
+    # read range by range, so that Spark's tasks (and their part files) follow the ranges
+    # and offsets run on from file to file; one read of the folder orders files by size
+    reads = [
+        spark.read.schema(RANGED).parquet(f"{target}/range-{range_:06d}.parquet")
+        for range_ in sorted({key[2] for key in counts})
+    ]
+    return functools.reduce(DataFrame.union, reads, spark.createDataFrame([], RANGED)), counts
+
+
+def _sorted_writes(spark: SparkSession, plan: Plan) -> DataFrame:
+    """Stage 1: the run's net writes, sorted by (range, txn) into the ranges' tasks, each
+    range opened by a marker (txn -1)."""
     from pyspark import StorageLevel
 
     owners = spark.range(plan.owners, numPartitions=plan.owners)
@@ -480,11 +548,7 @@ def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
     # which would otherwise run stage 1 twice
     level = StorageLevel.DISK_ONLY if plan.spill else StorageLevel.MEMORY_AND_DISK
     keyed = writes.unionByName(markers).persist(level)
-    return (
-        keyed.repartitionByRange(plan.ranges, "range")
-        .sortWithinPartitions("range", "txn")
-        .mapInArrow(lambda batches: range_records(plan, batches), RANGED)
-    )
+    return keyed.repartitionByRange(plan.ranges, "range").sortWithinPartitions("range", "txn")
 
 
 def counted(df: DataFrame) -> dict[tuple[str, int], int]:
@@ -500,21 +564,29 @@ def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str,
     return number(spark, ranged(spark, plan))
 
 
-def number(spark: SparkSession, ranged: DataFrame) -> tuple[DataFrame, dict[tuple[str, int], int]]:
+def number(
+    spark: SparkSession,
+    ranged: DataFrame,
+    counts: dict[tuple[str, int, int], int] | None = None,
+) -> tuple[DataFrame, dict[tuple[str, int], int]]:
     """Stage 3: records numbered per (range, topic, partition) get their offsets; the
-    records per (topic, partition)."""
+    records per (topic, partition). Without their `counts` per (topic, partition, range),
+    the records are cached on the executors' disks to be counted."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    numbered = ranged.persist(StorageLevel.DISK_ONLY)
-    counts = numbered.groupBy("topic", "partition", "range").count().collect()
+    numbered = ranged
+    if counts is None:
+        numbered = ranged.persist(StorageLevel.DISK_ONLY)
+        rows = numbered.groupBy("topic", "partition", "range").count().collect()
+        counts = {(r["topic"], r["partition"], r["range"]): r["count"] for r in rows}
     bases: list[tuple[str, int, int, int]] = []
     running: dict[tuple[str, int], int] = {}  # records of the ranges before, per partition
-    for row in sorted(counts, key=lambda r: (r["topic"], r["partition"], r["range"])):
-        key = (row["topic"], row["partition"])
+    for topic, partition, range_ in sorted(counts):
+        key = (topic, partition)
         base = running.get(key, 0)
-        bases.append((key[0], key[1], row["range"], base))
-        running[key] = base + row["count"]
+        bases.append((topic, partition, range_, base))
+        running[key] = base + counts[(topic, partition, range_)]
     base_df = spark.createDataFrame(bases, "topic string, partition int, range int, base long")
     joined = numbered.join(F.broadcast(base_df), ["topic", "partition", "range"])
     out = joined.select(
