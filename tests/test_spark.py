@@ -252,6 +252,7 @@ def test_cli_writes_the_local_engines_files(spec_file: Path, tmp_path: Path, sch
     expected = [_row(r) for r in read(str(tmp_path / "one"))]
     assert [_row(r) for r in read(str(tmp_path / "spark"))] == expected
     assert not (tmp_path / ".spark.partial").exists()
+    assert not (tmp_path / ".spark.partial.ranges").exists()  # the ranges' records, gone
     if scheme == "parquet":  # Spark's files, nothing else
         names = {p.suffix for p in (tmp_path / "spark").rglob("*") if p.is_file()}
         assert names == {".parquet"}

@@ -4,9 +4,10 @@ one-process engine writes (`ticdc-sim generate --engine spark`), whatever the pa
 Three stages, each inside Spark tasks on Arrow batches (`mapInArrow`); the driver only plans:
 
 1. writes. Task k of K owns the rows whose hash is k mod K. It runs the whole schedule
-   (`Generator.blocks`: numpy, about 12M events/s, cheap beside the rest) and folds only
-   its own rows' events, so the per-row state (versions, reference anchors) is split K ways.
-   Out come the transactions' net writes: (range, txn, epoch, table, row, before, after).
+   (`Generator.blocks`: numpy, about 11M events/s, cheap beside the rest) and folds only its
+   own rows' events (`Generator.fold`, columnar), so the per-row state (versions, key
+   serials, reference anchors) is split K ways. Out come the transactions' net writes:
+   (range, txn, epoch, table, row, before, after, anchors, key serials).
 2. records. Writes are shuffled to their *range*, transactions that start at a tick of
    TiCDC's 1 s checkpoint ticker. A tick flushes the pending batch and sends a checkpoint,
    so from a tick on, batches and checkpoints depend on nothing before but the DDL: a task
@@ -14,8 +15,11 @@ Three stages, each inside Spark tasks on Arrow batches (`mapInArrow`); the drive
    (dispatch, 2048-row / 15 ms batches, encoding, checkpoints). It yields Kafka records
    numbered per (range, topic, partition); a range ends with the checkpoint that the next
    range's first tick would send.
-3. offsets. The records are persisted; their counts per (range, topic, partition) give each
-   range's first offset in each partition.
+3. offsets. The records' counts per (range, topic, partition) give each range's first
+   offset in each partition. To be counted and then written with their offsets, the
+   records are kept: written by the range's task as a Parquet file beside a directory
+   output (`ranged_files`, read back by Spark range by range), or cached by Spark on the
+   executors' disks (`ranged` + `number`: Kafka, and the DataFrames of `spark.records`).
 
 Output: Spark's own Parquet writer (the parquet sink's columns, `topic=/partition=` folders),
 or each partition in offset order to Kafka (confluent-kafka inside the tasks, every delivery
