@@ -47,14 +47,12 @@ from ticdc_sim.generator.sql.values import column_converter
 from ticdc_sim.generator.workload import schedule
 from ticdc_sim.generator.workload import values as v
 from ticdc_sim.generator.workload.spec import Chapter, Column, KeyUpdates, SpecError, Workload
-from ticdc_sim.model.events import DDLEvent, RowChangedEvent, Value
+from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import LOGICAL_MASK, compose_ts, physical_ms
 
 Change = RowChangedEvent | DDLEvent
-Image = tuple[Value, ...] | None
 Anchors = dict[int, tuple[int, int]]
-Key = tuple[int, int]  # (table id, row id)
 _BLOCK_TXNS = 2048  # transactions scheduled and drawn together
 _LOGICAL_SLOT = 33  # logical values a transaction's TSO may take within its millisecond
 
