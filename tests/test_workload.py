@@ -713,3 +713,34 @@ def test_key_updates_keep_every_key_unique() -> None:
             if e.table.name == "d" and e.kind == "insert" and ids[e.columns[0]]  # type: ignore[index]
         )
     assert moved > 50
+
+
+def test_rows_touched_again_after_a_long_quiet_stay_consistent() -> None:
+    """Blocks that touch only the newest rows, then a delete of the oldest: the per-row
+    state kept for the oldest rows is still there (old images are the rows' last images)."""
+    raw = {
+        "seed": 2,
+        "tables": [
+            {
+                "ddl": "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+                "rows": 20000,
+                "columns": {"v": {"uniform": [0, 1000000]}},
+            }
+        ],
+        "operations": {
+            "events": 60000,
+            "mix": {"update": 1000, "delete": 0.06},  # blocks without a delete, then one
+            "keys": {"zipf": 3},  # updates on the newest rows, the oldest left alone
+        },
+    }
+    live: dict[Any, tuple[Any, ...]] = {}
+    deletes = 0
+    for event in events(raw):
+        if not isinstance(event, RowChangedEvent):
+            continue
+        if event.pre_columns is not None:
+            assert live.pop(event.pre_columns[0]) == event.pre_columns
+            deletes += event.columns is None
+        if event.columns is not None:
+            live[event.columns[0]] = event.columns
+    assert deletes >= 1

@@ -587,7 +587,9 @@ class Generator:
         for ti in np.unique(t).tolist():
             state = states[ti]
             mine = t == ti
-            state.rows.grow(state.born, int(r[mine].min()))  # rows the block deletes too
+            # rows below the oldest live one after the block are gone for good, but this
+            # block may delete some of them first
+            state.rows.grow(state.born, min(state.dead, int(r[mine].min())))
             at = r[mine] - state.rows.base
             version0[mine] = state.rows.version[at]
             serial0[mine] = state.rows.serial[at]
