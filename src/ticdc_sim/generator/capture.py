@@ -46,6 +46,7 @@ class RowKeys:
     handle: str  # "int" (the integer primary key), "common" (a clustered primary key of
     # other types) or "rowid" (`_tidb_rowid`)
     key_offsets: tuple[int, ...]  # the primary key's columns
+    handle_offsets: tuple[int, ...]  # the columns the row key holds (none for `_tidb_rowid`)
     split_offsets: tuple[int, ...]  # handle-key and unique-key columns
     # the columns whose change makes an update split: a moved handle is no update
     watched: tuple[int, ...]
@@ -54,7 +55,7 @@ class RowKeys:
     changed: Callable[[tuple[Value, ...]], Any] | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        keys = () if self.handle == "rowid" else self.key_offsets
+        keys = self.handle_offsets
         object.__setattr__(self, "moved", operator.itemgetter(*keys) if keys else None)
         watched = self.watched
         object.__setattr__(self, "changed", operator.itemgetter(*watched) if watched else None)
@@ -70,12 +71,12 @@ class RowKeys:
         flags = info.ticdc_flags()
         split_flags = ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY
         split = tuple(i for i, f in enumerate(flags) if f & split_flags)
-        moves = () if handle == "rowid" else keys
-        return cls(info, handle, keys, split, tuple(o for o in split if o not in moves))
+        held = () if handle == "rowid" else keys
+        return cls(info, handle, keys, held, split, tuple(o for o in split if o not in held))
 
     def key_only(self, image: tuple[Value, ...]) -> tuple[Value, ...]:
         """The row as TiCDC decodes it from the row key alone: the handle's columns."""
-        keep = () if self.handle == "rowid" else self.key_offsets
+        keep = self.handle_offsets
         return tuple(value if i in keep else None for i, value in enumerate(image))
 
     def row_key(self, image: tuple[Value, ...], rowid: int) -> tuple[Any, int]:

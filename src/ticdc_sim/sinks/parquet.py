@@ -81,21 +81,10 @@ class _PartitionFile:
         if not pending:
             return
         count = len(pending)
-        key, value, ts, rows, schema, table, headers = zip(*pending, strict=True)
-        marks = (np.array(rows, dtype=np.int32) > 0).astype(np.int8)  # a row or a DDL ...
         checkpoints = [i for i in self.checkpoints if i < count]
-        marks[checkpoints] = 2  # ... or a checkpoint
-        kind = KINDS.take(pa.array(marks))
         columns = [
             pa.array(np.arange(self.offset, self.offset + count, dtype=np.int64)),
-            pa.array(key, pa.binary()),
-            pa.array(value, pa.binary()),
-            headers_array(headers),
-            pa.array(ts, pa.int64()),
-            kind,
-            pa.array(rows, pa.int32()),
-            pa.array(schema, pa.string()),
-            pa.array(table, pa.string()),
+            *record_columns(pending, checkpoints),
         ]
         try:
             self.writer.write_table(pa.Table.from_arrays(columns, schema=SCHEMA))
@@ -113,11 +102,31 @@ class _PartitionFile:
             self.writer.close()
 
 
-KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
+_KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
 _HEADERS = pa.map_(pa.string(), pa.binary())
 
 
-def headers_array(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
+def record_columns(messages: Sequence[Message], checkpoints: Sequence[int]) -> list[pa.Array]:
+    """The columns of `SCHEMA` after `offset` (key, value, headers, commit_ts, kind, rows,
+    schema, table) for these records; `checkpoints`: the indexes of checkpoint records.
+    The Spark engine builds its records with it too."""
+    key, value, ts, rows, schema, table, headers = zip(*messages, strict=True)
+    row_counts = np.array(rows, dtype=np.int32)
+    marks = (row_counts > 0).astype(np.int8)  # a row or a DDL ...
+    marks[list(checkpoints)] = 2  # ... or a checkpoint
+    return [
+        pa.array(key, pa.binary()),
+        pa.array(value, pa.binary()),
+        _headers(headers),
+        pa.array(ts, pa.int64()),
+        _KINDS.take(pa.array(marks)),
+        pa.array(row_counts),
+        pa.array(schema, pa.string()),
+        pa.array(table, pa.string()),
+    ]
+
+
+def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
     """Records' headers as the `headers` column (map<string, binary>)."""
     if any(headers):
         return pa.array([list(h.items()) for h in headers], _HEADERS)

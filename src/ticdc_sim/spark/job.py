@@ -60,7 +60,7 @@ from ticdc_sim.generator.workload.spec import Workload
 from ticdc_sim.model.events import DDLEvent
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import CHECKPOINT_INTERVAL_MS, Pipeline
-from ticdc_sim.sinks.parquet import KINDS, headers_array
+from ticdc_sim.sinks.parquet import record_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -307,28 +307,16 @@ class Collect:
         sent, checkpoints = self.sent, self.checkpoints
         self.sent, self.count, self.checkpoints = [], 0, []
         sizes = [len(messages) for _, _, _, messages in sent]
-        key, value, ts, rows, schema, table, headers = zip(
-            *(m for _, _, _, messages in sent for m in messages), strict=True
-        )
         seq = np.concatenate([np.arange(first, first + len(ms)) for _, _, first, ms in sent])
         groups = np.repeat(np.arange(len(sent)), sizes)
-        row_counts = np.array(rows, dtype=np.int32)
-        kind = (row_counts > 0).astype(np.int8)  # KINDS: ddl, row, checkpoint
-        kind[checkpoints] = 2
+        messages = [m for _, _, _, batch in sent for m in batch]
         return pa.record_batch(
             [
                 pa.array([t for t, _, _, _ in sent], pa.string()).take(groups),
                 pa.array(np.array([p for _, p, _, _ in sent], dtype=np.int32)[groups]),
                 pa.array(np.full(count, self.range, dtype=np.int32)),
                 pa.array(seq, pa.int64()),
-                pa.array(key, pa.binary()),
-                pa.array(value, pa.binary()),
-                headers_array(headers),
-                pa.array(ts, pa.int64()),
-                KINDS.take(pa.array(kind)),
-                pa.array(row_counts),
-                pa.array(schema, pa.string()),
-                pa.array(table, pa.string()),
+                *record_columns(messages, checkpoints),
             ],
             names=_RANGED_NAMES,
         )
