@@ -219,6 +219,22 @@ def test_ranges_start_at_ticks_and_cover_the_run() -> None:
         assert (copy.ms(start - 1) - copy.origin_ms) // 1000 < cell
 
 
+@pytest.mark.parametrize("ranges", [1, 7, 40])
+def test_each_range_gets_a_partition_of_its_own(ranges: int) -> None:
+    """by_range: range r's rows, and only they, in Spark partition r (no sampling job)."""
+    from pyspark.sql import functions as F
+
+    spark = _session("local[2]")
+    rows = spark.range(ranges * 50).selectExpr(f"cast(id % {ranges} as int) as range")
+    placed = (
+        job.by_range(rows, ranges)
+        .select("range", F.spark_partition_id().alias("at"))
+        .distinct()
+        .collect()
+    )
+    assert sorted((r["range"], r["at"]) for r in placed) == [(r, r) for r in range(ranges)]
+
+
 def cli(*args: str) -> str:
     result = CliRunner().invoke(app, ["generate", *args, "--no-progress"])
     assert result.exit_code == 0, result.output

@@ -41,7 +41,7 @@ from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import compose_ts, physical_ms
 from ticdc_sim.pipeline import CHECKPOINT_INTERVAL_MS, Pipeline
-from ticdc_sim.spark.job import RANGED, Collect, number
+from ticdc_sim.spark.job import RANGED, Collect, by_range, number
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -155,8 +155,7 @@ def ranged_changes(plan: ChangesPlan, changes: DataFrame) -> DataFrame:
         F.lit(None).cast(changes.schema["after"].dataType).alias("after"),
     )
     return (
-        rows.unionByName(marker)
-        .repartitionByRange(plan.ranges, "range")
+        by_range(rows.unionByName(marker), plan.ranges)
         .sortWithinPartitions("range", "commit_ts")
         .mapInArrow(lambda batches: change_records(plan, batches), RANGED)
     )

@@ -105,7 +105,6 @@ class Plan:
     starts: list[int]
     owners: int
     datasets: Any = None  # a Broadcast of the `initial_from` tables by index, or None
-    spill: bool = False  # stage 1's writes kept on disk, not in the JVM's heap
 
     @property
     def ranges(self) -> int:
@@ -205,14 +204,10 @@ def plan(
         if starts[-1] < start < copy.txns:
             starts.append(start)
     starts.append(copy.txns)
-    spill = copy.txns > _TXNS_IN_HEAP
-    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism), datasets, spill)
+    return Plan(spec, feed, partitions, limit, starts, max(1, parallelism), datasets)
 
 
 _TXNS_PER_TASK = 250_000  # ~1M events of the mixed workload
-# stage 1's writes (~40 bytes each) stay in the JVM's heap up to ~10M transactions; beyond,
-# a 100M-event run with them in memory ran the 4 GB heap out
-_TXNS_IN_HEAP = 10_000_000
 
 
 # -- stage 1: writes, by the rows a task owns ----------------------------------------------------
@@ -514,8 +509,6 @@ def ranged_files(
 def _sorted_writes(spark: SparkSession, plan: Plan) -> DataFrame:
     """Stage 1: the run's net writes, sorted by (range, txn) into the ranges' tasks, each
     range opened by a marker (txn -1)."""
-    from pyspark import StorageLevel
-
     owners = spark.range(plan.owners, numPartitions=plan.owners)
 
     def stage_writes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -536,11 +529,33 @@ def _sorted_writes(spark: SparkSession, plan: Plan) -> DataFrame:
         "cast(-1 as long) as serial_before",
         "cast(-1 as long) as serial_after",
     )
-    # kept (~40 bytes a write): repartitionByRange samples its input in a job of its own,
-    # which would otherwise run stage 1 twice
-    level = StorageLevel.DISK_ONLY if plan.spill else StorageLevel.MEMORY_AND_DISK
-    keyed = writes.unionByName(markers).persist(level)
-    return keyed.repartitionByRange(plan.ranges, "range").sortWithinPartitions("range", "txn")
+    return by_range(writes.unionByName(markers), plan.ranges).sortWithinPartitions("range", "txn")
+
+
+def by_range(df: DataFrame, ranges: int) -> DataFrame:
+    """`df` shuffled so that the rows of range r (its int column `range`, 0 <= r < ranges)
+    are Spark partition r's. Spark's hash partitioning puts a row in partition
+    pmod(hash(key), n) (HashPartitioning, Murmur3Hash seed 42, as SQL's `hash`), so each
+    range is given a key that lands there, found by Spark. Where repartitionByRange would
+    first sample its input in a job of its own (computing it twice, or keeping it), this
+    costs a job over a few thousand numbers."""
+    from pyspark.sql import functions as F
+
+    spark = df.sparkSession
+    keys: dict[int, int] = {}
+    span = 64 * ranges  # a partition missed by 64n keys is a chance of n * e^-64
+    while len(keys) < ranges:
+        found = (
+            spark.range(span)
+            .groupBy(F.expr(f"pmod(hash(id), {ranges})").alias("at"))
+            .agg(F.min("id").alias("key"))
+            .collect()
+        )
+        keys = {row["at"]: row["key"] for row in found}
+        span *= 2
+    # L: the keys are hashed as the longs `spark.range` made them, not as ints
+    table = ", ".join(f"{keys[r]}L" for r in range(ranges))
+    return df.repartition(ranges, F.expr(f"element_at(array({table}), range + 1)"))
 
 
 def counted(df: DataFrame) -> dict[tuple[str, int], int]:
@@ -572,18 +587,25 @@ def number(
         numbered = ranged.persist(StorageLevel.DISK_ONLY)
         rows = numbered.groupBy("topic", "partition", "range").count().collect()
         counts = {(r["topic"], r["partition"], r["range"]): r["count"] for r in rows}
-    bases: list[tuple[str, int, int, int]] = []
+    # the offset of a (topic, partition, range)'s first record: the records of that
+    # partition in the ranges before. Looked up by slot in an array literal, where a join
+    # would hash three keys a record (and broadcast the table in a job of its own)
+    topics = sorted({topic for topic, _, _ in counts})
+    widths = {t: 1 + max(p for topic, p, _ in counts if topic == t) for t in topics}
+    firsts = dict(zip(topics, itertools.accumulate([0, *widths.values()]), strict=False))
+    total, ranges = sum(widths.values()), 1 + max((r for _, _, r in counts), default=0)
+    bases = [0] * max(1, total * ranges)
     running: dict[tuple[str, int], int] = {}  # records of the ranges before, per partition
-    for topic, partition, range_ in sorted(counts):
+    for topic, partition, range_ in sorted(counts, key=lambda k: (k[2], k[0], k[1])):
         key = (topic, partition)
         base = running.get(key, 0)
-        bases.append((topic, partition, range_, base))
+        bases[range_ * total + firsts[topic] + partition] = base
         running[key] = base + counts[(topic, partition, range_)]
-    base_df = spark.createDataFrame(bases, "topic string, partition int, range int, base long")
-    joined = numbered.join(F.broadcast(base_df), ["topic", "partition", "range"])
-    out = joined.select(
-        "topic", "partition", (F.col("base") + F.col("seq")).alias("offset"), *_names(RECORDS)[3:]
-    )
+    first = F.create_map(*(F.lit(x) for t in topics for x in (t, firsts[t])))
+    slot = F.col("range") * total + F.element_at(first, F.col("topic")) + F.col("partition")
+    array = F.expr(f"array({', '.join(f'{b}L' for b in bases)})")  # L: longs, not ints
+    offset = F.element_at(array, slot + 1) + F.col("seq")
+    out = numbered.select("topic", "partition", offset.alias("offset"), *_names(RECORDS)[3:])
     return out, running
 
 
