@@ -373,19 +373,19 @@ class RangeRun:
         hi = bisect.bisect_right(copy.chapter_txns, at)
         for _, ddl in copy.chapters[lo:hi]:
             self.pipeline.push(ddl)
-        if self.pending:
-            table = pa.Table.from_batches(self.pending).combine_chunks()
-            cut = int(np.searchsorted(table.column("txn").to_numpy(), end))
-            self.pending = table.slice(cut).to_batches() if cut < table.num_rows else []
-            if cut:
-                push = self.pipeline.push
-                with cycles_paused():
+        with cycles_paused():  # the records' columns too: they are built from new tuples
+            if self.pending:
+                table = pa.Table.from_batches(self.pending).combine_chunks()
+                cut = int(np.searchsorted(table.column("txn").to_numpy(), end))
+                self.pending = table.slice(cut).to_batches() if cut < table.num_rows else []
+                if cut:
+                    push = self.pipeline.push
                     writes = self._writes(table.slice(0, cut))
                     for event in copy.generator.emit(at, writes, end - at):
                         push(event)
+            batch = self.sink.take(_BATCH_RECORDS)
         self.at = end
         self.until = self._chunk_end()
-        batch = self.sink.take(_BATCH_RECORDS)
         if batch is not None:
             yield batch
 
