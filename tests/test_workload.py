@@ -24,6 +24,7 @@ from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.workload import Generator, SpecError, load, parse
 from ticdc_sim.generator.workload.run import primary_key
+from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.tso import physical_ms
 
@@ -121,6 +122,18 @@ def events(raw: dict[str, Any]) -> list[DDLEvent | RowChangedEvent]:
             lambda s: s["operations"].update(transaction_size={"choice": {0: 1}}),
             "operations.transaction_size.choice[0] (the key): Input should be greater than or equal to 1",
         ),
+        (
+            lambda s: s["tables"][0].update(rows=10**23),
+            "tables[0].rows: Input should be less than or equal to 1000000000000000",
+        ),
+        (
+            lambda s: s["operations"].update(events=None, duration_s=float("inf")),
+            "operations.duration_s: Input should be a finite number",
+        ),
+        (
+            lambda s: s["operations"].update(events=None, duration_s=1e15),
+            "duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
+        ),
     ],
 )
 def test_spec_errors_name_their_path(change: Any, message: str) -> None:
@@ -189,6 +202,14 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
     assert message in str(error.value)
 
 
+def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> None:
+    """Checked when the generator is built (3 billion rows are never drawn)."""
+    raw = spec()
+    raw["tables"][0].update(ddl=CUSTOMERS.replace("id BIGINT", "id INT"), rows=3_000_000_000)
+    with pytest.raises(SpecError, match=r"customers.id: key 3000000000 is more than the column"):
+        Generator(parse(raw))
+
+
 @pytest.mark.parametrize(
     ("chapter", "message"),
     [
@@ -202,6 +223,12 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
         ),
         ({"ddl": "INSERT INTO orders (id) VALUES (99999)"}, "changes schemas, not rows"),
         ({"ddl": "ALTER TABLE nowhere ADD COLUMN x INT"}, "storyline[0].ddl: "),
+        (
+            {"ddl": "DROP TABLE customers"},
+            "storyline[0]: orders.customer_id takes `ref:` keys of customers, and after this DDL"
+            " there is no table customers",
+        ),
+        ({"ddl": "RENAME TABLE customers TO people"}, "there is no table customers"),
     ],
 )
 def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -> None:
@@ -210,6 +237,38 @@ def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -
     with pytest.raises(SpecError) as error:
         events(raw)
     assert message in str(error.value)
+
+
+def test_after_truncate_a_table_has_new_rows_only() -> None:
+    """TRUNCATE TABLE (a new table id in TiDB) leaves no rows: later updates and deletes
+    take rows inserted after it, and no key comes back."""
+    raw = spec()
+    raw["storyline"] = [{"at_event": 300, "ddl": "TRUNCATE TABLE orders"}]
+    before: set[Any] = set()
+    born: set[Any] = set()
+    seen, new_id = {"insert": 0, "update": 0, "delete": 0}, None
+    for event in events(raw):
+        if isinstance(event, DDLEvent) and event.action == ActionType.TRUNCATE_TABLE:
+            assert event.table_info is not None and event.pre_table_info is not None
+            new_id = event.table_info.id
+            assert new_id != event.pre_table_info.id
+            continue
+        if not isinstance(event, RowChangedEvent) or event.table.name != "orders":
+            continue
+        key = (event.columns or event.pre_columns or ())[0]
+        if new_id is None:
+            before.add(key)
+            continue
+        assert event.table.id == new_id
+        kind = "insert" if event.pre_columns is None else "update"
+        kind = "delete" if event.columns is None else kind
+        seen[kind] += 1
+        if kind == "insert":
+            assert key not in before
+            born.add(key)
+        else:
+            assert key in born, f"{kind} of {key}, a row from before the TRUNCATE"
+    assert new_id is not None and seen["insert"] and seen["update"] and seen["delete"]
 
 
 def test_a_yaml_error_is_located(tmp_path: Path) -> None:

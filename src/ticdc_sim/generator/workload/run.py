@@ -47,6 +47,7 @@ from ticdc_sim.generator.sql.values import column_converter
 from ticdc_sim.generator.workload import schedule
 from ticdc_sim.generator.workload import values as v
 from ticdc_sim.generator.workload.spec import Chapter, Column, KeyUpdates, SpecError, Workload
+from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import LOGICAL_MASK, compose_ts, physical_ms
@@ -217,6 +218,7 @@ class Generator:
                 if data is None:
                     raise SpecError(f"tables[{i}].initial_from: the file was not read")
                 self._seed(f"tables[{i}].initial_from ({table.initial_from.path})", state, data)
+            _keys_fit(state)
             self.tables[info.name] = state
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
@@ -715,7 +717,19 @@ class Generator:
             before = event.pre_table_info
             if before is not None and before.name in self.tables:
                 self._reshape(where, chapter, self.tables.pop(before.name), info, n)
+                if event.action == ActionType.TRUNCATE_TABLE and info is not None:
+                    emptied = self.tables[info.name]
+                    emptied.dead = emptied.born  # its rows are gone; new ones go on above
             yield event
+        for state in self.tables.values():
+            for offset, name in state.references.items():
+                if name not in self.tables:
+                    column = state.info.columns[offset].name
+                    raise SpecError(
+                        f"{where}: {state.info.name}.{column} takes `ref:` keys of {name},"
+                        f" and after this DDL there is no table {name} (a reference names"
+                        " its table; dropping or renaming it is not simulated)"
+                    )
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
         self.epoch += 1
@@ -900,6 +914,18 @@ def cycles_paused() -> Iterator[None]:
     finally:
         gc.enable()
         gc.collect(0)
+
+
+def _keys_fit(state: TableState) -> None:
+    """The last initial row's keys, drawn once up front: a key column too small for the
+    initial rows is an error before the run starts, not after millions of rows."""
+    last = state.initial - 1
+    if last < state.seed_rows:  # no initial rows, or all of them from a file
+        return
+    for offset, values in enumerate(state.generators):
+        if isinstance(values, v.KeySequence):
+            serial = 2 * last if offset in state.rekey_columns else last
+            values(np.array([serial], dtype=np.int64), np.zeros(1, dtype=np.int64), None)
 
 
 def primary_key(info: TableInfo) -> list[int]:

@@ -48,7 +48,11 @@ class SpecError(SimError):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # .inf and .nan are YAML floats; no count, rate or bound of a run can be one
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+_MOST = 10**15  # rows or events: beyond any run, within numpy's int64 arithmetic on them
 
 
 # -- column generators -----------------------------------------------------------------------
@@ -139,7 +143,7 @@ class KeyUpdates(Strict):
 class Table(Strict):
     ddl: str | None = None
     ddl_file: Path | None = None
-    rows: int = Field(0, ge=0, description="initial rows, inserted before the operations")
+    rows: int = Field(0, ge=0, le=_MOST, description="initial rows, before the operations")
     initial_from: Dataset | None = None  # the initial rows, from a file (instead of `rows`)
     weight: float = Field(1.0, ge=0)
     columns: dict[str, Column] = Field(default_factory=dict)
@@ -206,7 +210,7 @@ class Sizes(Strict):
 
 
 class Operations(Strict):
-    events: int | None = Field(None, ge=0, description="row changes after the initial rows")
+    events: int | None = Field(None, ge=0, le=_MOST, description="row changes after them")
     duration_s: float | None = Field(None, gt=0, description="or simulated seconds of them")
     mix: Mix = Mix()
     transaction_size: Sizes = Sizes()
@@ -219,6 +223,8 @@ class Operations(Strict):
     def one_length(self) -> Operations:
         if self.events is not None and self.duration_s is not None:
             raise ValueError("give `events` or `duration_s`, not both")
+        if (self.duration_s or 0) * self.commit_rate > _MOST:
+            raise ValueError(f"duration_s x commit_rate: more than {_MOST:,} transactions")
         return self
 
 
