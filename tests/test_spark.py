@@ -320,6 +320,12 @@ def test_what_the_spark_engine_refuses_is_named(spec_file: Path, tmp_path: Path)
         assert message in result.output
     result = runner.invoke(app, [*base[:-3], "--engine", "turbo"])
     assert result.exit_code == 1 and "--engine 'turbo': local or spark" in result.output
+    uri = f"parquet://{tmp_path / 'y'}?protocol=canal-json"
+    for master in ("nowhere", "local[0]", "spark:/x"):  # refused before a JVM starts
+        result = runner.invoke(app, [*base, "--sink-uri", uri, "--master", master])
+        assert result.exit_code == 1, result.output
+        assert f"spark master {master!r}: local, local[N]" in result.output
+        assert not (tmp_path / "y").exists() and not (tmp_path / ".y.partial").exists()
 
 
 def test_a_task_error_is_one_line() -> None:

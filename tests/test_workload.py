@@ -577,6 +577,9 @@ def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
     assert any(d["type"] == "insert" and d["columns"]["id"] for d in decoded)
     bad = CliRunner().invoke(app, ["generate", "--workload", str(tmp_path / "nope.yaml")])
     assert bad.exit_code == 1 and "nope.yaml: No such file" in bad.output
+    for count in ("0", "-1"):  # a usage error, not a whole run (0) or a traceback (-1)
+        bad = CliRunner().invoke(app, ["generate", "--workload", str(path), "--preview", count])
+        assert bad.exit_code == 2 and "Invalid value for '--preview'" in bad.output
 
 
 def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:

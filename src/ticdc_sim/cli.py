@@ -501,12 +501,13 @@ def generate(
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
     preview: Annotated[
-        int,
+        int | None,
         typer.Option(
+            min=1,
             help="print the first N events as JSON lines (with --sink-uri: as decoded from"
-            " the records) and stop"
+            " the records) and stop",
         ),
-    ] = 0,
+    ] = None,
     progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
     engine: Annotated[
         str, typer.Option(help="local (one process, streaming) or spark (a PySpark job)")
@@ -530,7 +531,7 @@ def generate(
         if engine not in ("local", "spark"):
             raise ConfigError(f"--engine {engine!r}: local or spark")
         spec = load(workload, seed)
-        if engine == "spark" and not preview:
+        if engine == "spark" and preview is None:
             if sink_uri is None:
                 raise ConfigError("--engine spark needs --sink-uri")
             settings = {}
@@ -553,7 +554,7 @@ def generate(
         datasets = read_datasets(spec)
         generator = Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
         events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
-        if preview:
+        if preview is not None:
             _preview(feed, itertools.islice(events, preview), preview, warnings)
             return
         if spec.operations.wall_rate:

@@ -11,6 +11,7 @@ Importing this package does not import pyspark; its functions do.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -90,6 +91,11 @@ def generate(
     by partition in offset order, blackhole:// counted only. `conf`: Spark settings for
     the session started here (none when `spark` is given)."""
     warnings = warnings if warnings is not None else Warnings()
+    if spark is None and not _MASTER.fullmatch(master):  # before Java says so, at length
+        raise ConfigError(
+            f"spark master {master!r}: local, local[N], local[*], spark://HOST:PORT, yarn"
+            " or k8s://URL"
+        )
     scheme = feed.sink.scheme
     if scheme not in ("parquet", "jsonl", "kafka", "blackhole"):
         raise ConfigError(
@@ -144,6 +150,11 @@ def generate(
     if staging is not None:
         staging.commit()
     return Report(written, plan.ranges)
+
+
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9]\d*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|(spark|k8s|mesos)://\S+"
+)
 
 
 def _driver_sink(feed: Changefeed, warnings: Warnings | None = None) -> Sink:
