@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 import support_random_sql as rs
 from ticdc_sim.cli import app
+from ticdc_sim.errors import SimError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.workload import Generator, SpecError, load, parse
@@ -134,6 +135,14 @@ def events(raw: dict[str, Any]) -> list[DDLEvent | RowChangedEvent]:
             lambda s: s["operations"].update(events=None, duration_s=1e15),
             "duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
         ),
+        (
+            lambda s: s["operations"].update(commit_rate=1e-9),
+            "operations.commit_rate: Input should be greater than or equal to 0.001",
+        ),
+        (
+            lambda s: s["tables"][1]["columns"].update(status={"choice": {}}),
+            "tables[1].columns.status.choice: Value should have at least 1 item",
+        ),
     ],
 )
 def test_spec_errors_name_their_path(change: Any, message: str) -> None:
@@ -200,6 +209,13 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
     with pytest.raises(SpecError) as error:
         events(raw)
     assert message in str(error.value)
+
+
+def test_commit_ts_stay_within_a_tso() -> None:
+    generator = Generator(parse(spec(commit_rate=0.001)))
+    assert generator.commit_ts(10**6)[0] < 1 << 64
+    with pytest.raises(SimError, match="past what a TSO's 46-bit physical time holds"):
+        generator.commit_ts(10**8)
 
 
 def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> None:

@@ -436,6 +436,11 @@ class Generator:
             logical = slot * _LOGICAL_SLOT + 1 + step
             if logical > LOGICAL_MASK:
                 raise SimError(f"commit_rate {p / q}: more transactions a ms than TSOs")
+            if self.base_ms + offset >= _PHYSICAL_LIMIT:
+                raise SimError(
+                    f"commit_rate {p / q}: transaction {txn} commits past what a TSO's 46-bit"
+                    " physical time holds (the year 4199): a higher rate or fewer events"
+                )
             out.append(compose_ts(self.base_ms + offset, logical))
         return out
 
@@ -914,6 +919,9 @@ def cycles_paused() -> Iterator[None]:
     finally:
         gc.enable()
         gc.collect(0)
+
+
+_PHYSICAL_LIMIT = 1 << 46  # a TSO is 46 bits of milliseconds and 18 logical bits
 
 
 def _keys_fit(state: TableState) -> None:

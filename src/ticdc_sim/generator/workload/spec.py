@@ -84,7 +84,8 @@ class Column(Strict):
     uniform: tuple[float, float] | None = None  # [low, high]
     normal: Normal | None = None
     zipf: Zipf | None = None
-    choice: dict[str, float] | list[Any] | None = None  # value: weight, or values alike
+    # value: weight, or values alike
+    choice: Annotated[dict[str, float] | list[Any], Field(min_length=1)] | None = None
     ref: str | None = Field(None, pattern=r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$")
     # strings: [min, max] characters (generated text; faker and choice strings are cut to max)
     length: tuple[int, int] | None = None
@@ -216,7 +217,7 @@ class Operations(Strict):
     transaction_size: Sizes = Sizes()
     multi_table: float = Field(0.0, ge=0, le=1)
     keys: Keys = Keys()
-    commit_rate: float = Field(1000.0, gt=0, le=5_000_000, description="txns a simulated s")
+    commit_rate: float = Field(1000.0, ge=0.001, le=5_000_000, description="txns a simulated s")
     wall_rate: float | None = Field(None, gt=0, description="events a real second (live runs)")
 
     @model_validator(mode="after")
