@@ -480,6 +480,10 @@ def test_unknown_statements_and_variables() -> None:
     with pytest.raises(SQLError) as info:
         run("CREATE TABLE t (id INT); INSERT INTO t VALUES (NOSUCHFN(1));")
     assert info.value.code == 1305
+    for temporary in ("TEMPORARY", "GLOBAL TEMPORARY"):  # was an internal error
+        with pytest.raises(SQLError, match="temporary tables are not simulated") as info:
+            run(f"CREATE {temporary} TABLE tt (id INT PRIMARY KEY) ON COMMIT DELETE ROWS;")
+        assert info.value.code == 1105
 
 
 def test_ddl_events_pass_through() -> None:

@@ -43,7 +43,7 @@ ORDERS = (
 KINDS = (
     "CREATE TABLE kinds (k VARCHAR(20) PRIMARY KEY, ts TIMESTAMP(2) NULL, t TIME(1), y YEAR,"
     " j JSON, s SET('a','b','c'), b BIT(5), f FLOAT, u BIGINT UNSIGNED, m MEDIUMINT, c CHAR(3),"
-    " bl BLOB, d DECIMAL(30,10))"
+    " bl BLOB, d DECIMAL(30,10), v VECTOR(3))"
 )
 
 

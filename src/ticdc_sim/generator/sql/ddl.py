@@ -339,6 +339,10 @@ class Catalog:
     # -- tables ------------------------------------------------------------------------------
 
     def _create_table(self, node: exp.Create, source: str) -> list[DDLEvent]:
+        if node.find(exp.TemporaryProperty) is not None:
+            # TiDB keeps them out of TiKV's changelog (local) or of every change feed's rows
+            # (global): the sessions and visibility rules they need are not simulated
+            raise SQLError("temporary tables are not simulated", code=1105)
         schema_name, name = self._table_ref(node.this)
         schema = self.schema(schema_name)
         if self._exists(schema, name, if_not_exists=bool(node.args.get("exists"))):

@@ -344,6 +344,9 @@ def _default(col: ColumnInfo, spec: Column, rng: random.Random) -> Any:
         return rng.getrandbits(min(col.flen, 63))
     if tp == M.JSON:
         return f'{{"k": {rng.randint(0, 999)}, "tag": "{rng.choice(string.ascii_lowercase)}"}}'
+    if tp == M.TIDB_VECTOR_FLOAT32:  # VECTOR(n): n floats; VECTOR: any dimension, here 3
+        dims = col.flen if col.flen and col.flen > 0 else 3
+        return "[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(dims)) + "]"
     low, high = spec.length or _length(col)
     text = "".join(
         rng.choices(string.ascii_letters + string.digits + " ", k=rng.randint(low, high))
