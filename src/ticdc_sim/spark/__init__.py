@@ -125,7 +125,7 @@ def generate(
         if staging is not None:  # the ranges' records beside the output, read back
             ranges = Path(f"{staging.work}.ranges")
             shutil.rmtree(ranges, ignore_errors=True)  # left by a run that was killed
-            df, written = job.number(spark, *job.ranged_files(spark, plan, ranges))
+            df, written = job.number(*job.ranged_files(spark, plan, ranges))
         else:
             df, written = job.records(spark, plan)
         if scheme == "parquet":

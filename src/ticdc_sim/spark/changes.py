@@ -271,7 +271,7 @@ def records_from_changes(
     finally:
         sink.close()
     try:
-        df, _ = number(spark, ranged_changes(plan, changes))
+        df, _ = number(ranged_changes(plan, changes))
     except Exception as e:
         if isinstance(e, SimError):
             raise

@@ -568,13 +568,11 @@ def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str,
     """The run's Kafka records with their offsets (columns `RECORDS`), and how many each
     (topic, partition) has. The encoded records are persisted on the executors' disks to be
     counted: `spark.catalog.clearCache()` frees them."""
-    return number(spark, ranged(spark, plan))
+    return number(ranged(spark, plan))
 
 
 def number(
-    spark: SparkSession,
-    ranged: DataFrame,
-    counts: dict[tuple[str, int, int], int] | None = None,
+    ranged: DataFrame, counts: dict[tuple[str, int, int], int] | None = None
 ) -> tuple[DataFrame, dict[tuple[str, int], int]]:
     """Stage 3: records numbered per (range, topic, partition) get their offsets; the
     records per (topic, partition). Without their `counts` per (topic, partition, range),
