@@ -255,6 +255,23 @@ def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -
     assert message in str(error.value)
 
 
+def test_a_bad_chapter_is_found_before_any_record_is_written(tmp_path: Path) -> None:
+    import yaml
+
+    raw = spec()
+    raw["storyline"] = [{"at_event": 500, "ddl": "ALTER TABLE orders MODIFY note VARCHAR(5)"}]
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    uri = f"jsonl://{out}?protocol=canal-json"
+    args = ["generate", "--workload", str(path), "--sink-uri", uri, "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert (
+        result.exit_code == 1 and "storyline[0]: changes the type of orders.note" in result.output
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]  # no DIR, no DIR.partial
+
+
 def test_after_truncate_a_table_has_new_rows_only() -> None:
     """TRUNCATE TABLE (a new table id in TiDB) leaves no rows: later updates and deletes
     take rows inserted after it, and no key comes back."""
