@@ -201,7 +201,7 @@ def change_records(
             capture.add_change(
                 changes, keys, before, after, commit_ts - 1, commit_ts, feed.enable_old_value
             )
-        return list(capture.in_order(changes, feed.output_raw_change_event))
+        return capture.in_order(changes, feed.output_raw_change_event)
 
     pipeline: Pipeline | None = None
     sink: Collect | None = None

@@ -588,9 +588,12 @@ def number(
     # the offset of a (topic, partition, range)'s first record: the records of that
     # partition in the ranges before. Looked up by slot in an array literal, where a join
     # would hash three keys a record (and broadcast the table in a job of its own)
-    topics = sorted({topic for topic, _, _ in counts})
-    widths = {t: 1 + max(p for topic, p, _ in counts if topic == t) for t in topics}
-    firsts = dict(zip(topics, itertools.accumulate([0, *widths.values()]), strict=False))
+    widths: dict[str, int] = {}  # partitions a topic spans
+    for topic, partition, _ in counts:
+        widths[topic] = max(widths.get(topic, 0), partition + 1)
+    topics = sorted(widths)
+    starts = itertools.accumulate((widths[t] for t in topics), initial=0)
+    firsts = dict(zip(topics, starts, strict=False))  # the last start is the total
     total, ranges = sum(widths.values()), 1 + max((r for _, _, r in counts), default=0)
     bases = [0] * max(1, total * ranges)
     running: dict[tuple[str, int], int] = {}  # records of the ranges before, per partition
