@@ -36,12 +36,7 @@ class Replay:
 
 def replay(script: str, sink_uri: str, toml: str | None = None, **engine: Any) -> Replay:
     feed = changefeed(sink_uri, toml)
-    config = EngineConfig(
-        old_value=feed.enable_old_value,
-        output_raw_change_event=feed.output_raw_change_event,
-        **engine,
-    )
-    eng = Engine(config)
+    eng = Engine(EngineConfig(**engine))
     sink = MemorySink()
     pipeline = Pipeline(feed, sink)
     summary = pipeline.run(eng.run(split_script(script.splitlines(keepends=True), "test.sql")))

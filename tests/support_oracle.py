@@ -16,10 +16,11 @@ from support_mariadb import SYSTEM_SCHEMAS, MariaDB
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import DecodedDDL, DecodedRow
 from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.model.actions import ActionType
-from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock, physical_ms
 from ticdc_sim.pipeline import Pipeline
@@ -54,7 +55,7 @@ def run_on_mariadb(conn: Any, statements: Iterable[RawStatement]) -> None:
                 raise MariaDBRejects(f"{stmt.location}: the script is not UTF-8") from None
 
 
-def apply_changelog(conn: Any, events: Iterable[DDLEvent | RowChangedEvent]) -> int:
+def apply_changelog(conn: Any, events: Iterable[Event]) -> int:
     """Replay DDL queries and row changes on the replica, one transaction per commit ts."""
 
     def ddl(cur: Any, event: DDLEvent) -> None:
@@ -242,8 +243,8 @@ def check_script(
             # and stores what upstream stored: zero dates too (TiCDC's MySQL sink does the same)
             cur.execute("SET sql_mode = 'NO_ENGINE_SUBSTITUTION'")
             cur.execute("USE test")
-        if protocol is None:
-            rows = apply_changelog(dst, events)
+        if protocol is None:  # what a default changefeed captures: key changes split
+            rows = apply_changelog(dst, captured(events))
         else:
             feed = changefeed(
                 f"memory://?protocol={protocol}&partition-num=3&enable-tidb-extension=true",

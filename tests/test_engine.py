@@ -8,15 +8,20 @@ from typing import Any
 import pytest
 
 from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 
-def run(sql: str, **config: Any) -> tuple[Engine, list[RowChangedEvent]]:
+def run(
+    sql: str, old_value: bool = True, output_raw_change_event: bool = False, **config: Any
+) -> tuple[Engine, list[RowChangedEvent]]:
+    """The script's row events as a changefeed of these capture settings gets them."""
     engine = Engine(EngineConfig(**config))
-    events = list(engine.run(parse_statements("USE test;\n" + sql, "t.sql")))
+    upstream = engine.run(parse_statements("USE test;\n" + sql, "t.sql"))
+    events = captured(upstream, old_value, output_raw_change_event)
     return engine, [e for e in events if isinstance(e, RowChangedEvent)]
 
 

@@ -18,7 +18,7 @@ import pytest
 from support_kafka import Broker
 from ticdc_sim.config import changefeed
 from ticdc_sim.errors import SimError, Warnings
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import Record, open_sink
@@ -48,7 +48,7 @@ def fresh(prefix: str) -> str:
 def replay(sink_uri: str, toml: str | None = None, warnings: Warnings | None = None) -> None:
     feed = changefeed(sink_uri, toml)
     warnings = warnings if warnings is not None else Warnings()
-    engine = Engine(EngineConfig(old_value=feed.enable_old_value))
+    engine = Engine()
     pipeline = Pipeline(feed, open_sink(feed.sink, warnings=warnings), warnings)
     pipeline.run(engine.run(split_script(SCRIPT.splitlines(keepends=True), "t.sql")))
 

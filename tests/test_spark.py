@@ -102,7 +102,7 @@ Row = tuple[str, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes], 
 def local_records(query: str, toml: str | None = None) -> list[Row]:
     sink = MemorySink()
     feed = changefeed("memory://" + query, toml)
-    Pipeline(feed, sink).run(Generator.capturing(parse(yaml.safe_load(SPEC)), feed).events())
+    Pipeline(feed, sink).run(Generator(parse(yaml.safe_load(SPEC))).events())
     return [_row(r) for r in sink.records()]
 
 
@@ -452,13 +452,7 @@ def test_records_from_changes_are_those_of_the_sql_engine(toml: str | None) -> N
 
     query = FEEDS[1]
     feed = changefeed("memory://" + query, toml)
-    engine = Engine(
-        EngineConfig(
-            database="test",
-            old_value=feed.enable_old_value,
-            output_raw_change_event=feed.output_raw_change_event,
-        )
-    )
+    engine = Engine(EngineConfig(database="test"))
     script = (CHANGES_DDL + ";\n" + CHANGES_SQL).splitlines(keepends=True)
     events = list(engine.run(split_script(script)))
     ddl, rows = events[0], events[1:]

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 import support_random_sql as rs
 from ticdc_sim.cli import app
 from ticdc_sim.errors import SimError
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.generator import capture
+from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.workload import Generator, SpecError, load, parse
 from ticdc_sim.generator.workload.run import primary_key
@@ -438,13 +439,13 @@ def assert_engine_agrees(
     stream: list[DDLEvent | RowChangedEvent],
     tables: int,
     expected: list[DDLEvent | RowChangedEvent] | None = None,
-    config: EngineConfig | None = None,
+    capture_settings: dict[str, bool] | None = None,
 ) -> None:
     """The stream's changes, run as SQL through the engine (its first `tables` DDL as the
     schema, later DDL where they came, each transaction between BEGIN and COMMIT), give the
     same row events: kinds, images, row ids, order within each transaction. `expected`:
-    the events to compare with instead (the same run captured under `config`, where the
-    stream, with old values, is what the SQL is written from)."""
+    the events to compare with instead (the same run captured under `capture_settings`,
+    where the stream, as TiKV records it, is what the SQL is written from)."""
     stamps = [e.commit_ts for e in stream]
     assert stamps == sorted(stamps)
     script = [f"{e.query};" for e in stream[:tables] if isinstance(e, DDLEvent)]
@@ -456,10 +457,11 @@ def assert_engine_agrees(
         script.append("BEGIN;")
         script += _statements(changes)
         script.append("COMMIT;")
-    engine = Engine(config or EngineConfig())
+    engine = Engine()
+    upstream = engine.run(split_script([line + "\n" for line in script], "w.sql"))
     captured = [
         e
-        for e in engine.run(split_script([line + "\n" for line in script], "w.sql"))
+        for e in capture.captured(upstream, **(capture_settings or {}))
         if isinstance(e, RowChangedEvent)
     ]
     want_events = [e for e in (expected or stream)[tables:] if isinstance(e, RowChangedEvent)]
@@ -745,8 +747,10 @@ def rekeyed(**operations: Any) -> dict[str, Any]:
     }
 
 
-def captured(raw: dict[str, Any], **capture: bool) -> list[DDLEvent | RowChangedEvent]:
-    return list(Generator(parse(raw), **capture).events())
+def captured(raw: dict[str, Any], **settings: bool) -> list[DDLEvent | RowChangedEvent]:
+    """The run's events as a changefeed of these capture settings captures them."""
+    stream = capture.captured(Generator(parse(raw)).events(), **settings)
+    return [e for e in stream if isinstance(e, DDLEvent | RowChangedEvent)]
 
 
 @pytest.mark.parametrize(
@@ -763,10 +767,14 @@ def test_key_updates_are_what_the_sql_engine_captures(
     sinks split it (or kept whole with output-raw-change-event), and without old values
     insert-shaped updates and handle-only deletes."""
     raw = rekeyed()
-    stream = captured(raw)  # with old values: what the SQL is written from
+    stream = events(raw)  # as TiKV records it: what the SQL is written from
     expected = captured(raw, old_value=old_value, raw_change_event=raw_change_event)
-    config = EngineConfig(old_value=old_value, output_raw_change_event=raw_change_event)
-    assert_engine_agrees(stream, len(REKEYED), expected, config)
+    assert_engine_agrees(
+        stream,
+        len(REKEYED),
+        expected,
+        {"old_value": old_value, "raw_change_event": raw_change_event},
+    )
     rows = [e for e in expected if isinstance(e, RowChangedEvent)]
     updates = [e for e in rows if e.kind == "update"]
     if raw_change_event:  # d's email changes in place: whole updates with a changed key

@@ -23,6 +23,7 @@ from ticdc_sim.encoders import (
     decoder_for,
 )
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
+from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl
 from ticdc_sim.generator.sql.script import (
@@ -212,13 +213,7 @@ def replay(
                 start_ts=start_ts,
                 time_zone=time_zone,
                 continue_on_error=continue_on_error,
-                output_raw_change_event=(
-                    feed.output_raw_change_event
-                    if feed
-                    else flags.get("output_raw_change_event", False)
-                ),
                 database=database,
-                old_value=feed.enable_old_value if feed else flags.get("enable_old_value", True),
             ),
             warnings=warnings,
         )
@@ -229,8 +224,14 @@ def replay(
 
             prepare(expect)  # before any work: a directory of someone else's files is refused
         events = engine.run(_statements(scripts))
-        if feed is None:
-            _print_events(events)
+        if feed is None:  # the changefeed's capture, without the rest of its pipeline
+            _print_events(
+                captured(
+                    events,
+                    old_value=flags.get("enable_old_value", True),
+                    raw_change_event=flags.get("output_raw_change_event", False),
+                )
+            )
             replicated, checkpoint_ts = _eligible, 0
         else:
             recorder = None
@@ -281,11 +282,13 @@ def _read_config(path: Path | None) -> str | None:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
 
 
-def _print_events(events: Iterable[DDLEvent | RowChangedEvent]) -> None:
+def _print_events(events: Iterable[Event]) -> None:
     out = sys.stdout.buffer
     for event in events:
-        record = ddl_record(event) if isinstance(event, DDLEvent) else row_record(event)
-        out.write(orjson.dumps(record) + b"\n")
+        if isinstance(event, DDLEvent):
+            out.write(orjson.dumps(ddl_record(event)) + b"\n")
+        elif isinstance(event, RowChangedEvent):
+            out.write(orjson.dumps(row_record(event)) + b"\n")
 
 
 def _print_warnings(warnings: Warnings) -> None:
@@ -552,7 +555,7 @@ def generate(
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
         datasets = read_datasets(spec)
-        generator = Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
+        generator = Generator(spec, datasets)
         if spec.storyline and preview is None:
             # chapters are applied as the run reaches them: a bad one is found by a dry walk
             # of the schedule (numpy, ~10M events/s) before any record is sent, not mid-run
@@ -566,8 +569,8 @@ def generate(
             events = _paced(events, spec.operations.wall_rate)
         if progress:
             events = _progress(events, generator.planned_events())
-        if feed is None:
-            _print_events(events)
+        if feed is None:  # a default changefeed's capture, without the rest of its pipeline
+            _print_events(captured(events))
         else:
             _replay_to_sink(feed, events, overwrite, warnings)
     _print_warnings(warnings)
@@ -582,7 +585,7 @@ def _preview(
     """The first `count` events: without a changefeed as captured, with one as a consumer
     decodes the records it would send (in the order sent; nothing is written)."""
     if feed is None:
-        _print_events(events)
+        _print_events(captured(events))
         return
     sink = MemorySink()
     pipeline = Pipeline(feed, sink, warnings)

@@ -1,7 +1,11 @@
-"""The pipeline, wired once: engine events -> table filter -> router -> batches -> encoder -> sink.
+"""The pipeline, wired once: upstream events -> capture -> table filter -> router -> batches ->
+encoder -> sink.
 
 What a TiCDC changefeed with an MQ sink does between the puller and Kafka, on the simulated
 clock (the physical part of commit ts), so that the same input gives the same records:
+
+- capture (`generator/capture.py`): the upstream's row changes carry both images, unsplit;
+  the changefeed's `enable-old-value` and `output-raw-change-event` decide what it sends.
 
 - replication filter (tiflow `cdc/entry/schema_storage.go` `shouldIgnoreTable`,
   `cdc/owner/ddl_manager.go`): system schemas and tables outside `[filter] rules` are dropped;
@@ -30,6 +34,7 @@ from typing import Protocol
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
 from ticdc_sim.errors import Warnings
+from ticdc_sim.generator.capture import Capture
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
@@ -178,6 +183,8 @@ class Pipeline:
 
     def __init__(self, feed: Changefeed, sink: Sink, warnings: Warnings | None = None) -> None:
         self.feed = feed
+        old_value, raw = feed.enable_old_value, feed.output_raw_change_event
+        self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
         self.faults = feed.faults
         self.sink: Sink = FaultySink(sink, feed.faults) if feed.faults.active else sink
         self._sent_checkpoints: dict[tuple[str, int], int] = {}  # the last per partition
@@ -276,6 +283,20 @@ class Pipeline:
         return self.close()
 
     def push(self, event: Event) -> None:
+        """The next upstream event, in commit order."""
+        if self.capture is None:
+            self._push(event)
+        else:
+            for ready in self.capture.push(event):
+                self._push(ready)
+
+    def _drain(self) -> None:
+        """Capture what the capture stage holds back: a flush or the end is a run's end."""
+        if self.capture is not None:
+            for ready in self.capture.drain():
+                self._push(ready)
+
+    def _push(self, event: Event) -> None:
         if isinstance(event, ResolvedEvent):
             self._tick(physical_ms(event.ts))
             return
@@ -313,6 +334,7 @@ class Pipeline:
     def close(self) -> Summary:
         """Send what is pending and the final checkpoint; closes the sink."""
         try:
+            self._drain()
             self._flush()
             self._checkpoint(final=True)
         except BaseException:
@@ -327,6 +349,7 @@ class Pipeline:
         """Send the pending batch and a checkpoint now, the sink left open: a service does
         so after each request, where TiCDC would within its batch window and ticker.
         `before_checkpoint` runs between the two (a fault injected in the window)."""
+        self._drain()
         self._flush()
         if before_checkpoint is not None:
             before_checkpoint()
@@ -336,6 +359,7 @@ class Pipeline:
         """After a failure upstream: send the rows already committed (TiCDC would have), no
         final checkpoint, and let the sink mark its output as partial."""
         try:
+            self._drain()
             self._flush()
         finally:
             self.sink.abort()

@@ -1,36 +1,40 @@
-"""What TiCDC captures of a transaction's net row changes: the row events, in the order its
-sorter reads them, as its MQ sinks send them.
+"""What TiKV records of a transaction, and what a changefeed captures of it.
+
+The upstream (the SQL engine, the workload generator, a user's row changes in
+`spark/changes.py`) emits each transaction's net row changes as TiKV records them: one
+change per row key, with its full before and after image, unsplit, in the order TiCDC's
+sorter reads them. `RowKeys`, `add_change` and `in_order` build that stream:
 
 - Rows leave by physical table, then by each row key's final mutation (delete < update <
   insert), then by row key (tiflow `cdc/processor/sourcemanager/sorter/pebble/encoding/
   key.go`). The row key is the integer handle, the clustered primary key's datums, or
   `_tidb_rowid` for a table with neither.
 - A changed handle is two row keys to TiKV: a delete of the old one and a put of the new.
-- An update that changes another handle-key or unique-key column is split into a delete
-  and an insert, and the table's events are re-sorted by kind with Go's unstable sort
-  (tiflow `cdc/model/sink.go` `trySplitAndSortUpdateEvent`), unless the changefeed has
+
+Each changefeed applies its own capture settings to that stream in its pipeline
+(`Capture`), so one cluster feeds changefeeds of different settings, as TiCDC allows:
+
+- An update that changes a handle-key or unique-key column is split into a delete and an
+  insert, and the table's events are re-sorted by kind with Go's unstable sort (tiflow
+  `cdc/model/sink.go` `trySplitAndSortUpdateEvent`), unless the changefeed has
   `output-raw-change-event`.
 - Without old values (`enable-old-value = false`) an update is a Put without its old row:
-  insert-shaped; a delete carries what the row key holds, the handle's columns.
-
-The workload generator and the Spark job's `records_from_changes` build their events here.
-The SQL engine (`sql/engine.py`) keeps a faster path over its own stores and shares the
-order and the split; the tests hold the others to it.
+  insert-shaped, and sorted among the inserts by row key; a delete carries what the row
+  key holds, the handle's columns.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from itertools import groupby
 from typing import Any, NamedTuple
 
 from ticdc_sim.generator.sql.store import collation_key
 from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.golang.sort import go_sort
-from ticdc_sim.model.events import RowChangedEvent, Value
+from ticdc_sim.model.events import Event, RowChangedEvent, Value
 from ticdc_sim.model.mysql import ColumnFlag
 from ticdc_sim.model.table import TableInfo
 
@@ -100,8 +104,6 @@ class Change(NamedTuple):
     order: int
     key: Any
     event: RowChangedEvent
-    keys: RowKeys
-    splits: bool  # an update whose handle-key or unique-key columns changed
 
 
 def add_change(
@@ -111,57 +113,148 @@ def add_change(
     after: Image,
     start_ts: int,
     commit_ts: int,
-    old_value: bool,
     rowid: int = 0,
 ) -> None:
     """One row key's net change in a transaction (`before`/`after` None: born/gone), as the
     sorter reads it; nothing when both are None."""
     info = keys.info
     tid = info.id
-    splits = False
-    moved, changed = keys.moved, keys.changed
+    moved = keys.moved
     if before is None:
         if after is None:
             return
-        order, pre, post, image = INSERT, None, after, after
+        order, image = INSERT, after
     elif after is None:
-        order, pre, post, image = DELETE, before, None, before
+        order, image = DELETE, before
     elif moved is not None and moved(before) != moved(after):
         # the handle moved: TiKV deletes the old row key and puts the new one
         key, row_id = keys.row_key(before, rowid)
-        pre = before if old_value else keys.key_only(before)
-        event = RowChangedEvent(start_ts, commit_ts, info, tid, None, pre, row_id)
-        out.append(Change(tid, DELETE, key, event, keys, False))
-        order, pre, post, image = INSERT, None, after, after
-    elif old_value:
-        order, pre, post, image = UPDATE, before, after, after
-        splits = changed is not None and changed(before) != changed(after)
-    else:  # a Put without its old value: TiCDC sees an insert-shaped row
-        order, pre, post, image = INSERT, None, after, after
-    if post is None and not old_value:
-        pre = keys.key_only(before)  # type: ignore[arg-type]
+        event = RowChangedEvent(start_ts, commit_ts, info, tid, None, before, row_id)
+        out.append(Change(tid, DELETE, key, event))
+        order, image, before = INSERT, after, None
+    else:
+        order, image = UPDATE, after
     key, row_id = keys.row_key(image, rowid)
-    event = RowChangedEvent(start_ts, commit_ts, info, tid, post, pre, row_id)
-    out.append(Change(tid, order, key, event, keys, splits))
+    event = RowChangedEvent(start_ts, commit_ts, info, tid, after, before, row_id)
+    out.append(Change(tid, order, key, event))
 
 
-def in_order(changes: list[Change], raw_change_event: bool) -> list[RowChangedEvent]:
-    """A transaction's changes as TiCDC's MQ sinks send them."""
+def in_order(changes: list[Change]) -> list[RowChangedEvent]:
+    """A transaction's changes in the sorter's order."""
     changes.sort(key=_SORTER_ORDER)
-    if raw_change_event or not any(c.splits for c in changes):
-        return [c.event for c in changes]
-    out: list[RowChangedEvent] = []
-    for _, group in groupby(changes, key=_TABLE_ID):
-        found = list(group)
-        events = [c.event for c in found]
-        if any(c.splits for c in found):
-            events = split_key_changes(events, found[0].keys.split_offsets)
-        out += events
+    return [c.event for c in changes]
+
+
+class Capture:
+    """A changefeed's capture of the upstream's transactions: `push` every event in commit
+    order, `drain` at a flush or the end. Key-changing updates are split unless
+    `raw_change_event`; without `old_value`, updates are insert-shaped and deletes cut to
+    their row key's columns.
+
+    TiCDC splits and sorts per transaction and physical table, so a run of rows is held
+    until the next event shows that it ended."""
+
+    def __init__(self, old_value: bool, raw_change_event: bool) -> None:
+        self.old_value = old_value
+        self.raw_change_event = raw_change_event
+        self._run: list[RowChangedEvent] = []
+        self._keys: dict[int, RowKeys] = {}  # by id(TableInfo); `RowKeys.info` keeps it alive
+
+    @staticmethod
+    def needed(old_value: bool, raw_change_event: bool) -> bool:
+        """Whether the settings change anything: old values and raw events are the upstream's
+        own stream."""
+        return not (old_value and raw_change_event)
+
+    def push(self, event: Event) -> list[Event]:
+        """The events ready to go on once `event` arrived (maybe none)."""
+        run = self._run
+        if isinstance(event, RowChangedEvent):
+            if run:
+                head = run[0]
+                if (
+                    head.commit_ts != event.commit_ts
+                    or head.physical_table_id != event.physical_table_id
+                ):
+                    self._run = [event]
+                    return list(self._captured(run))
+            run.append(event)
+            return []
+        ready: list[Event] = list(self.drain())
+        ready.append(event)
+        return ready
+
+    def drain(self) -> list[RowChangedEvent]:
+        """The rows held back."""
+        run, self._run = self._run, []
+        return self._captured(run) if run else run
+
+    def _captured(self, run: list[RowChangedEvent]) -> list[RowChangedEvent]:
+        """One physical table's changes in one transaction, as the changefeed sends them."""
+        info = run[0].table
+        keys = self._keys.get(id(info))
+        if keys is None or keys.info is not info:
+            keys = self._keys[id(info)] = RowKeys.of(info)
+        if not self.old_value:
+            return _without_old_values(run, keys)
+        changed = keys.changed
+        if self.raw_change_event or changed is None:
+            return run
+        for event in run:
+            pre, post = event.pre_columns, event.columns
+            if pre is not None and post is not None and changed(pre) != changed(post):
+                return split_key_changes(run, keys.split_offsets)
+        return run
+
+
+def captured(
+    events: Iterable[Event], old_value: bool = True, raw_change_event: bool = False
+) -> Iterator[Event]:
+    """The upstream's `events` as a changefeed of these settings captures them."""
+    if not Capture.needed(old_value, raw_change_event):
+        yield from events
+        return
+    capture = Capture(old_value, raw_change_event)
+    upstream = iter(events)
+    while True:
+        try:
+            event = next(upstream)
+        except StopIteration:
+            break
+        except Exception:
+            yield from capture.drain()  # what committed before the failure still goes out
+            raise
+        yield from capture.push(event)
+    yield from capture.drain()
+
+
+def _without_old_values(run: list[RowChangedEvent], keys: RowKeys) -> list[RowChangedEvent]:
+    """Updates become Puts without their old row, sorted among the inserts by row key;
+    deletes keep their row key's columns only."""
+    out = []
+    puts = False
+    for event in run:
+        pre, post = event.pre_columns, event.columns
+        if pre is None:
+            out.append(event)
+        elif post is None:
+            out.append(event._replace(pre_columns=keys.key_only(pre)))
+        else:
+            out.append(event._replace(pre_columns=None))
+            puts = True
+    if puts:  # the sorter's order again: deletes first, then every put by row key
+
+        def order(event: RowChangedEvent) -> tuple[bool, Any]:
+            image = event.columns
+            if image is None:
+                return False, 0  # deletes keep their order (a stable sort)
+            return True, keys.row_key(image, event.row_id)[0]
+
+        out.sort(key=order)
     return out
 
 
 _SORTER_ORDER = operator.itemgetter(0, 1, 2)
-_TABLE_ID = operator.itemgetter(0)
 
 
 def split_key_changes(

@@ -10,11 +10,12 @@ The changes DataFrame has one row per row change:
   for an insert) and the new one (null for a delete).
 
 Values are converted as TiDB stores them for the column's type (a DECIMAL(10,2) gets two
-decimals, a too-long VARCHAR is an error). A transaction's rows are captured as the
-changefeed says (`generator/capture.py`): in the order of TiCDC's sorter (deletes, updates,
-inserts, each by row key; a changed handle is a delete and an insert), updates that change a
-handle-key or unique-key column split into a delete and an insert as TiCDC's MQ sinks do
-(unless `output-raw-change-event`), insert-shaped without old values. A table without a
+decimals, a too-long VARCHAR is an error). A transaction's rows go to the changefeed's
+pipeline as TiKV records them (`generator/capture.py`: in the order of TiCDC's sorter,
+deletes, updates, inserts, each by row key; a changed handle is a delete and an insert),
+and the pipeline captures them as the changefeed says: updates that change a handle-key or
+unique-key column split into a delete and an insert as TiCDC's MQ sinks do (unless
+`output-raw-change-event`), insert-shaped without old values. A table without a
 clustered primary key has `_tidb_rowid` as its row key, which the changes do not carry:
 its rows are ordered by primary key and carry no row id. The table's CREATE TABLE is
 replicated 1 ms before the first change.
@@ -169,7 +170,6 @@ def change_records(
     converters = [column_converter(c, lambda: dt.UTC) for c in info.columns]
     names = [c.name.lower() for c in info.columns]
     keys = RowKeys.of(info)
-    feed = plan.feed
 
     def image(given: dict[str, Any] | None, commit_ts: int, side: str) -> tuple[Any, ...] | None:
         if given is None:
@@ -198,10 +198,8 @@ def change_records(
             if (before is None) != (op == "insert") or (after is None) != (op == "delete"):
                 wanted = _IMAGES[op]
                 raise SimError(f"changes at commit_ts {commit_ts}: an {op} has {wanted}")
-            capture.add_change(
-                changes, keys, before, after, commit_ts - 1, commit_ts, feed.enable_old_value
-            )
-        return capture.in_order(changes, feed.output_raw_change_event)
+            capture.add_change(changes, keys, before, after, commit_ts - 1, commit_ts)
+        return capture.in_order(changes)
 
     pipeline: Pipeline | None = None
     sink: Collect | None = None

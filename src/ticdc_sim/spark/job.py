@@ -114,7 +114,7 @@ class Plan:
         return {} if self.datasets is None else dict(self.datasets.value)
 
     def generator(self) -> Generator:
-        return Generator.capturing(self.spec, self.feed, self.tables())
+        return Generator(self.spec, self.tables())
 
 
 class Replica:
@@ -128,7 +128,7 @@ class Replica:
         feed: Changefeed,
         datasets: Mapping[int, pa.Table] | None = None,
     ) -> None:
-        self.generator = gen = Generator.capturing(spec, feed, datasets)
+        self.generator = gen = Generator(spec, datasets)
         self.initial: list[DDLEvent] = list(gen.ddl)
         self.chapters: list[tuple[int, DDLEvent]] = []
         self.epochs: dict[int, dict[int, TableState]] = {0: {t.info.id: t for t in gen.order}}

@@ -1,13 +1,14 @@
-"""The upstream engine: executes SQL scripts the way TiDB would and yields what TiCDC captures.
+"""The upstream engine: executes SQL scripts the way TiDB would and yields what TiKV records.
 
 It stands in for TiDB + TiKV. Tables live in memory keyed by their row handle; a transaction
 records the first image of every row key it writes, and at COMMIT the engine turns
-(first image, final image) per key into TiCDC's row changes, which is exactly how TiKV folds a
+(first image, final image) per key into row changes, which is exactly how TiKV folds a
 transaction's writes per key (insert+update -> insert, insert+delete -> nothing, delete+insert
--> update). Rows leave in the order TiCDC's sorter reads them (tiflow
-`cdc/processor/sourcemanager/sorter/pebble/encoding/key.go`: per physical table, delete <
-update < insert, then by row key), then MQ sinks split key-changing updates and re-sort
-(tiflow `cdc/model/sink.go` `trySplitAndSortUpdateEvent`, Go `sort.Sort`).
+-> update). Every change carries its full before and after image, unsplit, and rows leave in
+the order TiCDC's sorter reads them (tiflow `cdc/processor/sourcemanager/sorter/pebble/
+encoding/key.go`: per physical table, delete < update < insert, then by row key). What a
+changefeed captures of them (old value, the split of key-changing updates) is its own
+pipeline's business (`generator/capture.py`), so one cluster feeds changefeeds of any setting.
 
 Statements are atomic: a failing statement undoes its own writes only; ROLLBACK and failed
 COMMITs emit nothing. DDL commits the open transaction first, as in TiDB.
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings
-from ticdc_sim.generator.capture import key_order, split_key_changes
+from ticdc_sim.generator.capture import key_order
 from ticdc_sim.generator.sql import aggregate
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
@@ -162,15 +163,13 @@ SERVER_VARIABLES: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How the simulated cluster and changefeed behave."""
+    """How the simulated cluster behaves (a changefeed's settings are its pipeline's)."""
 
     seed: int = 0
     start_ts: int = 0
     time_zone: str = "UTC"  # TiCDC's `tz` and the sessions' default time zone
-    output_raw_change_event: bool = False  # keep key-changing updates whole (MQ sinks)
     continue_on_error: bool = False
     database: str | None = "test"  # the session's current database, as `mysql -D test`
-    old_value: bool = True  # the changefeed's enable-old-value
 
 
 def load_zone(name: str) -> dt.tzinfo:
@@ -642,16 +641,16 @@ class Engine:
     # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
 
     def _row_events(self, txn: Transaction, commit_ts: int) -> list[RowChangedEvent]:
-        """(first image, final image) per written key -> TiCDC's events, in sorter order:
-        by physical table id, then per key's final mutation delete < update < insert, then
-        by key (tiflow `sorter/pebble/encoding/key.go`)."""
+        """(first image, final image) per written key -> row changes with both images, in
+        sorter order: by physical table id, then per key's final mutation delete < update <
+        insert, then by key (tiflow `sorter/pebble/encoding/key.go`)."""
         ordered: dict[int, tuple[TableData, list[RowChangedEvent]]] = {}  # physical id ->
         start_ts = txn.start_ts
         for table, firsts in txn.first.items():
             info = table.info
             plain = info.partition is None and not table.timestamps
             if plain and list(firsts.values()).count(None) == len(firsts):
-                # only keys new to this transaction: inserts in key order, nothing to split
+                # only keys new to this transaction: inserts in key order
                 rows = table.rows
                 handles = [h for h in firsts if h in rows]
                 handles.sort(key=None if table.int_handle else key_order)
@@ -670,7 +669,7 @@ class Engine:
                     self._changes(table, handle, before, after, start_ts, commit_ts, keyed)
             for pid, changes in keyed.items():
                 changes.sort(key=_ORDER_AND_HANDLE if table.int_handle else _order_and_key)
-                ordered[pid] = (table, self._split_and_sort(table, [e for _, _, e in changes]))
+                ordered[pid] = (table, [e for _, _, e in changes])
         return [event for pid in sorted(ordered) for event in ordered[pid][1]]
 
     def _plain_changes(
@@ -678,7 +677,7 @@ class Engine:
     ) -> list[tuple[int, Any, RowChangedEvent]]:
         """`_changes` of a table without partitions or TIMESTAMP columns, all keys at once:
         one physical id, rows emitted as stored."""
-        info, old_value = table.info, self.config.old_value
+        info = table.info
         tid, int_handle, rows_get = info.id, table.int_handle, table.rows.get
         changes = []
         for handle, before in firsts.items():
@@ -688,11 +687,9 @@ class Engine:
                     continue  # inserted and deleted again: TiKV keeps nothing
                 order, pre, post = _INSERT, None, after
             elif after is None:
-                order, pre, post = _DELETE, before if old_value else table.key_only(before), None
-            elif old_value:
+                order, pre, post = _DELETE, before, None
+            else:
                 order, pre, post = _UPDATE, before, after
-            else:  # a Put without its old value: TiCDC sees an insert-shaped row
-                order, pre, post = _INSERT, None, after
             fields = (start_ts, commit_ts, info, tid, post, pre, handle if int_handle else 0)
             changes.append((order, handle, _new_row_event(fields)))
         return changes
@@ -713,15 +710,11 @@ class Engine:
             return  # inserted and deleted again: TiKV keeps nothing
         old_pid = self._physical_id(table, before) if before is not None else None
         new_pid = self._physical_id(table, after) if after is not None else None
-        old_value = self.config.old_value
         parts: list[tuple[int, int, Row | None, Row | None]] = []
         if before is not None and after is not None and old_pid == new_pid:
             assert new_pid is not None
-            if old_value:
-                parts.append((new_pid, _UPDATE, before, after))
-            else:  # a Put without its old value: TiCDC sees an insert-shaped row
-                parts.append((new_pid, _INSERT, None, after))
-        else:
+            parts.append((new_pid, _UPDATE, before, after))
+        else:  # a row that moved partition is two row keys: a delete and an insert
             if before is not None:
                 assert old_pid is not None
                 parts.append((old_pid, _DELETE, before, None))
@@ -730,8 +723,6 @@ class Engine:
                 parts.append((new_pid, _INSERT, None, after))
         row_id = handle if table.int_handle else 0
         for pid, order, pre, post in parts:
-            if pre is not None and post is None and not old_value:
-                pre = table.key_only(pre)  # a delete without old value: the key's columns
             event = RowChangedEvent(
                 start_ts=start_ts,
                 commit_ts=commit_ts,
@@ -770,13 +761,6 @@ class Engine:
             if values[offset] is not None:
                 values[offset] = timestamp_in_zone(values[offset], self.cdc_zone, fsp)
         return tuple(values)
-
-    def _split_and_sort(
-        self, table: TableData, events: list[RowChangedEvent]
-    ) -> list[RowChangedEvent]:
-        if self.config.output_raw_change_event:
-            return events
-        return split_key_changes(events, table.split_offsets)
 
     @staticmethod
     def _physical_id(table: TableData, row: Row) -> int:

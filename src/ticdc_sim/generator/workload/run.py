@@ -17,10 +17,10 @@ The schedule is a pure function of the seed, so it can be cut anywhere and recom
   row id for a new row and 2 * j + 1 for the table's j-th key update, so keys never collide.
 
 Within a transaction each row yields one event (TiCDC folds: insert+update -> insert,
-update+update -> one update, insert+delete -> nothing, update+delete -> delete), turned into
-what the changefeed captures by `generator/capture.py` (sorter order, moved handles, the MQ
-split of key changes, old values or not), with `_tidb_rowid` = row id + 1, as TiDB numbers
-the rows of a table without a clustered key in insert order.
+update+update -> one update, insert+delete -> nothing, update+delete -> delete), as TiKV
+records it (`generator/capture.py`: both images, sorter order, a moved handle as a delete and
+an insert), with `_tidb_rowid` = row id + 1, as TiDB numbers the rows of a table without a
+clustered key in insert order. What a changefeed captures of them is its pipeline's work.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -147,45 +147,13 @@ class Writes:
         return len(self.row)
 
 
-class Capture(Protocol):
-    """What a changefeed says of how TiCDC captures rows (`config.Changefeed` has both)."""
-
-    @property
-    def enable_old_value(self) -> bool: ...
-
-    @property
-    def output_raw_change_event(self) -> bool: ...
-
-
 class Generator:
     """The workload's events, in commit order (`events()`), from its spec."""
 
-    @classmethod
-    def capturing(
-        cls, spec: Workload, feed: Capture, datasets: Mapping[int, pa.Table] | None = None
-    ) -> Generator:
-        """The generator whose events are what the changefeed `feed` captures."""
-        return cls(
-            spec,
-            datasets,
-            old_value=feed.enable_old_value,
-            raw_change_event=feed.output_raw_change_event,
-        )
-
-    def __init__(
-        self,
-        spec: Workload,
-        datasets: Mapping[int, pa.Table] | None = None,
-        *,
-        old_value: bool = True,
-        raw_change_event: bool = False,
-    ) -> None:
-        """`datasets`: the files of the tables' `initial_from`, read, by table index;
-        `old_value` and `raw_change_event`: the changefeed's `enable-old-value` and
-        `output-raw-change-event`."""
+    def __init__(self, spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
+        """`datasets`: the files of the tables' `initial_from`, read, by table index."""
         self.spec = spec
         self.seed = spec.seed
-        self.old_value, self.raw_change_event = old_value, raw_change_event
         self.engine = engine = Engine(EngineConfig(seed=spec.seed, database=spec.database))
         self.ddl: list[DDLEvent] = []
         for i, table in enumerate(spec.tables):
@@ -844,7 +812,7 @@ class Generator:
         keys = [state.keys for state in writes.states]
         table_of, rowid_of = writes.table.tolist(), (writes.row + 1).tolist()
         old_list, new_list = olds.tolist(), news.tolist()
-        old_value, add = self.old_value, capture.add_change
+        add = capture.add_change
         for txn, commit_ts in enumerate(stamps):
             lo, hi = bounds[txn], bounds[txn + 1]
             if lo == hi:
@@ -856,8 +824,8 @@ class Generator:
                 if before != after:  # an update that changed nothing: TiDB writes no row
                     # `_tidb_rowid`s: TiDB numbers a table's rows in insert order
                     key = keys[table_of[i]]
-                    add(changes, key, before, after, start_ts, commit_ts, old_value, rowid_of[i])
-            yield from capture.in_order(changes, self.raw_change_event)
+                    add(changes, key, before, after, start_ts, commit_ts, rowid_of[i])
+            yield from capture.in_order(changes)
 
     def _images(
         self, writes: Writes, which: np.ndarray, olds: np.ndarray, news: np.ndarray
