@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
 TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+# a cluster is a changefeed's namespace: TiCDC's namespaceRe (tiflow cdc/model/changefeed.go);
+# no `.`, which MySQL users `<cluster>.<user>` split on
+NAME = r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"
+NAME_MAX = 128  # TiCDC's too, for namespaces and changefeed ids
 
 
 class Strict(BaseModel):
@@ -33,7 +36,9 @@ class Error(BaseModel):
 
 
 class ClusterCreate(Strict):
-    id: str | None = Field(None, pattern=NAME, description="default: cluster-<n>")
+    id: str | None = Field(
+        None, pattern=NAME, max_length=NAME_MAX, description="default: cluster-<n>"
+    )
     seed: int = Field(0, description="seeds RAND(), UUID(), AUTO_RANDOM and the clock")
 
 
@@ -174,8 +179,8 @@ class ChangefeedConfig(Strict):
     """PUT /api/v2/changefeeds/{id}: only sink_uri, replica_config and target_ts change
     (and POST, where sink_uri is required)."""
 
-    namespace: str = Field("default", pattern=NAME, description="the upstream cluster's id")
-    changefeed_id: str = Field("", description="default: a generated id")
+    namespace: str = Field("default", description="the upstream cluster's id")
+    changefeed_id: str = Field("", description="default: a random UUID, as TiCDC's")
     start_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: now")
     target_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: no end")
     sink_uri: str = ""

@@ -3,17 +3,52 @@ changefeed gets its sink (checked against the settings first)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
 
-from fastapi import Request
+from fastapi import Depends, Request, Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
+from ticdc_sim.service.models import Error
 from ticdc_sim.service.runtime import Cluster, Registry, default_open_sink
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
+
+# what every route may answer besides its result, in the OpenAPI document
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
+}
+
+# the bearer token in the OpenAPI document, so /docs can send it ("Authorize"); the Guard
+# middleware checks it, before any route runs
+BEARER = [
+    Depends(HTTPBearer(auto_error=False, description="TICDC_SIM_TOKEN, if the service has one"))
+]
+
+
+class JSONBody(APIRoute):
+    """A route whose body is read as JSON whatever its Content-Type says, as TiCDC's (gin's
+    `BindJSON`) is: TiCDC's own docs send `curl -d '{...}'`, which says form-encoded."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if self.body_field is None:  # no body to read (or one the route reads itself)
+            return handler
+
+        async def as_json(request: Request) -> Response:
+            headers = [(k, v) for k, v in request.scope["headers"] if k != b"content-type"]
+            scope = {**request.scope, "headers": [*headers, (b"content-type", _JSON)]}
+            return await handler(Request(scope, request.receive))
+
+        return as_json
+
+
+_JSON = b"application/json"
 
 
 @dataclass
@@ -22,6 +57,8 @@ class State:
     registry: Registry
     metrics: Metrics
     ready: bool = False
+    closed: list[str] = field(default_factory=list)  # at shutdown: what went where
+    close_error: str | None = None
 
     def new_cluster(self, cluster_id: str, seed: int) -> Cluster:
         settings = self.settings

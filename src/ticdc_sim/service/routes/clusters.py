@@ -7,7 +7,7 @@ import asyncio
 import base64
 import itertools
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response
@@ -20,7 +20,6 @@ from ticdc_sim.service.models import (
     CheckpointResult,
     ClusterCreate,
     ClusterInfo,
-    Error,
     ExecutionResult,
     FaultRequest,
     FaultResult,
@@ -29,13 +28,16 @@ from ticdc_sim.service.models import (
     SQLRequest,
 )
 from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
-from ticdc_sim.service.state import state_of
+from ticdc_sim.service.state import BEARER, ERRORS, JSONBody, state_of
 from ticdc_sim.sinks import Record
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
-}
-router = APIRouter(prefix="/sim/v1/clusters", tags=["simulator"], responses=ERRORS)
+router = APIRouter(
+    prefix="/sim/v1/clusters",
+    tags=["simulator"],
+    responses=ERRORS,
+    dependencies=BEARER,
+    route_class=JSONBody,
+)
 _NAMES = itertools.count(1)
 
 
