@@ -296,6 +296,33 @@ def test_a_file_changefeed_writes_in_place_at_each_checkpoint(tmp_path: Path) ->
         assert len(landed()) > len(sent)
 
 
+def test_an_update_on_the_same_directory_hands_it_over(tmp_path: Path) -> None:
+    """PUT on a stopped file changefeed keeping its directory: the old sink closes before
+    the new one opens (they would clash), and the folder then holds what the rebuilt
+    changefeed sends, as its messages do. Another changefeed's directory is refused."""
+    with service(tmp_path) as client:
+        body = {"changefeed_id": "files", "sink_uri": "jsonl://files?protocol=canal-json"}
+        assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+        sql(client, "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);")
+        client.post("/api/v2/changefeeds/files/pause")
+        taken = {"sink_uri": "jsonl://default?protocol=canal-json"}
+        refused = client.put("/api/v2/changefeeds/files", json=taken)
+        assert error_of(refused, 409, "SIM:ErrSinkInUse") == (
+            f"{tmp_path / 'data' / 'default'} is written by changefeed default/default:"
+            " a sink directory has one changefeed"
+        )
+        same = {"sink_uri": "jsonl://files?protocol=open-protocol"}
+        assert client.put("/api/v2/changefeeds/files", json=same).status_code == 200
+        client.post("/api/v2/changefeeds/files/resume")
+        sql(client, "INSERT INTO t VALUES (2);")
+        sent = feed_messages(client, feed="files", limit=10_000)["messages"]
+        folder = tmp_path / "data" / "files"
+        landed = [base64.b64encode(r.value or b"").decode() for r in read_jsonl(str(folder))]
+        assert landed == [m["value"] for m in sent] and landed
+        inserted = [d["columns"]["id"] for m in sent for d in m["decoded"] if d["type"] == "insert"]
+        assert inserted == [2]
+
+
 def test_file_sinks_land_when_their_changefeed_goes(tmp_path: Path) -> None:
     """Parquet and jsonl changefeeds on relative paths (under the data directory): their
     files hold every record the changefeed sent once it is removed."""

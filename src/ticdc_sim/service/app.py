@@ -21,10 +21,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
-from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ticdc_sim.errors import ConfigError, SimError
@@ -274,6 +274,8 @@ def _unreadable(cause: BaseException | None) -> JSONResponse | None:
         return _error(400, "the body is not valid JSON: nested too deeply", _INVALID)
     if isinstance(cause, UnicodeDecodeError):
         return _error(400, f"the body is not UTF-8 (byte {cause.start})", _INVALID)
+    if isinstance(cause, ValueError):  # such as an integer of more than 4300 digits
+        return _error(400, f"the body is not valid JSON: {cause}", _INVALID)
     return None
 
 
@@ -305,7 +307,7 @@ def _handlers(app: FastAPI) -> None:
     def http_error(request: Request, exc: Exception) -> JSONResponse:
         """Routing's own answers (404 no such path, 405 method, 400 a body FastAPI could not
         read) in the same JSON shape, saying what was wrong; a 405 lists every method of
-        the path (Starlette names only the first route's)."""
+        the path (Starlette names only the first route's), asking the router itself."""
         assert isinstance(exc, StarletteHTTPException)
         status, path = exc.status_code, request.url.path
         found = _unreadable(exc.__cause__) if status == 400 else None
@@ -314,8 +316,7 @@ def _handlers(app: FastAPI) -> None:
         if status == 404:
             message = f"no such path: {request.method} {path} (the API is at /docs)"
         elif status == 405:
-            routes = [r for r in app.routes if isinstance(r, APIRoute) and r.path_regex.match(path)]
-            allowed = ", ".join(sorted({m for r in routes for m in r.methods or ()}))
+            allowed = ", ".join(m for m in _METHODS if _routed(app, {**request.scope, "method": m}))
             message = f"{request.method} is not allowed on {path}; it takes {allowed}"
         else:
             message = str(exc.detail)
@@ -327,6 +328,13 @@ def _handlers(app: FastAPI) -> None:
         return response
 
     app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+
+
+def _routed(app: FastAPI, scope: Scope) -> bool:
+    return any(route.matches(scope)[0] == Match.FULL for route in app.router.routes)
 
 
 def _line_col(text: str, offset: object) -> str:

@@ -44,6 +44,12 @@ def sink_uri(text: str, settings: Settings) -> str:
     return text
 
 
+def directory(checked_uri: str) -> Path | None:
+    """The directory a checked sink URI writes, for file sinks."""
+    uri = parse_sink_uri(checked_uri)
+    return Path(uri.target) if uri.scheme in ("jsonl", "parquet") else None
+
+
 def changefeed(feed: Changefeed, settings: Settings) -> None:
     """What the built changefeed writes besides its sink: claim-check files."""
     uri = feed.codec.claim_check_storage_uri

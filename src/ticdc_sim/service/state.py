@@ -3,8 +3,10 @@ changefeed gets its sink (checked against the settings first)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, Request, Response
@@ -12,10 +14,17 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
 from ticdc_sim.config import Changefeed
+from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.models import Error
-from ticdc_sim.service.runtime import Cluster, Registry, default_open_sink
+from ticdc_sim.service.runtime import (
+    Cluster,
+    Conflict,
+    InvalidParam,
+    Registry,
+    default_open_sink,
+)
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
 
@@ -71,16 +80,47 @@ class State:
         )
         return self.registry.add(cluster)
 
-    def checked_uri(self, uri: str) -> str:
-        return guard.sink_uri(uri, self.settings)
+    def checked_uri(self, uri: str, changefeed: str | None = None) -> str:
+        """The sink URI a changefeed (`changefeed`: "cluster/id" of one being updated) may
+        use: within the settings' bounds, and no directory another changefeed writes."""
+        with _sink_uri_invalid():
+            checked = guard.sink_uri(uri, self.settings)
+            folder = guard.directory(checked)
+        if folder is not None:
+            for cluster in self.registry:
+                for feed_id, feed in list(cluster.feeds.items()):
+                    theirs = guard.directory(feed.spec.sink_uri)
+                    name = f"{cluster.id}/{feed_id}"
+                    if theirs is not None and name != changefeed and _overlap(folder, theirs):
+                        raise Conflict(
+                            f"{theirs} is written by changefeed {name}: a sink directory has"
+                            " one changefeed",
+                            "SIM:ErrSinkInUse",
+                        )
+        return checked
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
     def make(feed: Changefeed) -> Sink:
         guard.changefeed(feed, state.settings)
-        return default_open_sink(feed)
+        with _sink_uri_invalid():
+            return default_open_sink(feed)
 
     return make
+
+
+def _overlap(one: Path, other: Path) -> bool:
+    return one == other or one in other.parents or other in one.parents
+
+
+@contextmanager
+def _sink_uri_invalid() -> Iterator[None]:
+    """A sink URI that cannot be read, or a sink that cannot open: TiCDC's ErrSinkURIInvalid
+    (a ConfigError is a replica config's otherwise)."""
+    try:
+        yield
+    except ConfigError as e:
+        raise InvalidParam(str(e), "CDC:ErrSinkURIInvalid") from None
 
 
 def state_of(request: Request) -> State:

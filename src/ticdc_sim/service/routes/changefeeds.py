@@ -47,7 +47,7 @@ router = APIRouter(
     dependencies=BEARER,
     route_class=JSONBody,
 )
-Namespace = Annotated[str, Query(description="the upstream cluster")]
+Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
 _SERVER_ID = str(uuid.uuid4())
 _ID = re.compile(NAME)  # tiflow cdc/model/changefeed.go: changeFeedIDRe and namespaceRe
 
@@ -60,10 +60,16 @@ def checked(what: str, value: str) -> str:
     return value
 
 
+def _namespace(namespace: str) -> str:
+    """tiflow getNamespaceValueWithDefault: empty is `default`."""
+    return checked("namespace", namespace or "default")
+
+
 def _lookup(request: Request, namespace: str, changefeed_id: str) -> tuple[Cluster, Feed]:
     """The changefeed a path names, checked first as TiCDC checks it."""
     checked("changefeed_id", changefeed_id)
-    cluster = state_of(request).registry.clusters.get(checked("namespace", namespace))
+    namespace = _namespace(namespace)
+    cluster = state_of(request).registry.clusters.get(namespace)
     if cluster is None:
         raise ChangefeedNotFound(namespace, changefeed_id)
     return cluster, cluster.feed(changefeed_id)
@@ -129,7 +135,8 @@ async def list_changefeeds(
         str, Query(description="only changefeeds in this state; `all`: every one")
     ] = "",
 ) -> ChangefeedList:
-    cluster = state_of(request).registry.clusters.get(checked("namespace", namespace))
+    namespace = _namespace(namespace)
+    cluster = state_of(request).registry.clusters.get(namespace)
     feeds = sorted(cluster.feeds.items()) if cluster is not None else []
     items = [
         ChangefeedCommonInfo(
@@ -161,7 +168,7 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
     default: a random UUID."""
     state = state_of(request)
     feed_id = checked("changefeed_id", body.changefeed_id or str(uuid.uuid4()))
-    cluster = state.registry.get(checked("namespace", body.namespace or "default"))
+    cluster = state.registry.get(_namespace(body.namespace))
     if feed_id in cluster.feeds:
         raise Conflict(f"changefeed already exists, {feed_id}")
     spec = _spec(state, body, feed_id)
@@ -210,7 +217,9 @@ async def update_changefeed(
         )
     spec = FeedSpec(
         changefeed_id,
-        state.checked_uri(body.sink_uri) if body.sink_uri else old.spec.sink_uri,
+        state.checked_uri(body.sink_uri, f"{cluster.id}/{changefeed_id}")
+        if body.sink_uri
+        else old.spec.sink_uri,
         body.replica_config if body.replica_config is not None else old.spec.replica_config,
         start_ts=old.spec.start_ts,
         target_ts=body.target_ts or old.spec.target_ts,

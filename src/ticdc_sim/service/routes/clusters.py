@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
+import email.message
 import itertools
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -108,23 +110,31 @@ async def execute(request: Request, cluster_id: str) -> Response:
 
 
 async def _sql(request: Request) -> str:
+    """The script of a request: JSON `{"sql": ...}`, or the body itself, in the charset its
+    Content-Type names (UTF-8 unless it says)."""
     body = await request.body()
-    kind = request.headers.get("content-type", "text/plain").split(";")[0].strip().lower()
+    header = email.message.Message()
+    header["content-type"] = request.headers.get("content-type", "text/plain")
+    kind = header.get_content_type()
     if kind == "application/json":
         try:
             return SQLRequest.model_validate_json(body).sql
         except ValidationError as e:
             problems = "; ".join(
-                f"{'.'.join(map(str, p['loc'])) or 'body'}: {p['msg']}" for p in e.errors()
+                f"{'.'.join(map(str, p['loc']))}: {p['msg']}" if p["loc"] else p["msg"]
+                for p in e.errors()
             )
             raise BadRequest(f"the JSON body: {problems}") from None
     # curl --data-binary sends form-encoded by default: the body is still the script
-    if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded", ""):
+    if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded"):
         raise BadRequest(f'send the SQL as text/plain or as JSON {{"sql": ...}}, not {kind}')
+    charset = str(header.get_param("charset", "utf-8"))
     try:
-        return body.decode("utf-8")
+        return body.decode(codecs.lookup(charset).name)
+    except LookupError:
+        raise BadRequest(f"charset {charset!r} of the body is not one Python knows") from None
     except UnicodeDecodeError as e:
-        raise BadRequest(f"the body is not UTF-8 (byte {e.start})") from None
+        raise BadRequest(f"the body is not {charset.upper()} (byte {e.start})") from None
 
 
 # -- what changefeeds sent ---------------------------------------------------------------------
@@ -187,9 +197,15 @@ async def tail(
     from_start: bool = False,
 ) -> StreamingResponse:
     """Server-Sent Events: each record the changefeed sends from now on (or, with
-    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded)."""
+    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded). When the
+    changefeed goes (removed, or rebuilt by an update), an `end` event ends the stream."""
     feed = _feed(request, cluster_id, changefeed_id)
     start = 0 if from_start else feed.log.total
+    registry = state_of(request).registry
+
+    def gone() -> bool:
+        cluster = registry.clusters.get(cluster_id)
+        return cluster is None or cluster.feeds.get(changefeed_id) is not feed
 
     async def events() -> AsyncIterator[bytes]:
         cursor, quiet = start, 0.0
@@ -202,6 +218,9 @@ async def tail(
             if records:
                 quiet = 0.0
                 continue
+            if gone():
+                yield b'event: end\ndata: {"reason":"the changefeed was removed or updated"}\n\n'
+                return
             await asyncio.sleep(0.05)
             quiet += 0.05
             if quiet >= 15:  # a comment now and then keeps proxies from closing the stream

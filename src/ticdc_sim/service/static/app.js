@@ -115,7 +115,9 @@ async function follow(cluster, changefeed, controller) {
     while ((end = buffer.indexOf("\n\n")) >= 0) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      const data = block.split("\n").filter((l) => l.startsWith("data: "));
+      const lines = block.split("\n");
+      if (lines.includes("event: end")) return; // the changefeed went
+      const data = lines.filter((l) => l.startsWith("data: "));
       if (data.length) show(parseExact(data.map((l) => l.slice(6)).join("\n")));
     }
   }
