@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ticdc_sim.cli import app
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks import jsonl
+from ticdc_sim.sinks import jsonl, parquet
 from ticdc_sim.sinks.jsonl import JsonlSink, read_jsonl
 from ticdc_sim.sinks.parquet import ParquetSink, read_parquet
 
@@ -135,6 +135,29 @@ def test_in_place_parquet_finishes_a_file_at_each_flush(tmp_path: Path) -> None:
     (folder / ".part-4.parquet.writing").write_bytes(b"PAR1")
     ParquetSink(str(out), overwrite=True, in_place=True).close()
     assert list(out.iterdir()) == []
+
+
+def test_no_file_descriptor_left_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file per partition stays open: past the process's limit, the sink says so (the
+    service's changefeed then fails with it) instead of raising an OSError."""
+
+    def exhausted(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(jsonl.os, "open", exhausted)
+    sink = JsonlSink(str(tmp_path / "j"))
+    with pytest.raises(
+        SimError, match=r"cannot write .*/t/partition-0.jsonl: Too many open files$"
+    ):
+        sink.send("t", 0, [Message(None, b"a", 1)])
+    monkeypatch.setattr(parquet.pq, "ParquetWriter", exhausted)
+    out = ParquetSink(str(tmp_path / "p"))
+    with pytest.raises(
+        SimError, match=r"cannot write .*/topic=t/partition=0: .*Too many open files"
+    ):
+        out.send("t", 0, [Message(None, b"a", 1)])
 
 
 def test_a_sink_directory_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:

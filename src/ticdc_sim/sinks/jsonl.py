@@ -72,11 +72,12 @@ class JsonlFiles:
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
         if found is None:
-            folder = self.work / topic
-            folder.mkdir(exist_ok=True)
-            found = self.files[(topic, partition)] = _PartitionFile(
-                folder / f"partition-{partition}.jsonl"
-            )
+            path = self.work / topic / f"partition-{partition}.jsonl"
+            try:  # a full disk, or no file descriptor left (a file per partition stays open)
+                path.parent.mkdir(exist_ok=True)
+                found = self.files[(topic, partition)] = _PartitionFile(path)
+            except OSError as e:
+                raise SimError(f"cannot write {path}: {e.strerror}") from None
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:

@@ -157,9 +157,12 @@ class ParquetSink(StagedSink):
         found = self.files.get((topic, partition))
         if found is None:
             folder = self.staging.work / f"topic={topic}" / f"partition={partition}"
-            folder.mkdir(parents=True, exist_ok=True)
             offset = self.offsets.get((topic, partition), 0)
-            found = self.files[(topic, partition)] = _PartitionFile(folder, offset)
+            try:  # a full disk, or no file descriptor left (a file per partition stays open)
+                folder.mkdir(parents=True, exist_ok=True)
+                found = self.files[(topic, partition)] = _PartitionFile(folder, offset)
+            except (OSError, pa.ArrowException) as e:
+                raise SimError(f"cannot write {folder}: {e}") from None
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
