@@ -120,13 +120,27 @@ CASES = [
         "replica-config-200-deep",
         "POST",
         CF,
-        400,
-        "CDC:ErrInvalidReplicaConfig",
-        "replica_config: a: unknown configuration key",
+        422,
+        INVALID,
+        "body.replica_config: Value error, nested deeper than 32 levels",
         content=b'{"sink_uri": "memory://?protocol=canal-json", "replica_config":'
         + b'{"a":' * 200
         + b"1"
         + b"}" * 201,
+        headers=JSON,
+    ),
+    refused(
+        "replica-config-300-deep-list",  # was a 500, the changefeed made but not answered
+        "POST",
+        CF,
+        422,
+        INVALID,
+        "body.replica_config: Value error, nested deeper than 32 levels",
+        content=b'{"sink_uri": "memory://?protocol=canal-json", "replica_config": {"mounter":'
+        + b"[" * 300
+        + b"1"
+        + b"]" * 300
+        + b"}}",
         headers=JSON,
     ),
     refused(
@@ -1077,6 +1091,10 @@ def test_hostile_request(
         else:
             assert body["error_msg"] == expected.replace("{data}", str(data)), body
     assert_quiet(response.text, caplog)
+    if status >= 400:  # a refused request changed nothing
+        listed = client.get(CF, params={"state": "all"}).json()["items"]
+        assert [i["id"] for i in listed] == ["default", "quiet", "stopped"]
+        assert [c["id"] for c in client.get(SIM).json()] == ["default"]
 
 
 def assert_quiet(text: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -1181,3 +1199,41 @@ def test_a_tail_ends_when_its_changefeed_goes(served: tuple[TestClient, Path]) -
             'data: {"reason":"the changefeed was removed or updated"}',
             "",
         ]
+
+
+def test_a_client_gone_before_its_body_is_not_an_error(
+    served: tuple[TestClient, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that disconnects while sending its script: nothing answered, nothing run,
+    nothing logged."""
+    client, _ = served
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/sim/v1/clusters/default/sql",
+        "raw_path": b"/sim/v1/clusters/default/sql",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"text/plain"), (b"content-length", b"100")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+        "state": {},
+    }
+    parts = iter([{"type": "http.request", "body": b"INSERT INTO t", "more_body": True}])
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(parts, {"type": "http.disconnect"})
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    before = client.get(f"{SIM}/default").json()["statements"]
+    with caplog.at_level(logging.INFO):
+        assert client.portal is not None
+        client.portal.call(client.app, scope, receive, send)
+    assert sent == [] and ours(caplog) == []
+    assert client.get(f"{SIM}/default").json()["statements"] == before

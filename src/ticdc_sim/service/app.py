@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -187,6 +188,8 @@ class Guard:
 
         try:
             await self.app(scope, limited, sending)
+        except ClientDisconnect:  # gone before its body arrived: no one to answer
+            status = 499  # nginx's "client closed request", for the metrics
         except Exception as e:  # a bug of ours: said once, in one line, and answered as JSON
             status = 500
             LOG.error("%s %s: %s", scope["method"], path, unexpected(e))

@@ -7,7 +7,7 @@ import base64
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
@@ -16,6 +16,7 @@ TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
 # no `.`, which MySQL users `<cluster>.<user>` split on
 NAME = r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"
 NAME_MAX = 128  # TiCDC's too, for namespaces and changefeed ids
+CONFIG_DEPTH = 32
 
 
 class Strict(BaseModel):
@@ -191,6 +192,25 @@ class ChangefeedConfig(Strict):
     cert_path: str | None = None
     key_path: str | None = None
     cert_allowed_cn: list[str] | None = None
+
+    @field_validator("replica_config")
+    @classmethod
+    def _shallow(cls, config: dict[str, Any] | None) -> dict[str, Any] | None:
+        """TiCDC's replica config is a few levels deep; one nested past `CONFIG_DEPTH` is
+        refused before anything is built (it is echoed back, and JSON has a depth limit)."""
+        level, values = 1, list((config or {}).values())
+        while values:
+            if level > CONFIG_DEPTH:
+                raise ValueError(f"nested deeper than {CONFIG_DEPTH} levels")
+            level += 1
+            inner: list[Any] = []
+            for value in values:
+                if isinstance(value, dict):
+                    inner += value.values()
+                elif isinstance(value, list):
+                    inner += value
+            values = inner
+        return config
 
 
 class ChangefeedCreate(ChangefeedConfig):
