@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from ticdc_sim.generator.sql.engine import ResultSet
 from ticdc_sim.service import runtime
 from ticdc_sim.service.app import create_app
+from ticdc_sim.service.routes import clusters
 from ticdc_sim.service.settings import Settings
 
 LIMIT = 64 << 10  # the body limit of the service under test
@@ -1237,3 +1239,32 @@ def test_a_client_gone_before_its_body_is_not_an_error(
         client.portal.call(client.app, scope, receive, send)
     assert sent == [] and ours(caplog) == []
     assert client.get(f"{SIM}/default").json()["statements"] == before
+
+
+NOT_UTF8 = "\udcff"  # the byte 0xff in a str, as the engine keeps bytes that are not UTF-8
+
+
+def test_values_that_are_not_utf8_are_sent_as_bytes(
+    served: tuple[TestClient, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result cell or a decoded column holding bytes that are not UTF-8 (JSON cannot carry
+    them): sent as `{"$binary": base64}` like a binary value (was a 500 from the JSON
+    encoder, for `SELECT CAST(x'ff' AS CHAR)` and for craft's records)."""
+    client, _ = served
+    engine = client.app.state.sim.registry.get("default").engine  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        engine, "query", lambda node: ResultSet(["s", "t"], [(NOT_UTF8 + "x", "é")], [None, None])
+    )
+    answer = client.post(SQL, content=b"SELECT s, t FROM t", headers=TEXT)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["statements"][0]["rows"] == [[{"$binary": "/3g="}, "é"]]
+    monkeypatch.undo()
+    client.post(SQL, content=b"INSERT INTO t VALUES (7)", headers=TEXT)
+    monkeypatch.setattr(
+        clusters, "decoded_record", lambda event: {"type": "insert", "columns": {"s": NOT_UTF8}}
+    )
+    page = client.get(f"{FEED}/quiet/messages")
+    assert page.status_code == 200, page.text
+    assert {str(d) for m in page.json()["messages"] for d in m["decoded"]} == {
+        "{'type': 'insert', 'columns': {'s': {'$binary': '/w=='}}}"
+    }

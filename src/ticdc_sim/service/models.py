@@ -4,6 +4,7 @@ shapes are TiCDC's (tiflow `cdc/api/v2/model.go`), field names included."""
 from __future__ import annotations
 
 import base64
+import re
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -134,7 +135,39 @@ def cell(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes):
-        return {"$binary": base64.b64encode(value).decode()}
+        return _binary(value)
+    if isinstance(value, str) and not value.isascii():
+        return text(value)
+    return value
+
+
+def _binary(data: bytes) -> dict[str, str]:
+    return {"$binary": base64.b64encode(data).decode()}
+
+
+def text(value: str) -> str | dict[str, str]:
+    """A string as JSON can carry it. One that holds bytes which are not UTF-8 (kept as
+    lone surrogates, Python's surrogateescape) goes as its bytes, as a binary value does:
+    JSON cannot hold them, and a 500 is no answer."""
+    try:
+        value.encode()
+        return value
+    except UnicodeEncodeError:
+        errors = "surrogateescape" if _ESCAPED.fullmatch(value) else "surrogatepass"
+        return _binary(value.encode("utf-8", errors))
+
+
+_ESCAPED = re.compile(r"(?:[^\ud800-\udfff]|[\udc80-\udcff])*")
+
+
+def jsonable(value: Any) -> Any:
+    """`value` (decoded events: dicts, lists, scalars) with every string JSON can carry."""
+    if isinstance(value, str):
+        return value if value.isascii() else text(value)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}  # keys: names from the catalog
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
     return value
 
 

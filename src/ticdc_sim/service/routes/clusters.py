@@ -28,6 +28,7 @@ from ticdc_sim.service.models import (
     Message,
     MessagePage,
     SQLRequest,
+    jsonable,
 )
 from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
 from ticdc_sim.service.state import BEARER, ERRORS, JSONBody, state_of
@@ -155,6 +156,10 @@ def _message(feed: Feed, record: Record, decode: bool) -> Message:
             decoded = [decoded_record(e) for e in feed.decoder.decode(record.key, record.value)]
         except Exception as e:  # a record this protocol cannot read: said, not raised
             decoded = [{"type": "undecodable", "error": f"{type(e).__name__}: {e}"}]
+        try:
+            orjson.dumps(decoded)
+        except orjson.JSONEncodeError:  # a value of bytes that are not UTF-8, as a str
+            decoded = jsonable(decoded)
     return Message(
         topic=record.topic,
         partition=record.partition,
