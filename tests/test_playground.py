@@ -39,27 +39,35 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Server
         server.stop()
 
 
-def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
-    tab, server = page
-    assert tab.title() == "ticdc-sim playground"
-    tab.fill(
-        "#sql",
-        "CREATE TABLE pets (id INT PRIMARY KEY, name VARCHAR(10));\n"
-        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom'), (3, 'kit'), (4, 'bo');\n"
-        "UPDATE pets SET name = 'max' WHERE id = 2;\n",
-    )
+def run(tab: Any, sql: str, dispatcher: str, partitions: int) -> None:
+    """`sql` through the page into a canal-json changefeed, until every record it sent is
+    on the page."""
+    tab.fill("#sql", sql)
     tab.select_option("#protocol", "canal-json")
-    tab.select_option("#dispatcher", "index-value")
-    tab.fill("#partitions", "2")
+    tab.select_option("#dispatcher", dispatcher)
+    tab.fill("#partitions", str(partitions))
     tab.click("#run")
     done = re.compile(r"done: (\d+) records sent")
     sync_api.expect(tab.locator("#status")).to_have_text(done, timeout=30_000)
     match = done.fullmatch(tab.locator("#status").inner_text())
     assert match is not None
-    columns = tab.locator("#partitions-view .partition h2")
-    assert columns.all_inner_texts() == ["partition 0", "partition 1"]
     # every record the changefeed sent is on the page, under its partition, live
     sync_api.expect(tab.locator("#count")).to_have_text(f"{match[1]} records", timeout=30_000)
+
+
+def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
+    tab, server = page
+    assert tab.title() == "ticdc-sim playground"
+    run(
+        tab,
+        "CREATE TABLE pets (id INT PRIMARY KEY, name VARCHAR(10));\n"
+        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom'), (3, 'kit'), (4, 'bo');\n"
+        "UPDATE pets SET name = 'max' WHERE id = 2;\n",
+        "index-value",
+        2,
+    )
+    columns = tab.locator("#partitions-view .partition h2")
+    assert columns.all_inner_texts() == ["partition 0", "partition 1"]
     events = tab.locator("#partitions-view .event").all_inner_texts()
     inserts = sorted(e for e in events if e.startswith("INSERT"))
     assert inserts == [
@@ -87,20 +95,13 @@ def test_tsos_and_bigints_are_shown_exactly(page: tuple[Any, Server]) -> None:
     exact integers: the page shows them as the service sent them, each on one line beside
     its offset badge."""
     tab, server = page
-    tab.fill(
-        "#sql",
+    run(
+        tab,
         "CREATE TABLE u (id BIGINT UNSIGNED PRIMARY KEY, v BIGINT);\n"
         "INSERT INTO u VALUES (18446744073709551615, -9223372036854775807);\n",
+        "default",
+        1,
     )
-    tab.select_option("#protocol", "canal-json")
-    tab.select_option("#dispatcher", "default")
-    tab.fill("#partitions", "1")
-    tab.click("#run")
-    done = re.compile(r"done: (\d+) records sent")
-    sync_api.expect(tab.locator("#status")).to_have_text(done, timeout=30_000)
-    match = done.fullmatch(tab.locator("#status").inner_text())
-    assert match is not None
-    sync_api.expect(tab.locator("#count")).to_have_text(f"{match[1]} records", timeout=30_000)
     # what the service sent, read exactly (Python's ints)
     cluster = httpx.get(f"{server.http}/sim/v1/clusters").json()[-1]["id"]
     url = f"{server.http}/sim/v1/clusters/{cluster}/changefeeds/playground/messages"

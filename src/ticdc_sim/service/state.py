@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
@@ -28,8 +28,8 @@ from ticdc_sim.service.runtime import (
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
 
-# what every route may answer besides its result, in the OpenAPI document
-ERRORS: dict[int | str, dict[str, Any]] = {
+# what every API route may answer besides its result, in the OpenAPI document
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
 }
 
@@ -38,6 +38,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 BEARER = [
     Depends(HTTPBearer(auto_error=False, description="TICDC_SIM_TOKEN, if the service has one"))
 ]
+
+
+def api_router(prefix: str, tag: str) -> APIRouter:
+    """A router of the API: its errors and the token documented, bodies read as JSON."""
+    return APIRouter(
+        prefix=prefix, tags=[tag], responses=_ERRORS, dependencies=BEARER, route_class=JSONBody
+    )
 
 
 class JSONBody(APIRoute):

@@ -12,7 +12,7 @@ import re
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ticdc_sim.service.models import (
@@ -38,15 +38,9 @@ from ticdc_sim.service.runtime import (
     commit_time,
 )
 from ticdc_sim.service.settings import package_version
-from ticdc_sim.service.state import BEARER, ERRORS, JSONBody, State, feed_sink, state_of
+from ticdc_sim.service.state import State, api_router, feed_sink, state_of
 
-router = APIRouter(
-    prefix="/api/v2",
-    tags=["TiCDC open API v2"],
-    responses=ERRORS,
-    dependencies=BEARER,
-    route_class=JSONBody,
-)
+router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
 _SERVER_ID = str(uuid.uuid4())
 _ID = re.compile(NAME)  # tiflow cdc/model/changefeed.go: changeFeedIDRe and namespaceRe

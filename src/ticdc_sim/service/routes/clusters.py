@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -31,16 +31,10 @@ from ticdc_sim.service.models import (
     jsonable,
 )
 from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
-from ticdc_sim.service.state import BEARER, ERRORS, JSONBody, state_of
+from ticdc_sim.service.state import api_router, state_of
 from ticdc_sim.sinks import Record
 
-router = APIRouter(
-    prefix="/sim/v1/clusters",
-    tags=["simulator"],
-    responses=ERRORS,
-    dependencies=BEARER,
-    route_class=JSONBody,
-)
+router = api_router("/sim/v1/clusters", "simulator")
 _NAMES = itertools.count(1)
 
 
