@@ -1,6 +1,7 @@
-"""The playground page in a real browser: Debian's headless Chromium driven by Playwright,
-against `ticdc-sim serve` in a subprocess. A script runs through the page and its records
-appear per partition, decoded and raw."""
+"""The playground page and the API docs in a real browser: Debian's headless Chromium driven
+by Playwright, against `ticdc-sim serve` in a subprocess. A script runs through the page and
+its records appear per partition, decoded and raw, TSOs and BIGINTs digit for digit; /docs
+renders with nothing fetched from outside the service."""
 
 from __future__ import annotations
 
@@ -38,27 +39,35 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Server
         server.stop()
 
 
-def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
-    tab, server = page
-    assert tab.title() == "ticdc-sim playground"
-    tab.fill(
-        "#sql",
-        "CREATE TABLE pets (id INT PRIMARY KEY, name VARCHAR(10));\n"
-        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom'), (3, 'kit'), (4, 'bo');\n"
-        "UPDATE pets SET name = 'max' WHERE id = 2;\n",
-    )
+def run(tab: Any, sql: str, dispatcher: str, partitions: int) -> None:
+    """`sql` through the page into a canal-json changefeed, until every record it sent is
+    on the page."""
+    tab.fill("#sql", sql)
     tab.select_option("#protocol", "canal-json")
-    tab.select_option("#dispatcher", "index-value")
-    tab.fill("#partitions", "2")
+    tab.select_option("#dispatcher", dispatcher)
+    tab.fill("#partitions", str(partitions))
     tab.click("#run")
     done = re.compile(r"done: (\d+) records sent")
     sync_api.expect(tab.locator("#status")).to_have_text(done, timeout=30_000)
     match = done.fullmatch(tab.locator("#status").inner_text())
     assert match is not None
-    columns = tab.locator("#partitions-view .partition h2")
-    assert columns.all_inner_texts() == ["partition 0", "partition 1"]
     # every record the changefeed sent is on the page, under its partition, live
     sync_api.expect(tab.locator("#count")).to_have_text(f"{match[1]} records", timeout=30_000)
+
+
+def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
+    tab, server = page
+    assert tab.title() == "ticdc-sim playground"
+    run(
+        tab,
+        "CREATE TABLE pets (id INT PRIMARY KEY, name VARCHAR(10));\n"
+        "INSERT INTO pets VALUES (1, 'rex'), (2, 'tom'), (3, 'kit'), (4, 'bo');\n"
+        "UPDATE pets SET name = 'max' WHERE id = 2;\n",
+        "index-value",
+        2,
+    )
+    columns = tab.locator("#partitions-view .partition h2")
+    assert columns.all_inner_texts() == ["partition 0", "partition 1"]
     events = tab.locator("#partitions-view .event").all_inner_texts()
     inserts = sorted(e for e in events if e.startswith("INSERT"))
     assert inserts == [
@@ -81,6 +90,38 @@ def test_a_script_runs_through_the_page(page: tuple[Any, Server]) -> None:
     assert statements[1].endswith("4 rows affected, committed at " + statements[1].split()[-1])
 
 
+def test_tsos_and_bigints_are_shown_exactly(page: tuple[Any, Server]) -> None:
+    """A TSO (448999999999836208) and BIGINT UNSIGNED values are past a JavaScript Number's
+    exact integers: the page shows them as the service sent them, each on one line beside
+    its offset badge."""
+    tab, server = page
+    run(
+        tab,
+        "CREATE TABLE u (id BIGINT UNSIGNED PRIMARY KEY, v BIGINT);\n"
+        "INSERT INTO u VALUES (18446744073709551615, -9223372036854775807);\n",
+        "default",
+        1,
+    )
+    # what the service sent, read exactly (Python's ints)
+    cluster = httpx.get(f"{server.http}/sim/v1/clusters").json()[-1]["id"]
+    url = f"{server.http}/sim/v1/clusters/{cluster}/changefeeds/playground/messages"
+    events = [d for m in httpx.get(url).json()["messages"] for d in m["decoded"]]
+    checkpoints = [f"checkpoint {d['ts']}" for d in events if d["type"] == "checkpoint"]
+    commits = sorted({d["commit_ts"] for d in events if d["type"] in ("ddl", "insert")})
+    assert all(ts > 1 << 53 for ts in commits) and checkpoints
+    shown = tab.locator("#partitions-view .event").all_inner_texts()
+    assert [e for e in shown if e.startswith("checkpoint")] == checkpoints
+    assert 'INSERT test.u {"id":18446744073709551615,"v":-9223372036854775807}' in shown
+    statements = tab.locator("#statements li").all_inner_texts()
+    assert [int(s.rsplit(" ", 1)[1]) for s in statements] == commits
+    assert statements[1].endswith(f"1 row affected, committed at {commits[1]}")
+    # the badge beside the text, never inside a number: each checkpoint on one line
+    for card in tab.locator("#partitions-view li.checkpoint").all():
+        text, badge = card.locator(".event").bounding_box(), card.locator(".offset").bounding_box()
+        assert text is not None and badge is not None
+        assert text["height"] < 20 and text["x"] + text["width"] <= badge["x"]
+
+
 def test_an_error_is_shown_where_it_is(page: tuple[Any, Server]) -> None:
     tab, server = page
     before = {c["id"] for c in httpx.get(f"{server.http}/sim/v1/clusters").json()}
@@ -96,3 +137,25 @@ def test_an_error_is_shown_where_it_is(page: tuple[Any, Server]) -> None:
     # the page removed the cluster of its previous run
     after = {c["id"] for c in httpx.get(f"{server.http}/sim/v1/clusters").json()}
     assert len(after - before) == 1 and len(before - after) == 1
+
+
+def test_the_api_docs_render_offline(page: tuple[Any, Server]) -> None:
+    """/docs: Swagger UI renders every operation with nothing fetched from elsewhere (the
+    assets are the service's own, from the fastapi-offline package)."""
+    playground, server = page
+    browser = playground.context.browser
+    assert browser is not None
+    tab = browser.new_page()
+    outside: list[str] = []
+    tab.on(
+        "request",
+        lambda r: None if r.url.startswith((server.http, "data:")) else outside.append(r.url),
+    )
+    tab.goto(server.http + "/docs")
+    operations = tab.locator(".opblock-summary")
+    sync_api.expect(operations.first).to_be_visible(timeout=30_000)
+    shown = {" ".join(o.split()[:2]) for o in operations.all_inner_texts()}
+    documented = httpx.get(f"{server.http}/openapi.json").json()["paths"]
+    assert shown == {f"{m.upper()} {p}" for p, ops in documented.items() for m in ops}
+    assert outside == []
+    tab.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from ticdc_sim.cli import app as cli
+from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.jsonl import read_jsonl
@@ -274,6 +276,53 @@ def test_the_service_writes_what_the_cli_writes(tmp_path: Path) -> None:
         assert (served / name).read_bytes() == (replayed / name).read_bytes(), name
 
 
+def test_a_file_changefeed_writes_in_place_at_each_checkpoint(tmp_path: Path) -> None:
+    """While the service runs, the default changefeed's folder (the one the banner names)
+    holds every record sent, each request's checkpoint included: nothing hidden, nothing
+    buffered."""
+    with service(tmp_path) as client:
+        sql(client, "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);")
+        sent = feed_messages(client, limit=10_000)["messages"]
+        folder = tmp_path / "data" / "default"
+        assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["default"]
+
+        def landed() -> list[str]:
+            return [base64.b64encode(r.value or b"").decode() for r in read_jsonl(str(folder))]
+
+        assert landed() == [m["value"] for m in sent]
+        assert {d["type"] for m in sent for d in m["decoded"]} == {"ddl", "insert", "checkpoint"}
+        sql(client, "INSERT INTO t VALUES (2);")
+        assert landed() == [m["value"] for m in feed_messages(client, limit=10_000)["messages"]]
+        assert len(landed()) > len(sent)
+
+
+def test_an_update_on_the_same_directory_hands_it_over(tmp_path: Path) -> None:
+    """PUT on a stopped file changefeed keeping its directory: the old sink closes before
+    the new one opens (they would clash), and the folder then holds what the rebuilt
+    changefeed sends, as its messages do. Another changefeed's directory is refused."""
+    with service(tmp_path) as client:
+        body = {"changefeed_id": "files", "sink_uri": "jsonl://files?protocol=canal-json"}
+        assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+        sql(client, "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);")
+        client.post("/api/v2/changefeeds/files/pause")
+        taken = {"sink_uri": "jsonl://default?protocol=canal-json"}
+        refused = client.put("/api/v2/changefeeds/files", json=taken)
+        assert error_of(refused, 409, "SIM:ErrSinkInUse") == (
+            f"{tmp_path / 'data' / 'default'} is written by changefeed default/default:"
+            " a sink directory has one changefeed"
+        )
+        same = {"sink_uri": "jsonl://files?protocol=open-protocol"}
+        assert client.put("/api/v2/changefeeds/files", json=same).status_code == 200
+        client.post("/api/v2/changefeeds/files/resume")
+        sql(client, "INSERT INTO t VALUES (2);")
+        sent = feed_messages(client, feed="files", limit=10_000)["messages"]
+        folder = tmp_path / "data" / "files"
+        landed = [base64.b64encode(r.value or b"").decode() for r in read_jsonl(str(folder))]
+        assert landed == [m["value"] for m in sent] and landed
+        inserted = [d["columns"]["id"] for m in sent for d in m["decoded"] if d["type"] == "insert"]
+        assert inserted == [2]
+
+
 def test_file_sinks_land_when_their_changefeed_goes(tmp_path: Path) -> None:
     """Parquet and jsonl changefeeds on relative paths (under the data directory): their
     files hold every record the changefeed sent once it is removed."""
@@ -352,11 +401,104 @@ def test_changefeed_lifecycle(client: TestClient) -> None:
         ("update", {"id": 4, "v": 14}),
     ]  # canal-json now, from the updated sink URI
     running = client.put("/api/v2/changefeeds/cf", json={"sink_uri": new_uri})
-    assert "stopped" in error_of(running, 409)
+    assert error_of(running, 409, "CDC:ErrChangefeedUpdateRefused") == (
+        "changefeed update error: can only update changefeed config when it is stopped"
+    )
 
     assert client.delete("/api/v2/changefeeds/cf").json() == {}
-    assert "does not exist" in error_of(client.get("/api/v2/changefeeds/cf"), 404)
-    error_of(client.post("/api/v2/changefeeds/cf/pause"), 404)
+    gone = error_of(client.get("/api/v2/changefeeds/cf"), 404, "CDC:ErrChangeFeedNotExists")
+    assert gone == "changefeed not exists, default/cf"
+    error_of(client.post("/api/v2/changefeeds/cf/pause"), 404, "CDC:ErrChangeFeedNotExists")
+    assert client.delete("/api/v2/changefeeds/cf").json() == {}  # TiCDC: already removed
+
+
+@pytest.mark.parametrize(
+    "feed_id", ["bad id/..", "a_b", "-a", "a-", "a--b", "a.b", "ä", "x" * 129, "a\n"]
+)
+def test_changefeed_ids_are_checked_as_ticdc_checks_them(client: TestClient, feed_id: str) -> None:
+    """tiflow ValidateChangefeedID: `^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$`, 128 at most; an id it
+    refuses could never be read or removed by path."""
+    body = {"changefeed_id": feed_id, "sink_uri": "memory://?protocol=canal-json"}
+    message = error_of(client.post("/api/v2/changefeeds", json=body), 400, "CDC:ErrAPIInvalidParam")
+    assert message == f"invalid changefeed_id: {feed_id}"
+    assert [i["id"] for i in client.get("/api/v2/changefeeds").json()["items"]] == ["default"]
+
+
+def test_namespaces_are_clusters(client: TestClient) -> None:
+    body = {"changefeed_id": "x", "sink_uri": "memory://?protocol=canal-json"}
+    bad = error_of(
+        client.post("/api/v2/changefeeds", json=body | {"namespace": "a b"}),
+        400,
+        "CDC:ErrAPIInvalidParam",
+    )
+    assert bad == "invalid namespace: a b"
+    missing = client.post("/api/v2/changefeeds", json=body | {"namespace": "nope"})
+    assert error_of(missing, 404, "SIM:ErrClusterNotExists") == (
+        "cluster 'nope' does not exist (POST /sim/v1/clusters creates one)"
+    )
+    # TiCDC: a namespace nobody used has no changefeeds
+    nope = {"namespace": "nope"}
+    assert client.get("/api/v2/changefeeds", params=nope).json() == {"total": 0, "items": []}
+    for method, path in (
+        ("GET", "x"),
+        ("GET", "x/status"),
+        ("PUT", "x"),
+        ("POST", "x/pause"),
+        ("POST", "x/resume"),
+    ):
+        answer = client.request(method, f"/api/v2/changefeeds/{path}", params=nope, json={})
+        assert (
+            error_of(answer, 404, "CDC:ErrChangeFeedNotExists") == "changefeed not exists, nope/x"
+        )
+    assert client.delete("/api/v2/changefeeds/x", params=nope).json() == {}
+    on_sim = client.get("/sim/v1/clusters/nope/changefeeds/x/messages")
+    assert error_of(on_sim, 404, "SIM:ErrClusterNotExists").startswith("cluster 'nope'")
+    made = client.post("/api/v2/changefeeds", json={"sink_uri": "memory://?protocol=canal-json"})
+    assert (
+        made.status_code == 200
+        and str(uuid.UUID(made.json()["id"], version=4)) == made.json()["id"]
+    )
+
+
+def test_a_changefeed_keeps_its_creation_time_and_checkpoint(client: TestClient) -> None:
+    """A new changefeed's checkpoint is its start_ts (TiCDC's); an update keeps its
+    create_time and checkpoint, and resuming with nothing new does not reset it."""
+    sql(client, "CREATE TABLE t (id INT PRIMARY KEY)")
+    body = {"changefeed_id": "cf", "sink_uri": "memory://?protocol=canal-json"}
+    info = client.post("/api/v2/changefeeds", json=body).json()
+    assert info["checkpoint_ts"] == info["start_ts"] > 0 and info["checkpoint_time"]
+    sql(client, "INSERT INTO t VALUES (1)")
+    before = client.get("/api/v2/changefeeds/cf").json()
+    assert before["checkpoint_ts"] > info["start_ts"]
+    client.post("/api/v2/changefeeds/cf/pause")
+    updated = client.put(
+        "/api/v2/changefeeds/cf", json={"sink_uri": "memory://?protocol=open-protocol"}
+    )
+    after = updated.json()
+    assert after["create_time"] == before["create_time"] == info["create_time"]
+    assert after["checkpoint_ts"] == before["checkpoint_ts"]
+    assert client.post("/api/v2/changefeeds/cf/resume").json() == {}
+    listed = client.get("/api/v2/changefeeds").json()["items"]
+    assert [(i["id"], i["checkpoint_tso"]) for i in listed if i["id"] == "cf"] == [
+        ("cf", before["checkpoint_ts"])
+    ]
+
+
+def test_the_open_api_reads_json_whatever_the_content_type(client: TestClient) -> None:
+    """TiCDC's docs send `curl -d '{...}'` (form-encoded, says curl): TiCDC reads JSON."""
+    body = b'{"changefeed_id": "curl", "sink_uri": "memory://?protocol=canal-json"}'
+    for kind in ("application/x-www-form-urlencoded", "text/plain"):
+        made = client.post("/api/v2/changefeeds", content=body, headers={"content-type": kind})
+        assert made.status_code == 200, made.text
+        client.delete("/api/v2/changefeeds/curl")
+    not_json = client.post(
+        "/api/v2/changefeeds",
+        content=b"sink_uri=x",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert error_of(not_json, 400, "CDC:ErrAPIInvalidParam") == (
+        "the body is not valid JSON at line 1 column 1: Expecting value"
+    )
 
 
 def test_changefeeds_of_another_cluster_use_its_namespace(client: TestClient) -> None:
@@ -400,6 +542,15 @@ def test_start_and_target_ts(tmp_path: Path) -> None:
         assert ids("late") == [2, 3, 4]  # 2 committed before the changefeed was made
         assert ids("ended") == [1, 2]
         assert client.get("/api/v2/changefeeds/ended").json()["state"] == "finished"
+
+        def listed(**q: str) -> list[str]:
+            found = client.get("/api/v2/changefeeds", params=q).json()
+            return [i["id"] for i in found["items"]]
+
+        # TiCDC lists a finished changefeed only when asked for it (FeedState.IsNeeded)
+        assert listed() == ["default", "late"]
+        assert listed(state="all") == ["default", "ended", "late"]
+        assert listed(state="finished") == ["ended"]
 
         future = error_of(create("f", start_ts=1 << 62), 400, "CDC:ErrAPIInvalidParam")
         assert "larger than current tso" in future
@@ -543,10 +694,40 @@ def test_probes_and_metrics(client: TestClient) -> None:
         'ticdc_sim_http_request_seconds_bucket{le="0.005",route="/sim/v1/clusters/{cluster_id}/sql"}'
         in text
     )
+    # TiCDC's checkpoint gauge: physical time in ms, exact (a TSO is not, as a float)
+    checkpoint = client.get("/api/v2/changefeeds/default/status").json()["checkpoint_ts"]
+    gauge = 'ticdc_sim_checkpoint_ts{changefeed="default",cluster="default"} '
+    shown = next(line for line in text.splitlines() if line.startswith(gauge))
+    assert float(shown[len(gauge) :]) == physical_ms(checkpoint) == checkpoint >> 18
     assert (
         'ticdc_sim_http_requests_total{method="POST",route="/sim/v1/clusters/{cluster_id}/sql",status="200"} 1.0'
         in text
     )
+
+
+def test_the_api_docs_need_no_internet(tmp_path: Path) -> None:
+    """/docs and /redoc load Swagger UI and ReDoc from the service itself (no CDN), open
+    to all like the page, while the API they call keeps its token."""
+    with service(tmp_path, token="s3cret") as client:
+        for path, assets in (
+            ("/docs", ["/static/docs/swagger-ui.css", "/static/docs/swagger-ui-bundle.js"]),
+            ("/redoc", ["/static/docs/redoc.standalone.js"]),
+        ):
+            page = client.get(path)
+            assert page.status_code == 200 and "https://" not in page.text, page.text
+            for asset in [*assets, "/static/docs/favicon.png", "/openapi.json"]:
+                assert f'"{asset}"' in page.text or f"'{asset}'" in page.text, asset
+                assert client.get(asset).status_code == 200, asset
+        assert "validatorUrl" in client.get("/docs").text  # Swagger's online validator off
+        bearer = client.get("/openapi.json").json()["components"]["securitySchemes"]
+        assert bearer == {
+            "HTTPBearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "TICDC_SIM_TOKEN, if the service has one",
+            }
+        }
+        error_of(client.get("/api/v2/changefeeds"), 401, "SIM:Unauthorized")
 
 
 def test_the_page_is_served(client: TestClient) -> None:

@@ -292,21 +292,34 @@ def test_the_live_tail_streams_decoded_messages(server: Server) -> None:
     assert [d["columns"]["id"] for d in seen] == [7, 8]
 
 
-def test_shutdown_flushes_the_jsonl_changefeed(tmp_path: Path) -> None:
+def test_the_jsonl_changefeed_writes_as_it_goes_and_shutdown_says_where(tmp_path: Path) -> None:
     """Over the MySQL port, statement by statement: the same rows and DDL as the CLI's replay,
-    partition by partition, once `serve` stops."""
+    partition by partition, in the folder the banner names while `serve` runs; stopping it
+    says what each changefeed flushed where."""
     server = Server.start(tmp_path / "data")
     conn = server.mysql(autocommit=True)
     with conn.cursor() as cur:
         for statement in SCRIPT:
             cur.execute(statement)
     conn.close()
-    banner = server.stop()
-    assert "playground" in banner and "mysql -h 127.0.0.1" in banner
-    served = list(read_jsonl(str(tmp_path / "data" / "default")))
+    folder = (tmp_path / "data" / "default").resolve()
     uri = "jsonl://x?protocol=canal-json&enable-tidb-extension=true"
     expected = replayed(tmp_path, SCRIPT, uri.partition("?")[2])
+    running = list(read_jsonl(str(folder)))
+    assert changes(running, uri) == changes(expected, uri)
+    printed = server.stop()
+    assert (
+        f"changefeed      jsonl://default?{uri.partition('?')[2]}  (under {folder.parent})"
+        in printed
+    )
+    assert "mysql -h 127.0.0.1" in printed
+    served = list(read_jsonl(str(folder)))
+    assert printed.endswith(
+        "ticdc-sim stopped; every changefeed flushed and closed:\n"
+        f"  changefeed default/default: {len(served)} records to jsonl files in {folder}\n"
+    ), printed
     assert changes(served, uri) == changes(expected, uri)
+    assert "Traceback" not in printed
 
 
 # -- Kafka ---------------------------------------------------------------------------------------

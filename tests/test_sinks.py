@@ -1,4 +1,5 @@
-"""The jsonl fixture layout, its safety rules, and the CLI round trip replay -> decode."""
+"""The jsonl fixture layout, its safety rules, file sinks written in place for a service's
+changefeed (jsonl and parquet), and the CLI round trip replay -> decode."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typer.testing import CliRunner
 from ticdc_sim.cli import app
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks import jsonl
+from ticdc_sim.sinks import jsonl, parquet
 from ticdc_sim.sinks.jsonl import JsonlSink, read_jsonl
+from ticdc_sim.sinks.parquet import ParquetSink, read_parquet
 
 
 def test_layout_lines_and_offsets(tmp_path: Path) -> None:
@@ -79,6 +81,90 @@ def test_a_failed_write_leaves_whole_lines_only(
     monkeypatch.undo()
     assert not (tmp_path / "out").exists()  # nothing that looks complete
     assert [r.value for r in read_jsonl(str(tmp_path / "out.partial"))] == [b"first"]
+
+
+def test_in_place_jsonl_is_readable_at_each_flush(tmp_path: Path) -> None:
+    """A service's changefeed: files in DIR itself, whole lines on disk after each flush
+    (its checkpoint), nothing hidden beside it; earlier output of ours is replaced."""
+    out = tmp_path / "out"
+    (out / "old").mkdir(parents=True)
+    (out / "old" / "partition-0.jsonl").write_bytes(b"")
+    sink = JsonlSink(str(out), overwrite=True, in_place=True)
+    assert list(out.iterdir()) == []
+    sink.send("t", 0, [Message(None, b"a", 1), Message(None, b"b", 2)])
+    assert list(read_jsonl(str(out))) == []  # buffered until the checkpoint
+    sink.flush()
+    assert [r.value for r in read_jsonl(str(out))] == [b"a", b"b"]
+    sink.send("t", 0, [Message(None, b"c", 3)])
+    sink.send("u", 1, [Message(None, b"d", 4)])
+    sink.flush()
+    assert [(r.topic, r.offset, r.value) for r in read_jsonl(str(out))] == [
+        ("t", 0, b"a"),
+        ("t", 1, b"b"),
+        ("t", 2, b"c"),
+        ("u", 0, b"d"),
+    ]
+    sink.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert len(list(read_jsonl(str(out)))) == 4
+
+
+def test_in_place_parquet_finishes_a_file_at_each_flush(tmp_path: Path) -> None:
+    """Parquet is readable only whole: each flush finishes the partition's file, the next
+    records start `part-<first offset>.parquet`, and the file being written stays hidden."""
+    out = tmp_path / "out"
+    sink = ParquetSink(str(out), overwrite=True, in_place=True)
+    sink.send("t", 0, [Message(None, b"a", 1), Message(None, b"b", 2)])
+    folder = out / "topic=t" / "partition=0"
+    assert [p.name for p in folder.iterdir()] == [".part-0.parquet.writing"]
+    assert list(read_parquet(str(out))) == []
+    sink.flush()
+    sink.send("t", 0, [Message(None, b"c", 3)])
+    assert [r.value for r in read_parquet(str(out))] == [b"a", b"b"]
+    sink.flush()
+    assert sorted(p.name for p in folder.iterdir()) == ["part-0.parquet", "part-2.parquet"]
+    assert [(r.offset, r.value) for r in read_parquet(str(out))] == [
+        (0, b"a"),
+        (1, b"b"),
+        (2, b"c"),
+    ]
+    sink.send("t", 0, [Message(None, b"d", 4)])
+    sink.close()
+    assert [r.offset for r in read_parquet(str(out))] == [0, 1, 2, 3]
+    # a killed service leaves a file being written: still ours to replace
+    (folder / ".part-4.parquet.writing").write_bytes(b"PAR1")
+    ParquetSink(str(out), overwrite=True, in_place=True).close()
+    assert list(out.iterdir()) == []
+
+
+def test_no_file_descriptor_left_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file per partition stays open: past the process's limit, the sink says so (the
+    service's changefeed then fails with it) instead of raising an OSError."""
+
+    def exhausted(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(jsonl.os, "open", exhausted)
+    sink = JsonlSink(str(tmp_path / "j"))
+    with pytest.raises(
+        SimError, match=r"cannot write .*/t/partition-0.jsonl: Too many open files$"
+    ):
+        sink.send("t", 0, [Message(None, b"a", 1)])
+    monkeypatch.setattr(parquet.pq, "ParquetWriter", exhausted)
+    out = ParquetSink(str(tmp_path / "p"))
+    with pytest.raises(
+        SimError, match=r"cannot write .*/topic=t/partition=0: .*Too many open files"
+    ):
+        out.send("t", 0, [Message(None, b"a", 1)])
+
+
+def test_a_sink_directory_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    for in_place in (False, True):
+        with pytest.raises(ConfigError, match=r"jsonl sink: cannot write .*file/.*Not a directory"):
+            JsonlSink(str(tmp_path / "file" / "out"), in_place=in_place)
 
 
 def test_reading_reports_a_cut_line(tmp_path: Path) -> None:

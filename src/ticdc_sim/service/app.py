@@ -1,22 +1,31 @@
 """The HTTP service: TiCDC's open API v2, the simulator's own API under /sim/v1, the
-playground page, and /livez, /readyz, /metrics. `create_app(settings)` wires it; the
-routes live in `service/routes/`, one module per resource."""
+playground page, the API docs (/docs, /redoc: Swagger UI and ReDoc served from the
+fastapi-offline package, so they work without internet), and /livez, /readyz, /metrics.
+`create_app(settings)` wires it; the routes live in `service/routes/`, one module per
+resource."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import logging
 import time
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import fastapi_offline
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
-from fastapi.routing import APIRoute
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ticdc_sim.errors import ConfigError, SimError
@@ -25,6 +34,8 @@ from ticdc_sim.service.guard import Forbidden
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.mysql import start as start_mysql
 from ticdc_sim.service.runtime import (
+    ChangefeedNotFound,
+    CloseFailed,
     Conflict,
     FeedSpec,
     InvalidParam,
@@ -36,9 +47,12 @@ from ticdc_sim.service.runtime import (
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink
 
+LOG = logging.getLogger("ticdc_sim.service")
 STATIC = Path(__file__).parent / "static"
-# paths anyone may read, token or not: probes, and the page (its API calls carry the token)
-_OPEN = ("/livez", "/readyz", "/static/", "/favicon.ico")
+DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's and ReDoc's
+# paths anyone may read, token or not: probes, the page and the API docs (their API calls
+# carry the token)
+_OPEN = ("/livez", "/readyz", "/static/", "/favicon.ico", "/docs", "/redoc", "/openapi.json")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -61,17 +75,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if mysql is not None:
                 mysql.close()
                 await mysql.wait_closed()
-            await run_in_threadpool(state.registry.close)  # every sink flushed
+            try:  # every sink flushed; `serve` says what went where
+                state.closed = await run_in_threadpool(state.registry.close)
+            except CloseFailed as e:
+                state.closed, state.close_error = e.said, str(e)
 
     app = FastAPI(
         title="ticdc-sim",
         version=package_version(),
         summary="A simulated TiDB cluster with TiCDC changefeeds: SQL in, TiCDC's messages out.",
         lifespan=lifespan,
+        docs_url=None,  # served by _docs, from local assets
+        redoc_url=None,
     )
     app.state.sim = state
     for router in routes.ROUTERS:
         app.include_router(router)
+    _docs(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -81,6 +102,49 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(Guard, settings=settings, metrics=state.metrics)
     _handlers(app)
     return app
+
+
+def _docs(app: FastAPI) -> None:
+    """/docs and /redoc with their scripts and styles from this service, never a CDN: the
+    docs of a simulator on a laptop or in CI must not need the internet. Swagger UI's
+    online validator is off for the same reason."""
+    app.mount("/static/docs", StaticFiles(directory=DOCS_ASSETS), name="docs-assets")
+    title = f"{app.title} API"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=title,
+            swagger_js_url=f"{root}/static/docs/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}/static/docs/swagger-ui.css",
+            swagger_favicon_url=f"{root}/static/docs/favicon.png",
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=title,
+            redoc_js_url=f"{root}/static/docs/redoc.standalone.js",
+            redoc_favicon_url=f"{root}/static/docs/favicon.png",
+            with_google_fonts=False,
+        )
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with the bearer token optional (`{}` first): the service asks
+    for it only when TICDC_SIM_TOKEN is set."""
+    if app.openapi_schema is None:
+        schema = FastAPI.openapi(app)
+        for operation in (op for path in schema["paths"].values() for op in path.values()):
+            if "security" in operation:
+                operation["security"].insert(0, {})
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 class Guard:
@@ -114,15 +178,27 @@ class Guard:
             return message
 
         status = 500
+        started_response = False
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started_response = message["status"], True
             await send(message)
 
         try:
             await self.app(scope, limited, sending)
+        except ClientDisconnect:  # gone before its body arrived: no one to answer
+            status = 499  # nginx's "client closed request", for the metrics
+        except Exception as e:  # a bug of ours: said once, in one line, and answered as JSON
+            status = 500
+            LOG.error("%s %s: %s", scope["method"], path, unexpected(e))
+            if not started_response:
+                message = f"{unexpected(e)}; this is a bug in ticdc-sim, please report it"
+                await _error(500, message, "CDC:ErrInternalServerError")(scope, receive, send)
+            else:  # a stream already under way (a tail): end it
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             route = scope.get("route")
             self.metrics.request(
@@ -140,9 +216,21 @@ class Guard:
                 return _error(401, message, "SIM:Unauthorized")
         size = headers.get(b"content-length")
         limit = self.settings.max_body_bytes
-        if size is not None and (not size.isdigit() or int(size) > limit):
-            return _error(413, _too_large(size.decode(errors="replace"), limit), "SIM:TooLarge")
+        if size is not None and not size.isdigit():
+            said = size.decode(errors="replace")
+            return _error(400, f"Content-Length {said!r} is not a number", "SIM:InvalidRequest")
+        if size is not None and int(size) > limit:
+            return _error(413, _too_large(size.decode(), limit), "SIM:TooLarge")
         return None
+
+
+def unexpected(e: BaseException) -> str:
+    """An exception nothing expected, in one line: what it is and where it was raised."""
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = str(e)
+    text = text if len(text) <= 300 else text[:300] + "..."
+    return f"unexpected {type(e).__name__}{where}: {text}"
 
 
 def _too_large(size: str, limit: int) -> str:
@@ -159,49 +247,102 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
     return JSONResponse({"error_msg": message, "error_code": code}, status_code=status)
 
 
-def _handlers(app: FastAPI) -> None:
-    cases: list[tuple[type[Exception], int, str]] = [
-        (NotFound, 404, "CDC:ErrChangeFeedNotExists"),
-        (InvalidParam, 400, "CDC:ErrAPIInvalidParam"),
-        (StartTsBeforeGC, 400, "CDC:ErrStartTsBeforeGC"),
-        (Conflict, 409, "CDC:ErrChangeFeedAlreadyExists"),
-        (TooLarge, 413, "SIM:TooLarge"),
-        (Forbidden, 403, "SIM:Forbidden"),
-        (ConfigError, 400, "CDC:ErrInvalidReplicaConfig"),
-        (SimError, 400, "CDC:ErrAPIInvalidParam"),
-    ]
-    for kind, status, code in cases:
+# SimError kinds and their answers, most specific first: TiCDC's codes where TiCDC has one
+_ANSWERS: list[tuple[type[Exception], int, str]] = [
+    (ChangefeedNotFound, 404, "CDC:ErrChangeFeedNotExists"),
+    (NotFound, 404, "SIM:ErrClusterNotExists"),
+    (InvalidParam, 400, "CDC:ErrAPIInvalidParam"),
+    (StartTsBeforeGC, 400, "CDC:ErrStartTsBeforeGC"),
+    (Conflict, 409, "CDC:ErrChangeFeedAlreadyExists"),
+    (TooLarge, 413, "SIM:TooLarge"),
+    (Forbidden, 403, "SIM:Forbidden"),
+    (ConfigError, 400, "CDC:ErrInvalidReplicaConfig"),
+    (SimError, 400, "CDC:ErrAPIInvalidParam"),
+]
 
-        def handler(
-            request: Request, exc: Exception, status: int = status, code: str = code
-        ) -> JSONResponse:
+
+def _answer(exc: Exception) -> JSONResponse:
+    for kind, status, code in _ANSWERS:
+        if isinstance(exc, kind):
             return _error(status, str(exc), getattr(exc, "error_code", code))
+    raise AssertionError(f"no answer for {type(exc).__name__}")
 
-        app.add_exception_handler(kind, handler)
+
+def _unreadable(cause: BaseException | None) -> JSONResponse | None:
+    """A body FastAPI could not read (it says only "There was an error parsing the body"),
+    answered for what it was."""
+    if isinstance(cause, SimError):  # over the size limit while it arrived
+        return _answer(cause)
+    if isinstance(cause, RecursionError):
+        return _error(400, "the body is not valid JSON: nested too deeply", _INVALID)
+    if isinstance(cause, UnicodeDecodeError):
+        return _error(400, f"the body is not UTF-8 (byte {cause.start})", _INVALID)
+    if isinstance(cause, ValueError):  # such as an integer of more than 4300 digits
+        return _error(400, f"the body is not valid JSON: {cause}", _INVALID)
+    return None
+
+
+_INVALID = "CDC:ErrAPIInvalidParam"
+
+
+def _handlers(app: FastAPI) -> None:
+    def answered(request: Request, exc: Exception) -> JSONResponse:
+        return _answer(exc)
+
+    for kind, _, _ in _ANSWERS:
+        app.add_exception_handler(kind, answered)
 
     def invalid(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         problems = []
         for error in exc.errors():
-            where = ".".join(str(p) for p in error.get("loc", ()))
+            loc = error.get("loc", ())
+            if error.get("type") == "json_invalid":  # loc: ("body", character offset)
+                where = _line_col(exc.body, loc[-1]) if isinstance(exc.body, str) else ""
+                reason = error.get("ctx", {}).get("error", "")
+                return _error(400, f"the body is not valid JSON{where}: {reason}", _INVALID)
+            where = ".".join(str(p) for p in loc)
             problems.append(f"{where}: {error.get('msg', 'invalid')}")
-        return _error(422, "; ".join(problems) or "invalid request", "CDC:ErrAPIInvalidParam")
+        return _error(422, "; ".join(problems) or "invalid request", _INVALID)
 
     app.add_exception_handler(RequestValidationError, invalid)
 
     def http_error(request: Request, exc: Exception) -> JSONResponse:
-        """Routing's own answers (404 no such path, 405 method) in the same JSON shape; a
-        405 lists every method of the path (Starlette names only the first route's)."""
+        """Routing's own answers (404 no such path, 405 method, 400 a body FastAPI could not
+        read) in the same JSON shape, saying what was wrong; a 405 lists every method of
+        the path (Starlette names only the first route's), asking the router itself."""
         assert isinstance(exc, StarletteHTTPException)
-        response = _error(exc.status_code, str(exc.detail), f"SIM:HTTP{exc.status_code}")
-        if exc.status_code == 405:
-            path = request.url.path
-            routes = [r for r in app.routes if isinstance(r, APIRoute) and r.path_regex.match(path)]
-            response.headers["Allow"] = ", ".join(
-                sorted({m for r in routes for m in r.methods or ()})
-            )
+        status, path = exc.status_code, request.url.path
+        found = _unreadable(exc.__cause__) if status == 400 else None
+        if found is not None:
+            return found
+        if status == 404:
+            message = f"no such path: {request.method} {path} (the API is at /docs)"
+        elif status == 405:
+            allowed = ", ".join(m for m in _METHODS if _routed(app, {**request.scope, "method": m}))
+            message = f"{request.method} is not allowed on {path}; it takes {allowed}"
+        else:
+            message = str(exc.detail)
+        response = _error(status, message, f"SIM:HTTP{status}")
+        if status == 405:
+            response.headers["Allow"] = allowed
         elif exc.headers:
             response.headers.update(exc.headers)
         return response
 
     app.add_exception_handler(StarletteHTTPException, http_error)
+
+
+_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+
+
+def _routed(app: FastAPI, scope: Scope) -> bool:
+    return any(route.matches(scope)[0] == Match.FULL for route in app.router.routes)
+
+
+def _line_col(text: str, offset: object) -> str:
+    if not isinstance(offset, int):
+        return ""
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f" at line {line} column {column}"

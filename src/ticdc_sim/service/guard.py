@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from ticdc_sim.config import Changefeed, parse_sink_uri
 from ticdc_sim.errors import SimError
+from ticdc_sim.service.runtime import TooLarge
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.claim_check import storage_path
 
@@ -44,8 +45,21 @@ def sink_uri(text: str, settings: Settings) -> str:
     return text
 
 
+def directory(checked_uri: str) -> Path | None:
+    """The directory a checked sink URI writes, for file sinks."""
+    uri = parse_sink_uri(checked_uri)
+    return Path(uri.target) if uri.scheme in ("jsonl", "parquet") else None
+
+
 def changefeed(feed: Changefeed, settings: Settings) -> None:
-    """What the built changefeed writes besides its sink: claim-check files."""
+    """What the built changefeed writes besides its sink (claim-check files), and how
+    many partitions: every one gets a checkpoint record at each request, and a file."""
     uri = feed.codec.claim_check_storage_uri
     if uri:
         inside(settings.data_dir, storage_path(uri), "claim-check-storage-uri")
+    limit = settings.max_partitions
+    if feed.partition_num_set and feed.partition_num > limit:
+        raise TooLarge(
+            f"partition-num {feed.partition_num} is over the {limit} partitions a changefeed"
+            " may have here (TICDC_SIM_MAX_PARTITIONS)"
+        )

@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ticdc_sim.model.tso import physical_ms
+
 if TYPE_CHECKING:
     from ticdc_sim.service.runtime import Registry
 
@@ -67,9 +69,9 @@ class _Clusters(Collector):
             "records a changefeed sent",
             labels=["cluster", "changefeed", "protocol", "topic", "partition"],
         )
-        checkpoint = GaugeMetricFamily(
+        checkpoint = GaugeMetricFamily(  # as TiCDC's ticdc_owner_checkpoint_ts (owner/metrics.go)
             "ticdc_sim_checkpoint_ts",
-            "a changefeed's checkpoint ts",
+            "a changefeed's checkpoint ts: its physical time, in ms",
             labels=["cluster", "changefeed"],
         )
         for cluster in self.clusters:
@@ -83,5 +85,6 @@ class _Clusters(Collector):
                     for partition, count in partitions.items():
                         labels = [cluster.id, feed_id, protocol, topic, str(partition)]
                         messages.add_metric(labels, count)
-                checkpoint.add_metric([cluster.id, feed_id], feed.checkpoint_ts)
+                # a TSO is past float64's exact integers; its physical ms are not
+                checkpoint.add_metric([cluster.id, feed_id], physical_ms(feed.checkpoint_ts))
         yield from (statements, errors, transactions, events, messages, checkpoint)

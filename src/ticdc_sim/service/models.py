@@ -4,15 +4,20 @@ shapes are TiCDC's (tiflow `cdc/api/v2/model.go`), field names included."""
 from __future__ import annotations
 
 import base64
+import re
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
 TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+# a cluster is a changefeed's namespace: TiCDC's namespaceRe (tiflow cdc/model/changefeed.go);
+# no `.`, which MySQL users `<cluster>.<user>` split on
+NAME = r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"
+NAME_MAX = 128  # TiCDC's too, for namespaces and changefeed ids
+CONFIG_DEPTH = 32
 
 
 class Strict(BaseModel):
@@ -33,7 +38,9 @@ class Error(BaseModel):
 
 
 class ClusterCreate(Strict):
-    id: str | None = Field(None, pattern=NAME, description="default: cluster-<n>")
+    id: str | None = Field(
+        None, pattern=NAME, max_length=NAME_MAX, description="default: cluster-<n>"
+    )
     seed: int = Field(0, description="seeds RAND(), UUID(), AUTO_RANDOM and the clock")
 
 
@@ -128,7 +135,39 @@ def cell(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes):
-        return {"$binary": base64.b64encode(value).decode()}
+        return _binary(value)
+    if isinstance(value, str) and not value.isascii():
+        return text(value)
+    return value
+
+
+def _binary(data: bytes) -> dict[str, str]:
+    return {"$binary": base64.b64encode(data).decode()}
+
+
+def text(value: str) -> str | dict[str, str]:
+    """A string as JSON can carry it. One that holds bytes which are not UTF-8 (kept as
+    lone surrogates, Python's surrogateescape) goes as its bytes, as a binary value does:
+    JSON cannot hold them, and a 500 is no answer."""
+    try:
+        value.encode()
+        return value
+    except UnicodeEncodeError:
+        errors = "surrogateescape" if _ESCAPED.fullmatch(value) else "surrogatepass"
+        return _binary(value.encode("utf-8", errors))
+
+
+_ESCAPED = re.compile(r"(?:[^\ud800-\udfff]|[\udc80-\udcff])*")
+
+
+def jsonable(value: Any) -> Any:
+    """`value` (decoded events: dicts, lists, scalars) with every string JSON can carry."""
+    if isinstance(value, str):
+        return value if value.isascii() else text(value)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}  # keys: names from the catalog
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -174,8 +213,8 @@ class ChangefeedConfig(Strict):
     """PUT /api/v2/changefeeds/{id}: only sink_uri, replica_config and target_ts change
     (and POST, where sink_uri is required)."""
 
-    namespace: str = Field("default", pattern=NAME, description="the upstream cluster's id")
-    changefeed_id: str = Field("", description="default: a generated id")
+    namespace: str = Field("default", description="the upstream cluster's id")
+    changefeed_id: str = Field("", description="default: a random UUID, as TiCDC's")
     start_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: now")
     target_ts: int = Field(0, ge=0, le=TSO_MAX, description="0: no end")
     sink_uri: str = ""
@@ -186,6 +225,25 @@ class ChangefeedConfig(Strict):
     cert_path: str | None = None
     key_path: str | None = None
     cert_allowed_cn: list[str] | None = None
+
+    @field_validator("replica_config")
+    @classmethod
+    def _shallow(cls, config: dict[str, Any] | None) -> dict[str, Any] | None:
+        """TiCDC's replica config is a few levels deep; one nested past `CONFIG_DEPTH` is
+        refused before anything is built (it is echoed back, and JSON has a depth limit)."""
+        level, values = 1, list((config or {}).values())
+        while values:
+            if level > CONFIG_DEPTH:
+                raise ValueError(f"nested deeper than {CONFIG_DEPTH} levels")
+            level += 1
+            inner: list[Any] = []
+            for value in values:
+                if isinstance(value, dict):
+                    inner += value.values()
+                elif isinstance(value, list):
+                    inner += value
+            values = inner
+        return config
 
 
 class ChangefeedCreate(ChangefeedConfig):

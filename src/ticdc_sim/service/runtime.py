@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
@@ -34,16 +35,22 @@ from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
-from ticdc_sim.model.tso import physical_ms
+from ticdc_sim.model.tso import compose_ts, physical_ms
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import Record, Sink, open_sink
 from ticdc_sim.sinks.faults import FaultySink
+from ticdc_sim.sinks.staging import StagedSink
 
 Change = RowChangedEvent | DDLEvent  # what a transaction commits
 
 
 class Conflict(SimError):
-    """A request at odds with the resource's state (409)."""
+    """A request at odds with the resource's state (409), with TiCDC's error code where
+    TiCDC has one."""
+
+    def __init__(self, message: str, error_code: str = "CDC:ErrChangeFeedAlreadyExists") -> None:
+        super().__init__(message)
+        self.error_code = error_code
 
 
 class BadRequest(SimError):
@@ -79,7 +86,14 @@ class StartTsBeforeGC(SimError):
 
 
 class NotFound(SimError):
-    """No such cluster or changefeed (404)."""
+    """No such cluster (404)."""
+
+
+class ChangefeedNotFound(NotFound):
+    """No such changefeed (404), said as TiCDC says it: `changefeed not exists, ns/id`."""
+
+    def __init__(self, namespace: str, feed_id: str) -> None:
+        super().__init__(f"changefeed not exists, {namespace}/{feed_id}")
 
 
 # -- the heap -----------------------------------------------------------------------------------
@@ -254,6 +268,11 @@ class _LoggedSink:
     def abort(self) -> None:
         self.inner.abort()
 
+    def flush(self) -> None:
+        """File sinks write what they hold (the others send as they go)."""
+        if isinstance(self.inner, StagedSink):
+            self.inner.flush()
+
 
 @dataclass
 class FeedSpec:
@@ -268,9 +287,19 @@ class FeedSpec:
 
 
 class Feed:
-    def __init__(self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int):
+    def __init__(
+        self,
+        spec: FeedSpec,
+        open_sink_: Callable[[Changefeed], Sink],
+        retain: int,
+        since: Feed | None = None,
+    ):
+        """`since`: the changefeed this one rebuilds (an update): its creation time and
+        checkpoint carry over."""
         self.spec = spec
-        self.created = time.time()
+        self.created: float = since.created if since else time.time()
+        # TiCDC's checkpoint starts at start-ts and never goes back
+        self.floor = since.checkpoint_ts if since else spec.start_ts
         self.state = "normal"  # TiCDC's FeedState: normal | stopped
         self.error: str | None = None
         self.warnings = Warnings()
@@ -278,7 +307,8 @@ class Feed:
         # one decoder a feed: simple's learns table schemas from the records as they are sent
         self.decoder = decoder_for(self.changefeed.codec)
         self.log = FeedLog(retain, getattr(self.decoder, "learn", None))
-        logged: Sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+        self.sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+        logged: Sink = self.sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
         self.pipeline = Pipeline(self.changefeed, logged, self.warnings)
@@ -290,7 +320,7 @@ class Feed:
 
     @property
     def checkpoint_ts(self) -> int:
-        return self.pipeline.summary.checkpoint_ts
+        return max(self.pipeline.summary.checkpoint_ts, self.floor)
 
     def push(self, events: Sequence[Change]) -> None:
         with self.lock:
@@ -312,6 +342,7 @@ class Feed:
                     self.state = "finished"
             armed, self.armed = self.armed, []
             self.pipeline.flush(lambda: [self.faulty.inject(kind) for kind in armed])
+            self.sink.flush()
         except SimError as e:
             self.state, self.error = "stopped", str(e)  # TiCDC: the changefeed fails
             raise
@@ -341,11 +372,24 @@ class Feed:
         """Send what is pending and a checkpoint now; the checkpoint ts."""
         with self.lock:
             self.pipeline.flush()
+            self.sink.flush()
             return self.checkpoint_ts
 
-    def close(self) -> None:
+    def close(self) -> list[str]:
+        """Send what is pending and a last checkpoint, close the sink; what went where."""
         with self.lock:
             self.pipeline.close()
+        return [f"{self.log.total} records to {where(self.changefeed)}"]
+
+
+def where(feed: Changefeed) -> str:
+    """Where a changefeed's records are, for a person."""
+    uri = feed.sink
+    if uri.scheme in ("jsonl", "parquet"):
+        return f"{uri.scheme} files in {Path(uri.target).resolve()}"
+    if uri.scheme == "kafka":
+        return f"kafka brokers {uri.target}"
+    return f"{uri.scheme}:// (not kept)"
 
 
 def build_changefeed(spec: FeedSpec) -> Changefeed:
@@ -570,7 +614,7 @@ class Cluster:
         committed since (tiflow `cdc/api/v2/api_helpers.go` verifies the start-ts so)."""
         with self.lock:
             if spec.id in self.feeds:
-                raise Conflict(f"changefeed {spec.id!r} already exists")
+                raise Conflict(f"changefeed already exists, {spec.id}")
             self._check_range(spec)
             feed = Feed(spec, open_sink_, retain)
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
@@ -584,7 +628,8 @@ class Cluster:
             return feed
 
     def _check_range(self, spec: FeedSpec) -> None:
-        now = self.engine.catalog.clock.last
+        clock = self.engine.catalog.clock
+        now = clock.last or compose_ts(clock.physical, 0)  # PD's time, before any TSO
         if not spec.start_ts:
             spec.start_ts = now
         elif spec.start_ts > now:
@@ -605,20 +650,35 @@ class Cluster:
     def replace_feed(
         self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
     ) -> Feed:
-        """A stopped changefeed rebuilt from a new spec; still stopped, what it held back
-        carried over."""
+        """A stopped changefeed rebuilt from a new spec: still stopped, with what it held
+        back, its creation time and its checkpoint. A spec that cannot be built changes
+        nothing. Files are written by one sink at a time: on the same directory the old
+        sink is closed first, and if the new one then cannot open, the changefeed is gone."""
         with self.lock:
             old = self.feed(spec.id)
-            feed = Feed(spec, open_sink_, retain)
+            new, before = build_changefeed(spec).sink, old.changefeed.sink
+            same_files = new.scheme in ("jsonl", "parquet") and (new.scheme, new.target) == (
+                before.scheme,
+                before.target,
+            )
+            if same_files:
+                old.close()
+            try:
+                feed = Feed(spec, open_sink_, retain, since=old)
+            except SimError:
+                if same_files:
+                    del self.feeds[spec.id]
+                raise
             feed.state, feed.paused = "stopped", old.paused
             self.feeds[spec.id] = feed
-        old.close()
+        if not same_files:
+            old.close()
         return feed
 
     def feed(self, feed_id: str) -> Feed:
         found = self.feeds.get(feed_id)
         if found is None:
-            raise NotFound(f"changefeed {feed_id!r} does not exist")
+            raise ChangefeedNotFound(self.id, feed_id)
         return found
 
     def remove_feed(self, feed_id: str) -> None:
@@ -628,23 +688,40 @@ class Cluster:
         feed.close()
         Heap.release()
 
-    def close(self) -> None:
+    def close(self) -> list[str]:
+        """Every changefeed goes, its sink flushed and closed; what went where."""
         with self.lock:
             self.closed = True
             feeds, self.feeds = list(self.feeds.values()), {}
-        close_all((feed.spec.id, feed.close) for feed in feeds)
+        return close_all((f"changefeed {self.id}/{feed.spec.id}", feed.close) for feed in feeds)
 
 
-def close_all(parts: Iterable[tuple[str, Callable[[], None]]]) -> None:
-    """Close every part, all of them even when one fails; then the failures, together."""
-    errors = []
+class CloseFailed(SimError):
+    """Parts that failed to close, together; `said`: what the others flushed where."""
+
+    def __init__(self, errors: list[str], said: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.said = said
+
+
+def close_all(
+    parts: Iterable[tuple[str, Callable[[], list[str]]]], label: bool = True
+) -> list[str]:
+    """Close every part, all of them even when one fails; what each says it flushed where,
+    `label`led with its name (CloseFailed if any failed)."""
+    said: list[str] = []
+    errors: list[str] = []
     for name, close in parts:
         try:
-            close()
+            said += [f"{name}: {line}" if label else line for line in close()]
+        except CloseFailed as e:
+            said += e.said
+            errors.append(f"{name}: {e}")
         except SimError as e:
             errors.append(f"{name}: {e}")
     if errors:
-        raise SimError("; ".join(errors))
+        raise CloseFailed(errors, said)
+    return said
 
 
 def _timed_out(stmt: RawStatement, limit: float) -> Outcome:
@@ -665,7 +742,7 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
         return None
     try:
         parsed = parse_raw(stmt)
-    except SQLError:
+    except (SQLError, RecursionError):
         return None  # the engine reports it, located
     node = None if parsed is None else parsed.expression
     if not isinstance(node, exp.Select) or node.args.get("into") is not None:
@@ -700,14 +777,18 @@ class Registry:
     def add(self, cluster: Cluster) -> Cluster:
         with self.lock:
             if cluster.id in self.clusters:
-                raise Conflict(f"cluster {cluster.id!r} already exists")
+                raise Conflict(
+                    f"cluster {cluster.id!r} already exists", "SIM:ErrClusterAlreadyExists"
+                )
             self.clusters[cluster.id] = cluster
             return cluster
 
     def get(self, cluster_id: str) -> Cluster:
         found = self.clusters.get(cluster_id)
         if found is None:
-            raise NotFound(f"cluster {cluster_id!r} does not exist")
+            raise NotFound(
+                f"cluster {cluster_id!r} does not exist (POST /sim/v1/clusters creates one)"
+            )
         return found
 
     def remove(self, cluster_id: str) -> None:
@@ -720,13 +801,14 @@ class Registry:
     def __iter__(self) -> Iterator[Cluster]:
         return iter(list(self.clusters.values()))
 
-    def close(self) -> None:
-        """Every cluster goes, its sinks flushed and closed."""
+    def close(self) -> list[str]:
+        """Every cluster goes, its sinks flushed and closed; what went where."""
         Heap.release()
         with self.lock:
             clusters, self.clusters = list(self.clusters.values()), {}
-        close_all((f"cluster {c.id}", c.close) for c in clusters)
+        return close_all(((f"cluster {c.id}", c.close) for c in clusters), label=False)
 
 
 def default_open_sink(feed: Changefeed) -> Sink:
-    return open_sink(feed.sink, overwrite=True)
+    """A service's changefeed runs for as long as the service: file sinks write in place."""
+    return open_sink(feed.sink, overwrite=True, in_place=True)

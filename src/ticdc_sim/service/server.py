@@ -1,15 +1,19 @@
-"""`ticdc-sim serve`: the app on uvicorn, the MySQL port in the same event loop, and a
-banner saying where everything is."""
+"""`ticdc-sim serve`: the app on uvicorn, the MySQL port in the same event loop, a banner
+saying where everything is and, once stopped, what each changefeed flushed where."""
 
 from __future__ import annotations
 
+import copy
 import sys
 from typing import Any
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 
+from ticdc_sim.errors import SimError
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
+from ticdc_sim.service.state import State
 
 
 def banner(settings: Settings) -> str:
@@ -31,9 +35,30 @@ def banner(settings: Settings) -> str:
     return "\n".join(lines)
 
 
+def stopped(state: State) -> str:
+    """What shutting down flushed where, one changefeed a line."""
+    lines = ["ticdc-sim stopped; every changefeed flushed and closed:"]
+    lines += [f"  {line}" for line in state.closed] or ["  (no changefeed)"]
+    return "\n".join(lines)
+
+
 def run(overrides: dict[str, Any]) -> None:
     settings = Settings(**overrides)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
     print(banner(settings), file=sys.stderr, flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level="warning", log_config=_logging()
+    )
+    state: State = app.state.sim
+    print(stopped(state), file=sys.stderr, flush=True)
+    if state.close_error is not None:
+        raise SimError(f"shutting down: {state.close_error}")
+
+
+def _logging() -> dict[str, Any]:
+    """uvicorn's logging, with the service's own logger (a request that hit a bug) beside
+    uvicorn's, in its format."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["ticdc_sim"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config

@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(16 << 20, gt=0, description="largest request body")
     max_statements: int = Field(100_000, gt=0, description="statements in one request")
     max_txn_rows: int = Field(1_000_000, gt=0, description="rows one transaction may write")
+    max_partitions: int = Field(
+        1024, gt=0, description="partition-num a changefeed may ask for (each gets checkpoints)"
+    )
     request_time_s: float = Field(300.0, gt=0, description="a request's statements stop after")
     lock_wait_s: float = Field(50.0, gt=0, description="innodb_lock_wait_timeout of sessions")
     history_events: int = Field(

@@ -3,17 +3,68 @@ changefeed gets its sink (checked against the settings first)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from fastapi import Request
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
 
 from ticdc_sim.config import Changefeed
+from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
-from ticdc_sim.service.runtime import Cluster, Registry, default_open_sink
+from ticdc_sim.service.models import Error
+from ticdc_sim.service.runtime import (
+    Cluster,
+    Conflict,
+    InvalidParam,
+    Registry,
+    default_open_sink,
+)
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
+
+# what every API route may answer besides its result, in the OpenAPI document
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
+}
+
+# the bearer token in the OpenAPI document, so /docs can send it ("Authorize"); the Guard
+# middleware checks it, before any route runs
+BEARER = [
+    Depends(HTTPBearer(auto_error=False, description="TICDC_SIM_TOKEN, if the service has one"))
+]
+
+
+def api_router(prefix: str, tag: str) -> APIRouter:
+    """A router of the API: its errors and the token documented, bodies read as JSON."""
+    return APIRouter(
+        prefix=prefix, tags=[tag], responses=_ERRORS, dependencies=BEARER, route_class=JSONBody
+    )
+
+
+class JSONBody(APIRoute):
+    """A route whose body is read as JSON whatever its Content-Type says, as TiCDC's (gin's
+    `BindJSON`) is: TiCDC's own docs send `curl -d '{...}'`, which says form-encoded."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if self.body_field is None:  # no body to read (or one the route reads itself)
+            return handler
+
+        async def as_json(request: Request) -> Response:
+            headers = [(k, v) for k, v in request.scope["headers"] if k != b"content-type"]
+            scope = {**request.scope, "headers": [*headers, (b"content-type", _JSON)]}
+            return await handler(Request(scope, request.receive))
+
+        return as_json
+
+
+_JSON = b"application/json"
 
 
 @dataclass
@@ -22,6 +73,8 @@ class State:
     registry: Registry
     metrics: Metrics
     ready: bool = False
+    closed: list[str] = field(default_factory=list)  # at shutdown: what went where
+    close_error: str | None = None
 
     def new_cluster(self, cluster_id: str, seed: int) -> Cluster:
         settings = self.settings
@@ -34,16 +87,47 @@ class State:
         )
         return self.registry.add(cluster)
 
-    def checked_uri(self, uri: str) -> str:
-        return guard.sink_uri(uri, self.settings)
+    def checked_uri(self, uri: str, changefeed: str | None = None) -> str:
+        """The sink URI a changefeed (`changefeed`: "cluster/id" of one being updated) may
+        use: within the settings' bounds, and no directory another changefeed writes."""
+        with _sink_uri_invalid():
+            checked = guard.sink_uri(uri, self.settings)
+            folder = guard.directory(checked)
+        if folder is not None:
+            for cluster in self.registry:
+                for feed_id, feed in list(cluster.feeds.items()):
+                    theirs = guard.directory(feed.spec.sink_uri)
+                    name = f"{cluster.id}/{feed_id}"
+                    if theirs is not None and name != changefeed and _overlap(folder, theirs):
+                        raise Conflict(
+                            f"{theirs} is written by changefeed {name}: a sink directory has"
+                            " one changefeed",
+                            "SIM:ErrSinkInUse",
+                        )
+        return checked
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
     def make(feed: Changefeed) -> Sink:
         guard.changefeed(feed, state.settings)
-        return default_open_sink(feed)
+        with _sink_uri_invalid():
+            return default_open_sink(feed)
 
     return make
+
+
+def _overlap(one: Path, other: Path) -> bool:
+    return one == other or one in other.parents or other in one.parents
+
+
+@contextmanager
+def _sink_uri_invalid() -> Iterator[None]:
+    """A sink URI that cannot be read, or a sink that cannot open: TiCDC's ErrSinkURIInvalid
+    (a ConfigError is a replica config's otherwise)."""
+    try:
+        yield
+    except ConfigError as e:
+        raise InvalidParam(str(e), "CDC:ErrSinkURIInvalid") from None
 
 
 def state_of(request: Request) -> State:

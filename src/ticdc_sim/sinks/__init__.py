@@ -61,9 +61,15 @@ class LocalSink:
         pass
 
 
-def open_sink(uri: SinkURI, *, overwrite: bool = False, warnings: Warnings | None = None) -> Sink:
+def open_sink(
+    uri: SinkURI,
+    *,
+    overwrite: bool = False,
+    warnings: Warnings | None = None,
+    in_place: bool = False,
+) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
-    `overwrite`."""
+    `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`)."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
@@ -71,11 +77,11 @@ def open_sink(uri: SinkURI, *, overwrite: bool = False, warnings: Warnings | Non
     if uri.scheme == "jsonl":
         from ticdc_sim.sinks.jsonl import JsonlSink
 
-        return JsonlSink(uri.target, overwrite=overwrite)
+        return JsonlSink(uri.target, overwrite=overwrite, in_place=in_place)
     if uri.scheme == "parquet":
         from ticdc_sim.sinks.parquet import ParquetSink
 
-        return ParquetSink(uri.target, overwrite=overwrite)
+        return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place)
     if uri.scheme == "memory":
         from ticdc_sim.sinks.memory import MemorySink
 

@@ -7,7 +7,9 @@ leaves half a line for a consumer to trip on.
 
 Nothing that looks complete is left by a failed run: files are written into `.DIR.partial`
 beside DIR and moved into place by `close()`; `abort()` (a failed replay) leaves them as
-`DIR.partial` instead, for a reader to see what was sent before the failure.
+`DIR.partial` instead, for a reader to see what was sent before the failure. A service's
+changefeed writes `in_place` and `flush()`es its lines at each checkpoint
+(`sinks/staging.py`).
 """
 
 from __future__ import annotations
@@ -70,11 +72,12 @@ class JsonlFiles:
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
         if found is None:
-            folder = self.work / topic
-            folder.mkdir(exist_ok=True)
-            found = self.files[(topic, partition)] = _PartitionFile(
-                folder / f"partition-{partition}.jsonl"
-            )
+            path = self.work / topic / f"partition-{partition}.jsonl"
+            try:  # a full disk, or no file descriptor left (a file per partition stays open)
+                path.parent.mkdir(exist_ok=True)
+                found = self.files[(topic, partition)] = _PartitionFile(path)
+            except OSError as e:
+                raise SimError(f"cannot write {path}: {e.strerror}") from None
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
@@ -91,10 +94,14 @@ class JsonlFiles:
         if len(buffer) >= _FLUSH_BYTES:
             out.flush()
 
+    def flush(self) -> None:
+        for out in self.files.values():
+            if out.buffer:
+                out.flush()
+
     def finish(self) -> None:
         try:
-            for out in self.files.values():
-                out.flush()
+            self.flush()
         finally:
             for out in self.files.values():
                 os.close(out.fd)
@@ -102,9 +109,9 @@ class JsonlFiles:
 
 
 class JsonlSink(JsonlFiles, StagedSink):
-    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
+    def __init__(self, directory: str, *, overwrite: bool = False, in_place: bool = False) -> None:
         self.root = Path(directory)
-        self.staging = Staging(self.root, "jsonl", overwrite, _ours)
+        self.staging = Staging(self.root, "jsonl", overwrite, _ours, in_place=in_place)
         super().__init__(self.staging.work)
 
     def _finish(self) -> None:

@@ -11,7 +11,10 @@ until the year 3084).
 
 Records are written as a stream: each partition file gets a row group whenever its buffer
 holds `ROW_GROUP_ROWS` records or `ROW_GROUP_BYTES` bytes, so memory stays bounded whatever
-the run's size. Output is staged like jsonl's (`sinks/staging.py`).
+the run's size. Output is staged like jsonl's (`sinks/staging.py`). A service's changefeed
+writes `in_place`: at each checkpoint (`flush()`) its partition files are finished, and the
+next records start a new file, `part-<first offset>.parquet`. A file being written is named
+`.part-<first offset>.parquet.writing` until it is whole, so a reader never opens half of one.
 """
 
 from __future__ import annotations
@@ -46,18 +49,21 @@ ROW_GROUP_ROWS = 64 * 1024
 ROW_GROUP_BYTES = 32 << 20
 _TOPIC_DIR = re.compile(r"topic=([A-Za-z0-9._-]+)")
 _PARTITION_DIR = re.compile(r"partition=(0|[1-9][0-9]*)")
-_FILE = "part-0.parquet"
 _PART = re.compile(r"part-[A-Za-z0-9._-]*\.parquet")
+_WRITING = re.compile(r"\.part-[0-9]+\.parquet\.writing")  # left by a service that was killed
 
 
 class _PartitionFile:
     """One partition's file: records are kept as they come and turned into a row group's
     columns in a few passes when the buffer is full."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.writer = pq.ParquetWriter(path, SCHEMA, compression="zstd", compression_level=1)
-        self.offset = 0
+    def __init__(self, folder: Path, offset: int) -> None:
+        self.path = folder / f"part-{offset}.parquet"
+        self.writing = folder / f".part-{offset}.parquet.writing"
+        self.writer = pq.ParquetWriter(
+            self.writing, SCHEMA, compression="zstd", compression_level=1
+        )
+        self.offset = offset
         self.pending: list[Message] = []
         self.checkpoints: list[int] = []  # indexes into `pending` of checkpoint records
         self.bytes = 0
@@ -96,10 +102,15 @@ class _PartitionFile:
         self.bytes = sum(len(m.value or b"") + len(m.key or b"") for m in self.pending)
 
     def close(self) -> None:
+        """The file whole, under its own name."""
         try:
             self.flush()
         finally:
-            self.writer.close()
+            try:
+                self.writer.close()
+                self.writing.rename(self.path)
+            except (OSError, pa.ArrowException) as e:
+                raise SimError(f"cannot write {self.path}: {e}") from None
 
 
 _KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
@@ -137,16 +148,21 @@ def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
 
 
 class ParquetSink(StagedSink):
-    def __init__(self, directory: str, *, overwrite: bool = False) -> None:
-        self.staging = Staging(Path(directory), "parquet", overwrite, _ours)
+    def __init__(self, directory: str, *, overwrite: bool = False, in_place: bool = False) -> None:
+        self.staging = Staging(Path(directory), "parquet", overwrite, _ours, in_place=in_place)
         self.files: dict[tuple[str, int], _PartitionFile] = {}
+        self.offsets: dict[tuple[str, int], int] = {}  # where finished files left off
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
         if found is None:
             folder = self.staging.work / f"topic={topic}" / f"partition={partition}"
-            folder.mkdir(parents=True, exist_ok=True)
-            found = self.files[(topic, partition)] = _PartitionFile(folder / _FILE)
+            offset = self.offsets.get((topic, partition), 0)
+            try:  # a full disk, or no file descriptor left (a file per partition stays open)
+                folder.mkdir(parents=True, exist_ok=True)
+                found = self.files[(topic, partition)] = _PartitionFile(folder, offset)
+            except (OSError, pa.ArrowException) as e:
+                raise SimError(f"cannot write {folder}: {e}") from None
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
@@ -155,14 +171,18 @@ class ParquetSink(StagedSink):
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.files[(topic, partition)].mark_checkpoint()
 
+    def flush(self) -> None:
+        self._finish()
+
     def _finish(self) -> None:
-        files, self.files = list(self.files.values()), {}
+        files, self.files = self.files, {}
         errors = []
-        for out in files:
+        for where, out in files.items():
             try:
                 out.close()
             except SimError as e:
                 errors.append(e)
+            self.offsets[where] = out.offset
         if errors:
             raise errors[0]
 
@@ -174,7 +194,7 @@ def _ours(entry: Path) -> bool:
     return all(
         p.is_dir()
         and _PARTITION_DIR.fullmatch(p.name)
-        and all(_PART.fullmatch(f.name) for f in p.iterdir())
+        and all(_PART.fullmatch(f.name) or _WRITING.fullmatch(f.name) for f in p.iterdir())
         for p in entry.iterdir()
     )
 

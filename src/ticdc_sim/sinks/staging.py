@@ -1,9 +1,12 @@
 """Directory output that never looks complete before it is: what jsonl:// and parquet:// share.
 
-Files are written into `.DIR.partial` beside DIR; `commit()` moves them into place when the
-run succeeds, `keep_partial()` leaves them as `DIR.partial` after a failure. The target must
-be absent, empty, or (with `overwrite`) hold only the sink's own layout, so a mistyped path
-never deletes someone's data.
+A run (a CLI replay, a workload) writes its files into `.DIR.partial` beside DIR; `commit()`
+moves them into place when the run succeeds, `keep_partial()` leaves them as `DIR.partial`
+after a failure. A long-running changefeed (the service's) has no end to wait for: it writes
+`in_place`, into DIR itself, and its sink's `flush()` makes what was sent readable there at
+each checkpoint, as TiCDC's storage sink writes its files as it goes. Either way the target
+must be absent, empty, or (with `overwrite`) hold only the sink's own layout, so a mistyped
+path never deletes someone's data.
 """
 
 from __future__ import annotations
@@ -18,22 +21,40 @@ from ticdc_sim.sinks import LocalSink
 
 class Staging:
     def __init__(
-        self, root: Path, sink: str, overwrite: bool, ours: Callable[[Path], bool]
+        self,
+        root: Path,
+        sink: str,
+        overwrite: bool,
+        ours: Callable[[Path], bool],
+        *,
+        in_place: bool = False,
     ) -> None:
         """`ours(entry)`: whether a top-level entry of DIR is this sink's own output."""
-        self.root = root
-        _check_target(root, sink, overwrite, ours)
-        self.work = root.parent / f".{root.name}.partial"
-        if self.work.exists():  # left by a run that was killed: ours to replace
-            shutil.rmtree(self.work)
-        self.work.mkdir(parents=True)
+        self.root, self.in_place = root, in_place
+        self.work = root if in_place else root.parent / f".{root.name}.partial"
+        try:
+            _check_target(root, sink, overwrite, ours)
+            if in_place:
+                for entry in list(root.iterdir()) if root.exists() else []:
+                    shutil.rmtree(entry)  # checked: earlier output of ours
+                root.mkdir(parents=True, exist_ok=True)
+                return
+            if self.work.exists():  # left by a run that was killed: ours to replace
+                shutil.rmtree(self.work)
+            self.work.mkdir(parents=True)
+        except OSError as e:
+            raise ConfigError(f"{sink} sink: cannot write {self.work}: {e.strerror}") from None
 
     def commit(self) -> None:
+        if self.in_place:
+            return
         if self.root.exists():
             shutil.rmtree(self.root)  # checked at open: empty, or earlier output of ours
         self.work.rename(self.root)
 
     def keep_partial(self) -> None:
+        if self.in_place:  # what was flushed stays; each file holds whole records only
+            return
         partial = self.root.parent / f"{self.root.name}.partial"
         if partial.exists():
             shutil.rmtree(partial)
@@ -48,6 +69,11 @@ class StagedSink(LocalSink):
     staging: Staging
 
     def _finish(self) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """What was sent, readable where it lands, the sink left open: a long-running
+        changefeed's checkpoint."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ticdc_sim.service.routes.changefeeds import router as changefeeds
-from ticdc_sim.service.routes.clusters import router as clusters
-from ticdc_sim.service.routes.ops import router as ops
+from ticdc_sim.service.routes import changefeeds, clusters, ops
 
-ROUTERS: list[APIRouter] = [changefeeds, clusters, ops]
+ROUTERS: list[APIRouter] = [changefeeds.router, clusters.router, ops.router]

@@ -1,20 +1,23 @@
-"""TiCDC's open API v2 (tiflow `cdc/api/v2/api.go`, `changefeed.go`, `model.go`): the paths,
-JSON field names and error bodies that `cdc cli` and scripts use to manage changefeeds.
-A changefeed's `namespace` is the upstream cluster it captures (`default` unless the
-simulator API made others)."""
+"""TiCDC's open API v2 (tiflow `cdc/api/v2/api.go`, `changefeed.go`, `api_helpers.go`,
+`model.go`): the paths, JSON field names, checks and error bodies that `cdc cli` and scripts
+use to manage changefeeds. A changefeed's `namespace` is the upstream cluster it captures
+(`default` unless the simulator API made others): a namespace with no cluster has no
+changefeeds, as in TiCDC."""
 
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import os
+import re
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ticdc_sim.service.models import (
+    NAME,
+    NAME_MAX,
     ChangefeedCommonInfo,
     ChangefeedConfig,
     ChangefeedCreate,
@@ -22,11 +25,11 @@ from ticdc_sim.service.models import (
     ChangefeedList,
     ChangefeedStatus,
     Empty,
-    Error,
     RunningError,
     ServerStatus,
 )
 from ticdc_sim.service.runtime import (
+    ChangefeedNotFound,
     Cluster,
     Conflict,
     Feed,
@@ -35,15 +38,35 @@ from ticdc_sim.service.runtime import (
     commit_time,
 )
 from ticdc_sim.service.settings import package_version
-from ticdc_sim.service.state import State, feed_sink, state_of
+from ticdc_sim.service.state import State, api_router, feed_sink, state_of
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
-}
-router = APIRouter(prefix="/api/v2", tags=["TiCDC open API v2"], responses=ERRORS)
-Namespace = Annotated[str, Query(description="the upstream cluster")]
+router = api_router("/api/v2", "TiCDC open API v2")
+Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
 _SERVER_ID = str(uuid.uuid4())
-_NAMES = itertools.count(1)
+_ID = re.compile(NAME)  # tiflow cdc/model/changefeed.go: changeFeedIDRe and namespaceRe
+
+
+def checked(what: str, value: str) -> str:
+    """`value` if TiCDC takes it as a changefeed id or namespace (`what`), else TiCDC's
+    error: `invalid changefeed_id: ...`, `invalid namespace: ...`."""
+    if len(value) > NAME_MAX or not _ID.fullmatch(value):
+        raise InvalidParam(f"invalid {what}: {value}")
+    return value
+
+
+def _namespace(namespace: str) -> str:
+    """tiflow getNamespaceValueWithDefault: empty is `default`."""
+    return checked("namespace", namespace or "default")
+
+
+def _lookup(request: Request, namespace: str, changefeed_id: str) -> tuple[Cluster, Feed]:
+    """The changefeed a path names, checked first as TiCDC checks it."""
+    checked("changefeed_id", changefeed_id)
+    namespace = _namespace(namespace)
+    cluster = state_of(request).registry.clusters.get(namespace)
+    if cluster is None:
+        raise ChangefeedNotFound(namespace, changefeed_id)
+    return cluster, cluster.feed(changefeed_id)
 
 
 @router.get("/health")
@@ -86,7 +109,7 @@ def _info(cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
         creator_version="v8.5.0",
         resolved_ts=feed.checkpoint_ts,
         checkpoint_ts=feed.checkpoint_ts,
-        checkpoint_time=commit_time(feed.checkpoint_ts) if feed.checkpoint_ts else "",
+        checkpoint_time=commit_time(feed.checkpoint_ts),
     )
 
 
@@ -94,20 +117,33 @@ def commit_time_of_wall(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat()
 
 
+# tiflow cdc/model/changefeed.go FeedState.IsNeeded: what a list shows without `state`
+_LISTED = ("normal", "stopped", "failed", "warning", "pending")
+
+
 @router.get("/changefeeds")
-async def list_changefeeds(request: Request, namespace: Namespace = "default") -> ChangefeedList:
-    cluster = state_of(request).registry.get(namespace)
+async def list_changefeeds(
+    request: Request,
+    namespace: Namespace = "default",
+    state: Annotated[
+        str, Query(description="only changefeeds in this state; `all`: every one")
+    ] = "",
+) -> ChangefeedList:
+    namespace = _namespace(namespace)
+    cluster = state_of(request).registry.clusters.get(namespace)
+    feeds = sorted(cluster.feeds.items()) if cluster is not None else []
     items = [
         ChangefeedCommonInfo(
             upstream_id=1,
-            namespace=cluster.id,
+            namespace=namespace,
             id=feed_id,
             state=feed.state,
             checkpoint_tso=feed.checkpoint_ts,
-            checkpoint_time=commit_time(feed.checkpoint_ts) if feed.checkpoint_ts else "",
+            checkpoint_time=commit_time(feed.checkpoint_ts),
             error=_running_error(feed),
         )
-        for feed_id, feed in sorted(cluster.feeds.items())
+        for feed_id, feed in feeds
+        if state == "all" or feed.state == state or (not state and feed.state in _LISTED)
     ]
     return ChangefeedList(total=len(items), items=items)
 
@@ -122,12 +158,13 @@ def _spec(state: State, body: ChangefeedCreate, feed_id: str) -> FeedSpec:
 @router.post("/changefeeds")
 async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeFeedInfo:
     """A changefeed on the `namespace` cluster: what commits after `start_ts` (0: from
-    now on) goes to `sink_uri` as `replica_config` says."""
+    now on) goes to `sink_uri` as `replica_config` says. Without `changefeed_id`, TiCDC's
+    default: a random UUID."""
     state = state_of(request)
-    cluster = state.registry.get(body.namespace)
-    feed_id = body.changefeed_id or f"changefeed-{next(_NAMES)}"
+    feed_id = checked("changefeed_id", body.changefeed_id or str(uuid.uuid4()))
+    cluster = state.registry.get(_namespace(body.namespace))
     if feed_id in cluster.feeds:
-        raise Conflict(f"changefeed {feed_id!r} already exists")
+        raise Conflict(f"changefeed already exists, {feed_id}")
     spec = _spec(state, body, feed_id)
     settings = state.settings
     feed = await run_in_threadpool(
@@ -140,15 +177,14 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
 async def get_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> ChangeFeedInfo:
-    cluster = state_of(request).registry.get(namespace)
-    return _info(cluster, cluster.feed(changefeed_id))
+    return _info(*_lookup(request, namespace, changefeed_id))
 
 
 @router.get("/changefeeds/{changefeed_id}/status")
 async def changefeed_status(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> ChangefeedStatus:
-    feed = state_of(request).registry.get(namespace).feed(changefeed_id)
+    _, feed = _lookup(request, namespace, changefeed_id)
     counts = {t: {str(p): n for p, n in ps.items()} for t, ps in feed.log.counts().items()}
     return ChangefeedStatus(
         state=feed.state,
@@ -163,23 +199,29 @@ async def changefeed_status(
 async def update_changefeed(
     request: Request, changefeed_id: str, body: ChangefeedConfig, namespace: Namespace = "default"
 ) -> ChangeFeedInfo:
-    """A stopped changefeed's sink URI and replica config (TiCDC refuses running ones); it
-    stays stopped, and resuming replicates what committed meanwhile into the new sink."""
+    """A stopped changefeed's sink URI, replica config and target_ts (TiCDC refuses
+    running ones; the rest of the body is not changed); it stays stopped, and resuming
+    replicates what committed meanwhile into the new sink."""
     state = state_of(request)
-    cluster = state.registry.get(namespace)
-    old = cluster.feed(changefeed_id)
+    cluster, old = _lookup(request, namespace, changefeed_id)
     if old.state != "stopped":
-        raise Conflict("can only update changefeed config when it is stopped")
+        raise Conflict(
+            "changefeed update error: can only update changefeed config when it is stopped",
+            "CDC:ErrChangefeedUpdateRefused",
+        )
     spec = FeedSpec(
         changefeed_id,
-        state.checked_uri(body.sink_uri) if body.sink_uri else old.spec.sink_uri,
+        state.checked_uri(body.sink_uri, f"{cluster.id}/{changefeed_id}")
+        if body.sink_uri
+        else old.spec.sink_uri,
         body.replica_config if body.replica_config is not None else old.spec.replica_config,
         start_ts=old.spec.start_ts,
         target_ts=body.target_ts or old.spec.target_ts,
     )
     if spec.target_ts and spec.target_ts <= spec.start_ts:
         raise InvalidParam(
-            f"can not update target_ts:{spec.target_ts} less than start_ts:{spec.start_ts}"
+            f"can not update target_ts:{spec.target_ts} less than start_ts:{spec.start_ts}",
+            "CDC:ErrChangefeedUpdateRefused",
         )
     feed = await run_in_threadpool(
         cluster.replace_feed, spec, feed_sink(state), state.settings.retain_records
@@ -191,8 +233,13 @@ async def update_changefeed(
 async def remove_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
-    """Remove it: what it holds is sent, then its sink is closed (jsonl files land)."""
-    await run_in_threadpool(state_of(request).registry.get(namespace).remove_feed, changefeed_id)
+    """Remove it: what it holds is sent, then its sink is closed. One that does not exist
+    is already removed: `{}`, as TiCDC answers."""
+    try:
+        cluster, _ = _lookup(request, namespace, changefeed_id)
+    except ChangefeedNotFound:
+        return Empty()
+    await run_in_threadpool(cluster.remove_feed, changefeed_id)
     return Empty()
 
 
@@ -200,7 +247,7 @@ async def remove_changefeed(
 async def pause_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
-    state_of(request).registry.get(namespace).feed(changefeed_id).pause()
+    _lookup(request, namespace, changefeed_id)[1].pause()
     return Empty()
 
 
@@ -209,6 +256,6 @@ async def resume_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
     """Resume: what committed while it was stopped is replicated now, in order."""
-    feed = state_of(request).registry.get(namespace).feed(changefeed_id)
+    _, feed = _lookup(request, namespace, changefeed_id)
     await run_in_threadpool(feed.resume)
     return Empty()

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
+import email.message
 import itertools
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -20,22 +22,19 @@ from ticdc_sim.service.models import (
     CheckpointResult,
     ClusterCreate,
     ClusterInfo,
-    Error,
     ExecutionResult,
     FaultRequest,
     FaultResult,
     Message,
     MessagePage,
     SQLRequest,
+    jsonable,
 )
 from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
-from ticdc_sim.service.state import state_of
+from ticdc_sim.service.state import api_router, state_of
 from ticdc_sim.sinks import Record
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Error} for code in (400, 401, 403, 404, 409, 413, 422)
-}
-router = APIRouter(prefix="/sim/v1/clusters", tags=["simulator"], responses=ERRORS)
+router = api_router("/sim/v1/clusters", "simulator")
 _NAMES = itertools.count(1)
 
 
@@ -106,23 +105,31 @@ async def execute(request: Request, cluster_id: str) -> Response:
 
 
 async def _sql(request: Request) -> str:
+    """The script of a request: JSON `{"sql": ...}`, or the body itself, in the charset its
+    Content-Type names (UTF-8 unless it says)."""
     body = await request.body()
-    kind = request.headers.get("content-type", "text/plain").split(";")[0].strip().lower()
+    header = email.message.Message()
+    header["content-type"] = request.headers.get("content-type", "text/plain")
+    kind = header.get_content_type()
     if kind == "application/json":
         try:
             return SQLRequest.model_validate_json(body).sql
         except ValidationError as e:
             problems = "; ".join(
-                f"{'.'.join(map(str, p['loc'])) or 'body'}: {p['msg']}" for p in e.errors()
+                f"{'.'.join(map(str, p['loc']))}: {p['msg']}" if p["loc"] else p["msg"]
+                for p in e.errors()
             )
             raise BadRequest(f"the JSON body: {problems}") from None
     # curl --data-binary sends form-encoded by default: the body is still the script
-    if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded", ""):
+    if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded"):
         raise BadRequest(f'send the SQL as text/plain or as JSON {{"sql": ...}}, not {kind}')
+    charset = str(header.get_param("charset", "utf-8"))
     try:
-        return body.decode("utf-8")
+        return body.decode(codecs.lookup(charset).name)
+    except LookupError:
+        raise BadRequest(f"charset {charset!r} of the body is not one Python knows") from None
     except UnicodeDecodeError as e:
-        raise BadRequest(f"the body is not UTF-8 (byte {e.start})") from None
+        raise BadRequest(f"the body is not {charset.upper()} (byte {e.start})") from None
 
 
 # -- what changefeeds sent ---------------------------------------------------------------------
@@ -143,6 +150,10 @@ def _message(feed: Feed, record: Record, decode: bool) -> Message:
             decoded = [decoded_record(e) for e in feed.decoder.decode(record.key, record.value)]
         except Exception as e:  # a record this protocol cannot read: said, not raised
             decoded = [{"type": "undecodable", "error": f"{type(e).__name__}: {e}"}]
+        try:
+            orjson.dumps(decoded)
+        except orjson.JSONEncodeError:  # a value of bytes that are not UTF-8, as a str
+            decoded = jsonable(decoded)
     return Message(
         topic=record.topic,
         partition=record.partition,
@@ -185,9 +196,15 @@ async def tail(
     from_start: bool = False,
 ) -> StreamingResponse:
     """Server-Sent Events: each record the changefeed sends from now on (or, with
-    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded)."""
+    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded). When the
+    changefeed goes (removed, or rebuilt by an update), an `end` event ends the stream."""
     feed = _feed(request, cluster_id, changefeed_id)
     start = 0 if from_start else feed.log.total
+    registry = state_of(request).registry
+
+    def gone() -> bool:
+        cluster = registry.clusters.get(cluster_id)
+        return cluster is None or cluster.feeds.get(changefeed_id) is not feed
 
     async def events() -> AsyncIterator[bytes]:
         cursor, quiet = start, 0.0
@@ -200,6 +217,9 @@ async def tail(
             if records:
                 quiet = 0.0
                 continue
+            if gone():
+                yield b'event: end\ndata: {"reason":"the changefeed was removed or updated"}\n\n'
+                return
             await asyncio.sleep(0.05)
             quiet += 0.05
             if quiet >= 15:  # a comment now and then keeps proxies from closing the stream

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from ticdc_sim.service.metrics import CONTENT_TYPE
-from ticdc_sim.service.state import state_of
+from ticdc_sim.service.state import BEARER, state_of
 
 router = APIRouter(tags=["operations"])
 
@@ -24,6 +24,6 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-@router.get("/metrics", response_class=Response)
+@router.get("/metrics", response_class=Response, dependencies=BEARER)
 async def metrics(request: Request) -> Response:
     return Response(state_of(request).metrics.render(), media_type=CONTENT_TYPE)

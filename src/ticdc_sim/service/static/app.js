@@ -1,12 +1,32 @@
 // The playground: a fresh cluster and changefeed per run, the script posted to it, and the
 // changefeed's records tailed live (Server-Sent Events read with fetch, so a bearer token
-// can go along) into one column per partition.
+// can go along) into one column per partition. TSOs (448999999999836208) and BIGINT values
+// are past what a JavaScript Number holds exactly: the service's JSON is read with them as
+// BigInt, and shown digit for digit.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 let tail = null; // the AbortController of the running tail
 let current = null; // the cluster of the last run, removed when the next one starts
 let shown = 0;
+
+// JSON.parse hands a reviver each number's source text where the browser can (context.source,
+// with JSON.rawJSON to write it back); elsewhere long integers are quoted before parsing
+const SOURCE_TEXT = typeof JSON.rawJSON === "function";
+const LONG_INTEGER = /("(?:[^"\\]|\\.)*")|(?<![\d.])-?\d{16,}(?![\d.eE])/g;
+
+function parseExact(text) {
+  if (!SOURCE_TEXT) return JSON.parse(text.replace(LONG_INTEGER, (m, str) => str || `"${m}"`));
+  return JSON.parse(text, (key, value, context) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && /^-?\d+$/.test(context.source)
+      ? BigInt(context.source)
+      : value);
+}
+
+function showJSON(value) {
+  return JSON.stringify(value, (key, v) =>
+    typeof v === "bigint" ? JSON.rawJSON(v.toString()) : v);
+}
 
 function headers(extra) {
   const token = $("token").value.trim();
@@ -18,7 +38,7 @@ async function call(method, path, body, type) {
   if (body !== undefined) init.body = body;
   const response = await fetch(path, init);
   const text = await response.text();
-  const data = text ? JSON.parse(text) : {};
+  const data = text ? parseExact(text) : {};
   if (!response.ok) throw new Error(data.error_msg || `${response.status} ${response.statusText}`);
   return data;
 }
@@ -54,7 +74,7 @@ function summary(event) {
   if (event.type === "ddl") return `DDL ${event.query}`;
   if (event.type === "bootstrap") return `BOOTSTRAP ${event.schema}.${event.table} at version ${event.version}`;
   const image = event.columns || event.pre_columns || {};
-  return `${event.type.toUpperCase()} ${event.schema}.${event.table} ${JSON.stringify(image)}`;
+  return `${event.type.toUpperCase()} ${event.schema}.${event.table} ${showJSON(image)}`;
 }
 
 function show(message) {
@@ -95,8 +115,10 @@ async function follow(cluster, changefeed, controller) {
     while ((end = buffer.indexOf("\n\n")) >= 0) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      const data = block.split("\n").filter((l) => l.startsWith("data: "));
-      if (data.length) show(JSON.parse(data.map((l) => l.slice(6)).join("\n")));
+      const lines = block.split("\n");
+      if (lines.includes("event: end")) return; // the changefeed went
+      const data = lines.filter((l) => l.startsWith("data: "));
+      if (data.length) show(parseExact(data.map((l) => l.slice(6)).join("\n")));
     }
   }
 }
@@ -112,7 +134,8 @@ function statements(result) {
     } else if (s.columns) {
       item.textContent = `${s.statement} -> ${s.rows.length} rows`;
     } else {
-      item.textContent = `${s.statement} -> ${s.affected_rows} rows affected` +
+      const rows = s.affected_rows === 1 ? "1 row" : `${s.affected_rows} rows`;
+      item.textContent = `${s.statement} -> ${rows} affected` +
         (s.commit_ts ? `, committed at ${s.commit_ts}` : "");
     }
     list.appendChild(item);
@@ -121,6 +144,7 @@ function statements(result) {
 
 async function run() {
   if (tail) tail.abort();
+  setStatus("starting ..."); // the last run's status is gone at once, not after an await
   $("partitions-view").innerHTML = "";
   $("statements").innerHTML = "";
   shown = 0;
