@@ -37,7 +37,8 @@ Seen = tuple[Any, ...]
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     found = Server.start(tmp_path_factory.mktemp("hostile"), lock_wait_s=str(LOCK_WAIT_S))
     yield found
-    found.stop()
+    printed = found.stop()
+    assert "Traceback" not in printed and "internal error" not in printed, printed
 
 
 def seen(answer: Answer) -> Seen:

@@ -100,7 +100,7 @@ _DEFAULT_AUTO_RANDOM_RANGE = 64
 def is_diagnostics(text: str) -> bool:
     """SHOW WARNINGS / ERRORS (and COUNT(*) of them): statements that leave the last
     statement's warnings be, as MySQL's diagnostics area does."""
-    words = text.upper().split()[:3]
+    words = text[:64].upper().split()[:3]  # a statement may be megabytes long
     return words[:1] == ["SHOW"] and bool({"WARNINGS", "ERRORS"} & set(words[1:]))
 
 
