@@ -21,6 +21,16 @@ def broker() -> Iterator[Broker]:
 
 
 @pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDB]:
+    """One private server, for tests that ask MariaDB what it answers."""
+    found, why = MariaDB.start()
+    if found is None:
+        pytest.skip(f"oracle tests skipped: {why}")
+    yield found
+    found.stop()
+
+
+@pytest.fixture(scope="session")
 def mariadb_pair() -> Iterator[tuple[MariaDB, MariaDB]]:
     """Two private servers: the source runs the script, the replica gets the changelog."""
     source, why = MariaDB.start()

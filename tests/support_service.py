@@ -16,10 +16,17 @@ import httpx
 import pymysql
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """Distinct free ports: each held until all are found (one at a time, the kernel may
+    hand the same one out twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @dataclass
@@ -34,7 +41,7 @@ class Server:
     @classmethod
     def start(cls, data_dir: Path, **env: str) -> Server:
         """`env`: settings, as TICDC_SIM_<NAME> variables."""
-        port, mysql_port = _free_port(), _free_port()
+        port, mysql_port = _free_ports(2)
         command = [sys.executable, "-m", "ticdc_sim", "serve", "--port", str(port)]
         command += ["--mysql-port", str(mysql_port), "--data-dir", str(data_dir)]
         settings = {f"TICDC_SIM_{k.upper()}": v for k, v in env.items()}
@@ -80,3 +87,16 @@ class Server:
         assert response.status_code == 200, response.text
         found: dict[str, Any] = response.json()
         return found
+
+    def inserted(self, table: str) -> list[Any]:
+        """The `id` of each insert into `table` the default changefeed sent, in order."""
+        page = httpx.get(
+            f"{self.http}/sim/v1/clusters/default/changefeeds/default/messages",
+            params={"limit": 10_000},
+        ).json()["messages"]
+        return [
+            d["columns"]["id"]
+            for m in page
+            for d in m["decoded"]
+            if d["type"] == "insert" and d["table"] == table
+        ]

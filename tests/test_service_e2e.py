@@ -205,17 +205,7 @@ def test_a_second_session_waits_for_the_first_to_commit(server: Server) -> None:
     waiter.join(30)
     assert done and done[0] >= committed
     # each commit went to the changefeed in commit order: 1 before 2
-    page = httpx.get(
-        f"{server.http}/sim/v1/clusters/default/changefeeds/default/messages",
-        params={"limit": 10_000},
-    ).json()["messages"]
-    inserted = [
-        d["columns"]["id"]
-        for m in page
-        for d in m["decoded"]
-        if d["type"] == "insert" and d["table"] == "waits"
-    ]
-    assert inserted == [1, 2]
+    assert server.inserted("waits") == [1, 2]
     first.close()
     second.close()
 

@@ -16,25 +16,77 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-# MySQL's SQLSTATE of the error codes the engine raises (HY000 for the rest), as the mysql
-# client prints them: `ERROR 1064 (42000): ...`
-SQLSTATE = {
-    1049: "42000",
-    1050: "42S01",
-    1054: "42S22",
-    1062: "23000",
-    1064: "42000",
-    1067: "42000",
-    1136: "21S01",
-    1146: "42S02",
-    1172: "42000",
-    1222: "21000",
-    1231: "42000",
-    1264: "22003",
-    1292: "22007",
-    1406: "22001",
-    1690: "22003",
+# MySQL's SQLSTATE of an error code, as TiDB maps them (pkg/parser/mysql/state.go `MySQLState`,
+# the codes from pkg/parser/mysql/errcode.go); every other code is HY000. The mysql client
+# prints it (`ERROR 1064 (42000): ...`), drivers raise by it, HTTP answers carry it.
+# fmt: off
+_CODES_BY_STATE: dict[str, tuple[int, ...]] = {
+    "01000": (1249, 1261, 1262, 1265, 1311, 1642),
+    "02000": (1329, 1643),
+    "08004": (1040, 1251),
+    "08S01": (1042, 1043, 1047, 1053, 1080, 1081, 1152, 1153, 1154, 1155, 1156, 1157, 1158,
+              1159, 1160, 1161, 1184, 1189, 1190, 1218),
+    "0A000": (1312, 1314, 1335, 1336, 1415, 1845, 1846),
+    "0K000": (1645,),
+    "20000": (1339,),
+    "21000": (1222, 1241, 1242),
+    "21S01": (1058, 1136),
+    "22001": (1406,),
+    "22003": (1264, 1416, 1690),
+    "22004": (1138, 1263),
+    "22007": (1292, 1367),
+    "22008": (1441,),
+    "22012": (1365,),
+    "22018": (3903,),
+    "22032": (3069, 3140, 3141, 3146, 3157, 3158, 3853),
+    "23000": (1022, 1048, 1052, 1062, 1169, 1216, 1217, 1451, 1452, 1557, 1586, 1761, 1762,
+              1859),
+    "24000": (1325, 1326),
+    "25000": (1179, 1207),
+    "25001": (1568,),
+    "25006": (1792,),
+    "28000": (1045, 1698),
+    "2F003": (1303,),
+    "2F005": (1321,),
+    "35000": (1758,),
+    "3D000": (1046,),
+    "40001": (1213,),
+    "42000": (1044, 1049, 1055, 1056, 1057, 1059, 1061, 1063, 1064, 1065, 1066, 1067, 1068,
+              1069, 1070, 1071, 1072, 1073, 1074, 1075, 1083, 1084, 1090, 1091, 1101, 1102,
+              1103, 1104, 1106, 1107, 1110, 1112, 1113, 1115, 1118, 1120, 1121, 1131, 1132,
+              1133, 1139, 1140, 1141, 1142, 1143, 1144, 1145, 1147, 1148, 1149, 1162, 1163,
+              1164, 1166, 1167, 1170, 1171, 1172, 1173, 1176, 1177, 1178, 1203, 1211, 1226,
+              1227, 1230, 1231, 1232, 1234, 1235, 1239, 1248, 1250, 1252, 1253, 1280, 1281,
+              1286, 1304, 1305, 1308, 1309, 1310, 1313, 1315, 1316, 1318, 1319, 1320, 1322,
+              1323, 1324, 1327, 1330, 1331, 1332, 1333, 1337, 1338, 1370, 1403, 1407, 1410,
+              1413, 1414, 1425, 1426, 1427, 1437, 1439, 1453, 1458, 1460, 1461, 1463, 1582,
+              1583, 1584, 1630, 1641, 1687, 1701, 3143, 3149, 3152, 3153, 3154, 3165),
+    "42S01": (1050,),
+    "42S02": (1051, 1109, 1146),
+    "42S12": (1082,),
+    "42S21": (1060,),
+    "42S22": (1054, 1247),
+    "70100": (1317,),
+    "HY001": (1037, 1038),
+    "XA100": (1402,),
+    "XA102": (1614,),
+    "XA106": (1613,),
+    "XAE03": (1401,),
+    "XAE04": (1397,),
+    "XAE05": (1398,),
+    "XAE07": (1399,),
+    "XAE08": (1440,),
+    "XAE09": (1400,),
 }
+# fmt: on
+SQLSTATE: dict[int, str] = {
+    code: state for state, codes in _CODES_BY_STATE.items() for code in codes
+}
+
+
+def sqlstate(code: int | None) -> str:
+    """The SQLSTATE of a MySQL error code (HY000 when none is known)."""
+    return SQLSTATE.get(code, "HY000") if code else "HY000"
 
 
 class SimError(Exception):
@@ -63,7 +115,7 @@ class SQLError(SimError):
 
     @property
     def sqlstate(self) -> str:
-        return SQLSTATE.get(self.code, "HY000") if self.code else "HY000"
+        return sqlstate(self.code)
 
     def with_context(self, location: Location, statement: str) -> SQLError:
         """The same error, located at `location` (kept if already set) in `statement`."""
@@ -76,7 +128,7 @@ class SQLError(SimError):
 
     def __str__(self) -> str:
         head = f"{self.location}: " if self.location else ""
-        code = f"ERROR {self.code} ({SQLSTATE.get(self.code, 'HY000')}): " if self.code else ""
+        code = f"ERROR {self.code} ({self.sqlstate}): " if self.code else ""
         text = f"{head}{code}{self.message}"
         if self.statement:
             stmt = " ".join(self.statement.split())

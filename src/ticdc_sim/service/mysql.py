@@ -1,48 +1,74 @@
-"""TiDB's front door: the MySQL protocol (mysql-mimic), one connection one session.
+"""TiDB's front door: the MySQL protocol, one connection one session.
 
-mysql-mimic's `Session` answers BEGIN, COMMIT, SET, USE and SHOW with its own middlewares
-and never tells the caller (research/service-notes.md); a transaction would silently not be
-one. So connections get a `BaseSession` of ours: every statement goes to the cluster's
-engine through the connection's `SessionState` (its transaction, variables and current
-database), and what commits reaches the changefeeds as it commits. The OK packet carries the
-statement's affected rows (mimic's own OK has none; `init` wraps it per connection).
-User `<cluster>.root` connects to that cluster, plain `root` to `default`.
+Every statement goes to the cluster's engine through the connection's `SessionState` (its
+transaction, variables and current database; see `runtime`), and what commits reaches the
+changefeeds as it commits. SHOW and DESCRIBE are answered from the catalog as TiDB prints it
+(`generator.sql.show`). User `<cluster>.root` connects to that cluster, plain `root` to
+`default`.
 
-What a driver sends on connect and the engine does not model (SHOW of variables, warnings,
-collations ...) answers with an empty result set or from the catalog (SHOW DATABASES,
-SHOW TABLES), so pymysql, the mysql and mariadb clients and ORMs connect.
+mysql-mimic supplies the packet writers, the password plugin and the encoding of result rows;
+what a client sends is read by `mysql_wire`, with bounds, and the commands are dispatched here
+from one table (`_COMMANDS`, after TiDB's `pkg/server/conn.go` `dispatch`; others answer
+TiDB's "command N not supported now"), so a hostile or broken client never gets past an error
+answer. A client that fails authentication is let go after its error (MySQL closes the
+connection); one that goes mid-packet, mid-statement or mid-transaction is let go quietly,
+its open transaction rolled back. Several statements in one COM_QUERY answer one result each
+(SERVER_MORE_RESULTS_EXISTS), if the client asked for them (else TiDB's error 8130).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from mysql_mimic import MysqlServer
-from mysql_mimic import errors as mimic_errors
-from mysql_mimic.auth import IdentityProvider, NativePasswordAuthPlugin, User
+from mysql_mimic import MysqlServer, packets
+from mysql_mimic.auth import AuthInfo, AuthState, IdentityProvider, Success, User
+from mysql_mimic.auth import NativePasswordAuthPlugin as NativePassword
 from mysql_mimic.charset import CharacterSet
 from mysql_mimic.connection import Connection
 from mysql_mimic.errors import MysqlError
-from mysql_mimic.results import ResultColumn
+from mysql_mimic.results import ResultColumn, ResultSet
 from mysql_mimic.session import BaseSession
-from mysql_mimic.types import ColumnType
+from mysql_mimic.stream import MysqlStream
+from mysql_mimic.types import Capabilities, ColumnType, Commands, ServerStatus, uint_len
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
-from ticdc_sim.errors import SQLSTATE, SQLError
+from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
-from ticdc_sim.generator.sql.script import split_script
+from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.service.mysql_wire import (
+    MAX_PACKET,
+    MAX_PREPARED,
+    ClientGone,
+    Fatal,
+    Malformed,
+    Packet,
+    Prepared,
+    Quoted,
+    Stream,
+    literal,
+    malformed,
+    placeholders,
+    prepared_labels,
+    read_handshake,
+    read_params,
+    text,
+    to_wire,
+)
 from ticdc_sim.service.runtime import Cluster, Outcome, Registry, SessionState
 from ticdc_sim.service.settings import Settings
 
 T = TypeVar("T")
-Result = tuple[Sequence[Sequence[Any]], Sequence[str]] | None
+logger = logging.getLogger(__name__)
+
+# -- users ---------------------------------------------------------------------------------
 
 
 class _Users(IdentityProvider):
@@ -52,19 +78,28 @@ class _Users(IdentityProvider):
 
     def __init__(self, clusters: Registry, password: str | None) -> None:
         self.clusters = clusters
-        self.auth_string = (
-            NativePasswordAuthPlugin.create_auth_string(password) if password else None
-        )
+        self.auth_string = NativePassword.create_auth_string(password) if password else None
 
-    def get_plugins(self) -> list[NativePasswordAuthPlugin]:
-        return [NativePasswordAuthPlugin()]
+    def get_plugins(self) -> list[NativePassword]:
+        return [NativePassword()]
 
     async def get_user(self, username: str) -> User | None:
-        if cluster_of(self.clusters, username) is None:
-            return None  # the client reads "User ... does not exist"
-        return User(
-            name=username, auth_string=self.auth_string, auth_plugin=NativePasswordAuthPlugin.name
-        )
+        # a user of no cluster is refused as a wrong password is (1045), after the check
+        known = cluster_of(self.clusters, username) is not None
+        kind = User if known else _NoCluster
+        return kind(name=username, auth_string=self.auth_string, auth_plugin=NativePassword.name)
+
+
+class _NoCluster(User):
+    """A user whose cluster prefix names no cluster."""
+
+
+def _denied(info: AuthInfo) -> str:
+    """TiDB's refusal (1045, 28000), and why when the user names no cluster."""
+    password = "YES" if info.data else "NO"
+    cluster = info.username.partition(".")[0]
+    reason = f" (no cluster {cluster!r})" if isinstance(info.user, _NoCluster) else ""
+    return f"Access denied for user '{info.username}'@'%' (using password: {password}){reason}"
 
 
 def cluster_of(clusters: Registry, username: str) -> Cluster | None:
@@ -72,7 +107,13 @@ def cluster_of(clusters: Registry, username: str) -> Cluster | None:
     return clusters.clusters.get(prefix if dot else "default")
 
 
+# -- sessions ------------------------------------------------------------------------------
+
+
 class SimSession(BaseSession):
+    """One connection's session: its cluster and its `SessionState`, statements run on
+    the connection's own thread."""
+
     def __init__(self, clusters: Registry) -> None:
         self.clusters = clusters
         self.variables = SessionVariables(GlobalVariables())
@@ -81,7 +122,6 @@ class SimSession(BaseSession):
         self.database: str | None = None
         self._cluster: Cluster | None = None
         self._state: SessionState | None = None
-        self.affected = 0
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="mysql-session")
 
     @property
@@ -94,91 +134,88 @@ class SimSession(BaseSession):
         assert self._state is not None, "a session's state is made once it has connected"
         return self._state
 
-    async def init(self, connection: Connection) -> None:
-        self.username = self.variables.get("external_user") or "root"
-        cluster = cluster_of(self.clusters, self.username)
+    async def init(self, connection: Connection | None = None) -> None:
+        """A new session on the user's cluster, in the database the client asked for."""
+        username = self.username or "root"
+        cluster = cluster_of(self.clusters, username)
         if cluster is None:  # removed since the handshake
-            raise MysqlError(f"Unknown cluster for user {self.username}", 1045)
+            raise MysqlError(f"Unknown cluster for user {username}", 1045)
         self._cluster = cluster
-        self._state = cluster.session(f"{self.username}@127.0.0.1")
-        chosen, self.state.database = self.database, None  # the handshake's database
-        if chosen:
-            await self.use(chosen)
-        session = self
-
-        def ok(**kwargs: Any) -> bytes:  # the OK packet with the statement's affected rows
-            kwargs.setdefault("affected_rows", session.affected)
-            return Connection.ok(connection, **kwargs)
-
-        connection.ok = ok
+        database, self.database = self.database, None
+        self._state = cluster.session(f"{username}@127.0.0.1")
+        self.state.database = None
+        charset = str(self.variables.get("character_set_client"))
+        if charset not in ("utf8mb4", "utf8", "utf8mb3", "binary"):  # as SET NAMES would
+            # a charset the engine does not read: the connection reads UTF-8 (TiDB too
+            # answers in its own charsets only), rather than refusing the client
+            with contextlib.suppress(MysqlError):
+                await self.query_one(f"SET NAMES {charset}")
+        if database:
+            await self.use(database)
 
     async def close(self) -> None:
         try:
             if self._state is not None:
-                await self._call(self.cluster.end, self.state)
+                await self.call(self.cluster.end, self.state)
         finally:
             self.thread.shutdown(wait=False)
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def reset(self) -> None:
+        """COM_RESET_CONNECTION: the open transaction rolled back, variables as new, the
+        current database kept."""
+        await self.reopen(self.state.database)
+
+    async def reopen(self, database: str | None) -> None:
+        """A new session in place of this one (for the user authenticated last)."""
+        await self.call(self.cluster.end, self.state)
+        self._state, self.database = None, database
+        await self.init()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn` on the connection's own thread, as MySQL gives each connection one: a
         session waiting for another's lock never takes a thread that one needs to commit."""
         return await asyncio.get_running_loop().run_in_executor(self.thread, fn, *args)
 
-    async def reset(self) -> None:
-        await self._call(self.cluster.end, self.state)
-        self._state = self.cluster.session(self.state.user)
-
     async def use(self, database: str) -> None:
-        quoted = database.replace("`", "``")
-        await self.handle_query(f"USE `{quoted}`", {})
+        await self.query_one(f"USE `{database.replace('`', '``')}`")
 
-    async def handle_query(self, sql: str, attrs: dict[str, str]) -> Result:
-        result: Result = None
-        self.affected = 0
+    def statements(self, sql: str) -> list[RawStatement]:
         try:
-            statements = list(split_script(sql.splitlines(keepends=True), "mysql"))
+            return list(split_script(sql.splitlines(keepends=True), "mysql"))
         except SQLError as e:  # unreadable (an unterminated quote): nothing runs
             raise MysqlError(e.message, e.code or 1064) from None
-        for stmt in statements:
-            shown = self._show(stmt.text)
-            if shown is not None:
-                result = shown
-                continue
-            outcome, _ = await self._call(self.cluster.run, self.state, stmt)
-            result = self._result(outcome)
-        self.database = self.state.database
-        return result
 
-    def _result(self, outcome: Outcome) -> Result:
+    async def run(self, stmt: RawStatement) -> Outcome:
+        outcome, _ = await self.call(self.cluster.run, self.state, stmt)
         if outcome.error is not None:
             raise _mysql_error(outcome.error)
-        self.affected = outcome.affected_rows
-        if outcome.columns is not None:
-            rows = [list(row) for row in outcome.rows or []]
-            types = outcome.types or [None] * len(outcome.columns)
-            columns = [
-                _column(name, tp, [r[i] for r in rows])
-                for i, (name, tp) in enumerate(zip(outcome.columns, types, strict=True))
-            ]
-            return rows, columns
-        return None
+        self.database = self.state.database
+        return outcome
 
-    def _show(self, text: str) -> Result:
-        """SHOW statements a client sends: databases and tables from the catalog, the rest
-        an empty answer."""
-        words = text.split()
-        if not words or words[0].upper() != "SHOW":
-            return None
-        what = " ".join(w.upper() for w in words[1:3])
-        catalog = self.cluster.engine.catalog
-        with self.cluster.lock:
-            if what.startswith(("DATABASES", "SCHEMAS")):
-                return [[s.name] for s in catalog.schemas.values()], ["Database"]
-            if what.startswith(("TABLES", "FULL TABLES")):
-                schema = catalog.schemas.get((self.state.database or "").lower())
-                names = sorted(schema.tables) if schema else []
-                return [[n] for n in names], [f"Tables_in_{self.state.database}"]
-        return [], ["Variable_name", "Value"] if "VARIABLES" in what else ["Value"]
+    async def query_one(self, sql: str) -> Outcome | None:
+        outcome = None
+        for stmt in self.statements(sql):
+            outcome = await self.run(stmt)
+        return outcome
+
+    async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
+        outcome = await self.query_one(sql)
+        return result_set(outcome) if outcome is not None and outcome.columns else None
+
+    def status(self) -> ServerStatus:
+        """The server status flags of an OK or EOF packet."""
+        flags = ServerStatus(0)
+        if self._state is None:
+            return ServerStatus.SERVER_STATUS_AUTOCOMMIT
+        if self.state.txn is not None:
+            flags |= ServerStatus.SERVER_STATUS_IN_TRANS
+        if self.state.values.get("autocommit", True):
+            flags |= ServerStatus.SERVER_STATUS_AUTOCOMMIT
+        return flags
+
+
+def _mysql_error(error: SQLError) -> MysqlError:
+    return MysqlError(error.message, error.code or 1105)
 
 
 # -- result columns: the type a client reads each column as --------------------------------------
@@ -210,6 +247,17 @@ def _duration(text: str) -> dt.timedelta:
     return sign * dt.timedelta(hours=int(hours), minutes=int(minutes), seconds=float(seconds))
 
 
+def result_set(outcome: Outcome) -> ResultSet:
+    assert outcome.columns is not None
+    rows = [list(row) for row in outcome.rows or []]
+    types = outcome.types or [None] * len(outcome.columns)
+    columns = [
+        _column(name, tp, [r[i] for r in rows])
+        for i, (name, tp) in enumerate(zip(outcome.columns, types, strict=True))
+    ]
+    return ResultSet(rows, columns)
+
+
 def _column(name: str, tp: MySQLType | None, values: list[Any]) -> ResultColumn:
     if tp is None or tp == MySQLType.BIT:  # BIT: the engine answers its number
         sample = next((v for v in values if v is not None), None)
@@ -229,38 +277,474 @@ def _column(name: str, tp: MySQLType | None, values: list[Any]) -> ResultColumn:
             except ValueError:  # a zero date: no Python value, the empty binary form
                 return b"\x00"
 
-    return ResultColumn(name, kind, charset, text_encoder=_text, binary_encoder=binary)
+    elif kind in (ColumnType.VAR_STRING, ColumnType.STRING, ColumnType.VARCHAR):
+        binary = _binary_text
+    shown = to_wire(name).decode("utf-8", "replace")  # a label from undecodable bytes
+    return ResultColumn(shown, kind, charset, text_encoder=_text, binary_encoder=binary)
 
 
 def _text(col: ResultColumn, value: Any) -> bytes:
-    return value if isinstance(value, bytes) else str(value).encode()
+    return value if isinstance(value, bytes) else to_wire(str(value))
 
 
-def _mysql_error(error: SQLError) -> MysqlError:
-    return MysqlError(error.message, error.code or 1105)
+def _binary_text(col: ResultColumn, value: Any) -> bytes:
+    return uint_len(len(encoded := _text(col, value))) + encoded
 
 
-class _AnsweredErrors(logging.Filter):
-    """mimic logs every error it answers a client with: the client's errors, not the
-    service's (a failure of ours still logs, with its traceback)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not isinstance(record.msg, MysqlError)
+# -- the connection ---------------------------------------------------------------------------
 
 
-logging.getLogger("mysql_mimic.connection").addFilter(_AnsweredErrors())
+class SimConnection(Connection):
+    """A client's connection: the handshake, then commands until it quits or goes."""
 
-# mimic knows the SQLSTATE of its own few codes; clients read ours too (1062 -> 23000)
-mimic_errors.SQLSTATES.update({code: state.encode() for code, state in SQLSTATE.items()})
+    session: SimSession
+    stream: Stream
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prepared: dict[int, Prepared] = {}
+        self.next_statement = 1
+
+    async def _start(self) -> None:
+        try:
+            if not await self.connection_phase():
+                return  # refused: the error is sent, the connection ends (MySQL)
+            await self.session.init(self)  # the database asked for: 1049 instead of the OK
+            await self.stream.write(self._ok())
+            self.stream.reset_seq()
+        except (ClientGone, asyncio.CancelledError):
+            return
+        except MysqlError as e:
+            await self._error(e.code, e.msg)
+            return
+        except Fatal as e:
+            await self._error(e.code, e.message)
+            return
+        except (Malformed, ValueError):
+            await self._error(1043, "Bad handshake")
+            return
+        try:
+            await self.command_phase()
+        except (ClientGone, asyncio.CancelledError):
+            pass
+        except Fatal as e:
+            await self._error(e.code, e.message)
+        finally:
+            await self.session.close()
+
+    async def connection_phase(self) -> bool:
+        """The handshake up to the password's check: whether the client is in."""
+        plugin = self.identity_provider.get_default_plugin()
+        auth_data, auth_state = await plugin.start()
+        assert isinstance(auth_data, bytes)
+        self.handshake_auth_data, self.handshake_auth_plugin = auth_data, plugin.name
+        await self.stream.write(
+            packets.make_handshake_v10(
+                capabilities=self.server_capabilities,
+                server_charset=self.server_charset,
+                server_version=str(self.session.variables.get("version")),
+                connection_id=self.connection_id,
+                auth_data=auth_data,
+                status_flags=self.status_flags,
+                auth_plugin_name=plugin.name,
+            )
+        )
+        response = read_handshake(self.server_capabilities, await self.stream.read())
+        if response.ssl_request:
+            raise Fatal(1043, "Bad handshake")  # no TLS here
+        self.capabilities = response.capabilities
+        self.max_packet_size = response.max_packet_size
+        self.session.variables.set("character_set_client", response.charset.name)
+        self.session.database = response.database
+        self.client_plugin_name = response.client_plugin
+        self.client_connect_attrs = response.connect_attrs
+        self.session.variables.set("external_user", response.username, force=True)
+        return await self.check_password(
+            response.username, response.auth_response, response.client_plugin, auth_state
+        )
+
+    async def check_password(
+        self,
+        username: str,
+        auth_response: bytes,
+        client_plugin: str | None,
+        auth_state: AuthState | None = None,
+    ) -> bool:
+        """mysql_native_password's exchange (mimic's `authenticate`, without the OK it
+        sends: the session opens first, and may fail): whether the password is right. A
+        refusal is answered here."""
+        plugin = self.identity_provider.get_default_plugin()
+        info = AuthInfo(
+            username=username,
+            data=auth_response,
+            connect_attrs=self.client_connect_attrs,
+            user=await self.identity_provider.get_user(username),
+            client_plugin_name=client_plugin,
+            handshake_auth_data=self.handshake_auth_data,
+            handshake_plugin_name=self.handshake_auth_plugin or plugin.name,
+        )
+        if client_plugin != plugin.client_plugin_name:  # switch the client to ours
+            decision, auth_state = await plugin.start()
+            assert isinstance(decision, bytes)
+            switch = b"\xfe" + plugin.client_plugin_name.encode() + b"\0" + decision
+            await self.stream.write(switch)
+            info = info.copy(await self.stream.read())
+            decision = await auth_state.asend(info)
+        elif auth_state is not None:  # the handshake's nonce answered
+            decision = await auth_state.asend(info)
+        else:
+            decision, auth_state = await plugin.start(info)
+        while isinstance(decision, bytes):
+            await self.stream.write(b"\x01" + decision)
+            info = info.copy(await self.stream.read())
+            decision = await auth_state.asend(info)
+        if isinstance(decision, Success) and not isinstance(info.user, _NoCluster):
+            self.session.username = decision.authenticated_as
+            return True
+        await self._error(1045, _denied(info))
+        return False
+
+    async def command_phase(self) -> None:
+        while True:
+            data = await self.stream.read()
+            try:
+                # an empty packet is COM_SLEEP, which no client may send (MySQL)
+                command, rest = (data[0], data[1:]) if data else (Commands.COM_SLEEP, b"")
+                handler = _COMMANDS.get(command)
+                if handler is None:
+                    raise MysqlError(f"command {command} not supported now", 1105)
+                if await handler(self, rest) is False:
+                    return  # COM_QUIT
+            except MysqlError as e:
+                await self._error(e.code, e.msg)
+            except Malformed:
+                await self._error(1835, "Malformed communication packet.")
+            except (ClientGone, Fatal, asyncio.CancelledError):
+                raise
+            except Exception as e:  # a bug of ours: said, with its traceback in the log
+                logger.exception("the MySQL port failed on a command")
+                await self._error(1105, f"internal error ({type(e).__name__}: {e})")
+            finally:
+                self.stream.reset_seq()
+
+    async def _error(self, code: int, message: str) -> None:
+        body = b"\xff" + code.to_bytes(2, "little")
+        if not self.capabilities or Capabilities.CLIENT_PROTOCOL_41 in self.capabilities:
+            body += b"#" + sqlstate(code).encode()
+        with contextlib.suppress(ClientGone):
+            await self.stream.write(body + to_wire(message)[:512])
+
+    def _ok(self, affected: int = 0, insert_id: int = 0, more: bool = False) -> bytes:
+        self.status_flags = self.session.status()
+        if more:
+            self.status_flags |= ServerStatus.SERVER_MORE_RESULTS_EXISTS
+        warnings = len(self.session.state.last_warnings) if self.session._state else 0
+        return self.ok(affected_rows=affected, last_insert_id=insert_id, warnings=warnings)
+
+    # -- commands -------------------------------------------------------------------------
+
+    async def com_quit(self, data: bytes) -> bool:
+        return False
+
+    async def com_ping(self, data: bytes) -> None:
+        await self.stream.write(self._ok())
+
+    async def com_statistics(self, data: bytes) -> None:
+        await self.stream.write(
+            b"Uptime: 0  Threads: 0  Questions: 0  Slow queries: 0  Opens: 0  Flush tables: 0"
+            b"  Open tables: 0  Queries per second avg: 0.000"
+        )
+
+    async def com_init_db(self, data: bytes) -> None:
+        await self.session.use(text(data))
+        await self.stream.write(self._ok())
+
+    async def com_query(self, data: bytes) -> None:
+        p = Packet(data)
+        if Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities:
+            count = p.lenenc()
+            p.lenenc()  # parameter sets: always 1
+            read_params(p, count, None, named=True)
+        sql = text(p.rest().removesuffix(b"\0"))  # a trailing NUL is no part of it (TiDB)
+        statements = self.session.statements(sql)
+        if len(statements) > 1 and Capabilities.CLIENT_MULTI_STATEMENTS not in self.capabilities:
+            raise MysqlError(  # TiDB's tidb_multi_statement_mode=OFF
+                "client has multi-statement capability disabled. Run SET GLOBAL"
+                " tidb_multi_statement_mode='ON' after you understand the security risk",
+                8130,
+            )
+        if not statements:
+            await self.stream.write(self._ok())
+        for i, stmt in enumerate(statements):
+            outcome = await self.session.run(stmt)
+            await self._answer(outcome, more=i < len(statements) - 1)
+
+    async def _answer(self, outcome: Outcome, more: bool) -> None:
+        if outcome.columns is None:
+            await self.stream.write(self._ok(outcome.affected_rows, outcome.insert_id, more))
+            return
+        self._ok(more=more)  # the status flags of the EOF/OK that ends the rows
+        await self.write_text_resultset(result_set(outcome))
+
+    async def com_field_list(self, data: bytes) -> None:
+        p = Packet(data)
+        table, wildcard = text(p.null_terminated()), text(p.rest())
+        sql = f"SHOW COLUMNS FROM `{table.replace('`', '``')}`"
+        if wildcard:
+            sql += " LIKE " + literal(Quoted(wildcard))
+        outcome = await self.session.query_one(sql)
+        for row in outcome.rows or [] if outcome is not None else []:
+            await self.stream.write(
+                packets.make_column_definition_41(
+                    server_charset=self.server_charset,
+                    table=table,
+                    name=row[0],
+                    is_com_field_list=True,
+                    default=row[4],
+                ),
+                drain=False,
+            )
+        await self.stream.write(self._eof())
+
+    def _eof(self, flags: int = 0) -> bytes:
+        self.status_flags = self.session.status()
+        return self.ok_or_eof(flags=flags)
+
+    async def com_set_option(self, data: bytes) -> None:
+        option = Packet(data).uint(2)
+        if option == 0:
+            self.capabilities |= Capabilities.CLIENT_MULTI_STATEMENTS
+        elif option == 1:
+            self.capabilities &= ~Capabilities.CLIENT_MULTI_STATEMENTS
+        else:
+            raise malformed()
+        self.status_flags = self.session.status()
+        await self.stream.write(self.eof())
+
+    async def com_reset_connection(self, data: bytes) -> None:
+        self.prepared.clear()
+        await self.session.reset()
+        await self.stream.write(self._ok())
+
+    async def com_change_user(self, data: bytes) -> bool | None:
+        p = Packet(data)
+        username = text(p.null_terminated())
+        if Capabilities.CLIENT_SECURE_CONNECTION in self.capabilities:
+            auth_response = p.fixed(p.uint(1))
+        else:
+            auth_response = p.null_terminated()
+        database = text(p.null_terminated()) if not p.done() else ""
+        plugin = None
+        if not p.done():
+            p.uint(2)  # the character set
+            if Capabilities.CLIENT_PLUGIN_AUTH in self.capabilities and not p.done():
+                plugin = text(p.null_terminated())
+        if not await self.check_password(username, auth_response, plugin):
+            return False  # refused: MySQL closes the connection
+        self.prepared.clear()
+        await self.session.reopen(database or None)
+        await self.stream.write(self._ok())
+        return None
+
+    async def com_stmt_prepare(self, data: bytes) -> None:
+        if len(self.prepared) >= MAX_PREPARED:
+            raise MysqlError(
+                "Can't create more than max_prepared_stmt_count statements"
+                f" (current value: {MAX_PREPARED})",
+                1461,
+            )
+        sql = text(data.removesuffix(b"\0"))
+        self.session.statements(sql)  # an unreadable statement fails here, as in TiDB
+        stmt = Prepared(self.next_statement, sql, placeholders(sql), prepared_labels(sql))
+        self.next_statement += 1
+        self.prepared[stmt.id] = stmt
+        count = len(stmt.placeholders)
+        head = b"\x00" + stmt.id.to_bytes(4, "little") + b"\x00\x00"
+        out = [head + count.to_bytes(2, "little") + b"\x00\x00\x00"]
+        if count:
+            out += [
+                packets.make_column_definition_41(server_charset=self.server_charset, name="?")
+            ] * count
+            if not self.deprecate_eof():
+                out.append(self.eof())
+        for packet in out:
+            await self.stream.write(packet, drain=False)
+        await self.stream.drain()
+
+    def _statement(self, stmt_id: int, command: str) -> Prepared:
+        found = self.prepared.get(stmt_id)
+        if found is None:
+            raise MysqlError(
+                f"Unknown prepared statement handler ({stmt_id}) given to {command}", 1243
+            )
+        return found
+
+    async def com_stmt_send_long_data(self, data: bytes) -> None:
+        p = Packet(data)
+        stmt = self.prepared.get(p.uint(4))
+        param = p.uint(2)
+        if stmt is None or param >= len(stmt.placeholders):
+            return  # no answer to this command, whatever it carries (MySQL)
+        buffer = stmt.long_data.setdefault(param, bytearray())
+        if len(buffer) + len(p.data) - p.at > MAX_PACKET:
+            raise Fatal(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+        buffer += p.rest()
+
+    async def com_stmt_execute(self, data: bytes) -> None:
+        p = Packet(data)
+        stmt = self._statement(p.uint(4), "mysqld_stmt_execute")
+        flags = p.uint(1)
+        p.uint(4)  # iteration count: always 1
+        count = len(stmt.placeholders)
+        named = Capabilities.CLIENT_QUERY_ATTRIBUTES in self.capabilities
+        if named and (count or flags & 0x08):  # PARAMETER_COUNT_AVAILABLE
+            count = p.lenenc()
+        values = read_params(p, count, stmt, named)
+        stmt.long_data.clear()
+        if len(values) < len(stmt.placeholders):
+            raise MysqlError("Incorrect arguments to mysqld_stmt_execute", 1210)
+        outcome = await self.session.query_one(stmt.bind(values[: len(stmt.placeholders)]))
+        if outcome is None or outcome.columns is None:
+            affected = outcome.affected_rows if outcome else 0
+            await self.stream.write(self._ok(affected, outcome.insert_id if outcome else 0))
+            return
+        if stmt.labels is not None and len(stmt.labels) == len(outcome.columns):
+            outcome.columns = stmt.labels
+        await self._binary_rows(stmt, result_set(outcome), use_cursor=bool(flags & 0x01))
+
+    async def _binary_rows(self, stmt: Prepared, results: ResultSet, use_cursor: bool) -> None:
+        columns = results.columns
+        await self.stream.write(uint_len(len(columns)), drain=False)
+        for column in columns:
+            await self.stream.write(
+                packets.make_column_definition_41(
+                    server_charset=self.server_charset,
+                    name=column.name,
+                    column_type=column.type,
+                    character_set=column.character_set,
+                ),
+                drain=False,
+            )
+        rows = [packets.make_binary_resultrow(r, columns) for r in results.rows]
+        if use_cursor:
+            stmt.cursor = _iterate(rows)
+            await self.stream.write(self._eof(flags=ServerStatus.SERVER_STATUS_CURSOR_EXISTS))
+            return
+        if not self.deprecate_eof():
+            await self.stream.write(self._eof(), drain=False)
+        for row in rows:
+            await self.stream.write(row, drain=False)
+        await self.stream.write(self._eof())
+
+    async def com_stmt_fetch(self, data: bytes) -> None:
+        p = Packet(data)
+        stmt_id = p.uint(4)
+        stmt, wanted = self._statement(stmt_id, "mysqld_stmt_fetch"), p.uint(4)
+        if stmt.cursor is None:
+            raise MysqlError(f"The statement ({stmt_id}) has no open cursor.", 1421)
+        sent = 0
+        async for row in stmt.cursor:
+            await self.stream.write(row, drain=False)
+            sent += 1
+            if sent >= wanted:
+                break
+        done = sent < wanted
+        if done:
+            stmt.cursor = None
+        flag = (
+            ServerStatus.SERVER_STATUS_LAST_ROW_SENT
+            if done
+            else ServerStatus.SERVER_STATUS_CURSOR_EXISTS
+        )
+        await self.stream.write(self._eof(flags=flag))
+
+    async def com_stmt_reset(self, data: bytes) -> None:
+        stmt = self._statement(Packet(data).uint(4), "mysqld_stmt_reset")
+        stmt.long_data.clear()
+        stmt.cursor = None
+        await self.stream.write(self._ok())
+
+    async def com_stmt_close(self, data: bytes) -> None:
+        self.prepared.pop(Packet(data).uint(4), None)  # no answer (MySQL)
+
+
+async def _iterate(rows: list[bytes]) -> AsyncIterator[bytes]:
+    for row in rows:
+        yield row
+
+
+# what each command byte runs (TiDB `pkg/server/conn.go` `dispatch`); others answer 1105
+_COMMANDS: dict[int, Callable[[SimConnection, bytes], Any]] = {
+    Commands.COM_QUIT: SimConnection.com_quit,
+    Commands.COM_INIT_DB: SimConnection.com_init_db,
+    Commands.COM_QUERY: SimConnection.com_query,
+    Commands.COM_FIELD_LIST: SimConnection.com_field_list,
+    Commands.COM_STATISTICS: SimConnection.com_statistics,
+    Commands.COM_PING: SimConnection.com_ping,
+    Commands.COM_CHANGE_USER: SimConnection.com_change_user,
+    Commands.COM_STMT_PREPARE: SimConnection.com_stmt_prepare,
+    Commands.COM_STMT_EXECUTE: SimConnection.com_stmt_execute,
+    Commands.COM_STMT_SEND_LONG_DATA: SimConnection.com_stmt_send_long_data,
+    Commands.COM_STMT_CLOSE: SimConnection.com_stmt_close,
+    Commands.COM_STMT_RESET: SimConnection.com_stmt_reset,
+    Commands.COM_SET_OPTION: SimConnection.com_set_option,
+    Commands.COM_STMT_FETCH: SimConnection.com_stmt_fetch,
+    Commands.COM_RESET_CONNECTION: SimConnection.com_reset_connection,
+}
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+class SimServer(MysqlServer):
+    """mimic's server with connections of ours; closing it ends every connection (each
+    rolls back its open transaction) instead of leaving them to the event loop's end."""
+
+    def __init__(self, clusters: Registry, password: str | None) -> None:
+        super().__init__(identity_provider=_Users(clusters, password))
+        self.clusters = clusters
+        self.connections: set[asyncio.Task[None]] = set()
+        self.next_id = 0
+
+    async def _client_connected_cb(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.next_id += 1
+        connection = SimConnection(
+            stream=Stream(MysqlStream(reader, writer)),
+            session=SimSession(self.clusters),
+            control=self.control,
+            server_capabilities=self.capabilities,
+            identity_provider=self.identity_provider,
+        )
+        connection.connection_id = self.next_id
+        task = asyncio.current_task()
+        if task is not None:
+            self.connections.add(task)
+        try:
+            await connection._start()
+        except asyncio.CancelledError:
+            pass  # the server is closing
+        finally:
+            if task is not None:
+                self.connections.discard(task)
+            writer.close()
+
+    def close(self) -> None:
+        super().close()
+        for task in list(self.connections):
+            task.cancel()
+
+    async def wait_closed(self) -> None:
+        await super().wait_closed()
+        if self.connections:
+            await asyncio.gather(*self.connections, return_exceptions=True)
 
 
 async def start(settings: Settings, clusters: Registry) -> MysqlServer | None:
     """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none)."""
     if not settings.mysql_port:
         return None
-    server = MysqlServer(
-        session_factory=lambda: SimSession(clusters),
-        identity_provider=_Users(clusters, settings.mysql_password),
-    )
+    server = SimServer(clusters, settings.mysql_password)
     await server.start_server(host=settings.host, port=settings.mysql_port)
     return server

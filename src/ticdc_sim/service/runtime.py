@@ -4,9 +4,15 @@ A `Cluster` is one simulated TiDB cluster: an engine (catalog, rows, TSO clock, 
 changefeeds that capture it. Its work is serialised by one lock; different clusters run in
 parallel. The engine holds one session's state at a time, so each client session (an HTTP
 request, a MySQL connection) keeps its own `SessionState` and swaps it in for its statements.
-A session inside an explicit transaction owns the cluster until it commits or rolls back:
-other sessions wait (TiDB's pessimistic locks, coarsely), up to `lock_wait_s`, then get
-MySQL's error 1205.
+
+The engine writes in place, so one transaction at a time may hold uncommitted writes: a
+session whose open transaction has written owns the cluster until it commits or rolls back.
+Another session's writes (and DDL, and locking reads) wait (TiDB's pessimistic locks,
+coarsely), up to `lock_wait_s`, then get MySQL's error 1205. What never writes does not wait:
+session statements (SET, USE, BEGIN, COMMIT and ROLLBACK of a transaction that wrote nothing,
+SHOW, DESCRIBE) and reads, which see the committed rows only (TiDB's snapshot read): the
+owner's uncommitted writes are taken out of the tables for the read and put back after
+(`_committed_view`), a cost in proportion to the rows it has written.
 
 A `Feed` is one changefeed: the pipeline of the CLI (`ticdc_sim.pipeline`) into its sink,
 with a `FeedLog` of every record it sent, which the read API pages through and tails. After
@@ -27,12 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import Message, decoder_for
-from ticdc_sim.errors import SimError, SQLError, Warnings
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
+from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql import show
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
+from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
@@ -154,6 +165,7 @@ class SessionState:
     user: str = "root@127.0.0.1"
     database: str | None = "test"
     values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
+    last_warnings: list[WarningEntry] = field(default_factory=list)  # SHOW WARNINGS
 
     def load(self, engine: Engine) -> None:
         if not self.values:  # a new session: the server's defaults
@@ -175,6 +187,16 @@ class SessionState:
     def warnings(self) -> Warnings:
         found: Warnings = self.values.setdefault("warnings", Warnings())
         return found
+
+    @property
+    def txn(self) -> Transaction | None:
+        found: Transaction | None = self.values.get("txn")
+        return found
+
+
+def _has_writes(txn: Transaction | None) -> bool:
+    """Whether a transaction holds uncommitted writes (what makes its session the owner)."""
+    return txn is not None and any(txn.first.values())
 
 
 # -- changefeeds -------------------------------------------------------------------------------
@@ -410,6 +432,7 @@ class Outcome:
     line: int
     column: int
     affected_rows: int = 0
+    insert_id: int = 0  # the OK packet's: the statement's first generated id, else last given
     commit_ts: int | None = None
     columns: list[str] | None = None  # a result set
     types: list[MySQLType | None] | None = None  # its columns' types, where known
@@ -530,14 +553,22 @@ class Cluster:
         line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
         outcome = Outcome(stmt.text.strip(), line, column)
         with self.free:
+            owner = self.owner
+            beside = owner is not None and owner is not session and _writes_nothing(stmt)
             try:
                 if self.closed:  # removed while a client was still connected to it
                     raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
-                self._acquire(session)
+                if not beside:
+                    self._acquire(session)
             except SQLError as e:
                 outcome.error = e.with_context(stmt.location, stmt.text)
                 return outcome, []
-            events = self._step(session, stmt, outcome)
+            if beside:
+                assert owner is not None
+                with _committed_view(owner.txn):
+                    events = self._step(session, stmt, outcome)
+            else:
+                events = self._step(session, stmt, outcome)
             if events:
                 outcome.commit_ts = events[-1].commit_ts
                 self.transactions += len({e.commit_ts for e in events})
@@ -550,36 +581,61 @@ class Cluster:
         """The statement on the engine, in the session's state; what it committed."""
         engine = self.engine
         session.load(engine)
+        before = {w.kind: w.count for w in engine.warnings}
         try:
-            query = _select_query(stmt)
-            if query is not None:  # a result set, read from the data
-                try:
-                    result = engine.query(query)
-                    outcome.columns, outcome.types = result.names, result.types
-                    outcome.rows = [tuple(r) for r in result.rows]
-                except SQLError as e:
-                    outcome.error = e.with_context(stmt.location, stmt.text)
-            else:
+            if not self._answer(session, stmt, outcome):
                 outcome.error = engine.step(stmt)  # an explicit transaction stays open
                 outcome.affected_rows = engine.affected_rows
+                outcome.insert_id = (
+                    engine.last_id if engine.ids_this_statement else engine.insert_id
+                )
             events, engine.outbox = engine.outbox, []
             self.statements += 1
             self.errors += outcome.error is not None
             self.events += len(events)
             return events
         finally:
+            if not show.is_diagnostics(stmt.text):  # SHOW WARNINGS keeps what it shows
+                session.last_warnings = [
+                    w for w in engine.warnings if before.get(w.kind) != w.count
+                ]
             session.store(engine)
             self._release(session)
 
+    def _answer(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> bool:
+        """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
+        into `outcome`; False for the rest."""
+        try:
+            result = show.answer(self.engine, stmt.text, session.last_warnings)
+            if result is None:
+                query = _select_query(stmt)
+                if query is None:
+                    return False
+                result = self.engine.query(query, stmt.text)
+        except SQLError as e:
+            outcome.error = e.with_context(stmt.location, stmt.text)
+            return True
+        except RecursionError:  # as the engine says it of a statement it runs
+            error = SQLError("the statement is nested too deeply", code=1105)
+            outcome.error = error.with_context(stmt.location, stmt.text)
+            return True
+        outcome.columns, outcome.types = result.names, result.types
+        outcome.rows = [tuple(r) for r in result.rows]
+        return True
+
     def end(self, session: SessionState) -> None:
-        """A session goes: its open transaction is rolled back."""
+        """A session goes: its open transaction is rolled back. One that wrote nothing
+        holds nothing to undo, so a session that goes never waits for another."""
         with self.free:
-            if session.values.get("txn") is not None:
-                self._acquire(session)
-                session.load(self.engine)
-                self.engine._abort()
-                session.store(self.engine)
-                self._release(session)
+            if session.txn is None:
+                return
+            if self.owner is not session:
+                session.values["txn"] = None
+                return
+            session.load(self.engine)
+            self.engine._abort()
+            session.store(self.engine)
+            self._release(session)
 
     def _acquire(self, session: SessionState) -> None:
         deadline = time.monotonic() + self.lock_wait_s
@@ -590,7 +646,7 @@ class Cluster:
             self.free.wait(left)
 
     def _release(self, session: SessionState) -> None:
-        if self.engine.txn is not None:
+        if _has_writes(self.engine.txn):
             self.owner = session
         elif self.owner is session:
             self.owner = None
@@ -748,6 +804,63 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
     if not isinstance(node, exp.Select) or node.args.get("into") is not None:
         return None
     return node
+
+
+# statements that never write, by their first word: they run beside another session's
+# open transaction instead of waiting for it (SELECT: unless it locks rows)
+_SESSION_WORDS = frozenset(
+    {"SET", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "BEGIN", "START", "COMMIT",
+     "ROLLBACK", "SAVEPOINT", "RELEASE", "DO", "SELECT"}
+)  # fmt: skip
+
+
+def _writes_nothing(stmt: RawStatement) -> bool:
+    """Whether a statement of a session whose transaction wrote nothing cannot write: it
+    may run while another session's transaction holds uncommitted writes. (Its own
+    BEGIN, COMMIT or ROLLBACK has no write to commit or undo; the owner is the one that
+    has.)"""
+    try:
+        tokens = d.TiDB().tokenize(stmt.text)
+    except TokenError:  # unreadable: the engine reports it, after waiting its turn
+        return False
+    first = next((t.text.upper() for t in tokens if t.token_type != TokenType.L_PAREN), "")
+    if first not in _SESSION_WORDS:
+        return False
+    if first != "SELECT":
+        return True
+    try:  # FOR UPDATE, LOCK IN SHARE MODE: TiDB locks the rows it reads, so it waits
+        parsed = parse_raw(stmt)
+    except (SQLError, RecursionError):
+        return True  # the engine reports it; it writes nothing
+    node = parsed.expression if parsed is not None else None
+    return not (isinstance(node, exp.Select) and node.args.get("locks"))
+
+
+@contextlib.contextmanager
+def _committed_view(txn: Transaction | None) -> Iterator[None]:
+    """The tables without `txn`'s uncommitted writes, as another session's snapshot read
+    sees them: each written key's row as it was before the transaction, put back after."""
+    written = [
+        (table, list(firsts.items())) for table, firsts in (txn.first if txn else {}).items()
+    ]
+    now = [(table, [(h, table.rows.get(h)) for h, _ in keys]) for table, keys in written]
+    _put_rows(written)
+    try:
+        yield
+    finally:
+        _put_rows(now)
+
+
+def _put_rows(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> None:
+    """Rows put under their keys: every key emptied first, so no unique key is held twice
+    midway (each set of images is whole: a table's state before or after)."""
+    for table, rows in images:
+        for handle, _ in rows:
+            table.put(handle, None)
+    for table, rows in images:
+        for handle, row in rows:
+            if row is not None:
+                table.put(handle, row)
 
 
 def _committed(events: list[Change]) -> list[Committed]:

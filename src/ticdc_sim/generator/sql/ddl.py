@@ -558,7 +558,10 @@ class Catalog:
         params = index.args.get("params")
         columns = [c for c in params.args.get("columns") or []] if params else []
         unique = bool(node.args.get("unique") or index.args.get("unique"))  # sqlglot: on Create
-        after = TableBuilder.add_index(before, index.name, columns, unique=unique, primary=False)
+        options = params.args.get("options") if params else None
+        after = TableBuilder.add_index(
+            before, index.name, columns, unique=unique, primary=False, options=options
+        )
         return [
             self._event(
                 ActionType.ADD_INDEX, restore(node), before.schema, name, after, before, source
@@ -806,6 +809,7 @@ class TableBuilder:
                 unique=kind == "UNIQUE",
                 primary=False,
                 kind=kind if kind in ("FULLTEXT", "SPATIAL") else "",
+                options=constraint.args.get("options"),
             )
         # FOREIGN KEY and CHECK constraints do not shape what TiCDC emits.
         return table
@@ -882,6 +886,7 @@ class TableBuilder:
                 columns[first.offset] = replace(first, flag=first.flag | TiDBFlag.UNIQUE_KEY)
             elif not first.flag & (TiDBFlag.PRI_KEY | TiDBFlag.UNIQUE_KEY):
                 columns[first.offset] = replace(first, flag=first.flag | TiDBFlag.MULTIPLE_KEY)
+        comment, invisible = _index_options(options)
         index = IndexInfo(
             id=table.max_index_id + 1,
             name=name,
@@ -889,6 +894,8 @@ class TableBuilder:
             primary=primary,
             unique=unique or primary,
             kind=kind,
+            invisible=invisible,
+            comment=comment,
         )
         common_handle = table.is_common_handle or (primary and clustered is True)
         return table.evolve(
@@ -928,6 +935,21 @@ class TableBuilder:
             indices=indices,
             is_common_handle=table.is_common_handle and not index.primary,
         )
+
+
+def _index_options(options: list[Any] | None) -> tuple[str, bool]:
+    """An index's COMMENT and whether it is INVISIBLE, in either form sqlglot gives them
+    (`IndexConstraintOption` in a table definition, `COMMENT`/`INVISIBLE` in CREATE INDEX)."""
+    comment, invisible = "", False
+    for opt in options or []:
+        if isinstance(opt, exp.IndexConstraintOption):
+            comment = opt.args["comment"].name if opt.args.get("comment") else comment
+            invisible = opt.args.get("visible") is False or invisible
+        elif isinstance(opt, exp.Property) and opt.name.upper() == "COMMENT":
+            comment = opt.args["value"].name
+        elif str(opt).upper() in ("VISIBLE", "INVISIBLE"):
+            invisible = str(opt).upper() == "INVISIBLE"
+    return comment, invisible
 
 
 def _clustered_option(options: list[Any] | None) -> bool | None:

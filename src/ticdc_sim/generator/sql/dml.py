@@ -299,7 +299,7 @@ def _bulk_insert(
             elif None in full[auto] or 0 in full[auto]:
                 return False  # ids to allocate between explicit ones: row by row
             else:
-                engine.observe_id(table, max(full[auto]))
+                engine.given_ids(table, full[auto])
         engine.require_defaults(table, [column[0] for column in full])
         rows = list(zip(*full, strict=True))
         if table.handle_offsets:

@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings
 from ticdc_sim.generator.capture import key_order
-from ticdc_sim.generator.sql import aggregate
+from ticdc_sim.generator.sql import aggregate, labels
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
@@ -261,6 +261,9 @@ class Engine:
         self.uuid_counter = 0
         self.last_id = 0  # LAST_INSERT_ID(): the first id the last inserting statement took
         self.ids_this_statement = False
+        # the last id a statement gave an auto column explicitly: the OK packet's insert id
+        # when it took none (TiDB `StmtCtx.InsertID`)
+        self.insert_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
         self.client_codec: str | None = None  # None: UTF-8
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
@@ -416,6 +419,7 @@ class Engine:
         transaction stays open, as in MySQL). `affected_rows` counts what it wrote."""
         self.location = stmt.location
         self.affected_rows = 0
+        self.ids_this_statement, self.insert_id = False, 0
         try:
             if self.client_codec is not None:  # re-read the bytes in the client charset
                 stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
@@ -443,10 +447,11 @@ class Engine:
             )
         return None
 
-    def query(self, node: exp.Select) -> ResultSet:
-        """A SELECT's result set (of one table, or of constants): column names, rows as a
-        client of TiDB reads them, and each column's type where it is a table's column or
-        an aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
+    def query(self, node: exp.Select, text: str = "") -> ResultSet:
+        """A SELECT's result set (of one table, or of constants): column names (labelled
+        as TiDB labels them from the statement's `text`), rows as a client of TiDB reads
+        them, and each column's type where it is a table's column or an aggregate. Nothing
+        is written; what the engine cannot answer is an SQLError."""
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
         source = node.args.get("from_")
@@ -454,13 +459,13 @@ class Engine:
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
         types: list[MySQLType | None] = []
-        for e in node.expressions:
+        for e, label in zip(node.expressions, labels.select_labels(text, node), strict=True):
             if isinstance(e, exp.Star) and table is not None:
                 shown = [c for c in table.info.columns if not c.hidden]
                 names += [c.name for c in shown]
                 types += [c.tp for c in shown]
                 continue
-            names.append(e.alias if isinstance(e, exp.Alias) else e.sql(dialect=d.TiDB))
+            names.append(label)
             types.append(aggregate.result_type(e.unalias(), columns))
         if aggregate.is_aggregate(node):
             inner, folds = aggregate.split(node)
@@ -901,7 +906,13 @@ class Engine:
         if value is None or value == 0:
             return self.allocate(table, 1)[0]
         self.observe_id(table, value)
+        self.insert_id = int(value)
         return value
+
+    def given_ids(self, table: TableData, values: list[Any]) -> None:
+        """Explicit ids of a statement's rows (none NULL or 0), in row order."""
+        self.observe_id(table, max(values))
+        self.insert_id = int(values[-1])
 
     def observe_id(self, table: TableData, value: int) -> None:
         column = table.info.columns[table.auto_offset] if table.auto_offset is not None else None

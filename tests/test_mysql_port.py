@@ -1,0 +1,775 @@
+"""The MySQL port as applications see it: sessions that do not wait for another's open
+transaction, snapshot reads of committed rows, the OK packet's insert id, SQLSTATEs as TiDB
+maps them, column labels as written, and SHOW / DESCRIBE answered as TiDB answers them. In
+process where the cluster alone decides; over the port with pymysql, mysql-connector (the
+binary protocol) and the mariadb client where a client reads it; MariaDB where it agrees."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+
+from support_mariadb import MariaDB
+from support_service import Server
+from ticdc_sim.errors import SQLSTATE, SQLError, sqlstate
+from ticdc_sim.generator.sql.script import split_script
+from ticdc_sim.model.events import RowChangedEvent
+from ticdc_sim.service.runtime import Cluster, Outcome, SessionState
+
+LOCK_WAIT_S = 1.5
+
+
+def cluster(lock_wait_s: float = LOCK_WAIT_S) -> Cluster:
+    return Cluster("t", 7, lock_wait_s=lock_wait_s, max_txn_rows=10_000)
+
+
+def run(c: Cluster, session: SessionState, sql: str) -> Outcome:
+    """The statements of `sql` in `session`; the last one's outcome (errors raise)."""
+    outcome = None
+    for stmt in split_script(sql.splitlines(keepends=True), "test.sql"):
+        outcome, _ = c.run(session, stmt)
+        if outcome.error is not None:
+            raise outcome.error
+    assert outcome is not None
+    return outcome
+
+
+def failure(c: Cluster, session: SessionState, sql: str) -> SQLError:
+    (stmt,) = split_script([sql], "test.sql")
+    outcome, _ = c.run(session, stmt)
+    assert outcome.error is not None, outcome
+    return outcome.error
+
+
+# -- SQLSTATE: one table, as TiDB maps codes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "state"),
+    [
+        (1048, "23000"),  # Column cannot be null (issue 25)
+        (1305, "42000"),  # SAVEPOINT does not exist
+        (1265, "01000"),  # Data truncated
+        (1062, "23000"),
+        (1146, "42S02"),
+        (1054, "42S22"),
+        (1060, "42S21"),
+        (1046, "3D000"),
+        (1045, "28000"),
+        (1153, "08S01"),
+        (1156, "08S01"),
+        (1213, "40001"),
+        (1365, "22012"),
+        (3140, "22032"),
+        (1366, "HY000"),  # TiDB and MySQL: HY000 (MariaDB says 22007)
+        (1205, "HY000"),
+        (8004, "HY000"),
+        (1105, "HY000"),
+        (None, "HY000"),
+    ],
+)
+def test_sqlstate_of_each_code_is_tidbs(code: int | None, state: str) -> None:
+    assert sqlstate(code) == state
+    error = SQLError("m", code=code)
+    assert error.sqlstate == state
+    assert str(error) == (f"ERROR {code} ({state}): m" if code else "m")
+
+
+def test_sqlstates_agree_with_the_installed_mysql_error_list() -> None:
+    """Codes below 1700 are numbered alike in MySQL and MariaDB: their SQLSTATEs agree with
+    MariaDB's error list but for the few MariaDB changed (TiDB keeps MySQL's)."""
+    listing = Path("/usr/share/mysql/errmsg-utf8.txt")
+    if not listing.exists():
+        pytest.skip("no MariaDB error list (mariadb-server not installed)")
+    states, code = {}, None
+    for line in listing.read_text().splitlines():
+        if line.startswith("start-error-number"):
+            code = int(line.split()[1])
+        elif re.match(r"^[A-Z][A-Z0-9_]+", line) and code is not None:
+            fields = line.split()
+            if len(fields) > 1 and re.fullmatch(r"[0-9A-Z]{5}", fields[1]):
+                states[code] = fields[1]
+            code += 1
+    differ = {c for c in range(1000, 1700) if states.get(c, "HY000") != SQLSTATE.get(c, "HY000")}
+    # 1101 and 1557 are unused slots in MariaDB; 1133, 1366, 1369, 1446 MariaDB renamed
+    assert differ == {1101, 1133, 1366, 1369, 1446, 1557}
+
+
+# -- sessions: who waits for whom -------------------------------------------------------------
+
+
+def test_session_statements_and_reads_never_wait_for_an_open_transaction() -> None:
+    c = cluster()
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT UNIQUE)")
+    run(c, a, "INSERT INTO t VALUES (1, 'one', 10), (2, 'two', 20)")
+    run(c, a, "BEGIN")
+    run(c, a, "UPDATE t SET v = 'ONE' WHERE id = 1")
+    run(c, a, "DELETE FROM t WHERE id = 2")
+    run(c, a, "INSERT INTO t VALUES (3, 'three', 20)")  # takes the deleted row's unique key
+    started = time.monotonic()
+    for sql in [
+        "SET NAMES utf8mb4",
+        "SET autocommit = 1",
+        "SET @x = 5",
+        "USE test",
+        "SHOW TABLES",
+        "SHOW CREATE TABLE t",
+        "DESCRIBE t",
+        "SELECT @@version, DATABASE(), @x",
+        "BEGIN",
+        "COMMIT",
+        "START TRANSACTION",
+        "ROLLBACK",
+    ]:
+        run(c, b, sql)
+    # reads see the committed rows, as TiDB's snapshot read: none of a's writes
+    rows = run(c, b, "SELECT id, v, u FROM t ORDER BY id").rows
+    assert rows == [(1, "one", 10), (2, "two", 20)]
+    assert run(c, b, "SELECT id FROM t WHERE u = 20").rows == [(2,)]
+    assert time.monotonic() - started < LOCK_WAIT_S
+    # a still sees its own writes, and commits them whole
+    assert run(c, a, "SELECT id, v, u FROM t ORDER BY id").rows == [
+        (1, "ONE", 10),
+        (3, "three", 20),
+    ]
+    outcome = run(c, a, "COMMIT")
+    assert outcome.commit_ts is not None
+    assert run(c, b, "SELECT id, v FROM t ORDER BY id").rows == [(1, "ONE"), (3, "three")]
+    assert run(c, b, "SELECT id FROM t WHERE u = 20").rows == [(3,)]
+    rows = [e for e in c.history if isinstance(e, RowChangedEvent)]
+    changes = [(e.kind, (e.columns or e.pre_columns or ())[0]) for e in rows]
+    assert changes[-3:] == [("delete", 2), ("update", 1), ("insert", 3)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO t VALUES (9, 'nine', 90)",
+        "UPDATE t SET v = 'x' WHERE id = 1",
+        "DELETE FROM t",
+        "SELECT id FROM t WHERE id = 1 FOR UPDATE",
+        "ALTER TABLE t ADD COLUMN w INT",
+        "TRUNCATE TABLE t",
+    ],
+)
+def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
+    c = cluster(lock_wait_s=0.2)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT)")
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1, 'one', 10)")
+    started = time.monotonic()
+    error = failure(c, b, sql)
+    assert (error.code, error.sqlstate, error.message) == (
+        1205,
+        "HY000",
+        "Lock wait timeout exceeded; try restarting transaction",
+    )
+    assert time.monotonic() - started >= 0.2
+
+
+def test_a_transaction_that_wrote_nothing_holds_nothing() -> None:
+    """BEGIN alone takes no lock (TiDB's are taken by writes): two sessions may both begin,
+    and the first to write is the one the other waits for; a session that goes without
+    writing never waits to go."""
+    c = cluster(lock_wait_s=0.2)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY)")
+    run(c, a, "BEGIN")
+    run(c, b, "BEGIN")
+    run(c, b, "INSERT INTO t VALUES (2)")
+    assert failure(c, a, "INSERT INTO t VALUES (1)").code == 1205
+    started = time.monotonic()
+    c.end(a)  # a wrote nothing: it goes at once
+    assert time.monotonic() - started < 0.2
+    run(c, b, "ROLLBACK")
+    third = c.session()
+    assert run(c, third, "INSERT INTO t VALUES (3)").affected_rows == 1
+    assert run(c, third, "SELECT id FROM t").rows == [(3,)]
+
+
+def test_a_session_that_goes_mid_transaction_rolls_back_and_lets_others_write() -> None:
+    c = cluster(lock_wait_s=5)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY)")
+    before = len(c.history)
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1)")
+    c.end(a)
+    started = time.monotonic()
+    run(c, b, "INSERT INTO t VALUES (2)")
+    assert time.monotonic() - started < 1
+    assert run(c, b, "SELECT id FROM t").rows == [(2,)]
+    rows = [e for e in list(c.history)[before:] if isinstance(e, RowChangedEvent)]
+    assert [(e.columns or ())[0] for e in rows] == [2]  # nothing of a's
+
+
+def test_http_requests_read_beside_an_open_transaction() -> None:
+    c = cluster(lock_wait_s=0.2)
+    a = c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
+    run(c, a, "BEGIN; INSERT INTO t VALUES (2)")
+    done = c.execute("SET @a = 1; SELECT id FROM t; SHOW CREATE TABLE t")
+    assert [o.error for o in done.outcomes] == [None, None, None]
+    assert done.outcomes[1].rows == [(1,)]
+    blocked = c.execute("INSERT INTO t VALUES (3)")
+    assert blocked.outcomes[0].error is not None and blocked.outcomes[0].error.code == 1205
+
+
+# -- the OK packet's insert id ------------------------------------------------------------
+
+INSERT_IDS = [  # what MariaDB's OK packet carries for each statement, in order (TiDB alike)
+    ("INSERT INTO t (v) VALUES (1)", 1),
+    ("INSERT INTO t (v) VALUES (1), (2)", 2),  # the first id the statement took
+    ("INSERT INTO t VALUES (100, 1)", 100),  # an explicit id
+    ("INSERT INTO t VALUES (200, 1), (150, 2)", 150),  # the last explicit one
+    ("INSERT INTO t VALUES (300, 1), (NULL, 2)", 301),  # a generated one wins
+    ("UPDATE t SET v = 3 WHERE id = 1", 0),
+    ("SET @a = 1", 0),
+    ("INSERT INTO t VALUES (1, 9) ON DUPLICATE KEY UPDATE v = 10", 1),
+    ("UPDATE t SET id = 500 WHERE id = 100", 0),
+    ("REPLACE INTO t VALUES (500, 4)", 500),
+]
+
+
+def test_insert_ids_in_process() -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)")
+    assert [(sql, run(c, s, sql).insert_id) for sql, _ in INSERT_IDS] == INSERT_IDS
+
+
+def _maria(server: MariaDB) -> Any:
+    conn = pymysql.connect(host="127.0.0.1", port=server.port, user="root", autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS test")
+    conn.select_db("test")
+    return conn
+
+
+def test_insert_ids_as_mariadb_gives_them(mariadb: MariaDB) -> None:
+    conn = _maria(mariadb)
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS t")
+        cur.execute("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)")
+        found = []
+        for sql, _ in INSERT_IDS:
+            cur.execute(sql)
+            found.append((sql, cur.lastrowid))
+    conn.close()
+    assert found == INSERT_IDS
+
+
+# -- column labels --------------------------------------------------------------------------
+
+LABELS = [  # (select list, labels): as MariaDB and TiDB both label them
+    ("DATABASE(), NOW() IS NOT NULL", ["DATABASE()", "NOW() IS NOT NULL"]),
+    ("1+1, 1 + 1,  CONCAT('a',  'b')", ["1+1", "1 + 1", "CONCAT('a',  'b')"]),
+    ("'abc', \"x\", NULL, -1, 1.50", ["abc", "x", "NULL", "-1", "1.50"]),
+    ("id, `id`, t.v, ID, v+1 AS w, v+1 w2", ["id", "id", "v", "ID", "w", "w2"]),
+    ("COUNT(*), count(id), MAX(v)", ["COUNT(*)", "count(id)", "MAX(v)"]),
+    ("@x, @@version_comment, 1=1", ["@x", "@@version_comment", "1=1"]),
+    ("LOWER('A') AS `a b`, UPPER(v)", ["a b", "UPPER(v)"]),
+    ("'   padded', 0x41", ["padded", "0x41"]),
+]
+
+
+def _select(items: str) -> str:
+    return f"SELECT {items} FROM t"
+
+
+@pytest.mark.parametrize(("items", "labels"), LABELS, ids=[i for i, _ in LABELS])
+def test_labels_are_the_text_as_written(items: str, labels: list[str]) -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, "CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 2)")
+    assert run(c, s, _select(items)).columns == labels
+
+
+def test_labels_as_mariadb_gives_them(mariadb: MariaDB) -> None:
+    conn = _maria(mariadb)
+    found = []
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS t")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO t VALUES (1, 2)")
+        for items, _ in LABELS:
+            cur.execute(_select(items))
+            found.append([d[0] for d in cur.description])
+    conn.close()
+    assert found == [labels for _, labels in LABELS]
+
+
+def test_labels_are_cut_at_256_bytes_and_truths_are_named_as_tidb_names_them() -> None:
+    c = cluster()
+    s = c.session()
+    long = "+".join(["1"] * 200)
+    assert run(c, s, f"SELECT {long}").columns == [long[:256]]
+    wide = "'" + "é" * 200 + "'"  # 400 bytes: cut before the character that does not fit
+    assert run(c, s, f"SELECT {wide}").columns == ["é" * 128]
+    assert run(c, s, "SELECT TRUE, FALSE, (2), +3").columns == ["TRUE", "FALSE", "2", "3"]
+
+
+# -- SHOW and DESCRIBE --------------------------------------------------------------------
+
+SHOP = """CREATE TABLE shop (
+  id INT AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(20) NOT NULL DEFAULT 'x' COMMENT 'the name',
+  price DECIMAL(8,2) DEFAULT 1,
+  code INT UNIQUE,
+  kind ENUM('a','b') NOT NULL DEFAULT 'b',
+  flags BIT(3) DEFAULT b'101',
+  ci VARCHAR(5) COLLATE utf8mb4_general_ci,
+  at TIMESTAMP(3) DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  total INT AS (code + 1) VIRTUAL,
+  KEY by_name (name(3), price) COMMENT 'it''s a key'
+) COMMENT 'shop''s table'"""
+SHOP_CREATE = """CREATE TABLE `shop` (
+  `id` int(11) NOT NULL AUTO_INCREMENT,
+  `name` varchar(20) NOT NULL DEFAULT 'x' COMMENT 'the name',
+  `price` decimal(8,2) DEFAULT '1.00',
+  `code` int(11) DEFAULT NULL,
+  `kind` enum('a','b') NOT NULL DEFAULT 'b',
+  `flags` bit(3) DEFAULT b'101',
+  `ci` varchar(5) COLLATE utf8mb4_general_ci DEFAULT NULL,
+  `at` timestamp(3) DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  `total` int(11) GENERATED ALWAYS AS (`code`+1) VIRTUAL,
+  PRIMARY KEY (`id`) /*T![clustered_index] CLUSTERED */,
+  KEY `by_name` (`name`(3),`price`) COMMENT 'it''s a key',
+  UNIQUE KEY `code` (`code`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin AUTO_INCREMENT=3 COMMENT='shop''s table'"""
+
+CREATE_TABLES = [  # (DDL, SHOW CREATE TABLE), in TiDB's text
+    (SHOP, SHOP_CREATE),
+    (
+        "CREATE TABLE pair (a VARCHAR(10), b INT, c JSON, PRIMARY KEY (a, b))",
+        "CREATE TABLE `pair` (\n  `a` varchar(10) NOT NULL,\n  `b` int(11) NOT NULL,\n"
+        "  `c` json DEFAULT NULL,\n"
+        "  PRIMARY KEY (`a`,`b`) /*T![clustered_index] CLUSTERED */\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ),
+    (
+        "CREATE TABLE loose (id BIGINT UNSIGNED, PRIMARY KEY (id) NONCLUSTERED, d DATE NOT NULL)",
+        "CREATE TABLE `loose` (\n  `id` bigint(20) unsigned NOT NULL,\n"
+        "  `d` date NOT NULL,\n"
+        "  PRIMARY KEY (`id`) /*T![clustered_index] NONCLUSTERED */\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ),
+    (
+        "CREATE TABLE rnd (id BIGINT PRIMARY KEY AUTO_RANDOM(5), v BLOB)",
+        "CREATE TABLE `rnd` (\n  `id` bigint(20) NOT NULL /*T![auto_rand] AUTO_RANDOM(5) */,\n"
+        "  `v` blob DEFAULT NULL,\n"
+        "  PRIMARY KEY (`id`) /*T![clustered_index] CLUSTERED */\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ),
+    (
+        "CREATE TABLE parts (id INT, y INT) PARTITION BY RANGE (y) "
+        "(PARTITION p0 VALUES LESS THAN (2000), PARTITION pmax VALUES LESS THAN (MAXVALUE))",
+        "CREATE TABLE `parts` (\n  `id` int(11) DEFAULT NULL,\n  `y` int(11) DEFAULT NULL\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin\n"
+        "PARTITION BY RANGE (`y`)\n"
+        "(PARTITION `p0` VALUES LESS THAN (2000),\n PARTITION `pmax` VALUES LESS THAN (MAXVALUE))",
+    ),
+    (
+        "CREATE TABLE hashed (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 4",
+        "CREATE TABLE `hashed` (\n  `id` int(11) NOT NULL,\n"
+        "  PRIMARY KEY (`id`) /*T![clustered_index] CLUSTERED */\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin\n"
+        "PARTITION BY HASH (`id`) PARTITIONS 4",
+    ),
+    (
+        "CREATE TABLE latin (id INT, s CHAR(3)) DEFAULT CHARSET = latin1",
+        "CREATE TABLE `latin` (\n  `id` int(11) DEFAULT NULL,\n  `s` char(3) DEFAULT NULL\n"
+        ") ENGINE=InnoDB DEFAULT CHARSET=latin1 COLLATE=latin1_bin",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("ddl", "shown"), CREATE_TABLES, ids=[d.split()[2] for d, _ in CREATE_TABLES]
+)
+def test_show_create_table_is_tidbs_text(ddl: str, shown: str) -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, ddl)
+    name = ddl.split()[2]
+    if name == "shop":
+        run(c, s, "INSERT INTO shop (name, code) VALUES ('a', 1), ('b', 2)")
+    assert run(c, s, f"SHOW CREATE TABLE {name}").rows == [(name, shown)]
+
+
+SHOP_COLUMNS = [
+    ("id", "int(11)", "NO", "PRI", None, "auto_increment"),
+    ("name", "varchar(20)", "NO", "MUL", "x", ""),
+    ("price", "decimal(8,2)", "YES", "", "1.00", ""),
+    ("code", "int(11)", "YES", "UNI", None, ""),
+    ("kind", "enum('a','b')", "NO", "", "b", ""),
+    ("flags", "bit(3)", "YES", "", "b'101'", ""),
+    ("ci", "varchar(5)", "YES", "", None, ""),
+    ("at", "timestamp(3)", "YES", "", "CURRENT_TIMESTAMP(3)", ""),
+    ("total", "int(11)", "YES", "", None, "VIRTUAL GENERATED"),
+]
+SHOP_COLUMNS[7] = SHOP_COLUMNS[7][:5] + ("DEFAULT_GENERATED on update CURRENT_TIMESTAMP(3)",)
+
+
+@pytest.mark.parametrize(
+    ("sql", "rows"),
+    [
+        ("DESCRIBE shop", SHOP_COLUMNS),
+        ("DESC test.shop", SHOP_COLUMNS),
+        ("EXPLAIN shop", SHOP_COLUMNS),
+        ("SHOW COLUMNS FROM shop", SHOP_COLUMNS),
+        ("SHOW FIELDS IN shop FROM test", SHOP_COLUMNS),
+        ("SHOW COLUMNS FROM shop LIKE 'c%'", [SHOP_COLUMNS[3], SHOP_COLUMNS[6]]),
+        ("SHOW COLUMNS FROM shop WHERE `Key` = 'PRI'", [SHOP_COLUMNS[0]]),
+        ("DESCRIBE shop price", [SHOP_COLUMNS[2]]),
+        ("DESCRIBE shop 'p%'", [SHOP_COLUMNS[2]]),
+    ],
+)
+def test_describe_and_show_columns(sql: str, rows: list[tuple[Any, ...]]) -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, SHOP)
+    outcome = run(c, s, sql)
+    assert outcome.columns == ["Field", "Type", "Null", "Key", "Default", "Extra"]
+    assert outcome.rows == rows
+
+
+def test_show_full_columns_and_index() -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, SHOP)
+    full = run(c, s, "SHOW FULL COLUMNS FROM shop LIKE 'name'")
+    assert full.columns == [
+        "Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"
+    ]  # fmt: skip
+    assert full.rows == [
+        ("name", "varchar(20)", "utf8mb4_bin", "NO", "MUL", "x", "",
+         "select,insert,update,references", "the name")
+    ]  # fmt: skip
+    index = run(c, s, "SHOW INDEX FROM shop")
+    assert index.columns == [
+        "Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation",
+        "Cardinality", "Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment",
+        "Visible", "Expression", "Clustered", "Global",
+    ]  # fmt: skip
+    tail = ("BTREE", "", "")
+    assert index.rows == [
+        ("shop", 0, "PRIMARY", 1, "id", "A", 0, None, None, "", *tail, "YES", None, "YES", "NO"),
+        ("shop", 1, "by_name", 1, "name", "A", 0, 3, None, "", "BTREE", "", "it's a key",
+         "YES", None, "NO", "NO"),
+        ("shop", 1, "by_name", 2, "price", "A", 0, None, None, "YES", "BTREE", "",
+         "it's a key", "YES", None, "NO", "NO"),
+        ("shop", 0, "code", 1, "code", "A", 0, None, None, "YES", *tail, "YES", None, "NO", "NO"),
+    ]  # fmt: skip
+    keys = run(c, s, "SHOW KEYS IN shop WHERE Key_name = 'code'")
+    assert keys.rows == [index.rows[3]]
+
+
+def test_show_tables_databases_variables_and_warnings() -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, "CREATE TABLE b (id INT); CREATE TABLE a (id INT); CREATE VIEW v AS SELECT 1")
+    run(c, s, "CREATE SEQUENCE q; CREATE DATABASE other")
+    assert run(c, s, "SHOW TABLES").rows == [("a",), ("b",), ("q",), ("v",)]
+    full = run(c, s, "SHOW FULL TABLES FROM test LIKE '%'")
+    assert full.columns == ["Tables_in_test (%)", "Table_type"]
+    assert full.rows == [("a", "BASE TABLE"), ("b", "BASE TABLE"), ("q", "SEQUENCE"),
+                         ("v", "VIEW")]  # fmt: skip
+    assert run(c, s, "SHOW DATABASES").rows == [("other",), ("test",)]
+    assert run(c, s, "SHOW SCHEMAS LIKE 'o%'").columns == ["Database (o%)"]
+    variables = run(c, s, "SHOW VARIABLES LIKE 'auto%'")
+    assert variables.rows == [
+        ("auto_increment_increment", "1"),
+        ("auto_increment_offset", "1"),
+        ("autocommit", "ON"),
+    ]
+    assert run(c, s, "SHOW CREATE DATABASE other").rows == [
+        ("other", "CREATE DATABASE `other` /*!40100 DEFAULT CHARACTER SET utf8mb4 */")
+    ]
+    assert run(c, s, "SHOW CREATE TABLE q").rows == [
+        (
+            "q",
+            "CREATE SEQUENCE `q` start with 1 minvalue 1 maxvalue 9223372036854775806"
+            " increment by 1 cache 1000 nocycle ENGINE=InnoDB",
+        )
+    ]
+    empty = run(c, s, "SHOW ENGINES")
+    assert (empty.columns, empty.rows) == (
+        ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
+        [],
+    )
+    warnings = run(c, s, "SHOW WARNINGS")
+    assert warnings.rows == [
+        ("Warning", 1105, "SHOW ENGINES is not simulated here: answered with no rows")
+    ]
+    assert run(c, s, "SHOW WARNINGS").rows == warnings.rows  # SHOW WARNINGS keeps them
+    run(c, s, "SELECT 1")
+    assert run(c, s, "SHOW WARNINGS").rows == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "message"),
+    [
+        ("SHOW CREATE TABLE nope", 1146, "Table 'test.nope' doesn't exist"),
+        ("DESCRIBE other.nope", 1049, "Unknown database 'other'"),
+        ("SHOW TABLES FROM nope", 1049, "Unknown database 'nope'"),
+        ("SHOW INDEX FROM nope", 1146, "Table 'test.nope' doesn't exist"),
+        ("SHOW CREATE VIEW t", 1347, "'test.t' is not VIEW"),
+        ("SHOW CREATE SEQUENCE t", 1347, "'test.t' is not SEQUENCE"),
+        (
+            "SHOW GARBAGE",
+            1064,
+            "You have an error in your SQL syntax; check the manual that corresponds to your"
+            ' TiDB version for the right syntax to use line 1 column 12 near "GARBAGE"',
+        ),
+        (
+            "SHOW COLUMNS t",
+            1064,
+            "You have an error in your SQL syntax; check the manual that corresponds to your"
+            ' TiDB version for the right syntax to use line 1 column 14 near "t"',
+        ),
+    ],
+)
+def test_show_errors_are_tidbs(sql: str, code: int, message: str) -> None:
+    c = cluster()
+    s = c.session()
+    run(c, s, "CREATE TABLE t (id INT)")
+    error = failure(c, s, sql)
+    assert (error.code, error.message) == (code, message)
+
+
+def test_show_tables_without_a_database_is_1046() -> None:
+    c = cluster()
+    s = c.session()
+    s.database = None
+    error = failure(c, s, "SHOW TABLES")
+    assert (error.code, error.sqlstate, error.message) == (1046, "3D000", "No database selected")
+
+
+def test_describe_and_show_columns_as_mariadb_answers_them(mariadb: MariaDB) -> None:
+    """A table where TiDB and MariaDB print alike: the same rows for DESCRIBE, SHOW FULL
+    COLUMNS and the common columns of SHOW INDEX."""
+    ddl = (
+        "CREATE TABLE same (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(20) NOT"
+        " NULL DEFAULT 'x' COMMENT 'n', price DECIMAL(8,2) DEFAULT 1.5, code INT UNIQUE,"
+        " big BIGINT UNSIGNED, d DATE, KEY by_name (name(3), price))"
+    )
+    queries = ["DESCRIBE same", "SHOW FULL COLUMNS FROM same", "SHOW INDEX FROM same"]
+    conn = _maria(mariadb)
+    theirs = []
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS same")
+        cur.execute(ddl)
+        for sql in queries:
+            cur.execute(sql)
+            theirs.append([tuple(str(v) if v is not None else None for v in r) for r in cur])
+    conn.close()
+    c = cluster()
+    s = c.session()
+    run(c, s, ddl)
+    ours = [
+        [tuple(str(v) if v is not None else None for v in r) for r in run(c, s, sql).rows or []]
+        for sql in queries
+    ]
+    assert ours[0] == theirs[0]
+    assert ours[1] == theirs[1]
+    # Table ... Sub_part, Null, Index_type, comment; MariaDB lists unique keys first
+    common = [0, 1, 2, 3, 4, 5, 7, 9, 10, 12]
+    assert sorted([r[i] for i in common] for r in ours[2]) == sorted(
+        [r[i] for i in common] for r in theirs[2]
+    )
+
+
+# -- over the port --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    found = Server.start(tmp_path_factory.mktemp("port"), lock_wait_s=str(LOCK_WAIT_S))
+    yield found
+    log = found.stop()
+    assert "Traceback" not in log and "internal error" not in log, log
+
+
+def test_connecting_beside_an_open_transaction(server: Server) -> None:
+    """Issue 25: with one session inside a transaction, another connects (with database=,
+    as drivers do, and their SET NAMES), reads the committed rows, and its session
+    statements answer at once."""
+    holder = server.mysql(autocommit=True)
+    with holder.cursor() as cur:
+        cur.execute("CREATE TABLE beside (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO beside VALUES (1, 10)")
+        cur.execute("BEGIN")
+        cur.execute("UPDATE beside SET v = 11 WHERE id = 1")
+    started = time.monotonic()
+    other = server.mysql(autocommit=True)  # database="test"
+    with other.cursor() as cur:
+        cur.execute("SET NAMES utf8mb4")
+        cur.execute("SELECT id, v FROM beside")
+        assert cur.fetchall() == ((1, 10),)
+        cur.execute("SHOW CREATE TABLE beside")
+        assert cur.fetchone()[0] == "beside"
+    assert time.monotonic() - started < LOCK_WAIT_S
+    with holder.cursor() as cur:
+        cur.execute("COMMIT")
+    with other.cursor() as cur:
+        cur.execute("SELECT v FROM beside")
+        assert cur.fetchall() == ((11,),)
+    other.close()
+    holder.close()
+
+
+def test_lastrowid_and_errors_through_pymysql(server: Server) -> None:
+    conn = server.mysql(autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE ids (id INT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)")
+        cur.execute("INSERT INTO ids (v) VALUES (5)")
+        assert cur.lastrowid == 1
+        cur.execute("INSERT INTO ids (v) VALUES (6), (7)")
+        assert cur.lastrowid == 2
+        cur.execute("SELECT DATABASE(), NOW() IS NOT NULL, 1+1")
+        assert [d[0] for d in cur.description] == ["DATABASE()", "NOW() IS NOT NULL", "1+1"]
+        with pytest.raises(pymysql.err.IntegrityError) as null:
+            cur.execute("INSERT INTO ids (v) VALUES (NULL)")
+        assert null.value.args == (1048, "Column 'v' cannot be null at row 1")
+    conn.close()
+
+
+CLIENT = shutil.which("mariadb") or shutil.which("mysql")
+
+
+def _client(server: Server, sql: str) -> subprocess.CompletedProcess[str]:
+    if CLIENT is None:
+        pytest.skip("no mariadb/mysql command-line client (Debian: mariadb-client)")
+    command = [CLIENT, "-h", "127.0.0.1", "-P", str(server.mysql_port), "-u", "root", "test"]
+    return subprocess.run([*command, "-e", sql], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("sql", "printed"),
+    [
+        ("INSERT INTO cli_e (id, v) VALUES (1, NULL)", "ERROR 1048 (23000)"),
+        ("ROLLBACK TO SAVEPOINT nope", "ERROR 1305 (42000)"),
+        ("INSERT INTO cli_e (id, k) VALUES (2, 'z')", "ERROR 1265 (01000)"),
+        ("INSERT INTO cli_e (id, v) VALUES (1, 1), (1, 1)", "ERROR 1062 (23000)"),
+        ("SELECT * FROM nope", "ERROR 1146 (42S02)"),
+        ("SHOW CREATE TABLE nope", "ERROR 1146 (42S02)"),
+    ],
+)
+def test_the_mariadb_client_prints_tidbs_sqlstates(server: Server, sql: str, printed: str) -> None:
+    made = _client(server, "CREATE TABLE IF NOT EXISTS cli_e (id INT PRIMARY KEY, v INT NOT"
+                           " NULL DEFAULT 0, k ENUM('a','b'))")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    ran = _client(server, sql)
+    assert ran.returncode == 1
+    assert printed in ran.stderr, ran.stderr
+
+
+def test_the_mariadb_client_reads_show_and_describe(server: Server) -> None:
+    assert _client(server, SHOP.replace("shop", "cli_shop")).returncode == 0
+    assert (
+        _client(server, "INSERT INTO cli_shop (name, code) VALUES ('a', 1), ('b', 2)").returncode
+        == 0
+    )
+    shown = _client(server, "SHOW CREATE TABLE cli_shop\\G")
+    assert shown.returncode == 0, shown.stderr
+    expected = SHOP_CREATE.replace("shop", "cli_shop")
+    assert f"Create Table: {expected}\n" in shown.stdout
+    described = _client(server, "DESCRIBE cli_shop")
+    lines = [line.split("\t") for line in described.stdout.splitlines()]
+    assert lines[0] == ["Field", "Type", "Null", "Key", "Default", "Extra"]
+    as_text = [[("NULL" if v is None else str(v)) for v in row] for row in SHOP_COLUMNS]
+    assert lines[1:] == as_text
+
+
+def test_the_binary_protocol_binds_every_type(server: Server) -> None:
+    """mysql-connector's prepared statements: parameters of each type round-trip (a quote,
+    a backslash or a `?` inside a string is data, not SQL), and SHOW answers in binary."""
+    connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
+    conn = connector.connect(
+        host="127.0.0.1", port=server.mysql_port, user="root", database="test", autocommit=True
+    )
+    cur = conn.cursor(prepared=True)
+    cur.execute(
+        "CREATE TABLE bound (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(40), d DECIMAL(8,2),"
+        " at DATETIME(3), day DATE, t TIME, b VARBINARY(10), f DOUBLE)"
+    )
+    values = (
+        "it's a \\ test ?",
+        Decimal("12.34"),
+        dt.datetime(2024, 1, 2, 3, 4, 5, 678000),
+        dt.date(2024, 5, 6),
+        dt.timedelta(hours=25, minutes=2, seconds=3),
+        b"\x00\xff'",
+        1.5,
+    )
+    cur.execute("INSERT INTO bound (s, d, at, day, t, b, f) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+    assert cur.lastrowid == 1
+    cur.execute("SELECT s, d, at, day, t, b, f FROM bound WHERE s = ?", (values[0],))
+    assert cur.fetchall() == [values]
+    cur.execute("SELECT ? + 1, ?", (41, None))
+    assert cur.fetchall() == [(42, None)]
+    cur.execute("DESCRIBE bound")
+    assert cur.fetchall()[1] == ("s", "varchar(40)", "YES", "", None, "")
+    conn.close()
+
+
+def test_reset_connection_rolls_back_and_lets_go(server: Server) -> None:
+    connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
+    conn = connector.connect(
+        host="127.0.0.1", port=server.mysql_port, user="root", database="test", autocommit=True
+    )
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE resets (id INT PRIMARY KEY)")
+    cur.execute("BEGIN")
+    cur.execute("INSERT INTO resets VALUES (1)")
+    assert conn.in_transaction
+    conn.cmd_reset_connection()
+    cur = conn.cursor()
+    cur.execute("SELECT DATABASE()")
+    assert cur.fetchall() == [("test",)]  # the database is kept
+    other = server.mysql(autocommit=True)
+    with other.cursor() as c2:
+        c2.execute("INSERT INTO resets VALUES (2)")  # no wait: nothing is held
+        c2.execute("SELECT id FROM resets")
+        assert c2.fetchall() == ((2,),)
+    other.close()
+    conn.close()
+
+
+def test_a_client_gone_mid_transaction_lets_others_write_and_emits_nothing(
+    server: Server,
+) -> None:
+    conn = server.mysql(autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE gone (id INT PRIMARY KEY)")
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO gone VALUES (1)")
+    conn._sock.shutdown(socket.SHUT_RDWR)  # no COM_QUIT: the connection just ends
+    conn._sock.close()
+    done = threading.Event()
+
+    def write() -> None:
+        other = server.mysql(autocommit=True)
+        with other.cursor() as cur:
+            cur.execute("INSERT INTO gone VALUES (2)")
+        other.close()
+        done.set()
+
+    threading.Thread(target=write).start()
+    assert done.wait(LOCK_WAIT_S * 4)
+    assert server.inserted("gone") == [2]
