@@ -1249,7 +1249,9 @@ def test_values_that_are_not_utf8_are_sent_as_bytes(
     client, _ = served
     engine = client.app.state.sim.registry.get("default").engine  # type: ignore[attr-defined]
     monkeypatch.setattr(
-        engine, "query", lambda node: ResultSet(["s", "t"], [(NOT_UTF8 + "x", "é")], [None, None])
+        engine,
+        "query",
+        lambda node, text="": ResultSet(["s", "t"], [(NOT_UTF8 + "x", "é")], [None, None]),
     )
     answer = client.post(SQL, content=b"SELECT s, t FROM t", headers=TEXT)
     assert answer.status_code == 200, answer.text
