@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -40,29 +41,35 @@ class Server:
 
     @classmethod
     def start(cls, data_dir: Path, **env: str) -> Server:
-        """`env`: settings, as TICDC_SIM_<NAME> variables."""
-        port, mysql_port = _free_ports(2)
-        command = [sys.executable, "-m", "ticdc_sim", "serve", "--port", str(port)]
+        """`env`: settings, as TICDC_SIM_<NAME> variables. HTTP listens on a port the system
+        picks (`--port 0`), read back from the banner."""
+        (mysql_port,) = _free_ports(1)
+        command = [sys.executable, "-m", "ticdc_sim", "serve", "--port", "0"]
         command += ["--mysql-port", str(mysql_port), "--data-dir", str(data_dir)]
         settings = {f"TICDC_SIM_{k.upper()}": v for k, v in env.items()}
         data_dir.parent.mkdir(parents=True, exist_ok=True)
-        log = data_dir.parent / f"serve-{port}.log"
+        log = data_dir.parent / f"serve-{mysql_port}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command, env=os.environ | settings, stdout=out, stderr=subprocess.STDOUT
             )
-        server = cls(
-            f"http://127.0.0.1:{port}", mysql_port, data_dir, process, log, env.get("token")
-        )
         deadline = time.monotonic() + 60
+        server: Server | None = None
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise AssertionError(f"serve exited: {log.read_text()}")
-            try:
-                if httpx.get(f"{server.http}/readyz").status_code == 200:
-                    return server
-            except httpx.TransportError:
-                pass
+            if server is None:
+                found = re.search(r"playground\s+(http://127\.0\.0\.1:(\d+))/", log.read_text())
+                if found is not None:
+                    assert found.group(2) != "0", "the banner names the port it listens on"
+                    token = env.get("token")
+                    server = cls(found.group(1), mysql_port, data_dir, process, log, token)
+            else:
+                try:
+                    if httpx.get(f"{server.http}/readyz").status_code == 200:
+                        return server
+                except httpx.TransportError:
+                    pass
             time.sleep(0.1)
         process.kill()
         raise AssertionError(f"serve was not ready within 60 s: {log.read_text()}")

@@ -363,3 +363,36 @@ def test_a_changefeed_to_kafka(broker: Broker, tmp_path: Path) -> None:
         assert 'ticdc_sim_events_total{cluster="k-mysql"} 9.0' in found, found
     finally:
         server.stop()
+
+
+def test_a_port_in_use_is_one_clear_error_before_any_banner(tmp_path: Path) -> None:
+    import socket
+    import sys
+
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = str(taken.getsockname()[1])
+    base = [sys.executable, "-m", "ticdc_sim", "serve", "--data-dir", str(tmp_path)]
+    try:
+        for flags, option in (
+            (["--port", port], "--port (TICDC_SIM_PORT)"),
+            (["--port", "0", "--mysql-port", port], "--mysql-port (TICDC_SIM_MYSQL_PORT)"),
+        ):
+            ran = subprocess.run([*base, *flags], capture_output=True, text=True, timeout=60)
+            assert ran.returncode == 1
+            assert ran.stderr == f"error: {option}: cannot listen on 127.0.0.1:{port}: in use\n"
+    finally:
+        taken.close()
+
+
+def test_a_bad_setting_names_the_option_or_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+
+    ran = CliRunner().invoke(app, ["serve", "--port", "99999"])
+    assert ran.exit_code == 2
+    assert ran.stderr == "error: --port: Input should be less than or equal to 65535 (got 99999)\n"
+    monkeypatch.setenv("TICDC_SIM_LOCK_WAIT_S", "soon")
+    ran = CliRunner().invoke(app, ["serve"])
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith("error: TICDC_SIM_LOCK_WAIT_S: Input should be a valid number")

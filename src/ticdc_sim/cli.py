@@ -481,12 +481,21 @@ def serve(
     try:
         run({k: v for k, v in given.items() if v is not None})
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, p['loc']))}: {p['msg']}" for p in e.errors())
-        typer.echo(f"error: settings: {problems}", err=True)
+        problems = "; ".join(_setting_problem(p["loc"], p["msg"], given) for p in e.errors())
+        typer.echo(f"error: {problems}", err=True)
         raise typer.Exit(2) from None
     except (SimError, OSError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+def _setting_problem(where: tuple[Any, ...], message: str, given: dict[str, Any]) -> str:
+    """A bad setting named as the user gave it: the option, else the variable."""
+    name = str(where[0]) if where else "settings"
+    variable = f"TICDC_SIM_{name.upper()}"
+    if given.get(name) is not None:
+        return f"--{name.replace('_', '-')}: {message} (got {given[name]})"
+    return f"{variable}: {message}"
 
 
 @app.command()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
+import socket
 import time
 import traceback
 from collections.abc import AsyncIterator
@@ -55,7 +56,11 @@ DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's a
 _OPEN = ("/livez", "/readyz", "/static/", "/favicon.ico", "/docs", "/redoc", "/openapi.json")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, mysql_socket: socket.socket | None = None
+) -> FastAPI:
+    """The service; `mysql_socket`: the MySQL port already bound (`serve` binds both ports
+    before it says where they are)."""
     settings = settings or Settings()
     state = State(settings, Registry(), Metrics())
     state.metrics.watch(state.registry)
@@ -66,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await run_in_threadpool(_default_cluster, state)
         mysql = None
         if settings.mysql_port:
-            mysql = await start_mysql(settings, state.registry)
+            mysql = await start_mysql(settings, state.registry, mysql_socket)
         state.ready = True
         try:
             yield

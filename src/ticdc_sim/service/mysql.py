@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -741,10 +742,15 @@ class SimServer(MysqlServer):
             await asyncio.gather(*self.connections, return_exceptions=True)
 
 
-async def start(settings: Settings, clusters: Registry) -> MysqlServer | None:
-    """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none)."""
+async def start(
+    settings: Settings, clusters: Registry, sock: socket.socket | None = None
+) -> MysqlServer | None:
+    """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none), on `sock` when `serve` bound it."""
     if not settings.mysql_port:
         return None
     server = SimServer(clusters, settings.mysql_password)
-    await server.start_server(host=settings.host, port=settings.mysql_port)
+    if sock is not None:
+        await server.start_server(host=None, port=None, sock=sock)
+    else:
+        await server.start_server(host=settings.host, port=settings.mysql_port)
     return server

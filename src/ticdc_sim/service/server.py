@@ -3,7 +3,10 @@ saying where everything is and, once stopped, what each changefeed flushed where
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import errno
+import socket
 import sys
 from typing import Any
 
@@ -44,16 +47,37 @@ def stopped(state: State) -> str:
 
 def run(overrides: dict[str, Any]) -> None:
     settings = Settings(**overrides)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    app = create_app(settings)
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SimError(f"data directory {settings.data_dir}: {e.strerror}") from None
+    # both ports bound before the banner names them: a port in use is one clear error, and
+    # port 0 is named as the port the system gave
+    http = _listen(settings.host, settings.port, "--port (TICDC_SIM_PORT)")
+    mysql = None
+    if settings.mysql_port:
+        mysql = _listen(settings.host, settings.mysql_port, "--mysql-port (TICDC_SIM_MYSQL_PORT)")
+    bound = {"port": http.getsockname()[1]}
+    if mysql is not None:
+        bound["mysql_port"] = mysql.getsockname()[1]
+    settings = settings.model_copy(update=bound)
+    app = create_app(settings, mysql)
     print(banner(settings), file=sys.stderr, flush=True)
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level="warning", log_config=_logging()
-    )
+    config = uvicorn.Config(app, log_level="warning", log_config=_logging())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C, raised again once shut down
+        uvicorn.Server(config).run(sockets=[http])
     state: State = app.state.sim
     print(stopped(state), file=sys.stderr, flush=True)
     if state.close_error is not None:
         raise SimError(f"shutting down: {state.close_error}")
+
+
+def _listen(host: str, port: int, option: str) -> socket.socket:
+    try:
+        return socket.create_server((host, port))
+    except OSError as e:
+        reason = "in use" if e.errno == errno.EADDRINUSE else e.strerror
+        raise SimError(f"{option}: cannot listen on {host}:{port}: {reason}") from None
 
 
 def _logging() -> dict[str, Any]:
