@@ -742,3 +742,24 @@ def test_openapi_json_is_current() -> None:
     committed = orjson.loads((ROOT / "openapi" / "openapi.json").read_bytes())
     current = create_app(Settings(mysql_port=0)).openapi()
     assert committed == orjson.loads(orjson.dumps(current)), "run `make openapi`"
+
+
+def test_clusters_and_changefeeds_are_bounded(tmp_path: Path) -> None:
+    with service(tmp_path, max_clusters=2, max_changefeeds=2) as client:
+        assert client.post("/sim/v1/clusters", json={"id": "one"}).status_code == 201
+        message = error_of(
+            client.post("/sim/v1/clusters", json={"id": "two"}), 409, "SIM:ErrTooManyClusters"
+        )
+        assert message == (
+            "the service holds 2 clusters, the most it may (TICDC_SIM_MAX_CLUSTERS);"
+            " delete one first"
+        )
+        body = {"changefeed_id": "second", "sink_uri": "memory://?protocol=canal-json"}
+        assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+        body["changefeed_id"] = "third"
+        message = error_of(
+            client.post("/api/v2/changefeeds", json=body), 409, "SIM:ErrTooManyChangefeeds"
+        )
+        assert "cluster 'default' holds 2 changefeeds" in message
+        assert client.delete("/sim/v1/clusters/one").status_code == 204
+        assert client.post("/sim/v1/clusters", json={"id": "two"}).status_code == 201

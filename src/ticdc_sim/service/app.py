@@ -62,7 +62,7 @@ def create_app(
     """The service; `mysql_socket`: the MySQL port already bound (`serve` binds both ports
     before it says where they are)."""
     settings = settings or Settings()
-    state = State(settings, Registry(), Metrics())
+    state = State(settings, Registry(settings.max_clusters), Metrics())
     state.metrics.watch(state.registry)
 
     @asynccontextmanager

@@ -467,8 +467,10 @@ class Cluster:
         lock_wait_s: float,
         max_txn_rows: int,
         history_events: int = 1_000_000,
+        max_feeds: int = 64,
     ):
         self.id = cluster_id
+        self.max_feeds = max_feeds
         self.seed = seed
         self.created = time.time()
         self.engine = Engine(EngineConfig(seed=seed))
@@ -671,6 +673,12 @@ class Cluster:
         with self.lock:
             if spec.id in self.feeds:
                 raise Conflict(f"changefeed already exists, {spec.id}")
+            if len(self.feeds) >= self.max_feeds:
+                raise Conflict(
+                    f"cluster {self.id!r} holds {len(self.feeds)} changefeeds, the most it may"
+                    " (TICDC_SIM_MAX_CHANGEFEEDS); remove one first",
+                    "SIM:ErrTooManyChangefeeds",
+                )
             self._check_range(spec)
             feed = Feed(spec, open_sink_, retain)
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
@@ -883,15 +891,22 @@ def commit_time(ts: int) -> str:
 class Registry:
     """The service's clusters by id."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 64) -> None:
         self.clusters: dict[str, Cluster] = {}
         self.lock = threading.Lock()
+        self.limit = limit
 
     def add(self, cluster: Cluster) -> Cluster:
         with self.lock:
             if cluster.id in self.clusters:
                 raise Conflict(
                     f"cluster {cluster.id!r} already exists", "SIM:ErrClusterAlreadyExists"
+                )
+            if len(self.clusters) >= self.limit:
+                raise Conflict(
+                    f"the service holds {len(self.clusters)} clusters, the most it may"
+                    " (TICDC_SIM_MAX_CLUSTERS); delete one first",
+                    "SIM:ErrTooManyClusters",
                 )
             self.clusters[cluster.id] = cluster
             return cluster

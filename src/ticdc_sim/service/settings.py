@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(16 << 20, gt=0, description="largest request body")
     max_statements: int = Field(100_000, gt=0, description="statements in one request")
     max_txn_rows: int = Field(1_000_000, gt=0, description="rows one transaction may write")
+    max_clusters: int = Field(64, gt=0, description="clusters the service holds at once")
+    max_changefeeds: int = Field(64, gt=0, description="changefeeds one cluster holds at once")
     max_partitions: int = Field(
         1024, gt=0, description="partition-num a changefeed may ask for (each gets checkpoints)"
     )

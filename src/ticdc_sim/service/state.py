@@ -84,6 +84,7 @@ class State:
             settings.lock_wait_s,
             settings.max_txn_rows,
             settings.history_events,
+            settings.max_changefeeds,
         )
         return self.registry.add(cluster)
 
