@@ -763,3 +763,13 @@ def test_clusters_and_changefeeds_are_bounded(tmp_path: Path) -> None:
         assert "cluster 'default' holds 2 changefeeds" in message
         assert client.delete("/sim/v1/clusters/one").status_code == 204
         assert client.post("/sim/v1/clusters", json={"id": "two"}).status_code == 201
+
+
+def test_statements_report_the_insert_id(client: TestClient) -> None:
+    done = sql(
+        client,
+        "CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT);"
+        "INSERT INTO ai (v) VALUES (1), (2); INSERT INTO ai VALUES (200, 3), (150, 4);"
+        "UPDATE ai SET v = 0;",
+    )
+    assert [s["last_insert_id"] for s in done["statements"]] == [0, 1, 150, 0]

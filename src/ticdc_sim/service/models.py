@@ -70,6 +70,11 @@ class StatementResult(BaseModel):
     line: int
     column: int
     affected_rows: int
+    last_insert_id: int = Field(
+        0,
+        description="the insert id MySQL's OK packet carries: the statement's first generated"
+        " AUTO_INCREMENT id, else the last one given (0: none)",
+    )
     commit_ts: int | None = Field(None, description="the transaction it committed, if any")
     columns: list[str] | None = Field(None, description="a result set's column names")
     rows: list[list[Any]] | None = Field(
@@ -120,6 +125,7 @@ def _statement(outcome: Outcome) -> StatementResult:
         line=outcome.line,
         column=outcome.column,
         affected_rows=outcome.affected_rows,
+        last_insert_id=outcome.insert_id,
         commit_ts=outcome.commit_ts,
         columns=outcome.columns,
         rows=rows,
