@@ -27,10 +27,10 @@ from typing import Any, get_args
 from urllib.parse import quote, unquote, urlsplit
 
 from ticdc_sim.encoders import CodecConfig, check_protocol, large
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import ConfigError, shown
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.filter import TableFilter
-from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule
+from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
 from ticdc_sim.partitioning.topic import TopicDispatcher
 
 SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
@@ -111,17 +111,9 @@ _INT64 = (1 << 63) - 1
 # more than one topic has in practice; every checkpoint and DDL is written to every partition,
 # so a typo such as partition-num=300000000 would run for hours
 MAX_PARTITION_NUM = 10_000
-_LITERALS = {True: "true", False: "false", None: "null"}
 _GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.ParseInt(s, 10, ...): ASCII digits, no `_`
 # time.ParseDuration: "300ms", "1h30m", "-1.5h"; "0" alone may go without a unit
 _GO_DURATION = re.compile(r"[+-]?(0|((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)")
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """`repr(value)`, cut: an error quotes what it refuses without echoing a megabyte; true,
-    false and null as the document wrote them."""
-    text = _LITERALS.get(value, "") if isinstance(value, bool | None) else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_bool(value: Any, where: str) -> bool:
@@ -725,13 +717,15 @@ class _Reader:
             partition = "default"
         topic = _text(entry.get("topic", ""), f"{at}.topic")
         _checked(TopicDispatcher, topic, DEFAULT_TOPIC, where=f"{at}.topic")
-        return DispatchRule(
+        rule = DispatchRule(
             matcher=matcher,
             partition=partition,
             index=_text(entry.get("index", ""), f"{at}.index"),
             columns=_strings(entry.get("columns", []), f"{at}.columns"),
             topic=topic,
         )
+        _checked(EventRouter, [rule], DEFAULT_TOPIC, where=at)  # what else the router checks
+        return rule
 
     def result(self) -> dict[str, Any]:
         return (

@@ -16,6 +16,16 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+_LITERALS = {True: "true", False: "false", None: "null"}
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """How an error quotes a value it refuses: `repr`, cut, so that a hostile megabyte is not
+    echoed back; true, false and null as TOML and JSON write them."""
+    text = _LITERALS[value] if value is None or isinstance(value, bool) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 # MySQL's SQLSTATE of the error codes the engine raises (HY000 for the rest), as the mysql
 # client prints them: `ERROR 1064 (42000): ...`
 SQLSTATE = {

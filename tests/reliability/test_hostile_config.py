@@ -517,6 +517,11 @@ BAD_TOML = [
         id="dispatcher-not-a-table",
     ),
     pytest.param(
+        "[sink]\ndispatchers = [{matcher = ['*.*'], partition = 'columns'}]\n",
+        "cf.toml: sink.dispatchers[0]: the columns dispatcher needs `columns = [...]`",
+        id="columns-dispatcher-without-columns",
+    ),
+    pytest.param(
         "[sink]\ndispatchers = [{matcher = ['*.*'], partiton = 'ts'}]\n",
         "cf.toml: sink.dispatchers[0]: unknown key ['partiton']",
         id="dispatcher-unknown-key",

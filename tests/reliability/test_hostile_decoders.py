@@ -291,8 +291,8 @@ BAD_RECORDS = [
         "craft",
         None,
         changed(CANAL),
-        "meta size table [-51, -34, -5, -67, -50, -103, -53, -..., expected [header size,"
-        " dictionary size] at byte 258",
+        "meta size table [-51, -34, -5, -67, -50, -103, -53, -36, -7, 10, -43, 12,..., expected"
+        " [header size, dictionary size] at byte 258",
     ),
     # simple
     ("simple", None, None, "no value"),

@@ -33,7 +33,7 @@ from ticdc_sim.encoders import (
     large,
 )
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
-from ticdc_sim.encoders.reading import Fields, json_document, shown
+from ticdc_sim.encoders.reading import Fields, json_document
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
     DDL_TYPES,
@@ -43,7 +43,7 @@ from ticdc_sim.encoders.types import (
     short_type,
     unsigned_promotion,
 )
-from ticdc_sim.errors import DecodeError
+from ticdc_sim.errors import DecodeError, shown
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent

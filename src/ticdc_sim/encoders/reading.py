@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ticdc_sim.errors import DecodeError
+from ticdc_sim.errors import DecodeError, shown
 
 # what a JSON value is, in an error message
 _KINDS: tuple[tuple[type, str], ...] = (
@@ -39,11 +39,6 @@ def described(value: Any) -> str:
         if isinstance(value, kind):
             return name
     return type(value).__name__
-
-
-def shown(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def not_a(protocol: str, noun: str = "message") -> str:

@@ -54,12 +54,12 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer
-from ticdc_sim.encoders.reading import Fields, json_document, shown
+from ticdc_sim.encoders.reading import Fields, json_document
 from ticdc_sim.encoders.types import BLOB_TYPES, DDL_TYPES, type_to_str
 from ticdc_sim.encoders.varints import SMALL_LIMIT as _SMALL_LIMIT
 from ticdc_sim.encoders.varints import SMALL_VARINTS as _SMALL
 from ticdc_sim.encoders.varints import varint
-from ticdc_sim.errors import ConfigError, DecodeError, EncodeError
+from ticdc_sim.errors import ConfigError, DecodeError, EncodeError, shown
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32, format_f
 from ticdc_sim.model.actions import ActionType as A
