@@ -139,8 +139,8 @@ def test_replay_reports_every_warning_once_through_one_channel(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == [
-        "warning: partition dispatcher 'nonsense' of rule ['*.*'] is unknown; TiCDC uses the"
-        " default (table) dispatcher instead",
+        f"warning: {config}: sink.dispatchers[0].partition: partition dispatcher 'nonsense' of"
+        " rule ['*.*'] is unknown; TiCDC uses the default (table) dispatcher instead",
         f"warning: {script}:2:1: ANALYZE has no effect on data here; accepted and skipped"
         " (2 times)",
         f"warning: {script}:4:1: SET GLOBAL tidb_gc_life_time changes no session of this"

@@ -158,15 +158,18 @@ def test_canal_json_forces_old_value_on_as_ticdc() -> None:
         ),
         ("force-replicate = 'yes'\n", "force-replicate: 'yes' is not a boolean"),
         ("[sink.kafka-config]\npartition-num = -1\n", "partition-num: must be greater than 0"),
-        ("[sink]\ncolumn-selectors = []\n", "column selectors are not simulated yet"),
-        ("[filter]\nevent-filters = []\n", "event filters are not simulated yet"),
+        (
+            "[sink]\ncolumn-selectors = [{matcher = ['*.*'], columns = ['a']}]\n",
+            "column selectors are not simulated yet",
+        ),
+        ("[filter]\nevent-filters = [{matcher = ['*.*']}]\n", "event filters are not simulated"),
         (
             "[sink.kafka-config.large-message-handle]\nlarge-message-handle = 'claim-check'\n",
             "sink.kafka-config.large-message-handle.large-message-handle: unknown configuration key",
         ),
         ("[sink.kafka-config]\nlarge-message-handle = 1\n", "expected a table, got 1"),
         ("sink = 'kafka'\n", "cf.toml: sink: expected a table, got 'kafka'"),
-        ("[sink\n", "cf.toml: "),
+        ("[sink\n", "cf.toml:1:6: Expected ']' at the end of a table declaration"),
         ("ticdc-version = 'v4.0'\n", "unknown TiCDC version 'v4.0'"),
     ],
 )
@@ -175,16 +178,16 @@ def test_bad_toml_names_the_key(text: str, message: str) -> None:
         parse_changefeed_toml(text, "cf.toml")
 
 
-def test_a_bad_matcher_is_reported_when_the_router_is_built() -> None:
-    from ticdc_sim.pipeline import Pipeline
-    from ticdc_sim.sinks.memory import MemorySink
-
-    feed = changefeed(
-        "memory://?protocol=canal-json",
-        "[sink]\ndispatchers = [{matcher = ['test.[a'], partition = 'ts'}]\n",
+def test_a_bad_matcher_is_reported_when_the_config_is_read() -> None:
+    with pytest.raises(ConfigError) as found:
+        changefeed(
+            "memory://?protocol=canal-json",
+            "[sink]\ndispatchers = [{matcher = ['test.[a'], partition = 'ts'}]\n",
+            "cf.toml",
+        )
+    assert str(found.value) == (
+        "cf.toml: sink.dispatchers[0].matcher: table filter 'test.[a': unterminated ["
     )
-    with pytest.raises(ConfigError, match="unterminated"):
-        Pipeline(feed, MemorySink())
 
 
 def test_relative_jsonl_directories() -> None:

@@ -21,7 +21,7 @@ from support_changelog import _sorted, merged, rebuild
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import DecodedCheckpoint, DecodedDDL, DecodedRow, decoder_for, large
-from ticdc_sim.errors import ConfigError, EncodeError
+from ticdc_sim.errors import ConfigError, DecodeError, EncodeError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.pipeline import Pipeline
@@ -230,7 +230,9 @@ def test_canal_json_claim_check_raw_value(tmp_path: Path) -> None:
     toml = _toml("claim-check", storage, "snappy", raw=True)
     feed, sink = _big_insert("canal-json", {"max-message-bytes": 500}, toml)
     (path,) = storage.iterdir()
-    whole = orjson.loads(large.decompress("snappy", path.read_bytes()))  # the value alone
+    whole = orjson.loads(
+        large.decompress("snappy", path.read_bytes(), "canal-json")
+    )  # the value alone
     assert set(whole["data"][0]) == {"id", "body"}
     upstream = Upstream(ClaimStorage(storage.as_uri()), None)
     (row,) = [r for r in rows(feed, sink, upstream) if r.kind == "insert"]
@@ -329,9 +331,13 @@ def test_lz4_is_the_frame_pierrec_writes_by_default() -> None:
     # blocks), header checksum: pierrec/lz4 v4 NewWriter defaults
     assert value[:7] == bytes.fromhex("04224d186470b9")
     assert lz4.frame.decompress(value) == b"x" * 100
-    assert large.decompress("snappy", large.compress("snappy", b"y" * 100)) == b"y" * 100
-    with pytest.raises(ValueError, match="not lz4-compressed"):
-        large.decompress("lz4", b"plain")
+    assert large.decompress("snappy", large.compress("snappy", b"y" * 100), "simple") == b"y" * 100
+    with pytest.raises(DecodeError) as refused:
+        large.decompress("lz4", b"plain", "simple")
+    assert str(refused.value) == (
+        "not a simple message: the value is not lz4-compressed"
+        " (LZ4F_getFrameInfo failed with code: ERROR_frameType_unknown)"
+    )
 
 
 @pytest.mark.parametrize(

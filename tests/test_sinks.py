@@ -258,6 +258,7 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
         f'{{"offset":0,"key":null,"value":"{value}","headers":{{}}}}\n'
     )
     junk = runner.invoke(app, ["decode", f"jsonl://{tmp_path}/junk?protocol=canal-json"])
-    assert (
-        junk.exit_code == 1 and "partition-0.jsonl offset 0: not a canal-json record" in junk.output
+    assert junk.exit_code == 1 and junk.output == (
+        f"error: {tmp_path}/junk/t/partition-0.jsonl offset 0: not a canal-json message:"
+        " not JSON at byte 0 (invalid literal, expected 'null')\n"
     )

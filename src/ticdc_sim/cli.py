@@ -273,11 +273,12 @@ def _reported(warnings: Warnings) -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def _read_config(path: Path | None) -> str | None:
+def _read_config(path: Path | None) -> bytes | None:
+    """The file's bytes: config.py reads them as UTF-8 and locates a byte that is not."""
     if path is None:
         return None
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
 

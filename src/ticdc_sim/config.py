@@ -1,12 +1,18 @@
-"""The changefeed's configuration: the sink URI and TiCDC's changefeed TOML, merged.
+"""The changefeed's configuration: the sink URI and TiCDC's changefeed config, merged.
 
 Spelling and precedence are TiCDC's: parameter names of tiflow `pkg/sink/kafka/options.go`
 (`urlConfig`) and `pkg/sink/codec/common/config.go`, TOML keys of `pkg/config/replica_config.go`
-and `pkg/config/sink.go`; a URI parameter overrides the same setting in the file (TiCDC merges
-with `mergo.WithOverride`). Unlike TiCDC, which drops unknown URI parameters silently, an
-unknown parameter or TOML key is an error that names it: a typo must not produce other bytes.
-Settings that only tune a real producer (timeouts, SASL, compression ...) are accepted and have
-no effect; settings that would change the output but are not simulated yet fail clearly.
+and `pkg/config/sink.go`, the open API's JSON names of `cdc/api/v2/model.go`; a URI parameter
+overrides the same setting in the config (TiCDC merges with `mergo.WithOverride`).
+
+The TOML file and the open API's replica config are one document in two spellings and go
+through one reader (`_Reader`): the same keys, types, errors and warnings, each naming the key
+path as the user wrote it. Values have the Go types TiCDC decodes them into (a quoted number
+is refused, as TiCDC refuses it). Unlike TiCDC, which drops unknown URI parameters and JSON
+fields silently, an unknown parameter or key is an error that names it: a typo must not
+produce other bytes. Settings that only tune a real producer (timeouts, SASL, compression ...)
+are accepted and have no effect; settings that would change the output but are not simulated
+yet fail clearly.
 
 This module parses text; the CLI and the service read the files.
 """
@@ -18,12 +24,14 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, get_args
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from ticdc_sim.encoders import CodecConfig, check_protocol, large
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import ConfigError, shown
 from ticdc_sim.model.table import TiCDCProfile
-from ticdc_sim.partitioning.router import DispatchRule
+from ticdc_sim.partitioning.filter import TableFilter
+from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
+from ticdc_sim.partitioning.topic import TopicDispatcher
 
 SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
 LATER_SCHEMES = ("file", "s3", "gcs", "azure", "pulsar", "mysql")
@@ -90,9 +98,22 @@ class Changefeed:
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
-# -- value parsers: (text or TOML value, where) -> value --------------------------------------
+# -- value parsers: (value, where) -> value -----------------------------------------------------
+# A TOML or JSON document gives typed values, which must have the type TiCDC's Go struct field
+# has (TiCDC refuses `partition-num = "3"`); a URI gives text, which `_from_text` reads as Go's
+# strconv does first.
 
 Parse = Callable[[Any, str], Any]
+
+_INT16 = (1 << 15) - 1
+_INT32 = (1 << 31) - 1
+_INT64 = (1 << 63) - 1
+# more than one topic has in practice; every checkpoint and DDL is written to every partition,
+# so a typo such as partition-num=300000000 would run for hours
+MAX_PARTITION_NUM = 10_000
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # strconv.ParseInt(s, 10, ...): ASCII digits, no `_`
+# time.ParseDuration: "300ms", "1h30m", "-1.5h"; "0" alone may go without a unit
+_GO_DURATION = re.compile(r"[+-]?(0|((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)")
 
 
 def parse_bool(value: Any, where: str) -> bool:
@@ -103,54 +124,102 @@ def parse_bool(value: Any, where: str) -> bool:
         return True
     if isinstance(value, str) and value in _FALSE:
         return False
-    raise ConfigError(f"{where}: {value!r} is not a boolean (true or false)")
+    raise ConfigError(f"{where}: {shown(value)} is not a boolean (true or false)")
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    quoted = isinstance(value, str) and value.lower() in ("true", "false")
+    hint = f", write {value.lower()} without quotes" if quoted else ""
+    raise ConfigError(f"{where}: {shown(value)} is not a boolean (true or false{hint})")
+
+
+def _int(value: Any, where: str, low: int, high: int, limit: str = "") -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{where}: {shown(value)} is not an integer")
+    if value < low:
+        bound = "greater than 0" if low == 1 else f"{low} or more"
+        raise ConfigError(f"{where}: must be {bound}, got {value}")
+    if value > high:
+        raise ConfigError(f"{where}: must be at most {high}{limit}, got {shown(value)}")
+    return value
+
+
+def _positive(value: Any, where: str) -> int:
+    return _int(value, where, 1, _INT64)
+
+
+def _count(value: Any, where: str) -> int:
+    """An integer >= 0 (0 turns a schedule off)."""
+    return _int(value, where, 0, _INT64)
+
+
+def _count32(value: Any, where: str) -> int:
+    return _int(value, where, 0, _INT32)
+
+
+def _seed(value: Any, where: str) -> int:
+    return _int(value, where, -_INT64 - 1, _INT64)
+
+
+def _partition_num(value: Any, where: str) -> int:
+    return _int(value, where, 1, MAX_PARTITION_NUM, " (the simulator's limit)")
+
+
+def _replication_factor(value: Any, where: str) -> int:
+    return _int(value, where, 1, _INT16)
+
+
+def _any_int(value: Any, where: str) -> int:
+    return _int(value, where, -_INT64 - 1, _INT64)
 
 
 def _rate(value: Any, where: str) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
         return float(value)
-    raise ConfigError(f"{where}: {value!r} is not a rate between 0 and 1")
+    raise ConfigError(f"{where}: {shown(value)} is not a rate between 0 and 1")
 
 
 def _counts(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _INT64 for v in value
     ):
         return tuple(value)
-    raise ConfigError(f"{where}: {value!r} is not a list of whole numbers")
+    raise ConfigError(f"{where}: {shown(value)} is not a list of whole numbers")
 
 
-def _integer(value: Any, where: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ConfigError(f"{where}: {value!r} is not an integer")
-
-
-def _positive(value: Any, where: str) -> int:
-    if isinstance(value, str):
-        try:
-            value = int(value, 10)
-        except ValueError:
-            raise ConfigError(f"{where}: {value!r} is not an integer") from None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{where}: {value!r} is not an integer")
-    if value <= 0:
-        raise ConfigError(f"{where}: must be greater than 0, got {value}")
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {shown(value)} is not a string")
     return value
 
 
-def _count(value: Any, where: str) -> int:
-    """An integer >= 0 (0 turns a schedule off)."""
-    number = _integer(value, where)
-    if number < 0:
-        raise ConfigError(f"{where}: must be 0 or more, got {number}")
-    return number
+def _duration(value: Any, where: str) -> str:
+    text = _text(value, where)
+    if text and not _GO_DURATION.fullmatch(text):
+        raise ConfigError(f"{where}: {shown(text)} is not a duration such as 10s or 1m30s")
+    return text
+
+
+def _int_text(parse: Parse) -> Parse:
+    """`parse` of a URI parameter's text, read first as Go's strconv.ParseInt reads it."""
+
+    def from_text(text: str, where: str) -> Any:
+        if not _GO_INT.fullmatch(text):
+            plus = " (a + in a URI query is a space; a sign is %2B)" if " " in text else ""
+            raise ConfigError(f"{where}: {shown(text)} is not an integer{plus}")
+        return parse(int(text), where)
+
+    return from_text
 
 
 def _encoding_format(value: Any, where: str) -> str:
     text = _text(value, where).strip().lower()
     if text not in ("json", "avro"):
-        raise ConfigError(f"{where}: {value!r}; the simple protocol's formats are json and avro")
+        raise ConfigError(
+            f"{where}: {shown(value)}; the simple protocol's formats are json and avro"
+        )
     return text
 
 
@@ -158,19 +227,19 @@ def _integrity_level(value: Any, where: str) -> bool:
     """[integrity] integrity-check-level: whether rows carry checksums (`correctness`)."""
     text = _text(value, where)
     if text not in ("none", "correctness"):
-        raise ConfigError(f"{where}: {value!r} is not none or correctness")
+        raise ConfigError(f"{where}: {shown(value)} is not none or correctness")
     return text == "correctness"
 
 
 def _corruption_level(value: Any, where: str) -> str:
     text = _text(value, where)  # what TiCDC does on a checksum mismatch: no effect on output
     if text not in ("warn", "error"):
-        raise ConfigError(f"{where}: {value!r} is not warn or error")
+        raise ConfigError(f"{where}: {shown(value)} is not warn or error")
     return text
 
 
 def _not_at_start(value: Any, where: str) -> bool:
-    if parse_bool(value, where):
+    if value:
         raise ConfigError(
             f"{where}: sending every table's BOOTSTRAP when the changefeed starts is not"
             " simulated yet (tables get theirs before their first row)"
@@ -178,36 +247,52 @@ def _not_at_start(value: Any, where: str) -> bool:
     return False
 
 
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: {value!r} is not a string")
-    return value
-
-
 def _protocol(value: Any, where: str) -> str:
-    return _text(value, where).strip().lower()
+    """A protocol name, checked where it is written ("" leaves it to the URI or the file)."""
+    name = _text(value, where).strip().lower()
+    if name:
+        _checked(check_protocol, name, where=where)
+    return name
 
 
 def _profile(value: Any, where: str) -> TiCDCProfile:
     text = _text(value, where)
     choices: tuple[str, ...] = get_args(TiCDCProfile)
     if text not in choices:
-        raise ConfigError(f"{where}: unknown TiCDC version {text!r} (one of {', '.join(choices)})")
+        raise ConfigError(
+            f"{where}: unknown TiCDC version {shown(text)} (one of {', '.join(choices)})"
+        )
     return text  # type: ignore[return-value]
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+        raise ConfigError(f"{where}: expected a list of strings, got {shown(value)}")
     return tuple(value)
+
+
+def _filter_rules(value: Any, where: str) -> tuple[str, ...]:
+    rules = _strings(value, where) or ("*.*",)  # filter/utils.go VerifyTableRules
+    _checked(TableFilter, list(rules), where=where)
+    return rules
 
 
 def _topic(value: Any, where: str) -> str:
     text = _text(value, where)
     # Kafka's own rule for topic names; it also keeps a topic a safe directory name
     if not _TOPIC_NAME.fullmatch(text) or text in (".", ".."):
-        raise ConfigError(f"{where}: {text!r} is not a Kafka topic name (letters, digits, `._-`)")
+        raise ConfigError(
+            f"{where}: {shown(text)} is not a Kafka topic name (letters, digits, `._-`)"
+        )
     return text
+
+
+def _checked(make: Callable[..., Any], *args: Any, where: str) -> None:
+    """Build `make(*args)` to see that it can be: its ConfigError, located at `where`."""
+    try:
+        make(*args)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 # [sink.kafka-config.large-message-handle] (pkg/config/large_message.go), checked in _adjust
@@ -215,19 +300,19 @@ _LARGE: dict[str, tuple[str, Parse]] = {
     "large-message-handle-option": ("large_message_handle_option", _text),
     "large-message-handle-compression": ("large_message_handle_compression", _text),
     "claim-check-storage-uri": ("claim_check_storage_uri", _text),
-    "claim-check-raw-value": ("claim_check_raw_value", parse_bool),
+    "claim-check-raw-value": ("claim_check_raw_value", _bool),
 }
 
 
 # -- the sink URI -------------------------------------------------------------------------------
 
-# parameter -> (setting, parser); the settings are Changefeed and CodecConfig field names
+# parameter -> (setting, parser of its text); settings are Changefeed and CodecConfig fields
 _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "protocol": ("protocol", _protocol),
     "topic": ("topic", _topic),
-    "partition-num": ("partition_num", _positive),
-    "max-message-bytes": ("max_message_bytes", _positive),
-    "max-batch-size": ("max_batch_size", _positive),
+    "partition-num": ("partition_num", _int_text(_partition_num)),
+    "max-message-bytes": ("max_message_bytes", _int_text(_positive)),
+    "max-batch-size": ("max_batch_size", _int_text(_positive)),
     "enable-tidb-extension": ("enable_tidb_extension", parse_bool),
     "content-compatible": ("content_compatible", parse_bool),
     "only-output-updated-columns": ("only_output_updated_columns", parse_bool),
@@ -235,7 +320,10 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "ticdc-version": ("profile", _profile),
     "encoding-format": ("encoding_format", _encoding_format),
     # TiCDC reads these from [sink.kafka-config.large-message-handle] only; ours in the URI too
-    **_LARGE,
+    "large-message-handle-option": _LARGE["large-message-handle-option"],
+    "large-message-handle-compression": _LARGE["large-message-handle-compression"],
+    "claim-check-storage-uri": _LARGE["claim-check-storage-uri"],
+    "claim-check-raw-value": ("claim_check_raw_value", parse_bool),
 }
 # Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
 # codec parameters of protocols that ignore them
@@ -250,6 +338,7 @@ _URI_IGNORED = frozenset(
         "write-timeout",
         "read-timeout",
         "required-acks",
+        "max-retry",
         "enable-tls",
         "ca",
         "cert",
@@ -280,80 +369,158 @@ _URI_IGNORED = frozenset(
         "output-row-key",
     }
 )
+# what those must look like all the same: TiCDC binds them to Go types (kafka/options.go
+# urlConfig), and a value it refuses must not pass here
+_URI_CHECKS: dict[str, Parse] = {
+    "replication-factor": _int_text(_replication_factor),
+    "required-acks": _int_text(_any_int),
+    "max-retry": _int_text(_any_int),
+    "dial-timeout": _duration,
+    "write-timeout": _duration,
+    "read-timeout": _duration,
+    **{
+        name: parse_bool
+        for name in (
+            "auto-create-topic",
+            "enable-tls",
+            "insecure-skip-verify",
+            "sasl-gssapi-disable-pafxfast",
+            "avro-enable-watermark",
+            "debezium-disable-schema",
+        )
+    },
+}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# a broker: a host name, an IPv4 address or a bracketed IPv6 one, and a port
+_BROKER = re.compile(r"(\[[0-9A-Fa-f:.]+(%[^\]]+)?\]|[A-Za-z0-9._-]+)(:([0-9]{1,5}))?")
 
 
-def parse_sink_uri(text: str) -> SinkURI:
-    """`scheme://target?params`, checked: the scheme is simulated, every parameter is known."""
-    parts = urlsplit(text.strip())
-    scheme = parts.scheme.lower()
-    if scheme in LATER_SCHEMES:
-        raise ConfigError(
-            f"sink URI {text!r}: the {scheme}:// sink is not simulated yet;"
-            f" use one of {', '.join(s + '://' for s in SIMULATED_SCHEMES)}"
-        )
-    if scheme not in SIMULATED_SCHEMES:
-        raise ConfigError(
-            f"sink URI {text!r}: unknown scheme {parts.scheme!r}"
-            f" (simulated: {', '.join(s + '://' for s in SIMULATED_SCHEMES)})"
-        )
+def _fail(text: str, what: str) -> ConfigError:
+    return ConfigError(f"sink URI {shown(text, 120)}: {what}")
+
+
+def _unquoted(part: str, uri: str) -> str:
+    """A URI part percent-decoded, as Go's url.Parse does; it must be UTF-8 without NUL."""
+    bad = _BAD_ESCAPE.search(part)
+    if bad is not None:
+        raise _fail(uri, f"{shown(part[bad.start() : bad.start() + 3])} is not a %XX escape")
+    try:
+        found = unquote(part, errors="strict")
+    except UnicodeDecodeError:
+        raise _fail(uri, f"{shown(part)} is not UTF-8 once percent-decoded") from None
+    if "\x00" in found:
+        raise _fail(uri, f"{shown(part)} holds a NUL byte once percent-decoded")
+    return found
+
+
+def _query(query: str, text: str) -> dict[str, str]:
+    if ";" in query:  # Go's url.ParseQuery refuses them since Go 1.17
+        raise _fail(text, "';' does not separate parameters; use '&' (or %3B inside a value)")
     params: dict[str, str] = {}
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+    for item in filter(None, query.split("&")):
+        raw_name, _, raw_value = item.partition("=")
+        name = _unquoted(raw_name.replace("+", " "), text)
+        value = _unquoted(raw_value.replace("+", " "), text)
         if name in params:
-            raise ConfigError(f"sink URI {text!r}: parameter {name!r} is given twice")
+            raise _fail(text, f"parameter {shown(name)} is given twice")
         params[name] = value
     unknown = [n for n in params if n not in _URI_PARAMS and n not in _URI_IGNORED]
     if unknown:
-        raise ConfigError(
-            f"sink URI {text!r}: unknown parameter{'s' if len(unknown) > 1 else ''}"
-            f" {', '.join(map(repr, unknown))}"
-        )
-    target = parts.netloc + parts.path
-    if scheme in ("jsonl", "parquet") and not target:
-        raise ConfigError(
-            f"sink URI {text!r}: {scheme}:// needs a directory, e.g. {scheme}:///tmp/out"
-        )
+        names = ", ".join(map(shown, unknown[:5])) + (", ..." if len(unknown) > 5 else "")
+        raise _fail(text, f"unknown parameter{'s' if len(unknown) > 1 else ''} {names}")
+    for name, check in _URI_CHECKS.items():
+        if name in params:
+            check(params[name], f"sink URI parameter {name}")
+    return params
+
+
+def _brokers(netloc: str, text: str) -> str:
+    if "@" in netloc:
+        raise _fail(text, "credentials go in sasl-user and sasl-password, not before the host")
+    if not netloc:
+        raise _fail(text, "no broker; e.g. kafka://127.0.0.1:9092/topic")
+    for broker in netloc.split(","):
+        found = _BROKER.fullmatch(broker)
+        if found is None:
+            raise _fail(text, f"{shown(broker)} is not a broker address such as 127.0.0.1:9092")
+        port = found.group(4)
+        if port is not None and not 0 < int(port) < 65536:
+            raise _fail(text, f"broker {shown(broker)}: port {port} is not 1 to 65535")
+    return netloc
+
+
+def parse_sink_uri(text: str) -> SinkURI:
+    """`scheme://target?params`, checked: the scheme is simulated, every parameter is known
+    and well-formed; the target is percent-decoded."""
+    stripped = text.strip()
+    control = _CONTROL.search(stripped)
+    if control is not None:  # Go's url.Parse refuses them; urlsplit would drop some silently
+        raise _fail(text, f"control character {control.group()!r} at position {control.start()}")
+    try:
+        parts = urlsplit(stripped)
+    except ValueError:  # an unbalanced [IPv6] bracket
+        raise _fail(text, "an IPv6 host needs its [ and ], e.g. kafka://[::1]:9092/t") from None
+    scheme = parts.scheme.lower()
+    simulated = ", ".join(s + "://" for s in SIMULATED_SCHEMES)
+    if scheme in LATER_SCHEMES:
+        raise _fail(text, f"the {scheme}:// sink is not simulated yet; use one of {simulated}")
+    if not scheme:
+        raise _fail(text, f"no scheme, e.g. jsonl:///tmp/out (simulated: {simulated})")
+    if scheme not in SIMULATED_SCHEMES:
+        raise _fail(text, f"unknown scheme {shown(parts.scheme)} (simulated: {simulated})")
+    if parts.fragment or stripped.endswith("#"):
+        raise _fail(text, "a sink URI has no #fragment (a '#' in a value is %23)")
+    params = _query(parts.query, text)
     if scheme.startswith("kafka"):
         # TiCDC: the brokers are the host list, the topic is the path
-        topic, target = parts.path.strip("/"), parts.netloc
-        if not target:
-            raise ConfigError(f"sink URI {text!r}: no broker; e.g. kafka://127.0.0.1:9092/topic")
+        target = _brokers(parts.netloc, text)
+        topic = _unquoted(parts.path, text).strip("/")
         if not topic:
-            raise ConfigError(f"sink URI {text!r}: no topic; e.g. kafka://{target}/topic-name")
+            raise _fail(text, f"no topic; e.g. kafka://{target}/topic-name")
         if "topic" in params:
-            raise ConfigError(f"sink URI {text!r}: the topic is the path; drop ?topic=")
+            raise _fail(text, "the topic is the path; drop ?topic=")
         params["topic"] = topic
-        scheme = "kafka"
-        if parts.scheme.lower() == "kafka+ssl":
+        if scheme == "kafka+ssl":
             params.setdefault("enable-tls", "true")
+        return SinkURI("kafka", target, params, text)
+    target = _unquoted(parts.netloc + parts.path, text)
+    if scheme in ("jsonl", "parquet") and not target:
+        raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
     return SinkURI(scheme, target, params, text)
 
 
-# -- the changefeed TOML ------------------------------------------------------------------------
+def sink_uri_text(scheme: str, target: str, query: str = "") -> str:
+    """The text of a file sink's URI for `target`, a directory: what `parse_sink_uri` reads
+    back as exactly that directory (percent-encoded where it must be)."""
+    return f"{scheme}://{quote(target, safe='/')}" + (f"?{query}" if query else "")
+
+
+# -- the changefeed config: TOML, or the open API's replica config (JSON) ------------------------
 
 Path = tuple[str, ...]
 
-# key path -> (setting, parser)
+# key path (TOML's spelling) -> (setting, parser)
 _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
-    ("case-sensitive",): ("case_sensitive", parse_bool),
-    ("force-replicate",): ("force_replicate", parse_bool),
-    ("enable-old-value",): ("enable_old_value", parse_bool),
+    ("case-sensitive",): ("case_sensitive", _bool),
+    ("force-replicate",): ("force_replicate", _bool),
+    ("enable-old-value",): ("enable_old_value", _bool),
     ("ticdc-version",): ("profile", _profile),  # ours: the fidelity profile
-    ("filter", "rules"): ("filter_rules", _strings),
+    ("filter", "rules"): ("filter_rules", _filter_rules),
     ("sink", "protocol"): ("protocol", _protocol),
-    ("sink", "dispatchers"): ("rules", lambda v, w: _dispatchers(v, w)),
-    ("sink", "only-output-updated-columns"): ("only_output_updated_columns", parse_bool),
+    ("sink", "only-output-updated-columns"): ("only_output_updated_columns", _bool),
     ("sink", "delete-only-output-handle-key-columns"): (
         "delete_only_output_handle_key_columns",
-        parse_bool,
+        _bool,
     ),
-    ("sink", "content-compatible"): ("content_compatible", parse_bool),
-    ("sink", "open", "output-old-value"): ("open_output_old_value", parse_bool),
-    ("sink", "kafka-config", "partition-num"): ("partition_num", _positive),
+    ("sink", "content-compatible"): ("content_compatible", _bool),
+    ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
+    ("sink", "kafka-config", "partition-num"): ("partition_num", _partition_num),
     ("sink", "kafka-config", "max-message-bytes"): ("max_message_bytes", _positive),
-    ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", parse_bool),
+    ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", _bool),
     ("sink", "kafka-config", "codec-config", "enable-tidb-extension"): (
         "enable_tidb_extension",
-        parse_bool,
+        _bool,
     ),
     ("sink", "kafka-config", "codec-config", "max-batch-size"): ("max_batch_size", _positive),
     ("sink", "kafka-config", "codec-config", "encoding-format"): (
@@ -361,11 +528,8 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         _encoding_format,
     ),
     ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
-    ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count),
-    ("sink", "send-bootstrap-to-all-partition"): (
-        "send_bootstrap_to_all_partition",
-        parse_bool,
-    ),
+    ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count32),
+    ("sink", "send-bootstrap-to-all-partition"): ("send_bootstrap_to_all_partition", _bool),
     ("sink", "send-all-bootstrap-at-start"): ("send_all_bootstrap_at_start", _not_at_start),
     ("integrity", "integrity-check-level"): ("enable_row_checksum", _integrity_level),
     ("integrity", "corruption-handle-level"): ("corruption_handle_level", _corruption_level),
@@ -377,8 +541,8 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("faults", "resolved-lag"): ("fault_resolved_lag", _positive),
     ("faults", "resolved-lag-partitions"): ("fault_resolved_lag_partitions", _counts),
     ("faults", "ddl-replay-rate"): ("fault_ddl_replay_rate", _rate),
-    ("faults", "label"): ("fault_label", parse_bool),
-    ("faults", "seed"): ("fault_seed", _integer),
+    ("faults", "label"): ("fault_label", _bool),
+    ("faults", "seed"): ("fault_seed", _seed),
 }
 # keys and whole tables that tune the real system, not the messages: accepted, no effect
 _TOML_IGNORED: frozenset[Path] = frozenset(
@@ -403,6 +567,7 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("sink", "advance-timeout-in-sec"),
         ("sink", "tidb-source-id"),
         ("sink", "enable-kafka-sink-v2"),
+        ("sink", "debezium-disable-schema"),
         *(("sink", "kafka-config", k) for k in sorted(_URI_IGNORED)),
         ("sink", "kafka-config", "sasl-oauth-client-id"),
         ("sink", "kafka-config", "sasl-oauth-client-secret"),
@@ -412,7 +577,6 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("sink", "kafka-config", "sasl-oauth-audience"),
         ("sink", "kafka-config", "glue-schema-registry-config"),
         *(("sink", "kafka-config", "codec-config", k) for k in sorted(_URI_IGNORED)),
-        ("sink", "kafka-config", "codec-config", "avro-enable-watermark"),
         ("sink", "debezium"),
         ("sink", "simple"),
         ("sink", "cloud-storage-config"),
@@ -420,110 +584,217 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("sink", "mysql-config"),
     }
 )
-# settings that change the messages but are not simulated yet
+# settings that change the messages but are not simulated yet (set to anything but Go's zero
+# value: a replica config TiCDC printed has them all)
 _TOML_LATER: dict[Path, str] = {
-    ("filter", "event-filters"): "event filters",
-    ("filter", "ignore-txn-start-ts"): "ignored transactions",
-    ("sink", "column-selectors"): "column selectors",
-    ("sink", "csv"): "the csv protocol",
-    ("sink", "terminator"): "the csv terminator",
-    ("sink", "date-separator"): "the storage sink",
-    ("sink", "enable-partition-separator"): "the storage sink",
-    ("sink", "file-index-digit"): "the storage sink",
-    ("sink", "transaction-atomicity"): "transaction atomicity",
+    ("filter", "event-filters"): "event filters are",
+    ("filter", "ignore-txn-start-ts"): "ignored transactions are",
+    ("sink", "column-selectors"): "column selectors are",
+    ("sink", "csv"): "the csv protocol is",
+    ("sink", "terminator"): "the csv terminator is",
+    ("sink", "date-separator"): "the storage sink is",
+    ("sink", "enable-partition-separator"): "the storage sink is",
+    ("sink", "file-index-digit"): "the storage sink is",
+    ("sink", "transaction-atomicity"): "transaction atomicity is",
 }
-_DISPATCHER_KEYS = frozenset({"matcher", "partition", "dispatcher", "index", "columns", "topic"})
+_DISPATCHERS: Path = ("sink", "dispatchers")  # read by _Reader.dispatchers
+_TABLES: frozenset[Path] = frozenset(p[:n] for p in _TOML_SETTINGS for n in range(1, len(p)))
+_SEGMENTS = frozenset(
+    k for p in (*_TOML_SETTINGS, *_TOML_IGNORED, *_TOML_LATER, _DISPATCHERS) for k in p
+)
+# the open API's JSON names (cdc/api/v2/model.go ReplicaConfig) where they are not the TOML
+# names in snake case; `enable_old_value` is the deprecated field of v6 and v7
+_JSON_NAMES = {
+    "advance-timeout-in-sec": "advance_timeout",
+    "file-index-digit": "file_index_width",
+    "send-all-bootstrap-at-start": "send-all-bootstrap-at-start",
+}
+_FROM_JSON = {_JSON_NAMES.get(k, k.replace("-", "_")): k for k in _SEGMENTS}
 
 
-def _dispatchers(value: Any, where: str) -> tuple[DispatchRule, ...]:
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: expected [[sink.dispatchers]] tables, got {value!r}")
-    rules = []
-    for i, entry in enumerate(value):
-        at = f"{where}[{i}]"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{at}: expected a table, got {entry!r}")
-        unknown = sorted(set(entry) - _DISPATCHER_KEYS)
+@dataclass(frozen=True)
+class _Spelling:
+    """How a document names keys: TOML's kebab-case, or the open API's JSON."""
+
+    name: str
+    keys: Mapping[str, str]  # a key as written -> TOML's key
+    other: Mapping[str, str]  # a key in the other spelling -> TOML's key
+    rule_keys: frozenset[str]  # of a [[sink.dispatchers]] entry
+    null_is_unset: bool  # JSON's null, as Go reads it into a pointer
+
+
+_RULE_KEYS = frozenset({"matcher", "partition", "index", "columns", "topic"})
+_TOML = _Spelling(
+    "TOML",
+    {k: k for k in _SEGMENTS},
+    _FROM_JSON,
+    _RULE_KEYS | {"dispatcher"},  # deprecated, but TiCDC still reads it
+    False,
+)
+_JSON = _Spelling("the open API", _FROM_JSON, {k: k for k in _SEGMENTS}, _RULE_KEYS, True)
+
+
+class _Reader:
+    """One walk over a changefeed document, whatever its spelling: each key checked against
+    the tables above, each error and warning naming the key path as the document wrote it."""
+
+    def __init__(self, source: str, spelling: _Spelling) -> None:
+        self.source, self.spelling = source, spelling
+        self.settings: dict[str, Any] = {}
+        self.warnings: list[str] = []
+
+    def walk(self, table: Mapping[Any, Any], path: Path = (), shown_path: Path = ()) -> None:
+        for key, value in table.items():
+            written = (*shown_path, str(key))
+            where = f"{self.source}: {'.'.join(written)}"
+            here = (*path, self.spelling.keys.get(key, "")) if isinstance(key, str) else ()
+            if not self._known(here):
+                raise ConfigError(f"{where}: unknown configuration key{self._hint(path, key)}")
+            if value is None and self.spelling.null_is_unset:
+                continue
+            if here == _DISPATCHERS:
+                self.settings["rules"] = self.dispatchers(value, where)
+            elif here in _TOML_SETTINGS:
+                name, parse = _TOML_SETTINGS[here]
+                self.settings[name] = parse(value, where)
+            elif here in _TOML_LATER:
+                if value not in (False, 0, "", [], {}):
+                    raise ConfigError(f"{where}: {_TOML_LATER[here]} not simulated yet")
+            elif here in _TABLES:
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"{where}: expected a table, got {shown(value)}")
+                self.walk(value, here, written)
+
+    @staticmethod
+    def _known(path: Path) -> bool:
+        if not all(path) or not path:
+            return False
+        if path in _TOML_SETTINGS or path in _TOML_LATER or path in _TABLES:
+            return True
+        if path == _DISPATCHERS:
+            return True
+        return any(path[: len(p)] == p for p in _TOML_IGNORED)
+
+    def _hint(self, path: Path, key: Any) -> str:
+        other = self.spelling.other.get(key) if isinstance(key, str) else None
+        if other is None or not self._known((*path, other)):
+            return ""
+        spelt = next(k for k, v in self.spelling.keys.items() if v == other)
+        return f" ({self.spelling.name} spells it {spelt})"
+
+    def dispatchers(self, value: Any, where: str) -> tuple[DispatchRule, ...]:
+        """[[sink.dispatchers]]: each rule checked as the router will build it, so that a bad
+        matcher or topic fails here, and an unknown partition dispatcher is said here."""
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list of dispatcher rules, got {shown(value)}")
+        return tuple(self._rule(entry, f"{where}[{i}]") for i, entry in enumerate(value))
+
+    def _rule(self, entry: Any, at: str) -> DispatchRule:
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{at}: expected a table, got {shown(entry)}")
+        if self.spelling.null_is_unset:
+            entry = {k: v for k, v in entry.items() if v is not None}
+        unknown = sorted(map(str, set(entry) - self.spelling.rule_keys))
         if unknown:
-            raise ConfigError(f"{at}: unknown key{'s' if len(unknown) > 1 else ''} {unknown}")
+            # `dispatcher` is TOML's deprecated name; the open API knows only `partition`
+            hint = "; the open API names it partition" if "dispatcher" in unknown else ""
+            raise ConfigError(f"{at}: unknown key{'s' if len(unknown) > 1 else ''} {unknown}{hint}")
         matcher = _strings(entry.get("matcher", []), f"{at}.matcher")
         if not matcher:
             raise ConfigError(f"{at}.matcher: a rule needs at least one table filter")
-        if "partition" in entry and "dispatcher" in entry:
+        _checked(TableFilter, list(matcher), where=f"{at}.matcher")
+        if entry.get("partition") and entry.get("dispatcher"):
             # tiflow pkg/config/sink.go validateAndAdjust
             raise ConfigError(f"{at}: `dispatcher` and `partition` cannot both be set")
-        partition = _text(entry.get("partition", entry.get("dispatcher", "")), f"{at}.partition")
-        rules.append(
-            DispatchRule(
-                matcher=matcher,
-                partition=partition or "default",
-                index=_text(entry.get("index", ""), f"{at}.index"),
-                columns=_strings(entry.get("columns", []), f"{at}.columns"),
-                topic=_text(entry.get("topic", ""), f"{at}.topic"),
+        named = "dispatcher" if entry.get("dispatcher") else "partition"
+        partition = _text(entry.get(named, ""), f"{at}.{named}") or "default"
+        if partition.lower() not in PARTITION_DISPATCHERS:
+            # event_router.go getPartitionDispatcher: a warning, and the default dispatcher
+            self.warnings.append(
+                f"{at}.{named}: partition dispatcher {shown(partition)} of rule {list(matcher)}"
+                f" is unknown; TiCDC uses the default (table) dispatcher instead"
             )
+            partition = "default"
+        topic = _text(entry.get("topic", ""), f"{at}.topic")
+        _checked(TopicDispatcher, topic, DEFAULT_TOPIC, where=f"{at}.topic")
+        rule = DispatchRule(
+            matcher=matcher,
+            partition=partition,
+            index=_text(entry.get("index", ""), f"{at}.index"),
+            columns=_strings(entry.get("columns", []), f"{at}.columns"),
+            topic=topic,
         )
-    return tuple(rules)
+        _checked(EventRouter, [rule], DEFAULT_TOPIC, where=at)  # what else the router checks
+        return rule
+
+    def result(self) -> dict[str, Any]:
+        return (
+            {**self.settings, "warnings": tuple(self.warnings)} if self.warnings else self.settings
+        )
 
 
-def _walk(table: Mapping[str, Any], path: Path, out: dict[str, Any], source: str) -> None:
-    for key, value in table.items():
-        here = (*path, key)
-        where = f"{source}: {'.'.join(here)}"
-        if here in _TOML_SETTINGS:
-            name, parse = _TOML_SETTINGS[here]
-            out[name] = parse(value, where)
-        elif here in _TOML_LATER:
-            raise ConfigError(f"{where}: {_TOML_LATER[here]} are not simulated yet")
-        elif any(here[: len(p)] == p for p in _TOML_IGNORED):
-            continue
-        elif any(k[: len(here)] == here for k in _TOML_SETTINGS):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}: expected a table, got {value!r}")
-            _walk(value, here, out, source)
-        else:
-            raise ConfigError(f"{where}: unknown configuration key")
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
 
 
-def parse_changefeed_toml(text: str, source: str = "changefeed.toml") -> dict[str, Any]:
-    """The settings a changefeed TOML gives, by Changefeed/CodecConfig field name."""
+def _toml_text(data: str | bytes, source: str) -> str:
+    """The file's text: UTF-8, a byte order mark skipped as BurntSushi/toml skips it."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
     try:
-        document = tomllib.loads(text)
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        raise ConfigError(
+            f"{source}:{line}:{col}: byte 0x{data[e.start]:02x} is not UTF-8;"
+            + (
+                " the file is UTF-16, save it as UTF-8"
+                if utf16
+                else " a changefeed config is a TOML text file"
+            )
+        ) from None
+
+
+def _toml_document(data: str | bytes, source: str) -> dict[str, Any]:
+    """The TOML, parsed; every failure located as `file:line:col`."""
+    text = _toml_text(data, source)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{source}: {e}") from None
-    settings: dict[str, Any] = {}
-    _walk(document, (), settings, source)
-    return settings
+        message = str(e)
+        found = _TOML_POSITION.search(message)
+        if found is None:
+            raise ConfigError(f"{source}: {message}") from None
+        if found.group(1) is None:  # at the end of the document
+            lines = text.split("\n")
+            line, col = len(lines), len(lines[-1]) + 1
+        else:
+            line, col = int(found.group(1)), int(found.group(2))
+        raise ConfigError(f"{source}:{line}:{col}: {message[: found.start()]}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: arrays or inline tables nested too deeply") from None
 
 
-# the replica config of TiCDC's open API v2 (cdc/api/v2/model.go ReplicaConfig): the TOML's
-# keys in snake case, but for these
-_JSON_KEYS = {"advance_timeout": "advance-timeout-in-sec", "file_index_width": "file-index-digit"}
+def parse_changefeed_toml(text: str | bytes, source: str = "changefeed.toml") -> dict[str, Any]:
+    """The settings a changefeed TOML gives, by Changefeed/CodecConfig field name (and its
+    warnings under `warnings`). Bytes are read as UTF-8, as TiCDC reads the file."""
+    reader = _Reader(source, _TOML)
+    reader.walk(_toml_document(text, source))
+    return reader.result()
 
 
 def parse_replica_config(
     document: Mapping[str, Any], source: str = "replica_config"
 ) -> dict[str, Any]:
-    """The settings an open-API replica config gives. Keys are TiCDC's JSON names; a null or
-    an empty value is an unset field, as Go's zero values are."""
-
-    def kebab(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            out = {}
-            for key, item in value.items():
-                item = kebab(item)
-                if item is None or item in ({}, []):
-                    continue
-                out[_JSON_KEYS.get(key, key.replace("_", "-"))] = item
-            return out
-        if isinstance(value, list):
-            return [kebab(v) for v in value]
-        return value
-
+    """The settings an open-API replica config gives: the TOML's keys in TiCDC's JSON names,
+    read by the same reader, with the same errors and warnings. A null is an unset field, as
+    Go reads it into a pointer."""
     if not isinstance(document, Mapping):
-        raise ConfigError(f"{source}: expected an object, got {document!r}")
-    settings: dict[str, Any] = {}
-    _walk(kebab(document), (), settings, source)
-    return settings
+        raise ConfigError(f"{source}: expected an object, got {shown(document)}")
+    reader = _Reader(source, _JSON)
+    reader.walk(document)
+    return reader.result()
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -533,7 +804,7 @@ _CODEC_FIELDS = frozenset(CodecConfig.__dataclass_fields__)
 
 def changefeed(
     sink_uri: str,
-    toml_text: str | None = None,
+    toml_text: str | bytes | None = None,
     toml_source: str = "",
     overrides: Mapping[str, Any] | None = None,
     configured: Mapping[str, Any] | None = None,
@@ -553,7 +824,8 @@ def changefeed(
     protocol = settings.pop("protocol", "")
     if not protocol:
         raise ConfigError(
-            f"sink URI {sink_uri!r}: no protocol; add ?protocol=canal-json (or open-protocol),"
+            f"sink URI {shown(sink_uri, 120)}: no protocol; add ?protocol=canal-json (or"
+            " open-protocol),"
             " or `protocol` under [sink] in the changefeed config"
         )
     check_protocol(protocol)

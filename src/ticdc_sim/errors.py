@@ -16,6 +16,16 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+_LITERALS = {True: "true", False: "false", None: "null"}
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """How an error quotes a value it refuses: `repr`, cut, so that a hostile megabyte is not
+    echoed back; true, false and null as TOML and JSON write them."""
+    text = _LITERALS[value] if value is None or isinstance(value, bool) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 # MySQL's SQLSTATE of an error code, as TiDB maps them (pkg/parser/mysql/state.go `MySQLState`,
 # the codes from pkg/parser/mysql/errcode.go); every other code is HY000. The mysql client
 # prints it (`ERROR 1064 (42000): ...`), drivers raise by it, HTTP answers carry it.

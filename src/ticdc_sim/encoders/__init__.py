@@ -177,7 +177,8 @@ def check_protocol(protocol: str) -> str:
         if protocol in PLANNED:
             raise ConfigError(f"protocol {protocol!r} is not simulated yet")
         known = ", ".join(sorted(PROTOCOLS))
-        raise ConfigError(f"unknown protocol {protocol!r} (simulated: {known})")
+        cut = protocol if len(protocol) <= 40 else protocol[:37] + "..."
+        raise ConfigError(f"unknown protocol {cut!r} (simulated: {known})")
     return name
 
 

@@ -19,9 +19,7 @@ from dataclasses import replace
 from decimal import Decimal
 from itertools import repeat
 from operator import add, rshift
-from typing import Any
-
-import orjson
+from typing import Any, Literal
 
 from ticdc_sim.encoders import (
     CodecConfig,
@@ -35,6 +33,7 @@ from ticdc_sim.encoders import (
     large,
 )
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
+from ticdc_sim.encoders.reading import Fields, json_document
 from ticdc_sim.encoders.types import (
     BLOB_TYPES,
     DDL_TYPES,
@@ -44,7 +43,7 @@ from ticdc_sim.encoders.types import (
     short_type,
     unsigned_promotion,
 )
-from ticdc_sim.errors import DecodeError
+from ticdc_sim.errors import DecodeError, shown
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -53,6 +52,7 @@ from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 
+PROTOCOL = "canal-json"
 # from commit to encoding: TiCDC's resolved-ts interval and sink batching, simulated
 REPLICATION_LAG_MS = 200
 
@@ -304,7 +304,17 @@ def parse_value(mysql_type: str, text: str | None) -> Any:
     return text
 
 
+_ROW_KINDS: dict[str, Literal["insert", "update", "delete"]] = {
+    "INSERT": "insert",
+    "UPDATE": "update",
+    "DELETE": "delete",
+}
+
+
 class Decoder:
+    """canal_json_decoder.go, strict: a record that is not what canal-json writes is a
+    DecodeError naming the field (`reading`)."""
+
     def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
         self.config = config
         self.upstream = upstream
@@ -313,43 +323,69 @@ class Decoder:
         return [] if value is None else [self._decode(value)]
 
     def _decode(self, value: bytes, claimed: str = "") -> Decoded:
-        message = orjson.loads(
-            large.decompress(self.config.large_message_handle_compression, value)
-        )
-        tidb = message.get("_tidb") or {}
-        if message["type"] == "TIDB_WATERMARK":
-            return DecodedCheckpoint(tidb["watermarkTs"])
-        commit_ts = tidb.get("commitTs")
-        if message["isDdl"]:
+        data = large.decompress(self.config.large_message_handle_compression, value, PROTOCOL)
+        message = Fields(json_document(data, PROTOCOL), PROTOCOL)
+        tidb = message.nested("_tidb", optional=True)
+        kind = message.text("type")
+        if kind == "TIDB_WATERMARK":
+            return DecodedCheckpoint(tidb.integer("watermarkTs"))
+        commit_ts = tidb.ts("commitTs", optional=True)
+        if message.need("isDdl", bool):
             return DecodedDDL(
-                message["database"], message["table"], commit_ts, message["sql"], message["type"]
+                message.text("database"),
+                message.text("table"),
+                commit_ts,
+                message.text("sql"),
+                kind,
             )
         # canal_json_decoder.go NextRowChangedEvent: handle-key-only first, then claim-check
-        row = self._row(message, commit_ts)
-        if tidb.get("onlyHandleKey"):
+        row = self._row(message, kind, commit_ts)
+        if tidb.maybe("onlyHandleKey", bool):
             return large.from_upstream(row, self.upstream)
-        location = tidb.get("claimCheckLocation")
+        location = tidb.maybe("claimCheckLocation", str)
         if location and claimed:
             raise DecodeError(f"claim-check file {claimed!r} names another one, {location!r}")
         if location and self.upstream is not None:
-            content = self.upstream.read_claim(location)
-            _, whole = large.unclaim(content, self.config.claim_check_raw_value)
+            _, whole = large.read_claim(
+                self.upstream, location, self.config.claim_check_raw_value, PROTOCOL
+            )
             return self._decode(whole, location)
         named = location or claimed  # as sent without an upstream, or as read from the file
         return replace(row, extra={**row.extra, "claimCheckLocation": named}) if named else row
 
-    def _row(self, message: dict[str, Any], commit_ts: int | None) -> DecodedRow:
-        schema, table = message["database"], message["table"]
-        types = message["mysqlType"] or {}
-        (data,) = message["data"]
-        columns = {k: parse_value(types[k], v) for k, v in data.items()}
-        kind = message["type"].lower()
-        extra = {"es": message["es"], "pkNames": message["pkNames"], "sqlType": message["sqlType"]}
-        keys = tuple(message["pkNames"] or ())
-        if kind == "delete":
+    def _row(self, message: Fields, kind: str, commit_ts: int | None) -> DecodedRow:
+        row_kind = _ROW_KINDS.get(kind)
+        if row_kind is None:
+            raise message.fail(f"`type` {shown(kind)} is not INSERT, UPDATE, DELETE or a DDL")
+        schema, table = message.text("database"), message.text("table")
+        types = message.nested("mysqlType", optional=True)
+        columns = self._image(message, "data", types)
+        names = message.strings("pkNames")
+        extra = {
+            "es": message.integer("es"),
+            "pkNames": names,
+            "sqlType": message.nested("sqlType", optional=True).values or None,
+        }
+        keys = tuple(names or ())
+        if row_kind == "delete":
             return DecodedRow("delete", schema, table, commit_ts, None, columns, extra, keys)
-        if kind == "insert":
+        if row_kind == "insert":
             return DecodedRow("insert", schema, table, commit_ts, columns, None, extra, keys)
-        (old,) = message["old"]
-        pre = {**columns, **{k: parse_value(types[k], v) for k, v in old.items()}}
+        pre = {**columns, **self._image(message, "old", types)}
         return DecodedRow("update", schema, table, commit_ts, columns, pre, extra, keys)
+
+    @staticmethod
+    def _image(message: Fields, field: str, types: Fields) -> dict[str, Any]:
+        """`data` or `old`: an array of one object of column texts, read by `mysqlType`."""
+        found = message.need(field, list)
+        if len(found) != 1:
+            raise message.fail(f"`{field}` has {len(found)} rows; canal-json writes one")
+        image = Fields(found[0], PROTOCOL, f"{field}[0]")
+        out = {}
+        for name in image.values:
+            text = image.maybe(name, str)
+            mysql_type = types.maybe(name, str)
+            if mysql_type is None:
+                raise message.fail(f"column {shown(name)} of `{field}` has no `mysqlType`")
+            out[name] = image.convert(name, mysql_type, parse_value, mysql_type, text)
+        return out

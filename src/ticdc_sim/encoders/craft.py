@@ -40,7 +40,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.encoders.columnar import INSERT, UPDATE
 from ticdc_sim.encoders.types import INTEGER_TYPES
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, uvarint, varint
-from ticdc_sim.errors import ConfigError, DecodeError, EncodeError
+from ticdc_sim.errors import ConfigError, DecodeError, EncodeError, shown
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
@@ -543,7 +543,7 @@ class Decoder:
         """A record's events; DecodeError saying what and where for anything else."""
         data = value or b""
         if len(data) < 2:
-            raise DecodeError(f"not a craft message: {len(data)} bytes")
+            raise DecodeError(f"not a craft message: {len(data)} byte{'' if data else 's'}")
         tables_size, trailer = _trailer(data)
         end = len(data) - trailer
         if tables_size > end:
@@ -554,11 +554,13 @@ class Decoder:
         sizes = _Reader(data, end - tables_size, end)
         meta = sizes.delta_varints(sizes.length("the meta size table's length"), "a meta size")
         if len(meta) != 2 or min(meta) < 0:
-            raise sizes.fail(f"meta size table {meta}, expected [header size, dictionary size]")
+            raise sizes.fail(
+                f"meta size table {shown(meta)}, expected [header size, dictionary size]"
+            )
         count = sizes.length("the event count")
         bodies = sizes.delta_varints(count, "a body size")
         if not count or min(bodies) < 0:
-            raise sizes.fail(f"body sizes {bodies}")
+            raise sizes.fail(f"body sizes {shown(bodies)}")
         reader = _Reader(data, 0, end - tables_size)
         if reader.uvarint("the version") != VERSION:
             raise reader.fail(f"version, expected {VERSION}")

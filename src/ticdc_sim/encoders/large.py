@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import uuid
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 import cramjam
 import lz4.frame
-import orjson
 
 from ticdc_sim.encoders import DecodedRow, Upstream
+from ticdc_sim.encoders.reading import Fields, json_document, not_a
 from ticdc_sim.errors import ConfigError, DecodeError
 
 Option = Literal["none", "handle-key-only", "claim-check"]
@@ -65,16 +66,20 @@ def compress(codec: str, data: bytes) -> bytes:
     return _lz4(data)
 
 
-def decompress(codec: str, data: bytes) -> bytes:
-    """A value back; ValueError when it is not what `codec` writes."""
+def decompress(codec: str, data: bytes, protocol: str) -> bytes:
+    """A value back; a DecodeError when it is not what `codec` writes."""
     if codec == "none":
         return data
     try:
         if codec == "snappy":
             return bytes(cramjam.snappy.decompress_raw(data))
         return bytes(lz4.frame.decompress(data))
-    except (cramjam.DecompressionError, RuntimeError) as e:
-        raise ValueError(f"not {codec}-compressed ({e})") from None
+    except (cramjam.DecompressionError, RuntimeError, MemoryError) as e:
+        # MemoryError: an lz4 frame header that claims a content size of terabytes
+        reason = str(e) or f"it claims more than memory holds, {type(e).__name__}"
+        raise DecodeError(
+            f"{not_a(protocol)}: the value is not {codec}-compressed ({reason})"
+        ) from None
 
 
 def check(
@@ -140,19 +145,37 @@ def _claim_json(key: bytes | None, value: bytes) -> bytes:
     return b'{"key":' + b64(key) + b',"value":' + b64(value) + b"}"
 
 
+_FILE_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+
+
+def read_claim(
+    upstream: Upstream, location: str, raw: bool, protocol: str
+) -> tuple[bytes | None, bytes]:
+    """The record of the claim-check file a message names, read through `upstream`. The
+    location comes from the record: its file name must be one TiCDC writes (no NUL, no
+    `..`), whatever the message says."""
+    name = location.rsplit("/", 1)[-1]
+    if not _FILE_NAME.fullmatch(name) or name in (".", ".."):
+        raise DecodeError(
+            f"{not_a(protocol)}: claim-check location {location[:80]!r} names no file"
+        )
+    return unclaim(upstream.read_claim(location), raw)
+
+
 def unclaim(content: bytes, raw: bool) -> tuple[bytes | None, bytes]:
     """The record a claim-check file holds: (key, value)."""
     if raw:
         return None, content
-    try:
-        message = orjson.loads(content)
-        key, value = message["key"], message["value"]
-        return (
-            None if key is None else base64.b64decode(key, validate=True),
-            base64.b64decode(value, validate=True),
-        )
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise DecodeError(f"not a claim-check file ({e})") from None
+    claim = Fields(json_document(content, "claim-check", noun="file"), "claim-check", noun="file")
+    key, value = claim.maybe("key", str), claim.text("value")
+    return (
+        None if key is None else claim.convert("key", "base64", _base64, key),
+        claim.convert("value", "base64", _base64, value),
+    )
+
+
+def _base64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
 
 
 def from_upstream(row: DecodedRow, upstream: Upstream | None) -> DecodedRow:

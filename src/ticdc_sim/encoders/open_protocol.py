@@ -22,8 +22,6 @@ from functools import partial
 from operator import add, methodcaller
 from typing import Any
 
-import orjson
-
 from ticdc_sim.encoders import (
     MAX_RECORD_OVERHEAD,
     CodecConfig,
@@ -37,6 +35,7 @@ from ticdc_sim.encoders import (
     large,
 )
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
+from ticdc_sim.encoders.reading import Fields, json_document, not_a
 from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.errors import DecodeError, EncodeError
 from ticdc_sim.golang import json as gj
@@ -371,11 +370,25 @@ def _frame_values(values: list[bytes]) -> bytes:
 
 # -- decoding ----------------------------------------------------------------------------------
 
+PROTOCOL = "open-protocol"
+_MYSQL_TYPES = {int(t): t for t in M}
 
-def _split(data: bytes) -> list[bytes]:
-    out, pos = [], 0
+
+def _split(data: bytes, start: int, what: str) -> list[bytes]:
+    """The u64be-length-prefixed frames of a record's key (after its version) or value."""
+    out, pos = [], start
     while pos < len(data):
+        if len(data) - pos < 8:
+            raise DecodeError(
+                f"{not_a(PROTOCOL)}: {len(data) - pos} bytes at byte {pos} of the"
+                f" {what}, too few for a length"
+            )
         (size,) = _U64.unpack_from(data, pos)
+        if size > len(data) - pos - 8:
+            raise DecodeError(
+                f"{not_a(PROTOCOL)}: the {what}'s event at byte {pos} claims"
+                f" {size} bytes, {len(data) - pos - 8} are left"
+            )
         out.append(data[pos + 8 : pos + 8 + size])
         pos += 8 + size
     return out
@@ -397,7 +410,7 @@ def parse_column(column: dict[str, Any]) -> Any:
     if tp == M.NEWDECIMAL:
         return Decimal(value)
     if tp in BLOB_TYPES:
-        raw = base64.b64decode(value)
+        raw = base64.b64decode(value, validate=True)
         return raw if binary else raw.decode("utf-8", "surrogateescape")
     if tp in _STRING_TYPES and binary:
         return go_unquote_inner(value)
@@ -405,37 +418,47 @@ def parse_column(column: dict[str, Any]) -> Any:
 
 
 class Decoder:
+    """open_protocol_decoder.go, strict: a record that is not what the open protocol writes
+    is a DecodeError naming the event, the field or the byte (`reading`)."""
+
     def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
         self.config = config
         self.upstream = upstream
 
     def decode(self, key: bytes | None, value: bytes | None, claimed: str = "") -> list[Decoded]:
         if key is None or len(key) < 8 or _U64.unpack_from(key, 0)[0] != BATCH_VERSION:
-            raise ValueError("not an open-protocol record: the key lacks the batch version")
-        keys = _split(key[8:])
-        values = _split(value or b"")
+            raise DecodeError(f"{not_a(PROTOCOL)}: the key does not start with the batch version 1")
+        keys = _split(key, 8, "key")
+        values = _split(value or b"", 0, "value")
+        if len(values) != len(keys):
+            raise DecodeError(
+                f"{not_a(PROTOCOL)}: {len(keys)} events in the key, {len(values)} in the value"
+            )
         compression = self.config.large_message_handle_compression
         out: list[Decoded] = []
-        for i, raw_key in enumerate(keys):
-            k = orjson.loads(raw_key)
-            kind = k["t"]
+        for i, (raw_key, raw_value) in enumerate(zip(keys, values, strict=True)):
+            k = Fields(json_document(raw_key, PROTOCOL, f"key[{i}]"), PROTOCOL, f"key[{i}]")
+            kind = k.integer("t")
             if kind == RESOLVED:
-                out.append(DecodedCheckpoint(k["ts"]))
+                out.append(DecodedCheckpoint(k.ts("ts") or 0))
                 continue
-            v = orjson.loads(large.decompress(compression, values[i]))
-            schema, table = k.get("scm", ""), k.get("tbl", "")
+            data = large.decompress(compression, raw_value, PROTOCOL)
+            v = Fields(json_document(data, PROTOCOL, f"value[{i}]"), PROTOCOL, f"value[{i}]")
+            schema, table = k.maybe("scm", str) or "", k.maybe("tbl", str) or ""
             if kind == DDL:
-                out.append(DecodedDDL(schema, table, k["ts"], v["q"], v["t"]))
+                out.append(DecodedDDL(schema, table, k.ts("ts"), v.text("q"), v.integer("t")))
                 continue
+            if kind != ROW:
+                raise k.fail(f"`key[{i}].t` {kind} is not 1 (row), 2 (DDL) or 3 (resolved)")
             row = _row(k, v, schema, table)
-            location = k.get("ccl")
+            location = k.maybe("ccl", str)
             if location and claimed:
                 raise DecodeError(f"claim-check file {claimed!r} names another one, {location!r}")
-            if k.get("ohk"):  # open_protocol_decoder.go NextRowChangedEvent
+            if k.maybe("ohk", bool):  # open_protocol_decoder.go NextRowChangedEvent
                 row = large.from_upstream(row, self.upstream)
             elif location and self.upstream is not None:
-                content = self.upstream.read_claim(location)
-                out += self.decode(*large.unclaim(content, raw=False), claimed=location)
+                claim = large.read_claim(self.upstream, location, False, PROTOCOL)
+                out += self.decode(*claim, claimed=location)
                 continue
             named = location or claimed  # as sent without an upstream, or as read from the file
             out.append(
@@ -444,17 +467,39 @@ class Decoder:
         return out
 
 
-def _row(k: dict[str, Any], v: dict[str, Any], schema: str, table: str) -> DecodedRow:
-    extra: dict[str, Any] = {name: k[name] for name in ("rid", "ptn") if name in k}
-    new = {n: parse_column(c) for n, c in v["u"].items()} if "u" in v else None
-    old = {n: parse_column(c) for n, c in v["p"].items()} if "p" in v else None
-    image = v.get("d") or v.get("u") or {}
-    handle = tuple(n for n, c in image.items() if c["f"] & ColumnFlag.HANDLE_KEY)
-    ts = k["ts"]
-    if "d" in v:
-        gone = {n: parse_column(c) for n, c in v["d"].items()}
+def _image(v: Fields, field: str) -> dict[str, Any] | None:
+    """The columns of `u`, `p` or `d`, each `{"t": type, "f": flags, "v": value}`."""
+    image = v.maybe(field, dict)
+    if image is None:
+        return None
+    out = {}
+    for name, raw in image.items():
+        column = Fields(raw, PROTOCOL, f"{v.path}.{field}.{name}")
+        tp = _MYSQL_TYPES.get(column.integer("t"))
+        if tp is None:
+            raise column.fail(f"`{column.path}.t` {column.values['t']} is not a MySQL type code")
+        column.integer("f")
+        if "v" not in column.values:
+            raise column.fail(f"`{column.path}.v` is missing")
+        column.maybe("v", (str, int, float))  # a JSON scalar (or null) for parse_column
+        out[name] = column.convert("v", tp.name, parse_column, raw)
+    return out
+
+
+def _handle(image: dict[str, Any] | None, v: Fields, field: str) -> tuple[str, ...]:
+    raw = v.values.get(field) if image is not None else None
+    return tuple(n for n, c in (raw or {}).items() if c["f"] & ColumnFlag.HANDLE_KEY)
+
+
+def _row(k: Fields, v: Fields, schema: str, table: str) -> DecodedRow:
+    extra: dict[str, Any] = {name: k.values[name] for name in ("rid", "ptn") if name in k.values}
+    new, old, gone = _image(v, "u"), _image(v, "p"), _image(v, "d")
+    handle = _handle(gone, v, "d") or _handle(new, v, "u")
+    ts = k.ts("ts")
+    if gone is not None:
         return DecodedRow("delete", schema, table, ts, None, gone, extra, handle)
+    if new is None:
+        raise v.fail(f"`{v.path}` has no columns: none of u, p or d")
     if old is not None:
-        pre = {**(new or {}), **old}
-        return DecodedRow("update", schema, table, ts, new, pre, extra, handle)
+        return DecodedRow("update", schema, table, ts, new, {**new, **old}, extra, handle)
     return DecodedRow("insert", schema, table, ts, new, None, extra, handle)

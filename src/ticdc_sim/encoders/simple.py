@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import datetime as dt
 import io
 import json
@@ -37,7 +38,6 @@ from operator import add, is_, rshift
 from typing import Any, Literal, NamedTuple
 
 import fastavro
-import orjson
 
 from ticdc_sim.encoders import (
     MAX_RECORD_OVERHEAD,
@@ -54,11 +54,12 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer
+from ticdc_sim.encoders.reading import Fields, json_document
 from ticdc_sim.encoders.types import BLOB_TYPES, DDL_TYPES, type_to_str
 from ticdc_sim.encoders.varints import SMALL_LIMIT as _SMALL_LIMIT
 from ticdc_sim.encoders.varints import SMALL_VARINTS as _SMALL
 from ticdc_sim.encoders.varints import varint
-from ticdc_sim.errors import ConfigError, DecodeError, EncodeError
+from ticdc_sim.errors import ConfigError, DecodeError, EncodeError, shown
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32, format_f
 from ticdc_sim.model.actions import ActionType as A
@@ -793,21 +794,33 @@ class _Known(NamedTuple):
     keys: tuple[str, ...]
 
 
-def _known(schema: dict[str, Any]) -> _Known:
-    types = {c["name"]: c["dataType"]["mysqlType"] for c in schema["columns"]}
-    nullable = {c["name"]: c["nullable"] for c in schema["columns"]}
-    indexes = schema.get("indexes") or []
-    keys: list[str] = []
-    for ix in indexes:
-        if ix["primary"]:
-            keys = ix["columns"]
-            break
-    else:  # the handle key: the NOT NULL unique index with the fewest columns
+def _known(schema: Fields) -> _Known:
+    types: dict[str, str] = {}
+    nullable: dict[str, bool] = {}
+    for i, raw in enumerate(schema.need("columns", list)):
+        column = Fields(raw, schema.protocol, f"{schema.path}.columns[{i}]")
+        name = column.text("name")
+        types[name] = column.nested("dataType").text("mysqlType")
+        nullable[name] = bool(column.maybe("nullable", bool))
+    # (primary, unique, columns) of each index, its columns the table's
+    indexes: list[tuple[bool, bool, list[str]]] = []
+    for i, raw in enumerate(schema.maybe("indexes", list) or []):
+        index = Fields(raw, schema.protocol, f"{schema.path}.indexes[{i}]")
+        named = index.strings("columns") or []
+        unknown = [c for c in named if c not in types]
+        if unknown:
+            raise index.fail(f"`{index.path}` names columns {unknown} the table does not have")
+        indexes.append(
+            (bool(index.maybe("primary", bool)), bool(index.maybe("unique", bool)), named)
+        )
+    keys = next((named for primary, _, named in indexes if primary), None)
+    if keys is None:  # the handle key: the NOT NULL unique index with the fewest columns
         unique = [
-            ix for ix in indexes if ix["unique"] and not any(nullable[c] for c in ix["columns"])
+            named
+            for _, is_unique, named in indexes
+            if is_unique and not any(nullable[c] for c in named)
         ]
-        if unique:
-            keys = min(unique, key=lambda ix: len(ix["columns"]))["columns"]
+        keys = min(unique, key=len) if unique else []
     return _Known(types, tuple(keys))
 
 
@@ -854,99 +867,83 @@ def _checksum(image: dict[str, Any], known: _Known) -> int:
     return crc
 
 
+_DML_KINDS: dict[str, Literal["insert", "update", "delete"]] = {
+    "INSERT": "insert",
+    "UPDATE": "update",
+    "DELETE": "delete",
+}
+
+
 class Decoder:
     """Stateful, as TiCDC's: DML is read with the table schema its BOOTSTRAP or DDL message
-    taught, looked up by (database, table, schemaVersion)."""
+    taught, looked up by (database, table, schemaVersion). Strict: a record that is not what
+    simple writes is a DecodeError naming the field or the byte (`reading`)."""
 
     def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
         self.config = config
         self.upstream = upstream
         self.avro = config.encoding_format == "avro"
+        self.label = "simple Avro" if self.avro else "simple JSON"
         self.schemas: dict[tuple[str, str, int], _Known] = {}
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
         if value is None:
-            raise DecodeError("not a simple message: no value")
-        try:
-            return [self._decode(value)]
-        except DecodeError:
-            raise
-        except Exception as e:  # truncated or corrupted: what and where, never a traceback
-            kind = "Avro" if self.avro else "JSON"
-            raise DecodeError(f"not a simple {kind} message ({type(e).__name__}: {e})") from None
+            raise DecodeError(f"not a {self.label} message: no value")
+        return [self._decode(value)]
 
     def learn(self, value: bytes | None) -> None:
         """Take the table schema of a BOOTSTRAP or DDL message and pass over the others
         cheaply: what a consumer that reads records out of order (the service's pages of
-        messages) is first shown, in sending order."""
+        messages) is first shown, in sending order. A record it cannot read teaches nothing;
+        decoding it says why."""
         if value is None:
             return
-        data = large.decompress(self.config.large_message_handle_compression, value)
+        try:
+            data = large.decompress(self.config.large_message_handle_compression, value, "")
+        except DecodeError:
+            return
         # Avro: the Message branch, then its type (BOOTSTRAP 1, DDL 2: zigzag 02, 04)
         schema = data[1:2] in (b"\x02", b"\x04") if self.avro else b'"tableSchema"' in data
         if schema:
-            self._decode(value)
+            with contextlib.suppress(DecodeError):
+                self._decode(value)
 
-    def _message(self, value: bytes) -> dict[str, Any]:
-        data = large.decompress(self.config.large_message_handle_compression, value)
+    def _message(self, value: bytes) -> Fields:
+        data = large.decompress(self.config.large_message_handle_compression, value, self.label)
         if not self.avro:
-            message = orjson.loads(data)
-            if not isinstance(message, dict):
-                raise ValueError("not a JSON object")
-            return message
-        read: Any = fastavro.schemaless_reader(
-            io.BytesIO(data),
-            avro_schema(),
-            None,
-            return_record_name=True,
-            handle_unicode_errors="surrogateescape",
-        )
-        name, body = read
-        if name != "com.pingcap.simple.avro.Message":
-            raise ValueError(f"an Avro {name}, not a Message")
-        _, payload = body["payload"]
-        message = {**payload, "type": payload.get("type", body["type"])}
-        for field in ("tableSchema", "preTableSchema"):
-            branch = message.get(field)
-            if isinstance(branch, tuple):
-                branch = branch[1]
-            if branch is not None:
-                message[field] = {"schema": branch["database"], **branch}
-        for field in ("data", "old"):
-            image = message.get(field)
-            if image is not None:
-                message[field] = {k: v[1] if isinstance(v, tuple) else v for k, v in image.items()}
-        checksum = message.get("checksum")
-        if isinstance(checksum, tuple):
-            message["checksum"] = checksum[1]
-        return message
+            return Fields(json_document(data, self.label), self.label)
+        return Fields(_avro_message(data), self.label)
 
-    def _learn(self, schema: dict[str, Any] | None) -> None:
-        if schema is not None:
-            self.schemas[schema["schema"], schema["table"], schema["version"]] = _known(schema)
+    def _learn(self, message: Fields, field: str) -> tuple[str, str]:
+        """The schema and table of the message's `field` table schema, learnt; ("", "")
+        without one."""
+        if message.maybe(field, dict) is None:
+            return "", ""
+        schema = message.nested(field)
+        db, table = schema.text("schema"), schema.text("table")
+        version = schema.integer("version")
+        self.schemas[db, table, version] = _known(schema)
+        return db, table
 
     def _decode(self, value: bytes, claimed: str = "") -> Decoded:
         message = self._message(value)
-        kind = message["type"]
+        kind = message.text("type")
         if kind == "WATERMARK":
-            return DecodedCheckpoint(message["commitTs"])
+            return DecodedCheckpoint(message.ts("commitTs") or 0)
         if kind == "BOOTSTRAP":
-            schema = message["tableSchema"]
-            self._learn(schema)
-            return DecodedBootstrap(
-                schema["schema"], schema["table"], schema["tableID"], schema["version"]
-            )
-        if kind not in ("INSERT", "UPDATE", "DELETE", "DML"):
-            self._learn(message.get("preTableSchema"))
-            schema = message.get("tableSchema")
-            self._learn(schema)
-            db, table = (schema["schema"], schema["table"]) if schema else ("", "")
-            return DecodedDDL(db, table, message["commitTs"], message.get("sql", ""), kind)
-        return self._row(message, claimed)
+            db, table = self._learn(message, "tableSchema")
+            schema = message.nested("tableSchema")
+            return DecodedBootstrap(db, table, schema.integer("tableID"), schema.integer("version"))
+        if kind not in _DML_KINDS and kind != "DML":
+            self._learn(message, "preTableSchema")
+            db, table = self._learn(message, "tableSchema")
+            sql = message.maybe("sql", str) or ""
+            return DecodedDDL(db, table, message.ts("commitTs"), sql, kind)
+        return self._row(message, kind, claimed)
 
-    def _row(self, message: dict[str, Any], claimed: str) -> Decoded:
-        db, table = message["database"], message["table"]
-        version = message.get("schemaVersion", 0)
+    def _row(self, message: Fields, kind: str, claimed: str) -> Decoded:
+        db, table = message.text("database"), message.text("table")
+        version = message.maybe("schemaVersion", int) or 0
         known = self.schemas.get((db, table, version))
         if known is None:
             raise DecodeError(
@@ -955,38 +952,91 @@ class Decoder:
             )
 
         def image(name: str) -> dict[str, Any] | None:
-            got = message.get(name)
+            got = message.maybe(name, dict)
             if got is None:
                 return None
-            return {k: _value(known.types[k], v) for k, v in got.items()}
+            values, out = message.nested(name), {}
+            for column, raw in got.items():
+                mysql_type = known.types.get(column)
+                if mysql_type is None:
+                    raise message.fail(
+                        f"column {shown(column)} of `{name}` is not in {db}.{table}'s schema"
+                        f" version {version}"
+                    )
+                out[column] = values.convert(column, mysql_type, _value, mysql_type, raw)
+            return out
 
         data, old = image("data"), image("old")
-        kind: Literal["insert", "update", "delete"] = (
+        row_kind = _DML_KINDS.get(kind) or (
             "insert" if old is None else "delete" if data is None else "update"
         )
-        if message["type"] in ("INSERT", "UPDATE", "DELETE"):
-            kind = message["type"].lower()
-        extra: dict[str, Any] = {"tableID": message["tableID"], "schemaVersion": version}
-        checksum = message.get("checksum")
-        if checksum:  # common.VerifyChecksum, as TiCDC's consumer does
-            extra["checksum"] = checksum
-            for image_name, field in (("data", "current"), ("old", "previous")):
-                got = data if image_name == "data" else old
-                want = checksum[field] & 0xFFFFFFFF
-                if got is not None and want and _checksum(got, known) != want:
+        commit_ts = message.ts("commitTs")
+        extra: dict[str, Any] = {"tableID": message.integer("tableID"), "schemaVersion": version}
+        checksum = message.nested("checksum", optional=True)
+        if checksum.values:  # common.VerifyChecksum, as TiCDC's consumer does
+            extra["checksum"] = checksum.values
+            for got, field in ((data, "current"), (old, "previous")):
+                want = checksum.integer(field) & 0xFFFFFFFF
+                if got is None or not want:
+                    continue
+                if checksum.convert(field, "checksum", _checksum, got, known) != want:
                     raise DecodeError(
-                        f"simple DML of {db}.{table} at commit ts {message['commitTs']}: the"
-                        f" {field} checksum {want} does not match its values (checksum corrupted)"
+                        f"simple DML of {db}.{table} at commit ts {commit_ts}: the {field}"
+                        f" checksum {want} does not match its values (checksum corrupted)"
                     )
-        row = DecodedRow(kind, db, table, message["commitTs"], data, old, extra, known.keys)
-        location = message.get("claimCheckLocation")
+        row = DecodedRow(row_kind, db, table, commit_ts, data, old, extra, known.keys)
+        location = message.maybe("claimCheckLocation", str)
         if location and claimed:
             raise DecodeError(f"claim-check file {claimed!r} names another one, {location!r}")
         if location and self.upstream is not None:
-            content = self.upstream.read_claim(location)
-            _, whole = large.unclaim(content, self.config.claim_check_raw_value)
+            _, whole = large.read_claim(
+                self.upstream, location, self.config.claim_check_raw_value, self.label
+            )
             return self._decode(whole, location)
-        if message.get("handleKeyOnly"):
+        if message.maybe("handleKeyOnly", bool):
             return large.from_upstream(row, self.upstream)
         named = location or claimed  # as sent without an upstream, or as read from the file
         return replace(row, extra={**extra, "claimCheckLocation": named}) if named else row
+
+
+def _avro_message(data: bytes) -> dict[str, Any]:
+    """An Avro Message read into the JSON message's shape; fastavro's failure on bytes that
+    are not one is said with the byte it stopped at."""
+    stream = io.BytesIO(data)
+    try:
+        read: Any = fastavro.schemaless_reader(
+            stream,
+            avro_schema(),
+            None,
+            return_record_name=True,
+            handle_unicode_errors="surrogateescape",
+        )
+    except Exception as e:  # fastavro raises EOFError, ValueError, IndexError ... on garbage
+        raise DecodeError(
+            f"not a simple Avro message: unreadable at byte {stream.tell()}"
+            f" ({type(e).__name__}: {shown(str(e), 80)})"
+        ) from None
+    if stream.tell() != len(data):
+        raise DecodeError(
+            f"not a simple Avro message: {len(data) - stream.tell()} bytes left over after"
+            f" the message's {stream.tell()}"
+        )
+    name, body = read  # the schema is a union of named types; a record is its Message
+    if name != "com.pingcap.simple.avro.Message":
+        raise DecodeError(f"not a simple Avro message: an Avro {name.rsplit('.', 1)[-1]}")
+    _, payload = body["payload"]
+    message = {**payload, "type": payload.get("type", body["type"])}
+    for field in ("tableSchema", "preTableSchema"):
+        branch = message.get(field)
+        if isinstance(branch, tuple):
+            branch = branch[1]
+        if branch is not None:
+            message[field] = {"schema": branch["database"], **branch}
+    for field in ("data", "old"):
+        image = message.get(field)
+        if image is not None:
+            message[field] = {k: v[1] if isinstance(v, tuple) else v for k, v in image.items()}
+    checksum = message.get("checksum")
+    if isinstance(checksum, tuple):
+        message["checksum"] = checksum[1]
+    return message

@@ -30,6 +30,19 @@ class PartitionDispatcher(Protocol):
     def dispatch(self, event: RowChangedEvent, partitions: int) -> tuple[int, str]: ...
 
 
+# a rule's `partition` (lower-cased) -> the dispatcher it names (event_router.go
+# getPartitionDispatcher; `rowid` is index-value's old name)
+PARTITION_DISPATCHERS = {
+    "": "table",
+    "default": "table",
+    "table": "table",
+    "ts": "ts",
+    "index-value": "index-value",
+    "rowid": "index-value",
+    "columns": "columns",
+}
+
+
 @dataclass(frozen=True)
 class DispatchRule:
     """One `[[sink.dispatchers]]` entry (`partition` also read from the deprecated
@@ -75,12 +88,12 @@ class EventRouter:
         )
 
     def _partition_dispatcher(self, rule: DispatchRule) -> PartitionDispatcher:
-        name = rule.partition.lower()
-        if name in ("default", "table", ""):
+        name = PARTITION_DISPATCHERS.get(rule.partition.lower())
+        if name == "table":
             return TableDispatcher()
         if name == "ts":
             return TsDispatcher()
-        if name in ("index-value", "rowid"):
+        if name == "index-value":
             return IndexValueDispatcher(rule.index, self.profile)
         if name == "columns":
             return ColumnsDispatcher(list(rule.columns), self.profile)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ticdc_sim.config import Changefeed, parse_sink_uri
+from ticdc_sim.config import Changefeed, parse_sink_uri, sink_uri_text
 from ticdc_sim.errors import SimError
 from ticdc_sim.service.runtime import TooLarge
 from ticdc_sim.service.settings import Settings
@@ -32,8 +32,7 @@ def sink_uri(text: str, settings: Settings) -> str:
     uri = parse_sink_uri(text)
     if uri.scheme in ("jsonl", "parquet"):
         path = inside(settings.data_dir, Path(uri.target), f"{uri.scheme}:// directory")
-        query = urlsplit(text.strip()).query
-        return f"{uri.scheme}://{path}" + (f"?{query}" if query else "")
+        return sink_uri_text(uri.scheme, str(path), urlsplit(text.strip()).query)
     if uri.scheme == "kafka":
         hosts = [h.strip() for h in uri.target.split(",") if h.strip()]
         refused = [h for h in hosts if h not in settings.kafka_allow]
