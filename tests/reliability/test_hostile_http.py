@@ -442,8 +442,8 @@ CASES = [
         CF,
         400,
         "CDC:ErrSinkURIInvalid",
-        "sink URI '::::': unknown scheme '' (simulated: kafka://, kafka+ssl://, jsonl://,"
-        " parquet://, memory://, blackhole://)",
+        "sink URI '::::': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://,"
+        " jsonl://, parquet://, memory://, blackhole://)",
         json={"sink_uri": "::::"},
     ),
     refused(
@@ -499,17 +499,28 @@ CASES = [
         CF,
         400,
         "CDC:ErrInvalidReplicaConfig",
-        "unknown protocol 'nope' (simulated: canal-json, craft, open-protocol, simple)",
+        "sink URI parameter protocol: unknown protocol 'nope'"
+        " (simulated: canal-json, craft, open-protocol, simple)",
         json={"sink_uri": "memory://?protocol=nope"},
+    ),
+    refused(
+        "partition-num-over-the-service-limit",
+        "POST",
+        CF,
+        413,
+        "SIM:TooLarge",
+        "partition-num 5000 is over the 1024 partitions a changefeed may have here"
+        " (TICDC_SIM_MAX_PARTITIONS)",
+        json={"sink_uri": "jsonl://many?protocol=canal-json&partition-num=5000"},
     ),
     refused(
         "partition-num-100-million",
         "POST",
         CF,
-        413,
-        "SIM:TooLarge",
-        "partition-num 100000000 is over the 1024 partitions a changefeed may have here"
-        " (TICDC_SIM_MAX_PARTITIONS)",
+        400,
+        "CDC:ErrInvalidReplicaConfig",
+        "sink URI parameter partition-num: must be at most 10000 (the simulator's limit),"
+        " got 100000000",
         json={"sink_uri": "jsonl://many?protocol=canal-json&partition-num=100000000"},
     ),
     refused(
@@ -554,7 +565,7 @@ CASES = [
         CF,
         400,
         "CDC:ErrInvalidReplicaConfig",
-        "replica_config: sink.dispatchers: expected [[sink.dispatchers]] tables, got 'x'",
+        "replica_config: sink.dispatchers: expected a list of dispatcher rules, got 'x'",
         json={"sink_uri": MEMORY, "replica_config": {"sink": {"dispatchers": "x"}}},
     ),
     *(  # the default changefeed writes {data}/default
@@ -890,6 +901,7 @@ CASES = [
                     "line": 1,
                     "column": 1,
                     "affected_rows": 0,
+                    "last_insert_id": 0,
                     "commit_ts": None,
                     "columns": ["e"],
                     "rows": [["é"]],
