@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ticdc_sim.config import changefeed, parse_changefeed_toml, parse_sink_uri
+from ticdc_sim.config import changefeed, parse_changefeed_toml, parse_replica_config, parse_sink_uri
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.partitioning.router import DispatchRule
 
@@ -215,3 +215,33 @@ def test_kafka_uri_brokers_topic_and_tls() -> None:
     assert config["bootstrap.servers"] == "h1:9092,h2:9092"
     assert (config["security.protocol"], config["sasl.mechanism"]) == ("SASL_SSL", "PLAIN")
     assert changefeed("kafka://h:1/orders?protocol=canal-json").topic == "orders"
+
+
+def test_kafka_config_producer_keys_merge_into_the_sink_uri_the_uri_winning() -> None:
+    """tiflow pkg/sink/kafka/options.go mergeConfig: [sink.kafka-config]'s TLS, SASL and
+    producer keys reach the Kafka producer; a URI parameter of the same name wins."""
+    from ticdc_sim.sinks.kafka import client_config
+
+    toml = (
+        "[sink.kafka-config]\n"
+        'sasl-user = "from-config"\nsasl-password = "secret"\nsasl-mechanism = "plain"\n'
+        'required-acks = 1\nkafka-client-id = "sim"\ninsecure-skip-verify = false\n'
+    )
+    feed = changefeed("kafka://127.0.0.1:9092/t?protocol=canal-json&sasl-user=from-uri", toml)
+    config = client_config(feed.sink)
+    assert config["sasl.username"] == "from-uri"
+    assert config["sasl.password"] == "secret"
+    assert config["sasl.mechanism"] == "PLAIN"
+    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    assert config["client.id"] == "sim"
+    assert feed.sink.params["required-acks"] == "1"
+    json_config = {"sink": {"kafka_config": {"sasl_user": "u", "enable_tls": True}}}
+    feed = changefeed(
+        "kafka://127.0.0.1:9092/t?protocol=canal-json",
+        configured=parse_replica_config(json_config),
+    )
+    assert (feed.sink.params["sasl-user"], feed.sink.params["enable-tls"]) == ("u", "true")
+    with pytest.raises(ConfigError, match="required-acks: '1' is not an integer"):
+        changefeed(
+            "kafka://h:9092/t?protocol=canal-json", '[sink.kafka-config]\nrequired-acks = "1"\n'
+        )

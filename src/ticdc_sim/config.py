@@ -501,6 +501,44 @@ def sink_uri_text(scheme: str, target: str, query: str = "") -> str:
 Path = tuple[str, ...]
 
 # key path (TOML's spelling) -> (setting, parser)
+# [sink.kafka-config] keys TiCDC merges into the sink URI's Kafka options, the URI's own
+# winning (tiflow pkg/sink/kafka/options.go mergeConfig), each read with its Go type; they
+# reach the Kafka sink as URI parameters
+_KAFKA_FROM_CONFIG: dict[str, Parse] = {
+    "replication-factor": _replication_factor,
+    "kafka-version": _text,
+    "compression": _text,
+    "kafka-client-id": _text,
+    "auto-create-topic": _bool,
+    "dial-timeout": _duration,
+    "write-timeout": _duration,
+    "read-timeout": _duration,
+    "required-acks": _any_int,
+    "enable-tls": _bool,
+    "ca": _text,
+    "cert": _text,
+    "key": _text,
+    "insecure-skip-verify": _bool,
+    "sasl-user": _text,
+    "sasl-password": _text,
+    "sasl-mechanism": _text,
+    "sasl-gssapi-auth-type": _text,
+    "sasl-gssapi-keytab-path": _text,
+    "sasl-gssapi-kerberos-config-path": _text,
+    "sasl-gssapi-service-name": _text,
+    "sasl-gssapi-user": _text,
+    "sasl-gssapi-password": _text,
+    "sasl-gssapi-realm": _text,
+    "sasl-gssapi-disable-pafxfast": _bool,
+}
+_KAFKA_PARAM = "kafka-param:"  # the setting name's prefix of those
+
+
+def _as_param(value: Any) -> str:
+    """A config value as the URI parameter's text."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("case-sensitive",): ("case_sensitive", _bool),
     ("force-replicate",): ("force_replicate", _bool),
@@ -517,6 +555,10 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
     ("sink", "kafka-config", "partition-num"): ("partition_num", _partition_num),
     ("sink", "kafka-config", "max-message-bytes"): ("max_message_bytes", _positive),
+    **{
+        ("sink", "kafka-config", name): (_KAFKA_PARAM + name, parse)
+        for name, parse in _KAFKA_FROM_CONFIG.items()
+    },
     ("sink", "kafka-config", "output-raw-change-event"): ("output_raw_change_event", _bool),
     ("sink", "kafka-config", "codec-config", "enable-tidb-extension"): (
         "enable_tidb_extension",
@@ -568,7 +610,7 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("sink", "tidb-source-id"),
         ("sink", "enable-kafka-sink-v2"),
         ("sink", "debezium-disable-schema"),
-        *(("sink", "kafka-config", k) for k in sorted(_URI_IGNORED)),
+        *(("sink", "kafka-config", k) for k in sorted(_URI_IGNORED - set(_KAFKA_FROM_CONFIG))),
         ("sink", "kafka-config", "sasl-oauth-client-id"),
         ("sink", "kafka-config", "sasl-oauth-client-secret"),
         ("sink", "kafka-config", "sasl-oauth-token-url"),
@@ -816,6 +858,12 @@ def changefeed(
     settings = dict(configured or {})
     if toml_text is not None:
         settings = parse_changefeed_toml(toml_text, toml_source or "changefeed.toml")
+    merged = {
+        key[len(_KAFKA_PARAM) :]: _as_param(settings.pop(key))
+        for key in [k for k in settings if k.startswith(_KAFKA_PARAM)]
+    }
+    if merged:
+        sink = replace(sink, params={**merged, **sink.params})
     for name, value in sink.params.items():
         if name in _URI_PARAMS:
             setting, parse = _URI_PARAMS[name]
