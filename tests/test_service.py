@@ -773,3 +773,19 @@ def test_statements_report_the_insert_id(client: TestClient) -> None:
         "UPDATE ai SET v = 0;",
     )
     assert [s["last_insert_id"] for s in done["statements"]] == [0, 1, 150, 0]
+
+
+def test_a_changefeeds_warnings_are_logged_and_in_its_status(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = {
+        "changefeed_id": "warned",
+        "sink_uri": "memory://?protocol=open-protocol",
+        "replica_config": {"sink": {"dispatchers": [{"matcher": ["*.*"], "partition": "nope"}]}},
+    }
+    assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+    warnings = client.get("/api/v2/changefeeds/warned/status").json()["warnings"]
+    assert len(warnings) == 1 and "nope" in warnings[0]
+    assert [r.getMessage() for r in caplog.records if r.name == "ticdc_sim.service"] == [
+        f"changefeed warned: {warnings[0]}"
+    ]

@@ -297,6 +297,11 @@ class ChangefeedStatus(BaseModel):
     messages: dict[str, dict[str, int]] = Field(
         description="ours: records sent per topic and partition"
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="ours: what TiCDC would log of this changefeed (its config, its routing),"
+        " one line per kind, with how often it came",
+    )
 
 
 class ChangefeedList(BaseModel):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import threading
 import time
 from collections import deque
@@ -53,6 +54,7 @@ from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
 
 Change = RowChangedEvent | DDLEvent  # what a transaction commits
+_LOG = logging.getLogger("ticdc_sim.service")
 
 
 class Conflict(SimError):
@@ -334,6 +336,8 @@ class Feed:
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
         self.pipeline = Pipeline(self.changefeed, logged, self.warnings)
+        for warning in self.warnings:  # the config's, as TiCDC logs them when it starts one
+            _LOG.warning("changefeed %s: %s", spec.id, warning)
         assert isinstance(self.pipeline.sink, FaultySink)
         self.faulty: FaultySink = self.pipeline.sink
         self.armed: list[str] = []  # faults for the next request's records

@@ -192,6 +192,7 @@ async def changefeed_status(
         checkpoint_ts=feed.checkpoint_ts,
         last_error=_running_error(feed),
         messages=counts,
+        warnings=[str(w) for w in feed.warnings],
     )
 
 
