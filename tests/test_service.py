@@ -789,3 +789,21 @@ def test_a_changefeeds_warnings_are_logged_and_in_its_status(
     assert [r.getMessage() for r in caplog.records if r.name == "ticdc_sim.service"] == [
         f"changefeed warned: {warnings[0]}"
     ]
+
+
+def test_a_record_the_decoder_refuses_is_shown_undecodable(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ticdc_sim.errors import DecodeError
+
+    sql(client, "CREATE TABLE u (id INT PRIMARY KEY)")
+    feed = client.app.state.sim.registry.get("default").feed("default")  # type: ignore[attr-defined]
+
+    def refuse(key: bytes | None, value: bytes | None) -> Any:
+        raise DecodeError("not a canal-json message: no `type`")
+
+    monkeypatch.setattr(feed.decoder, "decode", refuse)
+    page = feed_messages(client, decode="true")
+    assert {m["decoded"][0]["error"] for m in page["messages"]} == {
+        "not a canal-json message: no `type`"
+    }

@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from ticdc_sim.errors import SimError
 from ticdc_sim.jsonout import decoded_record
 from ticdc_sim.service.models import (
     CheckpointResult,
@@ -148,8 +149,8 @@ def _message(feed: Feed, record: Record, decode: bool) -> Message:
     if decode:
         try:
             decoded = [decoded_record(e) for e in feed.decoder.decode(record.key, record.value)]
-        except Exception as e:  # a record this protocol cannot read: said, not raised
-            decoded = [{"type": "undecodable", "error": f"{type(e).__name__}: {e}"}]
+        except SimError as e:  # a record this protocol cannot read: said, not raised
+            decoded = [{"type": "undecodable", "error": str(e)}]
         try:
             orjson.dumps(decoded)
         except orjson.JSONEncodeError:  # a value of bytes that are not UTF-8, as a str
