@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -91,66 +92,89 @@ def events(raw: dict[str, Any]) -> list[DDLEvent | RowChangedEvent]:
 # -- the spec ------------------------------------------------------------------------------------
 
 
+COLUMN_KEYS = (
+    "faker, template, locale, unique, sequence, start, step, uniform, normal, zipf, choice,"
+    " ref, length, null_rate, min, max"
+)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (
             lambda s: s["tables"][1]["columns"]["amount"].update(unifrom=[1, 2]),
-            "tables[1].columns.amount.unifrom: Extra inputs",
+            "tables[1].columns.amount.unifrom: unknown key; did you mean uniform? a column"
+            f" takes {COLUMN_KEYS}",
         ),
         (
             lambda s: s["operations"].update(mix={"insert": 0, "update": 0}),
-            "operations.mix: Value error, at least one operation",
+            "operations.mix: at least one operation needs a weight above 0",
         ),
         (
             lambda s: s["tables"][0].update(ddl_file="x.sql"),
-            "tables[0]: Value error, give the table as `ddl`",
+            "tables[0]: give the table as `ddl` (inline) or `ddl_file`, one of them",
         ),
         (
             lambda s: s["tables"][0]["columns"]["name"].update(uniform=[1, 2]),
-            "one generator a column, not faker and uniform",
+            "tables[0].columns.name: one generator a column, not faker and uniform",
         ),
-        (lambda s: s.update(colour=1), "colour: Extra inputs are not permitted"),
+        (
+            lambda s: s.update(colour=1),
+            "colour: unknown key; the top level takes seed, database, tables, operations,"
+            " storyline, initial_batch",
+        ),
         (
             lambda s: s["tables"][0].update(key_updates={"share": 0}),
-            "tables[0].key_updates.share: Input should be greater than 0",
+            "tables[0].key_updates.share: must be above 0, not 0",
         ),
         (
             lambda s: s["operations"].update(transaction_size={"max": 3, "choice": {1: 1}}),
-            "operations.transaction_size: Value error, `min`/`max` or `choice`",
+            "operations.transaction_size: `min`/`max` or `choice`, not both",
         ),
         (
             lambda s: s["operations"].update(transaction_size={"choice": {0: 1}}),
-            "operations.transaction_size.choice[0] (the key): Input should be greater than or equal to 1",
+            "operations.transaction_size.choice: key 0: must be at least 1, not 0",
         ),
         (
             lambda s: s["tables"][0].update(rows=10**23),
-            "tables[0].rows: Input should be less than or equal to 1000000000000000",
+            "tables[0].rows: must be at most 1,000,000,000,000,000, not 100000000000000000000000",
         ),
         (
             lambda s: s["operations"].update(events=None, duration_s=float("inf")),
-            "operations.duration_s: Input should be a finite number",
+            "operations.duration_s: must be a finite number, not inf",
         ),
         (
             lambda s: s["operations"].update(events=None, duration_s=1e15),
-            "duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
+            "operations: duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
         ),
         (
             lambda s: s["operations"].update(commit_rate=1e-9),
-            "operations.commit_rate: Input should be greater than or equal to 0.001",
+            "operations.commit_rate: must be at least 0.001, not 1e-09",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(status={"choice": {}}),
-            "tables[1].columns.status.choice: Value should have at least 1 item",
+            "tables[1].columns.status.choice: needs at least 1 item"
+            " (e.g. `status: {choice: {new: 5, paid: 3, shipped: 2}}`)",
+        ),
+        (
+            lambda s: s["tables"][1]["columns"].update(amount={"uniform": 5}),
+            "tables[1].columns.amount.uniform: expected [low, high], not 5"
+            " (e.g. `amount: {uniform: [1, 500]}`)",
+        ),
+        (
+            lambda s: s["operations"].update(keys="zipf"),
+            "operations.keys: expected {uniform, zipf, hotspot, hot}, not 'zipf'"
+            " (e.g. `keys: {zipf: 1.1}`)",
         ),
     ],
 )
 def test_spec_errors_name_their_path(change: Any, message: str) -> None:
+    """In the spec's words: the option's path, its shape and an example, what was given."""
     raw = spec()
     change(raw)
     with pytest.raises(SpecError) as error:
         parse(raw, "w.yaml")
-    assert message in str(error.value) and str(error.value).startswith("w.yaml: ")
+    assert str(error.value) == f"w.yaml: {message}"
 
 
 @pytest.mark.parametrize(
@@ -158,48 +182,111 @@ def test_spec_errors_name_their_path(change: Any, message: str) -> None:
     [
         (
             lambda s: s["tables"][0]["columns"].update(id={"faker": "name"}),
-            "customers.id: a primary or unique key column is a sequence",
+            "tables[0].columns.id: a drawn value 'Rebecca Turner' does not fit: Incorrect"
+            " integer value: 'Rebecca Turner' for column 'id'",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(code={"choice": ["a"]}),
-            "orders.code: a primary or unique key",
+            "tables[1].columns.code: choice gave no new value for row 2 in 100 draws (1 distinct"
+            " so far): too few for this run's rows, which must not repeat; a template with {row}"
+            ' (e.g. "{first_name}{row}") never runs out',
         ),
         (
             lambda s: s["tables"][1].update(update=["id"]),
-            "tables[1].update: key columns change by `key_updates` only",
+            "tables[1].update: key columns change by `key_updates` only (with fresh values, so"
+            " keys never collide)",
         ),
         (
             lambda s: s["tables"][1].update(key_updates={"share": 0.1, "columns": ["amount"]}),
-            "tables[1].key_updates.columns: amount is not a primary or unique key column",
+            "tables[1].key_updates.columns: amount is not a primary or unique key column of orders",
         ),
         (
             lambda s: s["tables"][0].update(key_updates={"share": 0.1}),
-            "ref customers.id: customers's key_updates change id",
+            "tables[1].columns.customer_id.ref: customers's key_updates change id; references to"
+            " such keys are not simulated yet",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(nope={}),
             "tables[1].columns.nope: orders has no such column",
         ),
         (
-            lambda s: s["tables"][0]["columns"].update(name={"faker": "no_such_provider"}),
-            "Faker has no provider 'no_such_provider'",
-        ),
-        (
             lambda s: s["tables"][1]["columns"].update(customer_id={"ref": "customers.name"}),
-            "ref customers.name: not the one-column primary key",
+            "tables[1].columns.customer_id.ref: customers.name is not the one-column primary key"
+            " of a table here",
         ),
         (
             lambda s: s["tables"][0].update(ddl="CREATE TABLE nokey (a INT)", columns={}),
-            "nokey needs a primary key",
+            "tables[0]: nokey needs a primary key (the rows' identity)",
         ),
-        (lambda s: s["tables"][0].update(ddl="CREATE TABLE bad (a INT"), "tables[0].ddl"),
+        (
+            lambda s: s["tables"][0].update(ddl="CREATE TABLE bad (a INT"),
+            "tables[0].ddl: line 1 column 23: ERROR 1064 (42000): You have an error in your SQL"
+            " syntax; check the manual that corresponds to your TiDB version for the right syntax"
+            ' to use line 1 column 23 near "INT" (Expecting ))',
+        ),
         (
             lambda s: s["tables"][1]["columns"].update(amount={"uniform": [1e12, 1e13]}),
-            "orders.amount: a drawn value",
+            "tables[1].columns.amount: a drawn value Decimal('5235696009014.00') does not fit:"
+            " Out of range value for column 'amount'",
         ),
         (
             lambda s: s["tables"][0]["columns"].update(city={"faker": "paragraph"}),
-            "(`length: [min, max]` cuts drawn strings to max characters)",
+            "tables[0].columns.city: a drawn value 'Book single decade church station two. Baby"
+            " move dark stop which.' does not fit: Data too long for column 'city' (`length:"
+            " [min, max]` cuts drawn strings to max characters)",
+        ),
+        (  # issue 25: a table entry that drops its own table
+            lambda s: s["tables"][0].update(ddl=CUSTOMERS + "; DROP TABLE customers"),
+            "tables[0].ddl: DROP TABLE `test`.`customers` leaves no table customers, which tables[0]"
+            " creates; DDL during the run goes in the storyline",
+        ),
+        (
+            lambda s: s["tables"][1].update(ddl=ORDERS + "; DROP TABLE customers"),
+            "tables[1].ddl: DROP TABLE `test`.`customers` leaves no table customers, which tables[0]"
+            " creates; DDL during the run goes in the storyline",
+        ),
+        (
+            lambda s: s["tables"][0].update(
+                ddl=CUSTOMERS + "; INSERT INTO customers (id) VALUES (1)"
+            ),
+            "tables[0].ddl: writes rows (customers): a table's `ddl` creates it; its rows come"
+            " from `rows` or `initial_from`",
+        ),
+        (
+            lambda s: s["tables"][0].update(
+                ddl=CUSTOMERS + "; CREATE TABLE extra (id INT PRIMARY KEY)"
+            ),
+            "tables[0].ddl: 2 CREATE TABLE statements: an entry of `tables` is one table",
+        ),
+        (
+            lambda s: s["tables"][0].update(ddl="CREATE DATABASE x"),
+            "tables[0].ddl: 0 CREATE TABLE statements: an entry of `tables` is one table",
+        ),
+        (
+            lambda s: (
+                s["tables"][0]["columns"].update(city={"null_rate": 0.1, "faker": "city"})
+                or s["tables"][0].update(
+                    ddl=CUSTOMERS.replace("city VARCHAR(30)", "city VARCHAR(30) NOT NULL")
+                )
+            ),
+            "tables[0].columns.city.null_rate: customers.city is NOT NULL: its values are never NULL",
+        ),
+        (
+            lambda s: s["tables"][1]["columns"].update(code={"ref": "customers.id"}),
+            "tables[1].columns.code.ref: a primary or unique key column cannot be a reference: its"
+            " values must never repeat",
+        ),
+        (
+            lambda s: (
+                s["tables"][0]["columns"].update(city={"faker": "city", "unique": True})
+                or s["tables"][0].update(update=["city"])
+            ),
+            "tables[0].update: city is `unique`: its values are written by inserts only (a unique"
+            " value is drawn once a row)",
+        ),
+        (
+            lambda s: s["tables"][0]["columns"].update(Name={"faker": "name"}),
+            "tables[0].columns.Name: given twice (as name too)",
         ),
     ],
 )
@@ -208,7 +295,7 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
     change(raw)
     with pytest.raises(SpecError) as error:
         events(raw)
-    assert message in str(error.value)
+    assert str(error.value) == message
 
 
 def test_commit_ts_stay_within_a_tso() -> None:
@@ -222,7 +309,9 @@ def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> Non
     """Checked when the generator is built (3 billion rows are never drawn)."""
     raw = spec()
     raw["tables"][0].update(ddl=CUSTOMERS.replace("id BIGINT", "id INT"), rows=3_000_000_000)
-    with pytest.raises(SpecError, match=r"customers.id: key 3000000000 is more than the column"):
+    with pytest.raises(
+        SpecError, match=r"^tables\[0\].columns.id: key 3000000000 is more than the column holds"
+    ):
         Generator(parse(raw))
 
 
@@ -231,20 +320,54 @@ def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> Non
     [
         (
             {"ddl": "ALTER TABLE orders MODIFY COLUMN note VARCHAR(5)"},
-            "storyline[0]: changes the type of orders.note; not simulated",
+            "storyline[0].ddl: changes the type of orders.note; not simulated",
         ),
         (
             {"ddl": "ALTER TABLE orders ADD COLUMN x INT", "update": ["status", "x"]},
-            "storyline[0].update: customer_id leaves the columns updates write",
+            "storyline[0].update: customer_id leaves the columns updates write; only columns"
+            " this DDL adds may join (each column of a row is at the version of the last update"
+            " that wrote it)",
         ),
-        ({"ddl": "INSERT INTO orders (id) VALUES (99999)"}, "changes schemas, not rows"),
-        ({"ddl": "ALTER TABLE nowhere ADD COLUMN x INT"}, "storyline[0].ddl: "),
+        (
+            {"ddl": "INSERT INTO orders (id) VALUES (99999)"},
+            "storyline[0].ddl: a storyline DDL changes schemas, not rows",
+        ),
+        (
+            {"ddl": "ALTER TABLE nowhere ADD COLUMN x INT"},
+            "storyline[0].ddl: line 1 column 1: ERROR 1146 (42S02): Table 'test.nowhere'"
+            " doesn't exist",
+        ),
         (
             {"ddl": "DROP TABLE customers"},
-            "storyline[0]: orders.customer_id takes `ref:` keys of customers, and after this DDL"
-            " there is no table customers",
+            "storyline[0].ddl: orders.customer_id takes `ref:` keys of customers, and after this"
+            " DDL there is no table customers (a reference names its table; dropping or renaming"
+            " it is not simulated)",
         ),
-        ({"ddl": "RENAME TABLE customers TO people"}, "there is no table customers"),
+        (
+            {"ddl": "RENAME TABLE customers TO people"},
+            "storyline[0].ddl: orders.customer_id takes `ref:` keys of customers, and after this"
+            " DDL there is no table customers (a reference names its table; dropping or renaming"
+            " it is not simulated)",
+        ),
+        (
+            {"ddl": "ALTER TABLE orders ADD UNIQUE KEY uk_status (status)"},
+            "storyline[0].ddl: makes orders.status a key column, but its values were not drawn"
+            " to be distinct (TiDB would refuse the DDL over a duplicate); declare the key in the"
+            " table's ddl",
+        ),
+        (
+            {
+                "ddl": "ALTER TABLE orders ADD COLUMN tag INT",
+                "columns": {"status": {"choice": ["x"]}},
+            },
+            "storyline[0].columns.status: orders.status is there before this DDL: its values stay"
+            " drawn as before (only columns the DDL adds take generators here)",
+        ),
+        (  # issue 25: past the run's end, found by the walk of the schedule
+            {"at_event": None, "at_time_s": 1000, "ddl": "ALTER TABLE orders ADD COLUMN x INT"},
+            "storyline[0].at_time_s: at_time_s 1000 is past the run's end (600 events, 0.0336"
+            " simulated seconds): the chapter would never run",
+        ),
     ],
 )
 def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -> None:
@@ -252,24 +375,73 @@ def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -
     raw["storyline"] = [{"at_event": 10} | chapter]
     with pytest.raises(SpecError) as error:
         events(raw)
-    assert message in str(error.value)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("operations", "chapters", "message"),
+    [
+        (
+            {"events": 100},
+            [{"at_event": 5000}],
+            "storyline[0].at_event: at_event 5000 is past the run's end (operations.events: 100);"
+            " a chapter runs before an operation event",
+        ),
+        (
+            {"events": 100},
+            [{"at_event": 100}],
+            "storyline[0].at_event: at_event 100 is past the run's end (operations.events: 100);"
+            " a chapter runs before an operation event",
+        ),
+        (
+            {"events": None, "duration_s": 2},
+            [{"at_time_s": 2}],
+            "storyline[0].at_time_s: at_time_s 2 is past the run's end (operations.duration_s: 2)",
+        ),
+        (
+            {"events": None},
+            [{"at_event": 0}],
+            "storyline[0]: the run has no operations (operations.events or duration_s), so no"
+            " chapter would run",
+        ),
+        (
+            {"events": 100},
+            [{"at_event": 50}, {"at_event": 20}],
+            "storyline[1].at_event: at_event 20 is before the chapter above's (50): chapters run"
+            " in order",
+        ),
+    ],
+)
+def test_a_chapter_past_the_end_is_a_spec_error(
+    operations: dict[str, Any], chapters: list[dict[str, Any]], message: str
+) -> None:
+    """Issue 25: a storyline step the run never reaches was silently ignored."""
+    raw = spec(**operations)
+    raw["storyline"] = [{"ddl": "ALTER TABLE orders ADD COLUMN x INT"} | c for c in chapters]
+    with pytest.raises(SpecError) as error:
+        parse(raw, "w.yaml")
+    assert str(error.value) == f"w.yaml: {message}"
 
 
 def test_a_bad_chapter_is_found_before_any_record_is_written(tmp_path: Path) -> None:
-    import yaml
-
     raw = spec()
     raw["storyline"] = [{"at_event": 500, "ddl": "ALTER TABLE orders MODIFY note VARCHAR(5)"}]
     path = tmp_path / "w.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
     out = tmp_path / "out"
     uri = f"jsonl://{out}?protocol=canal-json"
     args = ["generate", "--workload", str(path), "--sink-uri", uri, "--no-progress"]
     result = CliRunner().invoke(app, args)
-    assert (
-        result.exit_code == 1 and "storyline[0]: changes the type of orders.note" in result.output
+    line = _line_of(path, "ddl: ALTER TABLE orders MODIFY")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {path}:{line}:8: storyline[0].ddl: changes the type of orders.note; not simulated\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]  # no DIR, no DIR.partial
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
 def test_after_truncate_a_table_has_new_rows_only() -> None:
@@ -309,7 +481,7 @@ def test_a_yaml_error_is_located(tmp_path: Path) -> None:
     path.write_text("seed: 1\ntables: [\n  {ddl: x\n")
     with pytest.raises(SpecError) as error:
         load(path)
-    assert str(error.value).startswith(f"{path}:4:1: not YAML")
+    assert str(error.value) == f"{path}:4:1: not YAML: expected ',' or '}}', but got '<stream end>'"
 
 
 # -- the events ----------------------------------------------------------------------------------
@@ -585,7 +757,6 @@ def test_random_schemas_and_generators(data: st.DataObject) -> None:
 
 
 def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
-    import yaml
 
     path = tmp_path / "w.yaml"
     path.write_text(yaml.safe_dump(spec()))
@@ -617,8 +788,6 @@ def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
 
 def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:
     import time
-
-    import yaml
 
     raw = spec(events=60, wall_rate=200)
     raw["tables"][0]["rows"] = raw["tables"][1]["rows"] = 0
@@ -695,8 +864,12 @@ def test_initial_rows_need_a_file(tmp_path: Path) -> None:
     spec = parse(_seeded(tmp_path, [{"id": 1}]))
     missing = spec.tables[0].initial_from.model_copy(update={"path": tmp_path})  # type: ignore[union-attr]
     spec.tables[0] = spec.tables[0].model_copy(update={"initial_from": missing})
-    with pytest.raises(SpecError, match="not a file"):
+    with pytest.raises(SpecError) as error:
         read_datasets(spec)
+    assert str(error.value) == (
+        f"tables[0].initial_from.path: {tmp_path} is a directory: one file (its order is the"
+        " rows')"
+    )
 
 
 # -- key updates ---------------------------------------------------------------------------------

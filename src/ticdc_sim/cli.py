@@ -41,7 +41,7 @@ from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.workload.spec import Workload
+    from ticdc_sim.generator.workload.spec import Override, Workload
     from ticdc_sim.sinks.expect import Recorder, Upstream
 
 app = typer.Typer(
@@ -486,17 +486,56 @@ def serve(
         raise typer.Exit(1) from None
 
 
+def _one_of(*choices: str) -> Callable[[str], str]:
+    """An option's check: one of `choices`, else a usage error naming them."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise typer.BadParameter(f"{value!r}: {' or '.join(choices)}")
+        return value
+
+    return check
+
+
 @app.command()
 def generate(
-    workload: Annotated[Path, typer.Option(help="the workload spec (YAML)")],
+    workload: Annotated[
+        Path, typer.Option(metavar="SPEC.yaml", help="the workload spec (docs/workload-spec.md)")
+    ],
     sink_uri: Annotated[
         str | None,
-        typer.Option(help="where TiCDC's messages go (without it: the events as JSON lines)"),
+        typer.Option(
+            metavar="URI",
+            help="where TiCDC's messages go (without it: the events as JSON lines)",
+        ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
+        Path | None,
+        typer.Option(
+            metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="the spec's seed, replaced")] = None,
+    events: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="operations.events: this many row changes"),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS", help="operations.duration_s: this many simulated seconds of them"
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="the spec's seed, replaced")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="PATH=VALUE",
+            help="a value of the spec replaced, as the spec's errors name it; the value is YAML:"
+            " --set operations.mix.delete=2 --set 'tables[0].columns.amount={uniform: [1, 9]}'"
+            " (repeatable)",
+        ),
+    ] = None,
     overwrite: Annotated[
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
@@ -504,73 +543,107 @@ def generate(
         int | None,
         typer.Option(
             min=1,
+            metavar="N",
             help="print the first N events as JSON lines (with --sink-uri: as decoded from"
             " the records) and stop",
         ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
     engine: Annotated[
-        str, typer.Option(help="local (one process, streaming) or spark (a PySpark job)")
+        str,
+        typer.Option(
+            metavar="local|spark",
+            callback=_one_of("local", "spark"),
+            help="local: one process, streaming; spark: a PySpark job",
+        ),
     ] = "local",
     master: Annotated[
-        str, typer.Option(help="--engine spark: local[*], local[N], spark://host:port, yarn")
+        str,
+        typer.Option(
+            metavar="MASTER", help="--engine spark: local[*], local[N], spark://host:port, yarn"
+        ),
     ] = "local[*]",
     conf: Annotated[
         list[str] | None,
-        typer.Option(help="--engine spark: a Spark setting NAME=VALUE (repeatable)"),
+        typer.Option(metavar="NAME=VALUE", help="--engine spark: a Spark setting (repeatable)"),
     ] = None,
 ) -> None:
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
     what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
     whichever the engine."""
     from ticdc_sim.datasets import read_datasets
-    from ticdc_sim.generator.workload import Generator, load
+    from ticdc_sim.generator.workload import Generator, SpecError, check, load
 
     warnings = Warnings()
     with _reported(warnings):
-        if engine not in ("local", "spark"):
-            raise ConfigError(f"--engine {engine!r}: local or spark")
-        spec = load(workload, seed)
-        if engine == "spark" and preview is None:
-            if sink_uri is None:
-                raise ConfigError("--engine spark needs --sink-uri")
-            settings = {}
-            for item in conf or []:
-                name, equals, value = item.partition("=")
-                if not equals or not name.strip():
-                    raise ConfigError(f"--conf {item!r}: NAME=VALUE")
-                settings[name.strip()] = value
-            if progress:  # Spark's own bar: stages and tasks done, on stderr
-                settings.setdefault("spark.ui.showConsoleProgress", "true")
-            spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
-            _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
-            _print_warnings(warnings)
-            return
-        feed: Changefeed | None = None
-        if sink_uri is not None:
-            feed = changefeed(sink_uri, _read_config(config), str(config or ""))
-        elif config is not None:
-            raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
-        datasets = read_datasets(spec)
-        generator = Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
-        if spec.storyline and preview is None:
-            # chapters are applied as the run reaches them: a bad one is found by a dry walk
-            # of the schedule (numpy, ~10M events/s) before any record is sent, not mid-run
-            for _ in Generator(spec, datasets).blocks():
-                pass
-        events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
-        if preview is not None:
-            _preview(feed, itertools.islice(events, preview), preview, warnings)
-            return
-        if spec.operations.wall_rate:
-            events = _paced(events, spec.operations.wall_rate)
-        if progress:
-            events = _progress(events, generator.planned_events())
-        if feed is None:
-            _print_events(events)
-        else:
-            _replay_to_sink(feed, events, overwrite, warnings)
+        spec = load(workload, seed, _overrides(events, duration, set_ or []))
+        try:
+            if engine == "spark" and preview is None:
+                if sink_uri is None:
+                    raise ConfigError("--engine spark needs --sink-uri")
+                settings = _spark_settings(conf or [])
+                if progress:  # Spark's own bar: stages and tasks done, on stderr
+                    settings.setdefault("spark.ui.showConsoleProgress", "true")
+                spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+                _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
+                _print_warnings(warnings)
+                return
+            feed: Changefeed | None = None
+            if sink_uri is not None:
+                feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+            elif config is not None:
+                raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
+            datasets = read_datasets(spec)
+            generator = (
+                Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
+            )
+            if preview is not None:
+                _preview(feed, itertools.islice(generator.events(), preview), preview, warnings)
+                return
+            # what would fail mid-run (a chapter, a key column too small, distinct values
+            # running out) is found by a walk of the schedule before any record is sent
+            check(spec, datasets)
+            stream: Iterable[DDLEvent | RowChangedEvent] = generator.events()
+            if spec.operations.wall_rate:
+                stream = _paced(stream, spec.operations.wall_rate)
+            if progress:
+                stream = _progress(stream, generator.planned_events())
+            if feed is None:
+                _print_events(stream)
+            else:
+                _replay_to_sink(feed, stream, overwrite, warnings)
+        except SpecError as e:
+            raise e.located(spec) from None
     _print_warnings(warnings)
+
+
+def _overrides(events: int | None, duration: float | None, given: list[str]) -> list[Override]:
+    """--events, --duration and --set as changes to the spec's YAML."""
+    from ticdc_sim.generator.workload import Override
+
+    out = []
+    if events is not None and duration is not None:
+        raise typer.BadParameter(
+            "give one of them (the run's length is events or simulated seconds)",
+            param_hint="'--events' / '--duration'",
+        )
+    if events is not None:
+        out.append(Override(("operations", "events"), events, "--events"))
+        out.append(Override.remove(("operations", "duration_s"), "--events"))
+    if duration is not None:
+        out.append(Override(("operations", "duration_s"), duration, "--duration"))
+        out.append(Override.remove(("operations", "events"), "--duration"))
+    return out + [Override.parse(text) for text in given]
+
+
+def _spark_settings(given: list[str]) -> dict[str, str]:
+    settings = {}
+    for item in given:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise ConfigError(f"--conf {item!r}: NAME=VALUE")
+        settings[name.strip()] = value
+    return settings
 
 
 def _preview(

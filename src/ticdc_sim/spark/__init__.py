@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ticdc_sim.config import Changefeed, changefeed
+from ticdc_sim.datasets import file_format
 from ticdc_sim.errors import ConfigError, SimError, Warnings
+from ticdc_sim.generator.workload import check
 from ticdc_sim.generator.workload.spec import SpecError, Workload, load
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import LocalSink, Sink
@@ -185,6 +187,7 @@ def _plan(
     pipeline = Pipeline(feed, sink, warnings)
     limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
     datasets = _read_datasets(spark, spec)
+    check(spec, datasets)  # what would fail mid-run, found before the job starts
     shared = spark.sparkContext.broadcast(datasets) if datasets else None
     parallelism = spark.sparkContext.defaultParallelism
     return job.plan(spec, feed, parallelism, pipeline, limit, shared)
@@ -199,10 +202,12 @@ def _read_datasets(spark: SparkSession, spec: Workload) -> dict[int, pa.Table]:
         if dataset is None:
             continue
         path = dataset.path
-        if not path.is_file():
-            raise SpecError(f"initial_from {path}: not a file (one file: its order is the rows')")
         try:
-            if dataset.kind == "parquet":
+            kind = file_format(dataset)
+        except SpecError as e:
+            raise SpecError(e.message, ("tables", i, "initial_from", *e.path)) from None
+        try:
+            if kind == "parquet":
                 df = spark.read.parquet(str(path))
             else:
                 df = (

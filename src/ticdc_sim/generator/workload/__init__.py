@@ -2,7 +2,7 @@
 mix, turned into the upstream's transactions (`run.py`) with values that are pure functions
 of (seed, table, column, row, version) (`values.py`)."""
 
-from ticdc_sim.generator.workload.run import Generator
-from ticdc_sim.generator.workload.spec import SpecError, Workload, load, parse
+from ticdc_sim.generator.workload.run import Generator, check
+from ticdc_sim.generator.workload.spec import Override, SpecError, Workload, load, parse
 
-__all__ = ["Generator", "SpecError", "Workload", "load", "parse"]
+__all__ = ["Generator", "Override", "SpecError", "Workload", "check", "load", "parse"]
