@@ -298,6 +298,147 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
     assert str(error.value) == message
 
 
+SHOP = {
+    "seed": 4,
+    "tables": [
+        {
+            "ddl": "CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR(40),"
+            " email VARCHAR(80), city VARCHAR(40), UNIQUE KEY (email))",
+            "rows": 50,
+            "keys": {"hot": {"count": 1, "share": 0.3}},
+            "columns": {
+                "name": {"faker": "name"},
+                "email": {"template": "{first_name}.{last_name}{row}@example.com"},
+                "city": {"faker": "city", "unique": True},
+            },
+            "update": ["name"],
+        },
+        {
+            "ddl": "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT, amount INT,"
+            " mail VARCHAR(60), UNIQUE KEY (mail))",
+            "rows": 100,
+            "weight": 3,
+            "columns": {"customer_id": {"ref": "customers.id"}, "mail": {"faker": "email"}},
+            "update": ["amount", "customer_id"],
+        },
+    ],
+    "operations": {
+        "events": 3000,
+        "mix": {"insert": 2, "update": 5, "delete": 2},
+        "transaction_size": {"min": 1, "max": 4},
+        "multi_table": 0.3,
+    },
+}
+
+
+def test_unique_values_from_faker_and_templates() -> None:
+    """Issue 25: a UNIQUE column takes Faker's values (made distinct, row by row, with seeds
+    of their own), a template makes them from providers and the row's number, `unique:
+    true` keeps a plain column distinct; the SQL engine, which checks unique keys, agrees."""
+    stream = events(SHOP)
+    assert stream == events(SHOP)
+    rows = [e for e in stream if isinstance(e, RowChangedEvent)]
+    customers = [e.columns for e in rows if e.table.name == "customers" and e.kind == "insert"]
+    for image in customers:  # the template: the row's number is its id (both from 1)
+        assert image is not None
+        assert re.fullmatch(rf"[A-Z][A-Za-z']+\.[A-Z][A-Za-z'-]+{image[0]}@example\.com", image[2])
+    cities = [image[3] for image in customers if image is not None]
+    assert len(set(cities)) == len(cities) and all(" " in c or c.isalpha() for c in cities)
+    mails = [e.columns[3] for e in rows if e.table.name == "orders" and e.kind == "insert"]  # type: ignore[index]
+    assert len(set(mails)) == len(mails) and all(re.fullmatch(r"[\w.]+@[\w.]+", m) for m in mails)
+    assert_engine_agrees(stream, 2)
+
+
+def test_hot_keys_are_a_fixed_set() -> None:
+    """Issue 25: `keys: {hot: {count: 1, share: 0.3}}`: the first customer (a celebrity)
+    takes ~30% of the customers' updates and of the orders' references to customers, and
+    no delete (retention takes the oldest rows) takes it."""
+    rows = [e for e in events(SHOP) if isinstance(e, RowChangedEvent)]
+    refs = Counter(e.columns[1] for e in rows if e.table.name == "orders" and e.kind == "insert")  # type: ignore[index]
+    updates = Counter(
+        e.columns[0] for e in rows if e.table.name == "customers" and e.kind == "update"
+    )  # type: ignore[index]
+    deleted = {e.pre_columns[0] for e in rows if e.table.name == "customers" and e.kind == "delete"}  # type: ignore[index]
+    assert refs.most_common(1)[0][0] == 1 and 0.24 < refs[1] / refs.total() < 0.36
+    assert updates.most_common(1)[0][0] == 1 and 0.22 < updates[1] / updates.total() < 0.36
+    assert len(deleted) > 100 and 1 not in deleted and min(deleted) == 2
+
+
+def test_after_truncate_the_hot_rows_are_the_next_ones() -> None:
+    raw = {**SHOP, "storyline": [{"at_event": 1500, "ddl": "TRUNCATE TABLE customers"}]}
+    stream = events(raw)
+    cut = next(
+        i
+        for i, e in enumerate(stream)
+        if isinstance(e, DDLEvent) and e.action == ActionType.TRUNCATE_TABLE
+    )
+    after = [
+        e for e in stream[cut:] if isinstance(e, RowChangedEvent) and e.table.name == "customers"
+    ]
+    first = next(e.columns[0] for e in after if e.kind == "insert")  # type: ignore[index]
+    updates = Counter(e.columns[0] for e in after if e.kind == "update")  # type: ignore[index]
+    assert updates.most_common(1)[0][0] == first
+    assert first not in {e.pre_columns[0] for e in after if e.kind == "delete"}  # type: ignore[index]
+    assert_engine_agrees(stream, 2)
+
+
+def test_distinct_values_that_run_out_are_an_error() -> None:
+    raw = spec()
+    raw["tables"][0]["ddl"] = CUSTOMERS.replace("city VARCHAR(30)", "city VARCHAR(30) UNIQUE")
+    raw["tables"][0]["columns"]["city"] = {"faker": "day_of_week"}
+    with pytest.raises(SpecError) as error:
+        events(raw)
+    assert str(error.value) == (
+        "tables[0].columns.city: faker day_of_week gave no new value for row 8 in 100 draws (7"
+        " distinct so far): too few for this run's rows, which must not repeat; a template with"
+        ' {row} (e.g. "{first_name}{row}") never runs out'
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (
+            {"template": "{first_name}.{lastname}@x.org"},
+            "name.template: Faker has no provider 'lastname' in locale en_US; did you mean"
+            " last_name?",
+        ),
+        (
+            {"template": "{first_name"},
+            "name.template: expected '}' before end of string in '{first_name' (write {{ and }}"
+            " for braces)",
+        ),
+        (
+            {"template": "{row.__class__}"},
+            "name.template: {row.__class__} is not a placeholder: {provider}, {row} or {row:06d}",
+        ),
+        (
+            {"template": "{row:q}"},
+            "name.template: {row:q}: Unknown format code 'q' for object of type 'int'",
+        ),
+        (
+            {"template": "plain"},
+            "name.template: no placeholder; for a constant, write `choice: [the text]`",
+        ),
+        ({"faker": "name", "locale": "xx_YY"}, "name.locale: Faker has no locale 'xx_YY'"),
+        (
+            {"faker": "emial"},
+            "name.faker: Faker has no provider 'emial' in locale en_US; did you mean email?",
+        ),
+        (
+            {"ref": "customers.id", "unique": True},
+            "name: a reference cannot be unique: it points at rows that exist",
+        ),
+    ],
+)
+def test_templates_and_providers_are_checked_at_load(column: dict[str, Any], message: str) -> None:
+    raw = spec()
+    raw["tables"][0]["columns"]["name"] = column
+    with pytest.raises(SpecError) as error:
+        parse(raw, "w.yaml")
+    assert str(error.value) == f"w.yaml: tables[0].columns.{message}"
+
+
 def test_commit_ts_stay_within_a_tso() -> None:
     generator = Generator(parse(spec(commit_rate=0.001)))
     assert generator.commit_ts(10**6)[0] < 1 << 64
@@ -748,7 +889,7 @@ def test_random_schemas_and_generators(data: st.DataObject) -> None:
     try:
         stream = events(raw)
     except SpecError as e:
-        assert "cannot be a sequence" in str(e) or "too many rows" in str(e), str(e)
+        assert "gave no new value" in str(e) or "too many rows" in str(e), str(e)
         return
     assert_engine_agrees(stream, 1)
 
@@ -784,6 +925,91 @@ def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
     for count in ("0", "-1"):  # a usage error, not a whole run (0) or a traceback (-1)
         bad = CliRunner().invoke(app, ["generate", "--workload", str(path), "--preview", count])
         assert bad.exit_code == 2 and "Invalid value for '--preview'" in bad.output
+
+
+def test_the_command_line_overrides_the_spec(tmp_path: Path) -> None:
+    """Issue 25: --events, --duration, --seed and --set change the spec as if it said so."""
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    args = ["generate", "--workload", str(path), "--no-progress", "--events", "40", "--seed", "9"]
+    args += ["--set", "operations.mix.delete=0", "--set", "tables[0].columns.city={choice: [Oslo]}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    raw = spec(events=40, mix={"insert": 2, "update": 5, "delete": 0})
+    raw["seed"] = 9
+    raw["tables"][0]["columns"]["city"] = {"choice": ["Oslo"]}
+    from ticdc_sim.jsonout import ddl_record, row_record
+
+    expected = [
+        orjson.dumps(ddl_record(e) if isinstance(e, DDLEvent) else row_record(e)).decode()
+        for e in events(raw)
+    ]
+    assert result.stdout.splitlines() == expected
+    by_time = CliRunner().invoke(app, [*args[:4], "--duration", "0.01"])
+    raw = spec(events=None, duration_s=0.01)
+    assert by_time.exit_code == 0 and len(by_time.stdout.splitlines()) == len(events(raw))
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (
+            ["--set", "operations.evnts=1"],
+            1,
+            "error: --set operations.evnts: operations.evnts: unknown key; did you mean events?"
+            " operations takes events, duration_s, mix, transaction_size, multi_table, keys,"
+            " commit_rate, wall_rate\n",
+        ),
+        (
+            ["--set", "tables[2].rows=1"],
+            1,
+            "error: --set tables[2].rows: tables[2]: no such item: tables has 2 items\n",
+        ),
+        (
+            ["--set", "operations.events"],
+            1,
+            "error: --set operations.events: expected PATH=VALUE (e.g. operations.events=5000)\n",
+        ),
+        (
+            ["--set", "operations.events=[1"],
+            1,
+            "error: --set operations.events=[1: the value is not YAML: expected ',' or ']', but"
+            " got '<stream end>'\n",
+        ),
+        (
+            ["--set", "operations.events=many"],
+            1,
+            "error: --set operations.events: operations.events: expected integer, not 'many'"
+            " (e.g. `events: 100000`)\n",
+        ),
+        (
+            ["--duration", "inf"],
+            1,
+            "error: --duration: operations.duration_s: must be a finite number, not inf\n",
+        ),
+        (
+            ["--seed", "-1"],
+            1,
+            "error: --seed: seed: must be at least 0, not -1\n",
+        ),
+    ],
+)
+def test_command_line_overrides_are_checked(
+    tmp_path: Path, args: list[str], status: int, message: str
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    result = CliRunner().invoke(app, ["generate", "--workload", str(path), *args])
+    assert (result.exit_code, result.stderr) == (status, message)
+
+
+def test_events_and_duration_together_are_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    args = ["generate", "--workload", str(path), "--events", "5", "--duration", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "Invalid value for '--events' / '--duration': give one of them" in result.stderr
 
 
 def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:
@@ -867,8 +1093,7 @@ def test_initial_rows_need_a_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as error:
         read_datasets(spec)
     assert str(error.value) == (
-        f"tables[0].initial_from.path: {tmp_path} is a directory: one file (its order is the"
-        " rows')"
+        f"tables[0].initial_from.path: {tmp_path} is a directory: one file (its order is the rows')"
     )
 
 
@@ -899,6 +1124,8 @@ REKEYED = [
         "ddl": "CREATE TABLE d (id INT PRIMARY KEY, email VARCHAR(40), v INT, UNIQUE KEY (email))",
         "rows": 20,
         "key_updates": {"share": 0.4, "columns": ["email"]},
+        "columns": {"email": {"faker": "email"}},  # new keys: new distinct emails
+        "keys": {"hot": {"count": 2, "share": 0.2}},  # key updates of the hot rows too
     },
 ]
 
