@@ -732,6 +732,28 @@ def _progress(
         bar.update(task, completed=done)
 
 
+@app.command("workload-spec")
+def workload_spec(
+    output: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="write here instead of stdout (docs/workload-spec.md)"),
+    ] = None,
+) -> None:
+    """Print the workload spec's reference (Markdown): every option of a `generate
+    --workload` spec with its shape, default and a working example."""
+    from ticdc_sim.generator.workload.reference import render
+
+    text = render().encode()
+    try:
+        if output is None:
+            sys.stdout.buffer.write(text)
+        else:
+            output.write_bytes(text)
+    except OSError as e:
+        typer.echo(f"error: cannot write {output}: {e.strerror}", err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command()
 def openapi(
     output: Annotated[

@@ -5,34 +5,7 @@ key; did you mean uniform?`), never a silent default.
 Every option is declared once, here, with its description and a working example (`doc`);
 `reference.py` renders them as docs/workload-spec.md, and the tests run every example. The
 errors speak the spec's language: what the option's shape is, what was given, where.
-
-    seed: 7
-    tables:
-      - ddl: CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR(40),
-                                     email VARCHAR(80), UNIQUE KEY (email))
-        rows: 1000                                # initial rows, inserted first
-        keys: {hot: {count: 1, share: 0.3}}       # a celebrity: 30% of updates and refs
-        columns:
-          name: {faker: name, locale: de_DE}
-          email: {template: "{first_name}.{last_name}{row}@example.com"}
-      - ddl: CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT,
-                                  amount DECIMAL(10,2), status VARCHAR(10))
-        rows: 5000
-        weight: 4                                 # share of the operations
-        columns:
-          customer_id: {ref: customers.id}        # always a live customer
-          amount: {normal: {mean: 80, std: 30}, min: 0}
-          status: {choice: {new: 5, paid: 3, shipped: 2}}
-        update: [status, amount]                  # the columns an update writes
-    operations:
-      events: 100000                              # or duration_s: 3600 (simulated)
-      mix: {insert: 2, update: 6, delete: 1}
-      transaction_size: {min: 1, max: 8}
-      keys: {zipf: 1.1}
-    storyline:                                    # DDL while it runs
-      - at_event: 50000
-        ddl: ALTER TABLE orders ADD COLUMN coupon VARCHAR(12) DEFAULT 'none'
-        columns: {coupon: {choice: [none, SPRING, VIP]}}
+`EXAMPLE` is a whole spec.
 """
 
 from __future__ import annotations
@@ -63,6 +36,36 @@ from pydantic.fields import FieldInfo
 from ticdc_sim.errors import SimError
 
 SpecPath = tuple[str | int, ...]
+
+EXAMPLE = """\
+seed: 7
+tables:
+  - ddl: CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR(40),
+                                 email VARCHAR(80), UNIQUE KEY (email))
+    rows: 1000                                # initial rows, inserted first
+    keys: {hot: {count: 1, share: 0.3}}       # a celebrity: 30% of updates and refs
+    columns:
+      name: {faker: name, locale: de_DE}
+      email: {template: "{first_name}.{last_name}{row}@example.com"}
+  - ddl: CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT,
+                              amount DECIMAL(10,2), status VARCHAR(10))
+    rows: 5000
+    weight: 4                                 # share of the operations
+    columns:
+      customer_id: {ref: customers.id}        # always a live customer
+      amount: {normal: {mean: 80, std: 30}, min: 0}
+      status: {choice: {new: 5, paid: 3, shipped: 2}}
+    update: [status, amount]                  # the columns an update writes
+operations:
+  events: 100000                              # or duration_s: 3600 (simulated)
+  mix: {insert: 2, update: 6, delete: 1}
+  transaction_size: {min: 1, max: 8}
+  keys: {zipf: 1.1}
+storyline:                                    # DDL while it runs
+  - at_event: 50000
+    ddl: ALTER TABLE orders ADD COLUMN coupon VARCHAR(12) DEFAULT 'none'
+    columns: {coupon: {choice: [none, SPRING, VIP]}}
+"""
 
 
 class SpecError(SimError):
@@ -203,7 +206,8 @@ class Column(Strict_):
     template: Text | None = doc(
         None,
         "text with placeholders: `{provider}` is a Faker provider's value, `{row}` the row's"
-        " number (1, 2, ...; with `key_updates`, the key's); `{row:06d}` pads; `{{` is {",
+        " number (1, 2, ...; with `key_updates`, the key's); `{row:06d}` pads; `{{` and `}}`"
+        " are braces",
         'email: {template: "{first_name}.{last_name}{row}@example.com"}',
     )
     locale: Text = doc(
@@ -488,13 +492,13 @@ class Table(Strict_):
     weight: Num = doc(1.0, "this table's share of the operations, by weight", "weight: 4", ge=0)
     columns: dict[Text, Column] = doc(
         what="how columns are drawn, by name (the others: their type's default)",
-        example="columns: {name: {faker: name}, amount: {uniform: [1, 500]}}",
+        example="columns: {name: {faker: name}, city: {faker: city}}",
         default_factory=dict,
     )
     update: list[Text] | None = doc(
         None,
         "the columns an update writes (default: every column outside the keys)",
-        "update: [status, amount]",
+        "update: [name, city]",
     )
     key_updates: KeyUpdates | None = doc(
         None, "a share of the updates that also give the row new keys", "key_updates: {share: 0.05}"
@@ -1100,6 +1104,8 @@ def _example(field: FieldInfo | None) -> str:
 def _number(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    if isinstance(value, int) and value >= 1 << 32 and value & (value - 1) == 0:
+        return f"2^{value.bit_length() - 1}"
     return f"{value:,}" if isinstance(value, int) and abs(value) >= 10**6 else f"{value}"
 
 

@@ -240,11 +240,23 @@ def values_for(
     if distinct:  # a key of a generator, or of a type without sequences: drawn distinct
         what = f"faker {_provider(spec)}" if kind == "faker" else kind or "the type's default"
         return Distinct(key, lambda rng, serial: draw(rng), convert, col, path, what)
-    rng = random.Random(key)
-    if kind == "faker":  # Faker's draws from a generator of their own, seeded from the key
-        rng = random.Random(rng.getrandbits(64))
-    raw = [draw(rng) for _ in range(POOL)]
-    return Pooled(key, _converted(path, col, spec, raw), spec.null_rate)
+    cached = (key, repr(spec), repr(col))
+    pool = _POOLS.pop(cached, None)
+    if pool is None:
+        rng = random.Random(key)
+        if kind == "faker":  # Faker's draws from a generator of their own, seeded from the key
+            rng = random.Random(rng.getrandbits(64))
+        pool = _converted(path, col, spec, [draw(rng) for _ in range(POOL)])
+        pool.flags.writeable = False
+    while len(_POOLS) >= 256:
+        _POOLS.pop(next(iter(_POOLS)))
+    _POOLS[cached] = pool  # the newest last
+    return Pooled(key, pool, spec.null_rate)
+
+
+# pools by (key, column spec, column): a process's generators share them (the dry walk and
+# the run, a Spark worker's tasks)
+_POOLS: dict[tuple[int, str, str], np.ndarray] = {}
 
 
 def _converted(path: SpecPath, col: ColumnInfo, spec: Column, raw: list[Any]) -> np.ndarray:
