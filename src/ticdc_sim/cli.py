@@ -4,6 +4,7 @@ the pipeline and the sinks."""
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import orjson
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
 from ticdc_sim.encoders import (
@@ -48,9 +50,37 @@ app = typer.Typer(
     add_completion=False,
     help="A simulated TiCDC producer.",
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
+
+
+class Command(TyperCommand):
+    """A command whose usage line and arguments read as click writes them (`replay [OPTIONS]
+    SCRIPT.sql...`), where typer writes `{scripts}...` and `<list[Path]>`."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        return pieces + [_shown(p) for p in self.get_params(ctx) if p.param_type_name == "argument"]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        params = self.get_params(ctx)
+        arguments = [
+            (_shown(p), getattr(p, "help", "") or "")
+            for p in params
+            if p.param_type_name == "argument"
+        ]
+        options = [p.get_help_record(ctx) for p in params if p.param_type_name == "option"]
+        for title, rows in (("Arguments", arguments), ("Options", [r for r in options if r])):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _shown(param: Any) -> str:
+    name = str(param.metavar or param.name.upper())
+    return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
 
 
 def _version(value: bool) -> None:
@@ -69,15 +99,33 @@ def _root(
     ] = False,
 ) -> None:
     """ticdc-sim: SQL in, TiCDC's messages out."""
+    _quiet_libraries()
 
 
-@app.command()
+def _quiet_libraries() -> None:
+    """What libraries log (sqlglot's parser fallbacks, py4j's connections) is not for the
+    user: the command reports every problem itself, once."""
+    for name in ("sqlglot", "py4j"):
+        found = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in found.handlers):
+            found.addHandler(logging.NullHandler())
+        found.propagate = False
+
+
+@app.command(cls=Command, short_help="Print the DDL events TiCDC would emit for SCRIPTS.")
 def ddl(
     scripts: Annotated[
-        list[Path], typer.Argument(help="SQL scripts; their DDL (and USE) statements are applied")
+        list[Path],
+        typer.Argument(
+            metavar="SCRIPT.sql...",
+            help="SQL scripts; their DDL (and USE) statements are applied",
+        ),
     ],
     start_ts: Annotated[
-        int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
+        int,
+        typer.Option(
+            metavar="TSO", help="TSO the simulated clock starts after (0: a fixed default)"
+        ),
     ] = 0,
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
@@ -129,28 +177,41 @@ def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
             yield from split_script(handle, str(path))
 
 
-@app.command()
+@app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
 def replay(
-    scripts: Annotated[list[Path], typer.Argument(help="SQL scripts, run in order in one session")],
+    scripts: Annotated[
+        list[Path],
+        typer.Argument(metavar="SCRIPT.sql...", help="SQL scripts, run in order in one session"),
+    ],
     sink_uri: Annotated[
         str | None,
         typer.Option(
+            metavar="URI",
             help="where TiCDC's messages go, e.g. jsonl:///tmp/out?protocol=canal-json"
-            " (the sink URI of a changefeed; without it: the captured events as JSON lines)"
+            " (the sink URI of a changefeed; without it: the captured events as JSON lines)",
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
+        Path | None,
+        typer.Option(
+            metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
+        ),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl directory")
+        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
-    seed: Annotated[int, typer.Option(help="seed for RAND(), UUID() and AUTO_RANDOM shards")] = 0,
+    seed: Annotated[
+        int, typer.Option(metavar="N", help="seed for RAND(), UUID() and AUTO_RANDOM shards")
+    ] = 0,
     start_ts: Annotated[
-        int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
+        int,
+        typer.Option(
+            metavar="TSO", help="TSO the simulated clock starts after (0: a fixed default)"
+        ),
     ] = 0,
     time_zone: Annotated[
-        str, typer.Option(help="TiCDC's and the session's time zone (name or +hh:mm)")
+        str,
+        typer.Option(metavar="TZ", help="TiCDC's and the session's time zone (name or +hh:mm)"),
     ] = "UTC",
     continue_on_error: Annotated[
         bool, typer.Option(help="report a failing statement and go on with the next")
@@ -158,21 +219,27 @@ def replay(
     output_raw_change_event: Annotated[
         bool | None,
         typer.Option(
-            help="keep updates of key columns whole instead of DELETE+INSERT"
-            " (default: the config's \\[sink.kafka-config] output-raw-change-event)"
+            help="keep updates of key columns whole instead of DELETE+INSERT",
+            show_default="the config's output-raw-change-event, else false",
         ),
     ] = None,
-    database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
+    database: Annotated[
+        str, typer.Option(metavar="NAME", help="the database the session starts in")
+    ] = "test",
     old_value: Annotated[
         bool | None,
-        typer.Option(help="the changefeed's enable-old-value (updates keep their old row)"),
+        typer.Option(
+            help="the changefeed's enable-old-value (updates keep their old row)",
+            show_default="the config's enable-old-value, else true",
+        ),
     ] = None,
     expect: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="write what a correct consumer must end with: DIR/<schema>.<table>.parquet,"
             " every replicated table's final rows, and DIR/history/, the upstream's row"
-            " versions (decode --upstream DIR reads handle-key-only messages with them)"
+            " versions (decode --upstream DIR reads handle-key-only messages with them)",
         ),
     ] = None,
     expect_checkpoints: Annotated[
@@ -185,8 +252,9 @@ def replay(
     faults: Annotated[
         str | None,
         typer.Option(
-            help="at-least-once scenarios, as under [faults]: e.g."
-            " 'duplicate-rate=0.01,restart-every=500,label=true' (seeded by --seed)"
+            metavar="KEY=VALUE,...",
+            help="at-least-once scenarios, as under [faults] in the config, e.g."
+            " 'duplicate-rate=0.01, restart-every=500, label=true' (seeded by --seed)",
         ),
     ] = None,
 ) -> None:
@@ -361,23 +429,28 @@ def _replay_to_sink(
     return pipeline
 
 
-@app.command()
+@app.command(cls=Command, short_help="Print the messages a sink holds, decoded.")
 def decode(
     source: Annotated[
         str,
         typer.Argument(
+            metavar="SOURCE",
             help="jsonl:///DIR?protocol=..., parquet:///DIR?... or kafka://HOST:PORT/TOPIC?..."
-            " (the sink URI that wrote it)"
+            " (the sink URI that wrote it)",
         ),
     ],
     config: Annotated[
-        Path | None, typer.Option(help="the changefeed TOML the records were written with")
+        Path | None,
+        typer.Option(
+            metavar="CHANGEFEED.toml", help="the changefeed TOML the records were written with"
+        ),
     ] = None,
     upstream: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="the --expect directory of the run: handle-key-only messages come out whole,"
-            " read from its history as TiCDC's consumer reads upstream TiDB"
+            " read from its history as TiCDC's consumer reads upstream TiDB",
         ),
     ] = None,
 ) -> None:
@@ -457,15 +530,22 @@ def _records(sink: SinkURI) -> Iterator[Record]:
     )
 
 
-@app.command()
+@app.command(cls=Command, short_help="Serve a simulated TiDB cluster with TiCDC changefeeds.")
 def serve(
-    host: Annotated[str | None, typer.Option(help="address to bind (TICDC_SIM_HOST)")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port (TICDC_SIM_PORT, 8300)")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(metavar="ADDRESS", help="address to bind (TICDC_SIM_HOST, 127.0.0.1)"),
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(metavar="PORT", help="HTTP port (TICDC_SIM_PORT, 8300)")
+    ] = None,
     mysql_port: Annotated[
-        int | None, typer.Option(help="MySQL port, 0 for none (TICDC_SIM_MYSQL_PORT, 4000)")
+        int | None,
+        typer.Option(metavar="PORT", help="MySQL port, 0 for none (TICDC_SIM_MYSQL_PORT, 4000)"),
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option(help="where file sinks write (TICDC_SIM_DATA_DIR)")
+        Path | None,
+        typer.Option(metavar="DIR", help="where file sinks write (TICDC_SIM_DATA_DIR)"),
     ] = None,
 ) -> None:
     """Serve a simulated TiDB cluster with TiCDC changefeeds: the MySQL protocol, TiCDC's open
@@ -497,7 +577,7 @@ def _one_of(*choices: str) -> Callable[[str], str]:
     return check
 
 
-@app.command()
+@app.command(cls=Command, short_help="Generate a synthetic workload into a sink.")
 def generate(
     workload: Annotated[
         Path, typer.Option(metavar="SPEC.yaml", help="the workload spec (docs/workload-spec.md)")
@@ -732,7 +812,9 @@ def _progress(
         bar.update(task, completed=done)
 
 
-@app.command("workload-spec")
+@app.command(
+    "workload-spec", cls=Command, short_help="Print the workload spec's reference (Markdown)."
+)
 def workload_spec(
     output: Annotated[
         Path | None,
@@ -754,10 +836,11 @@ def workload_spec(
         raise typer.Exit(1) from None
 
 
-@app.command()
+@app.command(cls=Command, short_help="Print the service's OpenAPI document.")
 def openapi(
     output: Annotated[
-        Path | None, typer.Option(help="write here instead of stdout (openapi/openapi.json)")
+        Path | None,
+        typer.Option(metavar="FILE", help="write here instead of stdout (openapi/openapi.json)"),
     ] = None,
 ) -> None:
     """Print the service's OpenAPI document, as `GET /openapi.json` serves it."""
