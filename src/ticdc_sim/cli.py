@@ -37,7 +37,7 @@ from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline
+from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
@@ -413,20 +413,25 @@ def _replay_to_sink(
             typer.echo(
                 f"the records sent before the error are in {feed.sink.target}.partial", err=True
             )
-        per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
-        typer.echo(
-            f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
-            f" -> records per topic: {per_topic}"
-            + (
-                f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
-                " ineligible tables skipped)"
-                if summary.skipped_rows or summary.skipped_ddls
-                else ""
-            )
-            + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
-            err=True,
-        )
+        _print_summary(summary)
     return pipeline
+
+
+def _print_summary(summary: Summary) -> None:
+    """What a run sent, in one line on stderr (both engines)."""
+    per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
+    typer.echo(
+        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
+        f" -> records per topic: {per_topic}"
+        + (
+            f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
+            " ineligible tables skipped)"
+            if summary.skipped_rows or summary.skipped_ddls
+            else ""
+        )
+        + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
+        err=True,
+    )
 
 
 @app.command(cls=Command, short_help="Print the messages a sink holds, decoded.")
@@ -628,7 +633,9 @@ def generate(
             " the records) and stop",
         ),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="a progress bar on stderr, when it is a terminal")
+    ] = True,
     engine: Annotated[
         str,
         typer.Option(
@@ -662,7 +669,7 @@ def generate(
                 if sink_uri is None:
                     raise ConfigError("--engine spark needs --sink-uri")
                 settings = _spark_settings(conf or [])
-                if progress:  # Spark's own bar: stages and tasks done, on stderr
+                if progress and sys.stderr.isatty():  # Spark's own bar: stages, tasks done
                     settings.setdefault("spark.ui.showConsoleProgress", "true")
                 spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
                 _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
@@ -686,7 +693,7 @@ def generate(
             stream: Iterable[DDLEvent | RowChangedEvent] = generator.events()
             if spec.operations.wall_rate:
                 stream = _paced(stream, spec.operations.wall_rate)
-            if progress:
+            if progress and sys.stderr.isatty():  # a bar in a log file is noise
                 stream = _progress(stream, generator.planned_events())
             if feed is None:
                 _print_events(stream)
@@ -755,14 +762,11 @@ def _generate_on_spark(
 ) -> None:
     from ticdc_sim.spark import generate as generate_on_spark
 
-    started = time.perf_counter()
     report = generate_on_spark(
         spec, feed, master, overwrite=overwrite, warnings=warnings, conf=conf
     )
-    per_topic = ", ".join(f"{t}: {n}" for t, n in report.per_topic().items()) or "none"
-    typer.echo(
-        f"{sum(report.records.values())} records in {time.perf_counter() - started:.1f} s"
-        f" ({report.ranges} ranges) -> records per topic: {per_topic}"
+    _print_summary(
+        Summary(report.rows, report.ddls, report.checkpoints, records=report.per_topic())
     )
 
 
