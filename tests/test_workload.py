@@ -145,7 +145,8 @@ COLUMN_KEYS = (
         ),
         (
             lambda s: s["operations"].update(events=None, duration_s=1e15),
-            "operations: duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
+            "operations.duration_s: 1e+15 s at commit_rate 5000 is more than"
+            " 1,000,000,000,000,000 transactions",
         ),
         (
             lambda s: s["operations"].update(commit_rate=1e-9),

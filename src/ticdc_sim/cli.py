@@ -26,7 +26,7 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
 from ticdc_sim.generator.sql.script import (
     RawStatement,
     parse_statements,
@@ -83,6 +83,10 @@ def _shown(param: Any) -> str:
     return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
 
 
+# a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
+_LAST_START = (1 << 63) - 1
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"ticdc-sim {version('ticdc-sim')}")
@@ -124,7 +128,10 @@ def ddl(
     start_ts: Annotated[
         int,
         typer.Option(
-            metavar="TSO", help="TSO the simulated clock starts after (0: a fixed default)"
+            min=0,
+            max=_LAST_START,
+            metavar="TSO",
+            help="TSO the simulated clock starts after (0: a fixed default)",
         ),
     ] = 0,
 ) -> None:
@@ -164,6 +171,21 @@ def _check_scripts(scripts: list[Path]) -> None:
             raise SQLError(
                 f"{path} is not a SQL script: binary data (a NUL byte at offset {head.index(0)})"
             )
+
+
+def _check_session(time_zone: str, database: str) -> None:
+    """--time-zone and --database as a new session takes them, or an error naming them."""
+    try:
+        load_zone(time_zone)
+    except SQLError as e:
+        raise ConfigError(f"--time-zone {time_zone!r}: {e}") from None
+    try:
+        Catalog().schema(database)
+    except SQLError as e:
+        raise ConfigError(
+            f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
+            " DATABASE and USE it)"
+        ) from None
 
 
 def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
@@ -206,7 +228,10 @@ def replay(
     start_ts: Annotated[
         int,
         typer.Option(
-            metavar="TSO", help="TSO the simulated clock starts after (0: a fixed default)"
+            min=0,
+            max=_LAST_START,
+            metavar="TSO",
+            help="TSO the simulated clock starts after (0: a fixed default)",
         ),
     ] = 0,
     time_zone: Annotated[
@@ -269,6 +294,7 @@ def replay(
         if faults is not None:
             flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
+        _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
@@ -685,7 +711,8 @@ def generate(
                 Generator.capturing(spec, feed, datasets) if feed else Generator(spec, datasets)
             )
             if preview is not None:
-                _preview(feed, itertools.islice(generator.events(), preview), preview, warnings)
+                first = itertools.islice(generator.events(), min(preview, sys.maxsize))
+                _preview(feed, first, preview, warnings)
                 return
             # what would fail mid-run (a chapter, a key column too small, distinct values
             # running out) is found by a walk of the schedule before any record is sent
@@ -829,15 +856,7 @@ def workload_spec(
     --workload` spec with its shape, default and a working example."""
     from ticdc_sim.generator.workload.reference import render
 
-    text = render().encode()
-    try:
-        if output is None:
-            sys.stdout.buffer.write(text)
-        else:
-            output.write_bytes(text)
-    except OSError as e:
-        typer.echo(f"error: cannot write {output}: {e.strerror}", err=True)
-        raise typer.Exit(1) from None
+    _write(output, render().encode())
 
 
 @app.command(cls=Command, short_help="Print the service's OpenAPI document.")
@@ -854,11 +873,19 @@ def openapi(
     from ticdc_sim.service.settings import Settings
 
     schema = create_app(Settings(mysql_port=0)).openapi()
-    text = orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    if output is None:
-        sys.stdout.buffer.write(text)
-    else:
-        output.write_bytes(text)
+    _write(output, orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def _write(output: Path | None, text: bytes) -> None:
+    """`text` to the file `output`, or stdout; a file that cannot be written is an error."""
+    try:
+        if output is None:
+            sys.stdout.buffer.write(text)
+        else:
+            output.write_bytes(text)
+    except OSError as e:
+        typer.echo(f"error: cannot write {output}: {e.strerror}", err=True)
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

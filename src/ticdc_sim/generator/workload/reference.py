@@ -59,7 +59,8 @@ and a storyline of DDL while they run. Every key is checked: a typo, a wrong sha
 value out of range is an error naming its place (`w.yaml:12:7: tables[1].columns.price.unifrom:
 unknown key; did you mean uniform?`). On the command line, `--events N`, `--duration S`,
 `--seed N` and `--set PATH=VALUE` (the path as errors print it, the value as YAML) change
-the spec without editing it.
+the spec without editing it. Top-level keys that start with `x-` are ignored: a place for
+YAML anchors (`x-audit: &audit {...}`, then `<<: *audit` where it is needed).
 
 Shapes: `integer`, `number` (integers too), `text`, `true/false`, `[a, b]` a list of two,
 `[x, ...]` a list, `{k: v, ...}` a mapping, `{a, b}` a section of its own (below); a

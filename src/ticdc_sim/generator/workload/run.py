@@ -238,17 +238,13 @@ class Generator:
         self.engine = Engine(EngineConfig(seed=spec.seed, database=None))
         self.ddl: list[DDLEvent] = []
         self._origins: list[SpecPath] = []  # the spec's DDL each of `ddl` came from
-        self._run_ddl(
-            f"CREATE DATABASE IF NOT EXISTS `{spec.database.replace('`', '``')}`;"
-            f" USE `{spec.database.replace('`', '``')}`",
-            ("database",),
-            "database",
-        )
+        name = spec.database.replace("`", "``")
+        self._run_ddl(f"CREATE DATABASE IF NOT EXISTS `{name}`; USE `{name}`", ("database",))
         created: list[int] = []  # each entry's table id
         for i, table in enumerate(spec.tables):
             path: SpecPath = ("tables", i, "ddl" if table.ddl is not None else "ddl_file")
             text = table.ddl if table.ddl is not None else _read(table.ddl_file, path)
-            events = self._run_ddl(text, path, "ddl")
+            events = self._run_ddl(text, path)
             tables = [e.table_info for e in events if e.action == ActionType.CREATE_TABLE]
             if len(tables) != 1:
                 raise SpecError(
@@ -291,12 +287,12 @@ class Generator:
         self.kind_cdf = np.cumsum(kinds) / kinds.sum()
         self.base_ms = physical_ms(self.ddl[-1].commit_ts) + 1 if self.ddl else 0
 
-    def _run_ddl(self, text: str, path: SpecPath, name: str) -> list[DDLEvent]:
+    def _run_ddl(self, text: str, path: SpecPath) -> list[DDLEvent]:
         """Run the DDL of a table entry (or the database's): its events, or a spec error
-        at `path` (located within the DDL's text)."""
+        at `path` (located within the spec's DDL text)."""
         events: list[DDLEvent] = []
         try:
-            for event in self.engine.run(split_script(text.splitlines(keepends=True), name)):
+            for event in self.engine.run(split_script(text.splitlines(keepends=True), "ddl")):
                 if not isinstance(event, DDLEvent):
                     raise SpecError(
                         f"writes rows ({event.table.name}): a table's `ddl` creates it; its"
@@ -305,7 +301,8 @@ class Generator:
                     )
                 events.append(event)
         except SQLError as e:
-            raise SpecError(sql_problem(e), path) from None
+            own = path != ("database",)  # the database's statement is ours: no line, column
+            raise SpecError(sql_problem(e if own else replace_location(e)), path) from None
         self.ddl.extend(events)
         self._origins.extend([path] * len(events))
         return events
@@ -1116,23 +1113,53 @@ def cycles_paused() -> Iterator[None]:
 
 
 def check(spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
-    """The whole run walked without drawing a row (the schedule is numpy, ~10M events/s),
-    then each key column asked for the last key the run needs: a chapter that cannot run,
-    a key column too small for the rows, a generator out of distinct values, are errors
-    before any record is written (the distinct values drawn are kept for the run)."""
+    """What would fail mid-run, found before any record is written: a chapter that cannot
+    run, a key column too small for the rows, a template's longest row number, a generator
+    out of distinct values. Where the most rows the run could make fit every column and
+    nothing needs counting (no storyline, no distinct draws), from that bound alone; else by
+    walking the schedule without drawing a row (numpy, ~10M events/s) and asking each column
+    for the last value the run needs (distinct values so drawn are kept for the run)."""
     gen = Generator(spec, datasets)
+    counted = bool(spec.storyline) or any(
+        isinstance(values, v.Distinct) for state in gen.order for values in state.generators
+    )
+    if not counted:
+        most = _most_events(spec)
+        try:
+            for state in gen.order:
+                _last_values(state, state.initial + most, most)
+            return
+        except SpecError:
+            pass  # the bound does not fit: count what the run makes
     states = {id(state): state for state in gen.order}
     for _ in gen.blocks():
         states.update((id(state), state) for state in gen.order)
     for state in states.values():
-        for offset, values in enumerate(state.generators):
-            count = state.born
-            if offset in state.rekey_columns:  # serials 2 * row and 2 * key update + 1
-                count = max(2 * state.born - 1, 2 * state.rekeyed)
-            if isinstance(values, v.Distinct):
-                values.reserve(count)
-            elif isinstance(values, v.KeySequence) and count > state.seed_rows:
-                values(np.array([count - 1]), np.zeros(1, dtype=np.int64), None)
+        _last_values(state, state.born, state.rekeyed)
+
+
+def _most_events(spec: Workload) -> int:
+    """An upper bound of the run's operation events."""
+    ops = spec.operations
+    if ops.events is not None:
+        return ops.events
+    sizes = ops.transaction_size
+    largest = max(sizes.choice) if sizes.choice else sizes.max
+    return int((ops.duration_s or 0) * ops.commit_rate + 1) * largest
+
+
+def _last_values(state: TableState, born: int, rekeyed: int) -> None:
+    """Each column of `state` asked for the last value `born` rows and `rekeyed` key updates
+    need: a key sequence's last key, a template's longest {row}, the distinct values."""
+    for offset, values in enumerate(state.generators):
+        count = born
+        if offset in state.rekey_columns:  # serials 2 * row and 2 * key update + 1
+            count = max(2 * born - 1, 2 * rekeyed)
+        if isinstance(values, v.Distinct):
+            values.reserve(count)
+        ends = isinstance(values, v.KeySequence) and count > state.seed_rows
+        if ends or (isinstance(values, v.Template) and count):
+            values(np.array([count - 1]), np.zeros(1, dtype=np.int64), None)
 
 
 _PHYSICAL_LIMIT = 1 << 46  # a TSO is 46 bits of milliseconds and 18 logical bits
@@ -1154,6 +1181,11 @@ def _key_offsets(info: TableInfo) -> set[int]:
     """The offsets of the columns of the primary key and of every unique key."""
     keys = {ic.offset for ix in info.indices if ix.primary or ix.unique for ic in ix.columns}
     return keys | set(primary_key(info))
+
+
+def replace_location(error: SQLError) -> SQLError:
+    """The error without its place (in a statement the user did not write)."""
+    return SQLError(error.message, code=error.code)
 
 
 def sql_problem(error: SQLError) -> str:

@@ -10,6 +10,7 @@ errors speak the spec's language: what the option's shape is, what was given, wh
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import functools
 import re
@@ -21,6 +22,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -107,6 +109,8 @@ def dotted(path: SpecPath) -> str:
             out += f"[{part}]"
         elif part == "[key]":  # the mapping's key itself is bad, not its value
             out += " (the key)"
+        elif part.startswith("<"):  # a marker (where a key was written), not a name
+            continue
         else:
             out += f".{part}" if out else str(part)
     return out or "(top)"
@@ -114,9 +118,17 @@ def dotted(path: SpecPath) -> str:
 
 # -- declaring options -------------------------------------------------------------------------
 
+
 # .inf and .nan are YAML floats; no count, rate or bound of a run can be one. Scalars are
 # strict: `rows: "10"` or `unique: 1` is an error, not a guess.
-Int = Annotated[int, Strict()]
+def _integral(value: Any) -> Any:
+    """1e6 (a float in YAML) as the integer it is; 2.5 stays, to be refused."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_integral), Strict()]
 Num = Annotated[float, Strict()]
 Bool = Annotated[bool, Strict()]
 Text = Annotated[str, Strict()]
@@ -597,7 +609,10 @@ class Operations(Strict_):
         if self.events is not None and self.duration_s is not None:
             raise ValueError("give `events` or `duration_s`, not both")
         if (self.duration_s or 0) * self.commit_rate > _MOST:
-            raise ValueError(f"duration_s x commit_rate: more than {_MOST:,} transactions")
+            raise ValueError(
+                f"duration_s: {self.duration_s:g} s at commit_rate {self.commit_rate:g} is more"
+                f" than {_MOST:,} transactions"
+            )
         return self
 
 
@@ -639,7 +654,13 @@ class Workload(Strict_):
     seed: Int = doc(
         0, "every value and choice derives from it (--seed replaces it)", "seed: 7", ge=0, lt=2**63
     )
-    database: Text = doc("test", "the database the tables are created in", "database: shop")
+    database: Text = doc(
+        "test",
+        "the database the tables are created in (made when missing)",
+        "database: shop",
+        min_length=1,
+        max_length=64,
+    )
     tables: Annotated[list[Table], Field(min_length=1)] = doc(
         what="the tables, each its own entry",
         example="tables: [{ddl: 'CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)', rows: 10}]",
@@ -721,6 +742,9 @@ class Workload(Strict_):
 # -- reading -----------------------------------------------------------------------------------
 
 _MAX_NODES = 1_000_000  # YAML values after aliases are expanded: beyond any real spec
+_MAX_DEPTH = 64  # nested collections: a spec needs 6
+_KEY = "<key>"  # in a path of marks: where a mapping's key (not its value) was written
+_FLOAT_12 = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
 
 def load(path: Path, seed: int | None = None, overrides: Iterable[Override] = ()) -> Workload:
@@ -755,6 +779,11 @@ def load(path: Path, seed: int | None = None, overrides: Iterable[Override] = ()
 def read_yaml(data: bytes, source: str) -> tuple[Any, dict[SpecPath, str]]:
     """A YAML document and where each of its values was written (file:line:col by path).
     Binary data, bad UTF-8, duplicate keys, alias bombs and runaway nesting are errors."""
+    for bom, name in _WIDE:
+        if data.startswith(bom):
+            raise SpecError(
+                f"{name} text: a workload spec is UTF-8 (save it as UTF-8)", where=source
+            )
     if b"\0" in data[: 1 << 16]:
         raise SpecError(
             f"not a workload spec: binary data (a NUL byte at offset {data.index(0)})",
@@ -768,15 +797,17 @@ def read_yaml(data: bytes, source: str) -> tuple[Any, dict[SpecPath, str]]:
             f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
             where=f"{source}:{line}:{col}",
         ) from None
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # PyYAML's reader checks every character here
+        loader.source = source
         try:
             node = loader.get_single_node()
         except RecursionError:
             mark = loader.get_mark()
             raise SpecError(
                 "nested too deeply to read", where=f"{source}:{mark.line + 1}:{mark.column + 1}"
-            ) from None
+            ) from None  # a stack smaller than _MAX_DEPTH needs: said all the same
         if node is None:
             return None, {}
         _check_size(node, source)
@@ -788,16 +819,28 @@ def read_yaml(data: bytes, source: str) -> tuple[Any, dict[SpecPath, str]]:
         mark = e.problem_mark or e.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         problem = e.problem or e.context or "not YAML"
+        if problem.startswith("but ") and e.context:  # PyYAML's two halves of one sentence
+            problem = f"{e.context} {problem}"
         raise SpecError(f"not YAML: {problem}", where=where) from None
     except yaml.reader.ReaderError as e:
         line, col = _line_col(text, e.position)
         raise SpecError(
-            f"not YAML: character {e.character!r} is not allowed", where=f"{source}:{line}:{col}"
+            f"not YAML: character U+{e.character:04X} is not allowed",
+            where=f"{source}:{line}:{col}",
         ) from None
     except yaml.YAMLError as e:
         raise SpecError(f"not YAML: {e}", where=source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+_WIDE = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -807,7 +850,24 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 class _Loader(yaml.SafeLoader):  # type: ignore[misc]
     """PyYAML's safe loader, refusing a key given twice in one mapping (the last would
-    win, silently)."""
+    win, silently) and collections nested deeper than `_MAX_DEPTH`; `1e6` is a number, as
+    in YAML 1.2 (1.1 wants `1.0e+6`)."""
+
+    depth = 0
+    source = "spec"
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > _MAX_DEPTH:
+                at = self.peek_event().start_mark
+                raise SpecError(
+                    f"nested deeper than {_MAX_DEPTH} levels (a spec needs a few)",
+                    where=f"{self.source}:{at.line + 1}:{at.column + 1}",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[Any, int] = {}
@@ -829,6 +889,9 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc]
             first[key] = key_node.start_mark.line + 1
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return mapping
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789"))
 
 
 def _check_size(root: yaml.Node, source: str) -> None:
@@ -891,6 +954,8 @@ def _collect_marks(
                     key = loader.construct_object(key_node, deep=True)
                     if isinstance(key, str | int):
                         stack.append((value, (*path, key)))
+                        at = key_node.start_mark
+                        marks[(*path, key, _KEY)] = f"{source}:{at.line + 1}:{at.column + 1}"
 
 
 def parse(raw: Any, source: str = "spec", marks: dict[SpecPath, str] | None = None) -> Workload:
@@ -898,10 +963,12 @@ def parse(raw: Any, source: str = "spec", marks: dict[SpecPath, str] | None = No
     marks = marks or {}
     if raw is None:
         raise SpecError("empty: a workload spec needs at least `tables`", where=source)
+    if isinstance(raw, dict):  # x-...: a place for YAML anchors, as in compose files
+        raw = {k: v for k, v in raw.items() if not (isinstance(k, str) and k.startswith("x-"))}
     try:
         spec = Workload.model_validate(raw)
     except ValidationError as e:
-        problems = [_problem(p) for p in e.errors()]
+        problems = list(dict.fromkeys(_problem(p) for p in e.errors()))  # once each
         located = [
             SpecError(message, path, _locate(marks, path) or source) for path, message in problems
         ]
@@ -940,13 +1007,17 @@ def _problem_at(error: Any) -> tuple[SpecPath, str]:
     kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
     tp, field, owner = _walk(loc)
     at_field = field is not None and bool(path) and path[-1] == _field_name(owner, field)
+    pair = field is not None and get_origin(_bare(_annotation(field))) is tuple
+    if field and pair and kind in ("missing", "too_long", "too_short") and isinstance(given, list):
+        at = path[:-1] if kind == "missing" else path  # [low, high] whole, not an item of it
+        return at, f"expected {shape_of(field)}, not {_show(given)}" + _example(field)
     if kind == "extra_forbidden":
         name = str(path[-1]) if path else ""
         known = list(owner.model_fields) if owner else []
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         where = _SECTION.get(owner, "here") if owner else "here"
-        return path, f"unknown key; {hint}{where} takes {', '.join(known)}"
+        return (*path, _KEY), f"unknown key; {hint}{where} takes {', '.join(known)}"
     if kind == "missing":
         return path, "required" + _example(field)
     if kind in ("value_error", "assertion_error"):
@@ -966,6 +1037,13 @@ def _problem_at(error: Any) -> tuple[SpecPath, str]:
         count = ctx.get("min_length" if kind == "too_short" else "max_length")
         most = "at least" if kind == "too_short" else "at most"
         return path, f"needs {most} {count} item{'s' if count != 1 else ''}" + _example(field)
+    if kind in ("string_too_short", "string_too_long"):
+        count = ctx.get("min_length" if kind == "string_too_short" else "max_length")
+        most = "at least" if kind == "string_too_short" else "at most"
+        return (
+            path,
+            f"needs {most} {count} character{'s' if count != 1 else ''}, not {_show(given)}",
+        )
     if kind == "string_pattern_mismatch":
         return path, f"expected {shape_of(field) if field else 'text'}, not {_show(given)}"
     if kind == "literal_error":
@@ -1112,9 +1190,9 @@ def _number(value: Any) -> str:
 def _show(value: Any) -> str:
     """A given value, short: what YAML read, in its own notation."""
     if isinstance(value, dict):
-        text = "a mapping"
+        text = "a mapping" if value else "an empty mapping"
     elif isinstance(value, list):
-        text = f"a list of {len(value)}"
+        text = f"a list of {len(value)}" if value else "an empty list"
     elif isinstance(value, bool):
         text = "true" if value else "false"
     elif value is None:
@@ -1187,7 +1265,10 @@ class Override:
         root = raw if raw is not None else {}
         node = root
         for depth, part in enumerate(self.path[:-1]):
+            made = isinstance(node, dict) and node.get(part) is None
             node = self._step(node, part, self.path[: depth + 1], self.path[depth + 1])
+            if made and self.value is not _DELETE:  # a mapping this override made: its own
+                marks[self.path[: depth + 1]] = self.label
         last = self.path[-1]
         if self.value is _DELETE:
             if isinstance(node, dict):

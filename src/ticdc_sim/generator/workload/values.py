@@ -306,6 +306,8 @@ class Template(Values):
                 values = [_call(self.path, name, method) for _ in range(POOL)]
                 self.pools[i] = np.array(values + [None], dtype=object)[:-1]
         self.convert = column_converter(self.col, lambda: dt.UTC)
+        # a template that cannot fit the column is an error now, not mid-run
+        self(np.arange(64, dtype=np.int64), np.zeros(64, dtype=np.int64), None)
 
     def __call__(self, rows: np.ndarray, versions: np.ndarray, live: Live | None) -> list[Any]:
         columns: list[list[str]] = []
@@ -442,10 +444,11 @@ def _drawer(path: SpecPath, col: ColumnInfo, spec: Column) -> Callable[[random.R
         fake, name = _faker(spec.locale), _provider(spec)
         method = getattr(fake, name)
         args = {} if isinstance(spec.faker, str) or spec.faker is None else spec.faker.args
+        where = (*path, "faker", "args") if args else (*path, "faker")
 
         def faker(rng: random.Random) -> Any:
             fake.random = rng
-            return _call(path, name, method, args)
+            return _call(where, name, method, args)
 
         return faker
     if kind == "choice":
