@@ -24,7 +24,7 @@ from ticdc_sim.cli import app
 from ticdc_sim.errors import SimError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
-from ticdc_sim.generator.workload import Generator, SpecError, load, parse
+from ticdc_sim.generator.workload import Generator, SpecError, check, load, parse
 from ticdc_sim.generator.workload.run import primary_key
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -999,6 +999,16 @@ def test_every_example_of_the_reference_runs(tmp_path: Path, home: str, example:
     assert any(isinstance(e, RowChangedEvent) for e in stream)
     if home == "chapter":
         assert sum(isinstance(e, DDLEvent) for e in stream) == 3  # 2 tables, then its DDL
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "examples").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_the_example_specs_run(path: Path) -> None:
+    spec = load(path)
+    check(spec)
+    stream = list(itertools.islice(Generator(spec).events(), 3000))
+    assert sum(isinstance(e, RowChangedEvent) for e in stream) > 2000
 
 
 def test_the_reference_s_whole_spec_runs() -> None:
