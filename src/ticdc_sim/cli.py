@@ -43,7 +43,8 @@ from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.workload.spec import Override, Workload
+    from ticdc_sim.generator.workload.reading import Override
+    from ticdc_sim.generator.workload.spec import Workload
     from ticdc_sim.sinks.expect import Recorder, Upstream
 
 app = typer.Typer(
@@ -83,6 +84,12 @@ def _shown(param: Any) -> str:
     return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
 
 
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
+    ),
+]
 # a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
 _LAST_START = (1 << 63) - 1
 
@@ -213,12 +220,7 @@ def replay(
             " (the sink URI of a changefeed; without it: the captured events as JSON lines)",
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
-        ),
-    ] = None,
+    config: ConfigOption = None,
     overwrite: Annotated[
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
@@ -620,12 +622,7 @@ def generate(
             help="where TiCDC's messages go (without it: the events as JSON lines)",
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
-        ),
-    ] = None,
+    config: ConfigOption = None,
     events: Annotated[
         int | None,
         typer.Option(min=0, metavar="N", help="operations.events: this many row changes"),

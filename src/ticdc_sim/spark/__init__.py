@@ -23,8 +23,8 @@ import pyarrow as pa
 from ticdc_sim.config import Changefeed, changefeed
 from ticdc_sim.datasets import file_format
 from ticdc_sim.errors import ConfigError, SimError, Warnings
-from ticdc_sim.generator.workload import check
-from ticdc_sim.generator.workload.spec import SpecError, Workload, load
+from ticdc_sim.generator.workload import check, load
+from ticdc_sim.generator.workload.spec import SpecError, Workload
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import LocalSink, Sink
 from ticdc_sim.sinks.staging import Staging

@@ -127,7 +127,7 @@ def _bounds(field: FieldInfo) -> str:
     for meta in field.metadata:
         for kind, sign, bound in _BOUNDS:
             if isinstance(meta, kind):
-                out.append(f"{sign} {s._number(getattr(meta, bound))}")
+                out.append(f"{sign} {s.number_text(getattr(meta, bound))}")
         if isinstance(meta, at.MinLen):
             out.append(f"at least {meta.min_length} item{'s' if meta.min_length != 1 else ''}")
     return f", {' and '.join(out)}" if out else ""
