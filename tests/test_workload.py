@@ -1365,3 +1365,35 @@ def test_rows_touched_again_after_a_long_quiet_stay_consistent() -> None:
         if event.columns is not None:
             live[event.columns[0]] = event.columns
     assert deletes >= 1
+
+
+def test_hot_rows_keep_their_state_while_the_rows_around_them_go() -> None:
+    """Retention deletes tens of thousands of rows (the per-row state below them is let
+    go); the hot rows, the oldest of all, stay, and their old images stay their last ones."""
+    raw = {
+        "seed": 2,
+        "tables": [
+            {
+                "ddl": "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+                "rows": 20000,
+                "columns": {"v": {"uniform": [0, 1000000]}},
+            }
+        ],
+        "operations": {
+            "events": 60000,
+            "mix": {"insert": 1, "update": 1, "delete": 2},
+            "keys": {"hot": {"count": 3, "share": 0.01}},
+        },
+    }
+    live: dict[Any, tuple[Any, ...]] = {}
+    hot_updates = 0
+    for event in events(raw):
+        if not isinstance(event, RowChangedEvent):
+            continue
+        if event.pre_columns is not None:
+            assert live.pop(event.pre_columns[0]) == event.pre_columns
+            hot_updates += event.columns is not None and event.pre_columns[0] <= 3
+        if event.columns is not None:
+            live[event.columns[0]] = event.columns
+    assert {1, 2, 3} <= set(live) and min(k for k in live if k > 3) > 29000
+    assert hot_updates > 50

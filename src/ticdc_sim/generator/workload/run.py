@@ -97,6 +97,9 @@ class TableState:
     seeded: dict[int, list[Any]] = field(default_factory=dict)
     seed_rows: int = 0
 
+    def __post_init__(self) -> None:
+        self.rows.pin(self.hot_from, self.hot_count)
+
 
 @dataclass
 class Block:
@@ -115,21 +118,20 @@ class RowState:
     """Per live row of a table: the version its columns are at (the event index + 1 of the
     update that last wrote it; 0: as inserted) and its key serial (-1: its own), in arrays
     indexed by row id from `base` (rows below the oldest live one are let go), and for the
-    fixed hot rows [pinned, pinned + len(hot_version)), which live on, arrays of their own."""
+    fixed hot rows [pinned, pinned + hot), which live on, arrays of their own (grown as
+    they are born)."""
 
     def __init__(self) -> None:
         self.base = 0
         self.version = np.zeros(0, dtype=np.int64)
         self.serial = np.zeros(0, dtype=np.int64)
-        self.pinned = 0
-        self.hot_version = np.zeros(0, dtype=np.int64)
-        self.hot_serial = np.zeros(0, dtype=np.int64)
+        self.pin(0, 0)
 
     def pin(self, first: int, count: int) -> None:
         """Rows [first, first + count) are the hot rows (their state kept apart)."""
-        self.pinned = first
-        self.hot_version = np.zeros(count, dtype=np.int64)
-        self.hot_serial = np.full(count, -1, dtype=np.int64)
+        self.pinned, self.hot = first, count
+        self.hot_version = np.zeros(0, dtype=np.int64)
+        self.hot_serial = np.zeros(0, dtype=np.int64)
 
     def grow(self, born: int, low: int) -> None:
         """Room for rows [low, born); rows below `low` (hot rows aside) are not asked for
@@ -144,9 +146,13 @@ class RowState:
             extra = size - len(self.version)
             self.version = np.concatenate([self.version, np.zeros(extra, dtype=np.int64)])
             self.serial = np.concatenate([self.serial, np.full(extra, -1, dtype=np.int64)])
+        extra = min(self.hot, max(born - self.pinned, 0)) - len(self.hot_version)
+        if extra > 0:
+            self.hot_version = np.concatenate([self.hot_version, np.zeros(extra, np.int64)])
+            self.hot_serial = np.concatenate([self.hot_serial, np.full(extra, -1, np.int64)])
 
     def _hot(self, rows: np.ndarray) -> np.ndarray:
-        return (rows >= self.pinned) & (rows < self.pinned + len(self.hot_version))
+        return (rows >= self.pinned) & (rows < self.pinned + self.hot)
 
     def get(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The version and key serial of `rows`."""
@@ -165,13 +171,6 @@ class RowState:
         self.serial[rows[cold] - self.base] = serial[cold]
         pin = rows[hot] - self.pinned
         self.hot_version[pin], self.hot_serial[pin] = version[hot], serial[hot]
-
-    def copy(self) -> RowState:
-        out = RowState()
-        out.base, out.version, out.serial = self.base, self.version.copy(), self.serial.copy()
-        out.pinned = self.pinned
-        out.hot_version, out.hot_serial = self.hot_version.copy(), self.hot_serial.copy()
-        return out
 
 
 @dataclass
