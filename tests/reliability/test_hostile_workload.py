@@ -245,6 +245,28 @@ REFUSED: list[Any] = [
         id="negative-weight",
     ),
     pytest.param(
+        columns("{v: {choice: [1, .nan]}}"),
+        "{spec}:4:27: tables[0].columns.v.choice: .nan and .inf are no values a column holds",
+        id="choice-nan",
+    ),
+    pytest.param(
+        columns("{v: {uniform: [1e300, 1e301]}}").replace("v INT", "v DECIMAL(10,2)"),
+        "{spec}:4:18: tables[0].columns.v: a drawn value 8.46819e+300 does not fit: Out of"
+        " range value for column 'v'",
+        id="decimal-past-any-precision",
+    ),
+    pytest.param(
+        columns("{v: {normal: {mean: 0, std: 1e308}}}").replace("v INT", "v DOUBLE"),
+        "{spec}:4:18: tables[0].columns.v: a drawn value inf is no number a column holds",
+        id="normal-overflows",
+    ),
+    pytest.param(
+        columns("{s: {length: [1, 100000000000000000000]}}").replace("s VARCHAR(10)", "s LONGTEXT"),
+        "{spec}:4:31: tables[0].columns.s.length[1]: must be at most 65535, not"
+        " 100000000000000000000",
+        id="length-past-memory",
+    ),
+    pytest.param(
         columns("{v: {zipf: {n: 0}}}"),
         "{spec}:4:29: tables[0].columns.v.zipf.n: must be above 0, not 0",
         id="zipf-n-zero",

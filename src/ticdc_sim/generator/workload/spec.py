@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
 import string
 from collections.abc import Iterable
@@ -132,6 +133,8 @@ Bool = Annotated[bool, Strict()]
 Text = Annotated[str, Strict()]
 
 _MOST = 10**15  # rows or events: beyond any run, within numpy's int64 arithmetic on them
+# drawn strings: a TEXT's worth; 4096 pooled values of a LONGTEXT's 4 GiB would not fit
+Length = Annotated[Int, Field(ge=0, le=65535)]
 
 
 def doc(default: Any = ..., what: str = "", example: str = "", shape: str = "", **kw: Any) -> Any:
@@ -261,10 +264,10 @@ class Column(Strict_):
         shape="table.column",
         pattern=r"^[A-Za-z0-9_$]+\.[A-Za-z0-9_$]+$",
     )
-    length: tuple[Int, Int] | None = doc(
+    length: tuple[Length, Length] | None = doc(
         None,
-        "strings: [min, max] characters (random text; faker, template and choice strings"
-        " are cut to max)",
+        "strings: [min, max] characters, at most 65535 (random text; faker, template and"
+        " choice strings are cut to max)",
         "note: {length: [10, 80]}",
         shape="[min, max]",
     )
@@ -291,6 +294,8 @@ class Column(Strict_):
             raise ValueError(f"min {self.min:g} above max {self.max:g}")
         if self.unique and self.ref is not None:
             raise ValueError("a reference cannot be unique: it points at rows that exist")
+        if isinstance(self.choice, list) and any(_not_finite(x) for x in self.choice):
+            raise ValueError("choice: .nan and .inf are no values a column holds")
         if self.faker is not None or self.template is not None:
             providers(self.locale)  # a locale Faker does not know: said here, at load
         if self.faker is not None:
@@ -306,6 +311,10 @@ class Column(Strict_):
 
 
 KINDS = ("faker", "template", "sequence", "uniform", "normal", "zipf", "choice", "ref")
+
+
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+import math
 import random
 import string
 from abc import ABC, abstractmethod
@@ -463,7 +464,22 @@ def _drawer(path: SpecPath, col: ColumnInfo, spec: Column) -> Callable[[random.R
     if kind in ("uniform", "normal", "zipf"):
         low = -np.inf if spec.min is None else spec.min
         high = np.inf if spec.max is None else spec.max
-        return lambda rng: _as_column_number(col, min(max(_number(spec, rng), low), high))
+
+        widest = 10.0 ** (col.flen - col.decimal) if col.tp == M.NEWDECIMAL else math.inf
+
+        def number(rng: random.Random) -> Any:
+            drawn = min(max(_number(spec, rng), low), high)
+            if not math.isfinite(drawn):  # a normal's std near float's limits
+                raise SpecError(f"a drawn value {drawn} is no number a column holds", path)
+            if abs(drawn) >= widest:  # said before Decimal's context is asked for 300 digits
+                raise SpecError(
+                    f"a drawn value {drawn:g} does not fit: Out of range value for column"
+                    f" '{col.name}'",
+                    path,
+                )
+            return _as_column_number(col, drawn)
+
+        return number
     return lambda rng: _default(col, spec, rng)
 
 
