@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench openapi
+.PHONY: install run test lint bench openapi docs
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,6 +19,9 @@ run: $(STAMP)
 
 openapi: $(STAMP)
 	$(BIN)/ticdc-sim openapi --output openapi/openapi.json
+
+docs: $(STAMP)
+	$(BIN)/ticdc-sim workload-spec --output docs/workload-spec.md
 
 lint: $(STAMP)
 	$(BIN)/ruff check

@@ -39,11 +39,9 @@ BLACKHOLE = "blackhole://?protocol=canal-json&partition-num=3"  # --rss-only: no
 
 
 def _spec(events: int):  # type: ignore[no-untyped-def]
-    from ticdc_sim.generator.workload import load
+    from ticdc_sim.generator.workload import Override, load
 
-    spec = load(SPEC, None)
-    operations = spec.operations.model_copy(update={"events": events})
-    return spec.model_copy(update={"operations": operations})
+    return load(SPEC, overrides=[Override(("operations", "events"), events, "--events")])
 
 
 def _planned(events: int) -> int:

@@ -45,15 +45,20 @@ pytestmark = [
 ]
 
 # three tables (a reference between them, key updates of an integer handle and of a unique
-# key, a `_tidb_rowid` table), a storyline ALTER, multi-table transactions, hot keys; a
-# low commit rate, so the run spans many ticks of the checkpoint ticker (ranges)
+# key, a `_tidb_rowid` table), a storyline ALTER, multi-table transactions, hot keys (fixed
+# ones too), unique Faker values and templates; a low commit rate, so the run spans many
+# ticks of the checkpoint ticker (ranges)
 SPEC = """
 seed: 11
 tables:
-  - ddl: CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR(40), score DOUBLE)
+  - ddl: >-
+      CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR(40), score DOUBLE,
+      email VARCHAR(80), UNIQUE KEY (email))
     rows: 300
+    keys: {hot: {count: 2, share: 0.3}, zipf: 1.2}
     columns:
       name: {faker: name}
+      email: {faker: email}
   - ddl: >-
       CREATE TABLE orders (id BIGINT PRIMARY KEY, user_id BIGINT, amount DECIMAL(10,2),
       note TEXT, placed DATETIME(3))
@@ -69,6 +74,8 @@ tables:
     rows: 50
     weight: 0.5
     key_updates: {share: 0.3, columns: [tag]}
+    columns:
+      tag: {template: "{word}-{row}"}
 operations:
   events: 6000
   mix: {insert: 3, update: 5, delete: 2}
@@ -252,7 +259,7 @@ def spec_file(tmp_path: Path) -> Path:
 def test_cli_writes_the_local_engines_files(spec_file: Path, tmp_path: Path, scheme: str) -> None:
     _session("local[2]")  # the CLI takes the running session
     query = FEEDS[1]
-    cli("--workload", str(spec_file), "--sink-uri", f"{scheme}://{tmp_path / 'one'}{query}")
+    one = cli("--workload", str(spec_file), "--sink-uri", f"{scheme}://{tmp_path / 'one'}{query}")
     out = cli(
         "--workload",
         str(spec_file),
@@ -263,7 +270,9 @@ def test_cli_writes_the_local_engines_files(spec_file: Path, tmp_path: Path, sch
         "--master",
         "local[2]",
     )
-    assert "records in" in out
+    assert out == one and re.fullmatch(
+        r"\d+ rows, 4 DDL, \d+ checkpoints -> records per topic: ticdc: \d+\n", out
+    )
     read = read_parquet if scheme == "parquet" else read_jsonl
     expected = [_row(r) for r in read(str(tmp_path / "one"))]
     assert [_row(r) for r in read(str(tmp_path / "spark"))] == expected
@@ -280,8 +289,10 @@ def test_cli_to_kafka_gives_each_partition_in_order(broker: Broker, tmp_path: Pa
     path.write_text(SPEC)
     topic = f"spark-{os.getpid()}-{time.monotonic_ns()}"
     query = FEEDS[0]
-    cli("--workload", str(path), "--sink-uri", f"jsonl://{tmp_path / 'one'}{query}&topic={topic}")
-    cli(
+    one = cli(
+        "--workload", str(path), "--sink-uri", f"jsonl://{tmp_path / 'one'}{query}&topic={topic}"
+    )
+    out = cli(
         "--workload",
         str(path),
         "--sink-uri",
@@ -291,6 +302,7 @@ def test_cli_to_kafka_gives_each_partition_in_order(broker: Broker, tmp_path: Pa
         "--master",
         "local[2]",
     )
+    assert out == one  # the same summary line, from Spark's count of the records
     expected = [_row(r) for r in read_jsonl(str(tmp_path / "one"))]
     got = sorted(
         (
@@ -319,13 +331,30 @@ def test_what_the_spark_engine_refuses_is_named(spec_file: Path, tmp_path: Path)
         assert result.exit_code == 1, result.output
         assert message in result.output
     result = runner.invoke(app, [*base[:-3], "--engine", "turbo"])
-    assert result.exit_code == 1 and "--engine 'turbo': local or spark" in result.output
+    assert result.exit_code == 2
+    assert "Error: Invalid value for '--engine': 'turbo': local or spark" in result.stderr
     uri = f"parquet://{tmp_path / 'y'}?protocol=canal-json"
     for master in ("nowhere", "local[0]", "spark:/x"):  # refused before a JVM starts
         result = runner.invoke(app, [*base, "--sink-uri", uri, "--master", master])
         assert result.exit_code == 1, result.output
         assert f"spark master {master!r}: local, local[N]" in result.output
         assert not (tmp_path / "y").exists() and not (tmp_path / ".y.partial").exists()
+
+
+def test_the_cli_on_spark_prints_what_the_one_process_run_prints(spec_file: Path) -> None:
+    """Issue 25: a Spark run's stderr is its summary line, as the one-process run's (no
+    log4j start-up chatter, no JVM warnings), and nothing on stdout."""
+    uri = "blackhole://?protocol=canal-json&enable-tidb-extension=true"
+    local = CliRunner().invoke(app, ["generate", "--workload", str(spec_file), "--sink-uri", uri])
+    assert local.exit_code == 0, local.output
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    args = ["generate", "--workload", str(spec_file), "--sink-uri", uri, "--no-progress"]
+    args += ["--engine", "spark", "--master", "local[1]"]
+    run = subprocess.run(
+        [sys.executable, "-m", "ticdc_sim", *args], capture_output=True, env=env, timeout=600
+    )
+    assert (run.returncode, run.stdout) == (0, b""), run.stderr.decode()[-3000:]
+    assert run.stderr.decode() == local.stderr
 
 
 def test_a_task_error_is_one_line() -> None:

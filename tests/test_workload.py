@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -24,7 +25,7 @@ from ticdc_sim.errors import SimError
 from ticdc_sim.generator import capture
 from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import split_script
-from ticdc_sim.generator.workload import Generator, SpecError, load, parse
+from ticdc_sim.generator.workload import Generator, SpecError, check, load, parse
 from ticdc_sim.generator.workload.run import primary_key
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -92,66 +93,90 @@ def events(raw: dict[str, Any]) -> list[DDLEvent | RowChangedEvent]:
 # -- the spec ------------------------------------------------------------------------------------
 
 
+COLUMN_KEYS = (
+    "faker, template, locale, unique, sequence, start, step, uniform, normal, zipf, choice,"
+    " ref, length, null_rate, min, max"
+)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (
             lambda s: s["tables"][1]["columns"]["amount"].update(unifrom=[1, 2]),
-            "tables[1].columns.amount.unifrom: Extra inputs",
+            "tables[1].columns.amount.unifrom: unknown key; did you mean uniform? a column"
+            f" takes {COLUMN_KEYS}",
         ),
         (
             lambda s: s["operations"].update(mix={"insert": 0, "update": 0}),
-            "operations.mix: Value error, at least one operation",
+            "operations.mix: at least one operation needs a weight above 0",
         ),
         (
             lambda s: s["tables"][0].update(ddl_file="x.sql"),
-            "tables[0]: Value error, give the table as `ddl`",
+            "tables[0]: give the table as `ddl` (inline) or `ddl_file`, one of them",
         ),
         (
             lambda s: s["tables"][0]["columns"]["name"].update(uniform=[1, 2]),
-            "one generator a column, not faker and uniform",
+            "tables[0].columns.name: one generator a column, not faker and uniform",
         ),
-        (lambda s: s.update(colour=1), "colour: Extra inputs are not permitted"),
+        (
+            lambda s: s.update(colour=1),
+            "colour: unknown key; the top level takes seed, database, tables, operations,"
+            " storyline, initial_batch",
+        ),
         (
             lambda s: s["tables"][0].update(key_updates={"share": 0}),
-            "tables[0].key_updates.share: Input should be greater than 0",
+            "tables[0].key_updates.share: must be above 0, not 0",
         ),
         (
             lambda s: s["operations"].update(transaction_size={"max": 3, "choice": {1: 1}}),
-            "operations.transaction_size: Value error, `min`/`max` or `choice`",
+            "operations.transaction_size: `min`/`max` or `choice`, not both",
         ),
         (
             lambda s: s["operations"].update(transaction_size={"choice": {0: 1}}),
-            "operations.transaction_size.choice[0] (the key): Input should be greater than or equal to 1",
+            "operations.transaction_size.choice: key 0: must be at least 1, not 0",
         ),
         (
             lambda s: s["tables"][0].update(rows=10**23),
-            "tables[0].rows: Input should be less than or equal to 1000000000000000",
+            "tables[0].rows: must be at most 1,000,000,000,000,000, not 100000000000000000000000",
         ),
         (
             lambda s: s["operations"].update(events=None, duration_s=float("inf")),
-            "operations.duration_s: Input should be a finite number",
+            "operations.duration_s: must be a finite number, not inf",
         ),
         (
             lambda s: s["operations"].update(events=None, duration_s=1e15),
-            "duration_s x commit_rate: more than 1,000,000,000,000,000 transactions",
+            "operations.duration_s: 1e+15 s at commit_rate 5000 is more than"
+            " 1,000,000,000,000,000 transactions",
         ),
         (
             lambda s: s["operations"].update(commit_rate=1e-9),
-            "operations.commit_rate: Input should be greater than or equal to 0.001",
+            "operations.commit_rate: must be at least 0.001, not 1e-09",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(status={"choice": {}}),
-            "tables[1].columns.status.choice: Value should have at least 1 item",
+            "tables[1].columns.status.choice: needs at least 1 item"
+            " (e.g. `status: {choice: {new: 5, paid: 3, shipped: 2}}`)",
+        ),
+        (
+            lambda s: s["tables"][1]["columns"].update(amount={"uniform": 5}),
+            "tables[1].columns.amount.uniform: expected [low, high], not 5"
+            " (e.g. `amount: {uniform: [1, 500]}`)",
+        ),
+        (
+            lambda s: s["operations"].update(keys="zipf"),
+            "operations.keys: expected {uniform, zipf, hotspot, hot}, not 'zipf'"
+            " (e.g. `keys: {zipf: 1.1}`)",
         ),
     ],
 )
 def test_spec_errors_name_their_path(change: Any, message: str) -> None:
+    """In the spec's words: the option's path, its shape and an example, what was given."""
     raw = spec()
     change(raw)
     with pytest.raises(SpecError) as error:
         parse(raw, "w.yaml")
-    assert message in str(error.value) and str(error.value).startswith("w.yaml: ")
+    assert str(error.value) == f"w.yaml: {message}"
 
 
 @pytest.mark.parametrize(
@@ -159,48 +184,111 @@ def test_spec_errors_name_their_path(change: Any, message: str) -> None:
     [
         (
             lambda s: s["tables"][0]["columns"].update(id={"faker": "name"}),
-            "customers.id: a primary or unique key column is a sequence",
+            "tables[0].columns.id: a drawn value 'Rebecca Turner' does not fit: Incorrect"
+            " integer value: 'Rebecca Turner' for column 'id'",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(code={"choice": ["a"]}),
-            "orders.code: a primary or unique key",
+            "tables[1].columns.code: choice gave no new value for row 2 in 100 draws (1 distinct"
+            " so far): too few for this run's rows, which must not repeat; a template with {row}"
+            ' (e.g. "{first_name}{row}") never runs out',
         ),
         (
             lambda s: s["tables"][1].update(update=["id"]),
-            "tables[1].update: key columns change by `key_updates` only",
+            "tables[1].update: key columns change by `key_updates` only (with fresh values, so"
+            " keys never collide)",
         ),
         (
             lambda s: s["tables"][1].update(key_updates={"share": 0.1, "columns": ["amount"]}),
-            "tables[1].key_updates.columns: amount is not a primary or unique key column",
+            "tables[1].key_updates.columns: amount is not a primary or unique key column of orders",
         ),
         (
             lambda s: s["tables"][0].update(key_updates={"share": 0.1}),
-            "ref customers.id: customers's key_updates change id",
+            "tables[1].columns.customer_id.ref: customers's key_updates change id; references to"
+            " such keys are not simulated yet",
         ),
         (
             lambda s: s["tables"][1]["columns"].update(nope={}),
             "tables[1].columns.nope: orders has no such column",
         ),
         (
-            lambda s: s["tables"][0]["columns"].update(name={"faker": "no_such_provider"}),
-            "Faker has no provider 'no_such_provider'",
-        ),
-        (
             lambda s: s["tables"][1]["columns"].update(customer_id={"ref": "customers.name"}),
-            "ref customers.name: not the one-column primary key",
+            "tables[1].columns.customer_id.ref: customers.name is not the one-column primary key"
+            " of a table here",
         ),
         (
             lambda s: s["tables"][0].update(ddl="CREATE TABLE nokey (a INT)", columns={}),
-            "nokey needs a primary key",
+            "tables[0]: nokey needs a primary key (the rows' identity)",
         ),
-        (lambda s: s["tables"][0].update(ddl="CREATE TABLE bad (a INT"), "tables[0].ddl"),
+        (
+            lambda s: s["tables"][0].update(ddl="CREATE TABLE bad (a INT"),
+            "tables[0].ddl: line 1 column 23: ERROR 1064 (42000): You have an error in your SQL"
+            " syntax; check the manual that corresponds to your TiDB version for the right syntax"
+            ' to use line 1 column 23 near "INT" (Expecting ))',
+        ),
         (
             lambda s: s["tables"][1]["columns"].update(amount={"uniform": [1e12, 1e13]}),
-            "orders.amount: a drawn value",
+            "tables[1].columns.amount: a drawn value 5.2357e+12 does not fit: Out of range value"
+            " for column 'amount'",
         ),
         (
             lambda s: s["tables"][0]["columns"].update(city={"faker": "paragraph"}),
-            "(`length: [min, max]` cuts drawn strings to max characters)",
+            "tables[0].columns.city: a drawn value 'Book single decade church station two. Baby"
+            " move dark stop which.' does not fit: Data too long for column 'city' (`length:"
+            " [min, max]` cuts drawn strings to max characters)",
+        ),
+        (  # issue 25: a table entry that drops its own table
+            lambda s: s["tables"][0].update(ddl=CUSTOMERS + "; DROP TABLE customers"),
+            "tables[0].ddl: DROP TABLE `test`.`customers` leaves no table customers, which tables[0]"
+            " creates; DDL during the run goes in the storyline",
+        ),
+        (
+            lambda s: s["tables"][1].update(ddl=ORDERS + "; DROP TABLE customers"),
+            "tables[1].ddl: DROP TABLE `test`.`customers` leaves no table customers, which tables[0]"
+            " creates; DDL during the run goes in the storyline",
+        ),
+        (
+            lambda s: s["tables"][0].update(
+                ddl=CUSTOMERS + "; INSERT INTO customers (id) VALUES (1)"
+            ),
+            "tables[0].ddl: writes rows (customers): a table's `ddl` creates it; its rows come"
+            " from `rows` or `initial_from`",
+        ),
+        (
+            lambda s: s["tables"][0].update(
+                ddl=CUSTOMERS + "; CREATE TABLE extra (id INT PRIMARY KEY)"
+            ),
+            "tables[0].ddl: 2 CREATE TABLE statements: an entry of `tables` is one table",
+        ),
+        (
+            lambda s: s["tables"][0].update(ddl="CREATE DATABASE x"),
+            "tables[0].ddl: 0 CREATE TABLE statements: an entry of `tables` is one table",
+        ),
+        (
+            lambda s: (
+                s["tables"][0]["columns"].update(city={"null_rate": 0.1, "faker": "city"})
+                or s["tables"][0].update(
+                    ddl=CUSTOMERS.replace("city VARCHAR(30)", "city VARCHAR(30) NOT NULL")
+                )
+            ),
+            "tables[0].columns.city.null_rate: customers.city is NOT NULL: its values are never NULL",
+        ),
+        (
+            lambda s: s["tables"][1]["columns"].update(code={"ref": "customers.id"}),
+            "tables[1].columns.code.ref: a primary or unique key column cannot be a reference: its"
+            " values must never repeat",
+        ),
+        (
+            lambda s: (
+                s["tables"][0]["columns"].update(city={"faker": "city", "unique": True})
+                or s["tables"][0].update(update=["city"])
+            ),
+            "tables[0].update: city is `unique`: its values are written by inserts only (a unique"
+            " value is drawn once a row)",
+        ),
+        (
+            lambda s: s["tables"][0]["columns"].update(Name={"faker": "name"}),
+            "tables[0].columns.Name: given twice (as name too)",
         ),
     ],
 )
@@ -209,7 +297,148 @@ def test_tables_and_columns_are_checked(change: Any, message: str) -> None:
     change(raw)
     with pytest.raises(SpecError) as error:
         events(raw)
-    assert message in str(error.value)
+    assert str(error.value) == message
+
+
+SHOP = {
+    "seed": 4,
+    "tables": [
+        {
+            "ddl": "CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR(40),"
+            " email VARCHAR(80), city VARCHAR(40), UNIQUE KEY (email))",
+            "rows": 50,
+            "keys": {"hot": {"count": 1, "share": 0.3}},
+            "columns": {
+                "name": {"faker": "name"},
+                "email": {"template": "{first_name}.{last_name}{row}@example.com"},
+                "city": {"faker": "city", "unique": True},
+            },
+            "update": ["name"],
+        },
+        {
+            "ddl": "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT, amount INT,"
+            " mail VARCHAR(60), UNIQUE KEY (mail))",
+            "rows": 100,
+            "weight": 3,
+            "columns": {"customer_id": {"ref": "customers.id"}, "mail": {"faker": "email"}},
+            "update": ["amount", "customer_id"],
+        },
+    ],
+    "operations": {
+        "events": 3000,
+        "mix": {"insert": 2, "update": 5, "delete": 2},
+        "transaction_size": {"min": 1, "max": 4},
+        "multi_table": 0.3,
+    },
+}
+
+
+def test_unique_values_from_faker_and_templates() -> None:
+    """Issue 25: a UNIQUE column takes Faker's values (made distinct, row by row, with seeds
+    of their own), a template makes them from providers and the row's number, `unique:
+    true` keeps a plain column distinct; the SQL engine, which checks unique keys, agrees."""
+    stream = events(SHOP)
+    assert stream == events(SHOP)
+    rows = [e for e in stream if isinstance(e, RowChangedEvent)]
+    customers = [e.columns for e in rows if e.table.name == "customers" and e.kind == "insert"]
+    for image in customers:  # the template: the row's number is its id (both from 1)
+        assert image is not None
+        assert re.fullmatch(rf"[A-Z][A-Za-z']+\.[A-Z][A-Za-z'-]+{image[0]}@example\.com", image[2])
+    cities = [image[3] for image in customers if image is not None]
+    assert len(set(cities)) == len(cities) and all(" " in c or c.isalpha() for c in cities)
+    mails = [e.columns[3] for e in rows if e.table.name == "orders" and e.kind == "insert"]  # type: ignore[index]
+    assert len(set(mails)) == len(mails) and all(re.fullmatch(r"[\w.]+@[\w.]+", m) for m in mails)
+    assert_engine_agrees(stream, 2)
+
+
+def test_hot_keys_are_a_fixed_set() -> None:
+    """Issue 25: `keys: {hot: {count: 1, share: 0.3}}`: the first customer (a celebrity)
+    takes ~30% of the customers' updates and of the orders' references to customers, and
+    no delete (retention takes the oldest rows) takes it."""
+    rows = [e for e in events(SHOP) if isinstance(e, RowChangedEvent)]
+    refs = Counter(e.columns[1] for e in rows if e.table.name == "orders" and e.kind == "insert")  # type: ignore[index]
+    updates = Counter(
+        e.columns[0] for e in rows if e.table.name == "customers" and e.kind == "update"
+    )  # type: ignore[index]
+    deleted = {e.pre_columns[0] for e in rows if e.table.name == "customers" and e.kind == "delete"}  # type: ignore[index]
+    assert refs.most_common(1)[0][0] == 1 and 0.24 < refs[1] / refs.total() < 0.36
+    assert updates.most_common(1)[0][0] == 1 and 0.22 < updates[1] / updates.total() < 0.36
+    assert len(deleted) > 100 and 1 not in deleted and min(deleted) == 2
+
+
+def test_after_truncate_the_hot_rows_are_the_next_ones() -> None:
+    raw = {**SHOP, "storyline": [{"at_event": 1500, "ddl": "TRUNCATE TABLE customers"}]}
+    stream = events(raw)
+    cut = next(
+        i
+        for i, e in enumerate(stream)
+        if isinstance(e, DDLEvent) and e.action == ActionType.TRUNCATE_TABLE
+    )
+    after = [
+        e for e in stream[cut:] if isinstance(e, RowChangedEvent) and e.table.name == "customers"
+    ]
+    first = next(e.columns[0] for e in after if e.kind == "insert")  # type: ignore[index]
+    updates = Counter(e.columns[0] for e in after if e.kind == "update")  # type: ignore[index]
+    assert updates.most_common(1)[0][0] == first
+    assert first not in {e.pre_columns[0] for e in after if e.kind == "delete"}  # type: ignore[index]
+    assert_engine_agrees(stream, 2)
+
+
+def test_distinct_values_that_run_out_are_an_error() -> None:
+    raw = spec()
+    raw["tables"][0]["ddl"] = CUSTOMERS.replace("city VARCHAR(30)", "city VARCHAR(30) UNIQUE")
+    raw["tables"][0]["columns"]["city"] = {"faker": "day_of_week"}
+    with pytest.raises(SpecError) as error:
+        events(raw)
+    assert str(error.value) == (
+        "tables[0].columns.city: faker day_of_week gave no new value for row 8 in 100 draws (7"
+        " distinct so far): too few for this run's rows, which must not repeat; a template with"
+        ' {row} (e.g. "{first_name}{row}") never runs out'
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (
+            {"template": "{first_name}.{lastname}@x.org"},
+            "name.template: Faker has no provider 'lastname' in locale en_US; did you mean"
+            " last_name?",
+        ),
+        (
+            {"template": "{first_name"},
+            "name.template: expected '}' before end of string in '{first_name' (write {{ and }}"
+            " for braces)",
+        ),
+        (
+            {"template": "{row.__class__}"},
+            "name.template: {row.__class__} is not a placeholder: {provider}, {row} or {row:06d}",
+        ),
+        (
+            {"template": "{row:q}"},
+            "name.template: {row:q}: Unknown format code 'q' for object of type 'int'",
+        ),
+        (
+            {"template": "plain"},
+            "name.template: no placeholder; for a constant, write `choice: [the text]`",
+        ),
+        ({"faker": "name", "locale": "xx_YY"}, "name.locale: Faker has no locale 'xx_YY'"),
+        (
+            {"faker": "emial"},
+            "name.faker: Faker has no provider 'emial' in locale en_US; did you mean email?",
+        ),
+        (
+            {"ref": "customers.id", "unique": True},
+            "name: a reference cannot be unique: it points at rows that exist",
+        ),
+    ],
+)
+def test_templates_and_providers_are_checked_at_load(column: dict[str, Any], message: str) -> None:
+    raw = spec()
+    raw["tables"][0]["columns"]["name"] = column
+    with pytest.raises(SpecError) as error:
+        parse(raw, "w.yaml")
+    assert str(error.value) == f"w.yaml: tables[0].columns.{message}"
 
 
 def test_commit_ts_stay_within_a_tso() -> None:
@@ -223,7 +452,9 @@ def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> Non
     """Checked when the generator is built (3 billion rows are never drawn)."""
     raw = spec()
     raw["tables"][0].update(ddl=CUSTOMERS.replace("id BIGINT", "id INT"), rows=3_000_000_000)
-    with pytest.raises(SpecError, match=r"customers.id: key 3000000000 is more than the column"):
+    with pytest.raises(
+        SpecError, match=r"^tables\[0\].columns.id: key 3000000000 is more than the column holds"
+    ):
         Generator(parse(raw))
 
 
@@ -232,20 +463,54 @@ def test_a_key_column_too_small_for_the_initial_rows_is_refused_at_once() -> Non
     [
         (
             {"ddl": "ALTER TABLE orders MODIFY COLUMN note VARCHAR(5)"},
-            "storyline[0]: changes the type of orders.note; not simulated",
+            "storyline[0].ddl: changes the type of orders.note; not simulated",
         ),
         (
             {"ddl": "ALTER TABLE orders ADD COLUMN x INT", "update": ["status", "x"]},
-            "storyline[0].update: customer_id leaves the columns updates write",
+            "storyline[0].update: customer_id leaves the columns updates write; only columns"
+            " this DDL adds may join (each column of a row is at the version of the last update"
+            " that wrote it)",
         ),
-        ({"ddl": "INSERT INTO orders (id) VALUES (99999)"}, "changes schemas, not rows"),
-        ({"ddl": "ALTER TABLE nowhere ADD COLUMN x INT"}, "storyline[0].ddl: "),
+        (
+            {"ddl": "INSERT INTO orders (id) VALUES (99999)"},
+            "storyline[0].ddl: a storyline DDL changes schemas, not rows",
+        ),
+        (
+            {"ddl": "ALTER TABLE nowhere ADD COLUMN x INT"},
+            "storyline[0].ddl: line 1 column 1: ERROR 1146 (42S02): Table 'test.nowhere'"
+            " doesn't exist",
+        ),
         (
             {"ddl": "DROP TABLE customers"},
-            "storyline[0]: orders.customer_id takes `ref:` keys of customers, and after this DDL"
-            " there is no table customers",
+            "storyline[0].ddl: orders.customer_id takes `ref:` keys of customers, and after this"
+            " DDL there is no table customers (a reference names its table; dropping or renaming"
+            " it is not simulated)",
         ),
-        ({"ddl": "RENAME TABLE customers TO people"}, "there is no table customers"),
+        (
+            {"ddl": "RENAME TABLE customers TO people"},
+            "storyline[0].ddl: orders.customer_id takes `ref:` keys of customers, and after this"
+            " DDL there is no table customers (a reference names its table; dropping or renaming"
+            " it is not simulated)",
+        ),
+        (
+            {"ddl": "ALTER TABLE orders ADD UNIQUE KEY uk_status (status)"},
+            "storyline[0].ddl: makes orders.status a key column, but its values were not drawn"
+            " to be distinct (TiDB would refuse the DDL over a duplicate); declare the key in the"
+            " table's ddl",
+        ),
+        (
+            {
+                "ddl": "ALTER TABLE orders ADD COLUMN tag INT",
+                "columns": {"status": {"choice": ["x"]}},
+            },
+            "storyline[0].columns.status: orders.status is there before this DDL: its values stay"
+            " drawn as before (only columns the DDL adds take generators here)",
+        ),
+        (  # issue 25: past the run's end, found by the walk of the schedule
+            {"at_event": None, "at_time_s": 1000, "ddl": "ALTER TABLE orders ADD COLUMN x INT"},
+            "storyline[0].at_time_s: at_time_s 1000 is past the run's end (600 events, 0.0336"
+            " simulated seconds): the chapter would never run",
+        ),
     ],
 )
 def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -> None:
@@ -253,24 +518,73 @@ def test_storyline_chapters_are_checked(chapter: dict[str, Any], message: str) -
     raw["storyline"] = [{"at_event": 10} | chapter]
     with pytest.raises(SpecError) as error:
         events(raw)
-    assert message in str(error.value)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("operations", "chapters", "message"),
+    [
+        (
+            {"events": 100},
+            [{"at_event": 5000}],
+            "storyline[0].at_event: at_event 5000 is past the run's end (operations.events: 100);"
+            " a chapter runs before an operation event",
+        ),
+        (
+            {"events": 100},
+            [{"at_event": 100}],
+            "storyline[0].at_event: at_event 100 is past the run's end (operations.events: 100);"
+            " a chapter runs before an operation event",
+        ),
+        (
+            {"events": None, "duration_s": 2},
+            [{"at_time_s": 2}],
+            "storyline[0].at_time_s: at_time_s 2 is past the run's end (operations.duration_s: 2)",
+        ),
+        (
+            {"events": None},
+            [{"at_event": 0}],
+            "storyline[0]: the run has no operations (operations.events or duration_s), so no"
+            " chapter would run",
+        ),
+        (
+            {"events": 100},
+            [{"at_event": 50}, {"at_event": 20}],
+            "storyline[1].at_event: at_event 20 is before the chapter above's (50): chapters run"
+            " in order",
+        ),
+    ],
+)
+def test_a_chapter_past_the_end_is_a_spec_error(
+    operations: dict[str, Any], chapters: list[dict[str, Any]], message: str
+) -> None:
+    """Issue 25: a storyline step the run never reaches was silently ignored."""
+    raw = spec(**operations)
+    raw["storyline"] = [{"ddl": "ALTER TABLE orders ADD COLUMN x INT"} | c for c in chapters]
+    with pytest.raises(SpecError) as error:
+        parse(raw, "w.yaml")
+    assert str(error.value) == f"w.yaml: {message}"
 
 
 def test_a_bad_chapter_is_found_before_any_record_is_written(tmp_path: Path) -> None:
-    import yaml
-
     raw = spec()
     raw["storyline"] = [{"at_event": 500, "ddl": "ALTER TABLE orders MODIFY note VARCHAR(5)"}]
     path = tmp_path / "w.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
     out = tmp_path / "out"
     uri = f"jsonl://{out}?protocol=canal-json"
     args = ["generate", "--workload", str(path), "--sink-uri", uri, "--no-progress"]
     result = CliRunner().invoke(app, args)
-    assert (
-        result.exit_code == 1 and "storyline[0]: changes the type of orders.note" in result.output
+    line = _line_of(path, "ddl: ALTER TABLE orders MODIFY")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {path}:{line}:8: storyline[0].ddl: changes the type of orders.note; not simulated\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]  # no DIR, no DIR.partial
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
 def test_after_truncate_a_table_has_new_rows_only() -> None:
@@ -310,7 +624,7 @@ def test_a_yaml_error_is_located(tmp_path: Path) -> None:
     path.write_text("seed: 1\ntables: [\n  {ddl: x\n")
     with pytest.raises(SpecError) as error:
         load(path)
-    assert str(error.value).startswith(f"{path}:4:1: not YAML")
+    assert str(error.value) == f"{path}:4:1: not YAML: expected ',' or '}}', but got '<stream end>'"
 
 
 # -- the events ----------------------------------------------------------------------------------
@@ -578,16 +892,138 @@ def test_random_schemas_and_generators(data: st.DataObject) -> None:
     try:
         stream = events(raw)
     except SpecError as e:
-        assert "cannot be a sequence" in str(e) or "too many rows" in str(e), str(e)
+        assert "gave no new value" in str(e) or "too many rows" in str(e), str(e)
         return
     assert_engine_agrees(stream, 1)
+
+
+# -- the reference -------------------------------------------------------------------------------
+
+DOCS = Path(__file__).parents[1] / "docs" / "workload-spec.md"
+
+
+def test_the_reference_is_rendered_from_the_models() -> None:
+    """docs/workload-spec.md is what `ticdc-sim workload-spec` prints: no option can be
+    added, changed or dropped without the reference saying so."""
+    from ticdc_sim.generator.workload.reference import render
+
+    assert DOCS.read_text() == render(), "run `make docs` (ticdc-sim workload-spec)"
+    result = CliRunner().invoke(app, ["workload-spec"])
+    assert result.exit_code == 0 and result.stdout == render()
+
+
+# where each kind of example goes: two tables that have the columns the examples name
+REFERENCE_BASE: dict[str, Any] = {
+    "seed": 1,
+    "tables": [
+        {
+            "ddl": "CREATE TABLE customers (id BIGINT PRIMARY KEY, name VARCHAR(40),"
+            " email VARCHAR(80), city VARCHAR(40), score DOUBLE, visits INT, note TEXT,"
+            " UNIQUE KEY (email))",
+            "rows": 20,
+            "update": ["name"],
+        },
+        {
+            "ddl": "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer_id BIGINT,"
+            " amount DECIMAL(10,2), status VARCHAR(10), note TEXT)",
+            "rows": 20,
+            "weight": 2,
+        },
+    ],
+    "operations": {"events": 1000, "mix": {"insert": 2, "update": 5, "delete": 1}},
+}
+CHAPTER_BASE = {
+    "at_event": 500,
+    "ddl": "ALTER TABLE customers ADD COLUMN tier VARCHAR(8) DEFAULT 'basic'",
+}
+
+
+def _with_example(home: str, example: str, directory: Path) -> dict[str, Any]:
+    """The base spec with one option's example where its section sits (files it names
+    written beside the spec)."""
+    import copy
+
+    raw = copy.deepcopy(REFERENCE_BASE)
+    value = yaml.safe_load(example)
+    if home == "root":
+        raw.update(value)
+    elif home == "table":
+        table = raw["tables"][1 if "initial_from" in value else 0]
+        if "ddl" in value or "ddl_file" in value:
+            (directory / "customers.sql").write_text(table.pop("ddl"))
+            table.pop("update")
+        if "initial_from" in value:
+            table.pop("rows")
+            name = directory / value["initial_from"]["path"]
+            name.write_text("id,amount,status\n5,9.5,new\n8,12,paid\n")
+            if name.suffix == ".parquet":
+                import pyarrow.csv as pacsv
+                import pyarrow.parquet as pq
+
+                pq.write_table(pacsv.read_csv(name), name)
+        table.update(value)
+    elif home == "column":
+        [(name, column)] = value.items()
+        table = next(t for t in raw["tables"] if re.search(rf"[(,] ?{name} ", t["ddl"]))
+        table.setdefault("columns", {})[name] = column
+    elif home == "operations":
+        raw["operations"].update(value)
+        if "duration_s" in value:
+            raw["operations"].pop("events")
+    else:
+        chapter = CHAPTER_BASE | value
+        if "at_time_s" in value:
+            chapter.pop("at_event")
+        raw["storyline"] = [chapter]
+    return raw
+
+
+def _reference_examples() -> list[Any]:
+    from ticdc_sim.generator.workload.reference import examples
+
+    return [
+        pytest.param(section.home, example, id=f"{section.where}.{name}")
+        for section, name, example in examples()
+    ]
+
+
+@pytest.mark.parametrize(("home", "example"), _reference_examples())
+def test_every_example_of_the_reference_runs(tmp_path: Path, home: str, example: str) -> None:
+    """Each option's example, in a spec as its section says: read, checked, and its first
+    events generated (storyline chapters included)."""
+    assert example, "an option without an example"
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(_with_example(home, example, tmp_path), sort_keys=False))
+    from ticdc_sim.datasets import read_datasets
+
+    loaded = load(path)
+    stream = list(itertools.islice(Generator(loaded, read_datasets(loaded)).events(), 1200))
+    assert any(isinstance(e, RowChangedEvent) for e in stream)
+    if home == "chapter":
+        assert sum(isinstance(e, DDLEvent) for e in stream) == 3  # 2 tables, then its DDL
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "examples").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_the_example_specs_run(path: Path) -> None:
+    spec = load(path)
+    check(spec)
+    stream = list(itertools.islice(Generator(spec).events(), 3000))
+    assert sum(isinstance(e, RowChangedEvent) for e in stream) > 2000
+
+
+def test_the_reference_s_whole_spec_runs() -> None:
+    from ticdc_sim.generator.workload.spec import EXAMPLE
+
+    stream = list(itertools.islice(Generator(parse(yaml.safe_load(EXAMPLE))).events(), 7000))
+    assert sum(isinstance(e, RowChangedEvent) for e in stream) > 6000
 
 
 # -- the command ---------------------------------------------------------------------------------
 
 
 def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
-    import yaml
 
     path = tmp_path / "w.yaml"
     path.write_text(yaml.safe_dump(spec()))
@@ -617,10 +1053,93 @@ def test_generate_writes_the_same_bytes_every_time(tmp_path: Path) -> None:
         assert bad.exit_code == 2 and "Invalid value for '--preview'" in bad.output
 
 
+def test_the_command_line_overrides_the_spec(tmp_path: Path) -> None:
+    """Issue 25: --events, --duration, --seed and --set change the spec as if it said so."""
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    args = ["generate", "--workload", str(path), "--no-progress", "--events", "40", "--seed", "9"]
+    args += ["--set", "operations.mix.delete=0", "--set", "tables[0].columns.city={choice: [Oslo]}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    raw = spec(events=40, mix={"insert": 2, "update": 5, "delete": 0})
+    raw["seed"] = 9
+    raw["tables"][0]["columns"]["city"] = {"choice": ["Oslo"]}
+    from ticdc_sim.jsonout import ddl_record, row_record
+
+    expected = [
+        orjson.dumps(ddl_record(e) if isinstance(e, DDLEvent) else row_record(e)).decode()
+        for e in events(raw)
+    ]
+    assert result.stdout.splitlines() == expected
+    by_time = CliRunner().invoke(app, [*args[:4], "--duration", "0.01"])
+    raw = spec(events=None, duration_s=0.01)
+    assert by_time.exit_code == 0 and len(by_time.stdout.splitlines()) == len(events(raw))
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (
+            ["--set", "operations.evnts=1"],
+            1,
+            "error: --set operations.evnts: operations.evnts: unknown key; did you mean events?"
+            " operations takes events, duration_s, mix, transaction_size, multi_table, keys,"
+            " commit_rate, wall_rate\n",
+        ),
+        (
+            ["--set", "tables[2].rows=1"],
+            1,
+            "error: --set tables[2].rows: tables[2]: no such item: tables has 2 items\n",
+        ),
+        (
+            ["--set", "operations.events"],
+            1,
+            "error: --set operations.events: expected PATH=VALUE (e.g. operations.events=5000)\n",
+        ),
+        (
+            ["--set", "operations.events=[1"],
+            1,
+            "error: --set operations.events=[1: the value is not YAML: expected ',' or ']', but"
+            " got '<stream end>'\n",
+        ),
+        (
+            ["--set", "operations.events=many"],
+            1,
+            "error: --set operations.events: operations.events: expected integer, not 'many'"
+            " (e.g. `events: 100000`)\n",
+        ),
+        (
+            ["--duration", "inf"],
+            1,
+            "error: --duration: operations.duration_s: must be a finite number, not inf\n",
+        ),
+        (
+            ["--seed", "-1"],
+            1,
+            "error: --seed: seed: must be at least 0, not -1\n",
+        ),
+    ],
+)
+def test_command_line_overrides_are_checked(
+    tmp_path: Path, args: list[str], status: int, message: str
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    result = CliRunner().invoke(app, ["generate", "--workload", str(path), *args])
+    assert (result.exit_code, result.stderr) == (status, message)
+
+
+def test_events_and_duration_together_are_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(spec()))
+    args = ["generate", "--workload", str(path), "--events", "5", "--duration", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "Invalid value for '--events' / '--duration': give one of them" in result.stderr
+
+
 def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:
     import time
-
-    import yaml
 
     raw = spec(events=60, wall_rate=200)
     raw["tables"][0]["rows"] = raw["tables"][1]["rows"] = 0
@@ -632,7 +1151,9 @@ def test_wall_rate_paces_a_live_run(tmp_path: Path) -> None:
         app, ["generate", "--workload", str(path), "--sink-uri", uri, "--no-progress"]
     )
     assert result.exit_code == 0, result.output
-    assert time.monotonic() - started >= 55 / 200  # about 60 events at 200 a second
+    elapsed = time.monotonic() - started
+    count = len(events(raw))  # folded in transactions: fewer than 60
+    assert elapsed >= (count - 5) / 200, count  # paced at 200 a second
 
 
 def _seeded(tmp_path: Path, data: list[dict[str, Any]], **table: Any) -> dict[str, Any]:
@@ -697,8 +1218,11 @@ def test_initial_rows_need_a_file(tmp_path: Path) -> None:
     spec = parse(_seeded(tmp_path, [{"id": 1}]))
     missing = spec.tables[0].initial_from.model_copy(update={"path": tmp_path})  # type: ignore[union-attr]
     spec.tables[0] = spec.tables[0].model_copy(update={"initial_from": missing})
-    with pytest.raises(SpecError, match="not a file"):
+    with pytest.raises(SpecError) as error:
         read_datasets(spec)
+    assert str(error.value) == (
+        f"tables[0].initial_from.path: {tmp_path} is a directory: one file (its order is the rows')"
+    )
 
 
 # -- key updates ---------------------------------------------------------------------------------
@@ -728,6 +1252,8 @@ REKEYED = [
         "ddl": "CREATE TABLE d (id INT PRIMARY KEY, email VARCHAR(40), v INT, UNIQUE KEY (email))",
         "rows": 20,
         "key_updates": {"share": 0.4, "columns": ["email"]},
+        "columns": {"email": {"faker": "email"}},  # new keys: new distinct emails
+        "keys": {"hot": {"count": 2, "share": 0.2}},  # key updates of the hot rows too
     },
 ]
 
@@ -847,3 +1373,35 @@ def test_rows_touched_again_after_a_long_quiet_stay_consistent() -> None:
         if event.columns is not None:
             live[event.columns[0]] = event.columns
     assert deletes >= 1
+
+
+def test_hot_rows_keep_their_state_while_the_rows_around_them_go() -> None:
+    """Retention deletes tens of thousands of rows (the per-row state below them is let
+    go); the hot rows, the oldest of all, stay, and their old images stay their last ones."""
+    raw = {
+        "seed": 2,
+        "tables": [
+            {
+                "ddl": "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+                "rows": 20000,
+                "columns": {"v": {"uniform": [0, 1000000]}},
+            }
+        ],
+        "operations": {
+            "events": 60000,
+            "mix": {"insert": 1, "update": 1, "delete": 2},
+            "keys": {"hot": {"count": 3, "share": 0.01}},
+        },
+    }
+    live: dict[Any, tuple[Any, ...]] = {}
+    hot_updates = 0
+    for event in events(raw):
+        if not isinstance(event, RowChangedEvent):
+            continue
+        if event.pre_columns is not None:
+            assert live.pop(event.pre_columns[0]) == event.pre_columns
+            hot_updates += event.columns is not None and event.pre_columns[0] <= 3
+        if event.columns is not None:
+            live[event.columns[0]] = event.columns
+    assert {1, 2, 3} <= set(live) and min(k for k in live if k > 3) > 29000
+    assert hot_updates > 50

@@ -4,6 +4,7 @@ the pipeline and the sinks."""
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import orjson
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
 from ticdc_sim.encoders import (
@@ -25,7 +27,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
 from ticdc_sim.generator.sql.script import (
     RawStatement,
     parse_statements,
@@ -36,12 +38,13 @@ from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline
+from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
 
 if TYPE_CHECKING:
+    from ticdc_sim.generator.workload.reading import Override
     from ticdc_sim.generator.workload.spec import Workload
     from ticdc_sim.sinks.expect import Recorder, Upstream
 
@@ -49,9 +52,47 @@ app = typer.Typer(
     add_completion=False,
     help="A simulated TiCDC producer.",
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
+
+
+class Command(TyperCommand):
+    """A command whose usage line and arguments read as click writes them (`replay [OPTIONS]
+    SCRIPT.sql...`), where typer writes `{scripts}...` and `<list[Path]>`."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        return pieces + [_shown(p) for p in self.get_params(ctx) if p.param_type_name == "argument"]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        params = self.get_params(ctx)
+        arguments = [
+            (_shown(p), getattr(p, "help", "") or "")
+            for p in params
+            if p.param_type_name == "argument"
+        ]
+        options = [p.get_help_record(ctx) for p in params if p.param_type_name == "option"]
+        for title, rows in (("Arguments", arguments), ("Options", [r for r in options if r])):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _shown(param: Any) -> str:
+    name = str(param.metavar or param.name.upper())
+    return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
+    ),
+]
+# a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
+_LAST_START = (1 << 63) - 1
 
 
 def _version(value: bool) -> None:
@@ -70,15 +111,36 @@ def _root(
     ] = False,
 ) -> None:
     """ticdc-sim: SQL in, TiCDC's messages out."""
+    _quiet_libraries()
 
 
-@app.command()
+def _quiet_libraries() -> None:
+    """What libraries log (sqlglot's parser fallbacks, py4j's connections) is not for the
+    user: the command reports every problem itself, once."""
+    for name in ("sqlglot", "py4j"):
+        found = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in found.handlers):
+            found.addHandler(logging.NullHandler())
+        found.propagate = False
+
+
+@app.command(cls=Command, short_help="Print the DDL events TiCDC would emit for SCRIPTS.")
 def ddl(
     scripts: Annotated[
-        list[Path], typer.Argument(help="SQL scripts; their DDL (and USE) statements are applied")
+        list[Path],
+        typer.Argument(
+            metavar="SCRIPT.sql...",
+            help="SQL scripts; their DDL (and USE) statements are applied",
+        ),
     ],
     start_ts: Annotated[
-        int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
+        int,
+        typer.Option(
+            min=0,
+            max=_LAST_START,
+            metavar="TSO",
+            help="TSO the simulated clock starts after (0: a fixed default)",
+        ),
     ] = 0,
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
@@ -119,6 +181,21 @@ def _check_scripts(scripts: list[Path]) -> None:
             )
 
 
+def _check_session(time_zone: str, database: str) -> None:
+    """--time-zone and --database as a new session takes them, or an error naming them."""
+    try:
+        load_zone(time_zone)
+    except SQLError as e:
+        raise ConfigError(f"--time-zone {time_zone!r}: {e}") from None
+    try:
+        Catalog().schema(database)
+    except SQLError as e:
+        raise ConfigError(
+            f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
+            " DATABASE and USE it)"
+        ) from None
+
+
 def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
     """Statements of every script, read lazily: memory holds one statement, not the file."""
     for path in scripts:
@@ -130,28 +207,39 @@ def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
             yield from split_script(handle, str(path))
 
 
-@app.command()
+@app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
 def replay(
-    scripts: Annotated[list[Path], typer.Argument(help="SQL scripts, run in order in one session")],
+    scripts: Annotated[
+        list[Path],
+        typer.Argument(metavar="SCRIPT.sql...", help="SQL scripts, run in order in one session"),
+    ],
     sink_uri: Annotated[
         str | None,
         typer.Option(
+            metavar="URI",
             help="where TiCDC's messages go, e.g. jsonl:///tmp/out?protocol=canal-json"
-            " (the sink URI of a changefeed; without it: the captured events as JSON lines)"
+            " (the sink URI of a changefeed; without it: the captured events as JSON lines)",
         ),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
-    ] = None,
+    config: ConfigOption = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl directory")
+        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
-    seed: Annotated[int, typer.Option(help="seed for RAND(), UUID() and AUTO_RANDOM shards")] = 0,
+    seed: Annotated[
+        int, typer.Option(metavar="N", help="seed for RAND(), UUID() and AUTO_RANDOM shards")
+    ] = 0,
     start_ts: Annotated[
-        int, typer.Option(help="TSO the simulated clock starts after (0: a fixed default)")
+        int,
+        typer.Option(
+            min=0,
+            max=_LAST_START,
+            metavar="TSO",
+            help="TSO the simulated clock starts after (0: a fixed default)",
+        ),
     ] = 0,
     time_zone: Annotated[
-        str, typer.Option(help="TiCDC's and the session's time zone (name or +hh:mm)")
+        str,
+        typer.Option(metavar="TZ", help="TiCDC's and the session's time zone (name or +hh:mm)"),
     ] = "UTC",
     continue_on_error: Annotated[
         bool, typer.Option(help="report a failing statement and go on with the next")
@@ -159,21 +247,27 @@ def replay(
     output_raw_change_event: Annotated[
         bool | None,
         typer.Option(
-            help="keep updates of key columns whole instead of DELETE+INSERT"
-            " (default: the config's \\[sink.kafka-config] output-raw-change-event)"
+            help="keep updates of key columns whole instead of DELETE+INSERT",
+            show_default="the config's output-raw-change-event, else false",
         ),
     ] = None,
-    database: Annotated[str, typer.Option(help="the database the session starts in")] = "test",
+    database: Annotated[
+        str, typer.Option(metavar="NAME", help="the database the session starts in")
+    ] = "test",
     old_value: Annotated[
         bool | None,
-        typer.Option(help="the changefeed's enable-old-value (updates keep their old row)"),
+        typer.Option(
+            help="the changefeed's enable-old-value (updates keep their old row)",
+            show_default="the config's enable-old-value, else true",
+        ),
     ] = None,
     expect: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="write what a correct consumer must end with: DIR/<schema>.<table>.parquet,"
             " every replicated table's final rows, and DIR/history/, the upstream's row"
-            " versions (decode --upstream DIR reads handle-key-only messages with them)"
+            " versions (decode --upstream DIR reads handle-key-only messages with them)",
         ),
     ] = None,
     expect_checkpoints: Annotated[
@@ -186,8 +280,9 @@ def replay(
     faults: Annotated[
         str | None,
         typer.Option(
-            help="at-least-once scenarios, as under [faults]: e.g."
-            " 'duplicate-rate=0.01,restart-every=500,label=true' (seeded by --seed)"
+            metavar="KEY=VALUE,...",
+            help="at-least-once scenarios, as under [faults] in the config, e.g."
+            " 'duplicate-rate=0.01, restart-every=500, label=true' (seeded by --seed)",
         ),
     ] = None,
 ) -> None:
@@ -202,6 +297,7 @@ def replay(
         if faults is not None:
             flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
+        _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
@@ -349,39 +445,49 @@ def _replay_to_sink(
             typer.echo(
                 f"the records sent before the error are in {feed.sink.target}.partial", err=True
             )
-        per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
-        typer.echo(
-            f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
-            f" -> records per topic: {per_topic}"
-            + (
-                f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
-                " ineligible tables skipped)"
-                if summary.skipped_rows or summary.skipped_ddls
-                else ""
-            )
-            + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
-            err=True,
-        )
+        _print_summary(summary)
     return pipeline
 
 
-@app.command()
+def _print_summary(summary: Summary) -> None:
+    """What a run sent, in one line on stderr (both engines)."""
+    per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
+    typer.echo(
+        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
+        f" -> records per topic: {per_topic}"
+        + (
+            f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
+            " ineligible tables skipped)"
+            if summary.skipped_rows or summary.skipped_ddls
+            else ""
+        )
+        + (f", and {summary.injected} injected by [faults]" if summary.injected else ""),
+        err=True,
+    )
+
+
+@app.command(cls=Command, short_help="Print the messages a sink holds, decoded.")
 def decode(
     source: Annotated[
         str,
         typer.Argument(
+            metavar="SOURCE",
             help="jsonl:///DIR?protocol=..., parquet:///DIR?... or kafka://HOST:PORT/TOPIC?..."
-            " (the sink URI that wrote it)"
+            " (the sink URI that wrote it)",
         ),
     ],
     config: Annotated[
-        Path | None, typer.Option(help="the changefeed TOML the records were written with")
+        Path | None,
+        typer.Option(
+            metavar="CHANGEFEED.toml", help="the changefeed TOML the records were written with"
+        ),
     ] = None,
     upstream: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="the --expect directory of the run: handle-key-only messages come out whole,"
-            " read from its history as TiCDC's consumer reads upstream TiDB"
+            " read from its history as TiCDC's consumer reads upstream TiDB",
         ),
     ] = None,
 ) -> None:
@@ -461,15 +567,22 @@ def _records(sink: SinkURI) -> Iterator[Record]:
     )
 
 
-@app.command()
+@app.command(cls=Command, short_help="Serve a simulated TiDB cluster with TiCDC changefeeds.")
 def serve(
-    host: Annotated[str | None, typer.Option(help="address to bind (TICDC_SIM_HOST)")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port (TICDC_SIM_PORT, 8300)")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(metavar="ADDRESS", help="address to bind (TICDC_SIM_HOST, 127.0.0.1)"),
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(metavar="PORT", help="HTTP port (TICDC_SIM_PORT, 8300)")
+    ] = None,
     mysql_port: Annotated[
-        int | None, typer.Option(help="MySQL port, 0 for none (TICDC_SIM_MYSQL_PORT, 4000)")
+        int | None,
+        typer.Option(metavar="PORT", help="MySQL port, 0 for none (TICDC_SIM_MYSQL_PORT, 4000)"),
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option(help="where file sinks write (TICDC_SIM_DATA_DIR)")
+        Path | None,
+        typer.Option(metavar="DIR", help="where file sinks write (TICDC_SIM_DATA_DIR)"),
     ] = None,
 ) -> None:
     """Serve a simulated TiDB cluster with TiCDC changefeeds: the MySQL protocol, TiCDC's open
@@ -499,17 +612,51 @@ def _setting_problem(where: tuple[Any, ...], message: str, given: dict[str, Any]
     return f"{variable}: {message}"
 
 
-@app.command()
+def _one_of(*choices: str) -> Callable[[str], str]:
+    """An option's check: one of `choices`, else a usage error naming them."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise typer.BadParameter(f"{value!r}: {' or '.join(choices)}")
+        return value
+
+    return check
+
+
+@app.command(cls=Command, short_help="Generate a synthetic workload into a sink.")
 def generate(
-    workload: Annotated[Path, typer.Option(help="the workload spec (YAML)")],
+    workload: Annotated[
+        Path, typer.Option(metavar="SPEC.yaml", help="the workload spec (docs/workload-spec.md)")
+    ],
     sink_uri: Annotated[
         str | None,
-        typer.Option(help="where TiCDC's messages go (without it: the events as JSON lines)"),
+        typer.Option(
+            metavar="URI",
+            help="where TiCDC's messages go (without it: the events as JSON lines)",
+        ),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="TiCDC's changefeed TOML (dispatchers, protocol ...)")
+    config: ConfigOption = None,
+    events: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="operations.events: this many row changes"),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="the spec's seed, replaced")] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS", help="operations.duration_s: this many simulated seconds of them"
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="the spec's seed, replaced")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="PATH=VALUE",
+            help="a value of the spec replaced, as the spec's errors name it; the value is YAML:"
+            " --set operations.mix.delete=2 --set 'tables[0].columns.amount={uniform: [1, 9]}'"
+            " (repeatable)",
+        ),
+    ] = None,
     overwrite: Annotated[
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
@@ -517,73 +664,108 @@ def generate(
         int | None,
         typer.Option(
             min=1,
+            metavar="N",
             help="print the first N events as JSON lines (with --sink-uri: as decoded from"
             " the records) and stop",
         ),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="a progress bar on stderr")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="a progress bar on stderr, when it is a terminal")
+    ] = True,
     engine: Annotated[
-        str, typer.Option(help="local (one process, streaming) or spark (a PySpark job)")
+        str,
+        typer.Option(
+            metavar="local|spark",
+            callback=_one_of("local", "spark"),
+            help="local: one process, streaming; spark: a PySpark job",
+        ),
     ] = "local",
     master: Annotated[
-        str, typer.Option(help="--engine spark: local[*], local[N], spark://host:port, yarn")
+        str,
+        typer.Option(
+            metavar="MASTER", help="--engine spark: local[*], local[N], spark://host:port, yarn"
+        ),
     ] = "local[*]",
     conf: Annotated[
         list[str] | None,
-        typer.Option(help="--engine spark: a Spark setting NAME=VALUE (repeatable)"),
+        typer.Option(metavar="NAME=VALUE", help="--engine spark: a Spark setting (repeatable)"),
     ] = None,
 ) -> None:
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
     what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
     whichever the engine."""
     from ticdc_sim.datasets import read_datasets
-    from ticdc_sim.generator.workload import Generator, load
+    from ticdc_sim.generator.workload import Generator, SpecError, check, load
 
     warnings = Warnings()
     with _reported(warnings):
-        if engine not in ("local", "spark"):
-            raise ConfigError(f"--engine {engine!r}: local or spark")
-        spec = load(workload, seed)
-        if engine == "spark" and preview is None:
-            if sink_uri is None:
-                raise ConfigError("--engine spark needs --sink-uri")
-            settings = {}
-            for item in conf or []:
-                name, equals, value = item.partition("=")
-                if not equals or not name.strip():
-                    raise ConfigError(f"--conf {item!r}: NAME=VALUE")
-                settings[name.strip()] = value
-            if progress:  # Spark's own bar: stages and tasks done, on stderr
-                settings.setdefault("spark.ui.showConsoleProgress", "true")
-            spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
-            _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
-            _print_warnings(warnings)
-            return
-        feed: Changefeed | None = None
-        if sink_uri is not None:
-            feed = changefeed(sink_uri, _read_config(config), str(config or ""))
-        elif config is not None:
-            raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
-        datasets = read_datasets(spec)
-        generator = Generator(spec, datasets)
-        if spec.storyline and preview is None:
-            # chapters are applied as the run reaches them: a bad one is found by a dry walk
-            # of the schedule (numpy, ~10M events/s) before any record is sent, not mid-run
-            for _ in Generator(spec, datasets).blocks():
-                pass
-        events: Iterable[DDLEvent | RowChangedEvent] = generator.events()
-        if preview is not None:
-            _preview(feed, itertools.islice(events, preview), preview, warnings)
-            return
-        if spec.operations.wall_rate:
-            events = _paced(events, spec.operations.wall_rate)
-        if progress:
-            events = _progress(events, generator.planned_events())
-        if feed is None:  # a default changefeed's capture, without the rest of its pipeline
-            _print_events(captured(events))
-        else:
-            _replay_to_sink(feed, events, overwrite, warnings)
+        spec = load(workload, seed, _overrides(events, duration, set_ or []))
+        try:
+            if engine == "spark" and preview is None:
+                if sink_uri is None:
+                    raise ConfigError("--engine spark needs --sink-uri")
+                settings = _spark_settings(conf or [])
+                if progress and sys.stderr.isatty():  # Spark's own bar: stages, tasks done
+                    settings.setdefault("spark.ui.showConsoleProgress", "true")
+                spark_feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+                _generate_on_spark(spec, spark_feed, master, settings, overwrite, warnings)
+                _print_warnings(warnings)
+                return
+            feed: Changefeed | None = None
+            if sink_uri is not None:
+                feed = changefeed(sink_uri, _read_config(config), str(config or ""))
+            elif config is not None:
+                raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
+            datasets = read_datasets(spec)
+            generator = Generator(spec, datasets)
+            if preview is not None:
+                first = itertools.islice(generator.events(), min(preview, sys.maxsize))
+                _preview(feed, first, preview, warnings)
+                return
+            # what would fail mid-run (a chapter, a key column too small, distinct values
+            # running out) is found by a walk of the schedule before any record is sent
+            check(spec, datasets)
+            stream: Iterable[DDLEvent | RowChangedEvent] = generator.events()
+            if spec.operations.wall_rate:
+                stream = _paced(stream, spec.operations.wall_rate)
+            if progress and sys.stderr.isatty():  # a bar in a log file is noise
+                stream = _progress(stream, generator.planned_events())
+            if feed is None:  # a default changefeed's capture, without the rest of its pipeline
+                _print_events(captured(stream))
+            else:
+                _replay_to_sink(feed, stream, overwrite, warnings)
+        except SpecError as e:
+            raise e.located(spec) from None
     _print_warnings(warnings)
+
+
+def _overrides(events: int | None, duration: float | None, given: list[str]) -> list[Override]:
+    """--events, --duration and --set as changes to the spec's YAML."""
+    from ticdc_sim.generator.workload import Override
+
+    out = []
+    if events is not None and duration is not None:
+        raise typer.BadParameter(
+            "give one of them (the run's length is events or simulated seconds)",
+            param_hint="'--events' / '--duration'",
+        )
+    if events is not None:
+        out.append(Override(("operations", "events"), events, "--events"))
+        out.append(Override.remove(("operations", "duration_s"), "--events"))
+    if duration is not None:
+        out.append(Override(("operations", "duration_s"), duration, "--duration"))
+        out.append(Override.remove(("operations", "events"), "--duration"))
+    return out + [Override.parse(text) for text in given]
+
+
+def _spark_settings(given: list[str]) -> dict[str, str]:
+    settings = {}
+    for item in given:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip():
+            raise ConfigError(f"--conf {item!r}: NAME=VALUE")
+        settings[name.strip()] = value
+    return settings
 
 
 def _preview(
@@ -615,14 +797,11 @@ def _generate_on_spark(
 ) -> None:
     from ticdc_sim.spark import generate as generate_on_spark
 
-    started = time.perf_counter()
     report = generate_on_spark(
         spec, feed, master, overwrite=overwrite, warnings=warnings, conf=conf
     )
-    per_topic = ", ".join(f"{t}: {n}" for t, n in report.per_topic().items()) or "none"
-    typer.echo(
-        f"{sum(report.records.values())} records in {time.perf_counter() - started:.1f} s"
-        f" ({report.ranges} ranges) -> records per topic: {per_topic}"
+    _print_summary(
+        Summary(report.rows, report.ddls, report.checkpoints, records=report.per_topic())
     )
 
 
@@ -672,10 +851,27 @@ def _progress(
         bar.update(task, completed=done)
 
 
-@app.command()
+@app.command(
+    "workload-spec", cls=Command, short_help="Print the workload spec's reference (Markdown)."
+)
+def workload_spec(
+    output: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="write here instead of stdout (docs/workload-spec.md)"),
+    ] = None,
+) -> None:
+    """Print the workload spec's reference (Markdown): every option of a `generate
+    --workload` spec with its shape, default and a working example."""
+    from ticdc_sim.generator.workload.reference import render
+
+    _write(output, render().encode())
+
+
+@app.command(cls=Command, short_help="Print the service's OpenAPI document.")
 def openapi(
     output: Annotated[
-        Path | None, typer.Option(help="write here instead of stdout (openapi/openapi.json)")
+        Path | None,
+        typer.Option(metavar="FILE", help="write here instead of stdout (openapi/openapi.json)"),
     ] = None,
 ) -> None:
     """Print the service's OpenAPI document, as `GET /openapi.json` serves it."""
@@ -685,11 +881,19 @@ def openapi(
     from ticdc_sim.service.settings import Settings
 
     schema = create_app(Settings(mysql_port=0)).openapi()
-    text = orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    if output is None:
-        sys.stdout.buffer.write(text)
-    else:
-        output.write_bytes(text)
+    _write(output, orjson.dumps(schema, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def _write(output: Path | None, text: bytes) -> None:
+    """`text` to the file `output`, or stdout; a file that cannot be written is an error."""
+    try:
+        if output is None:
+            sys.stdout.buffer.write(text)
+        else:
+            output.write_bytes(text)
+    except OSError as e:
+        typer.echo(f"error: cannot write {output}: {e.strerror}", err=True)
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

@@ -17,19 +17,32 @@ from ticdc_sim.generator.workload.spec import Dataset, SpecError, Workload
 
 def read_datasets(spec: Workload) -> dict[int, pa.Table]:
     """The `initial_from` files of the spec's tables, by table index."""
-    return {
-        i: read_dataset(t.initial_from)
-        for i, t in enumerate(spec.tables)
-        if t.initial_from is not None
-    }
+    out = {}
+    for i, table in enumerate(spec.tables):
+        if table.initial_from is not None:
+            try:
+                out[i] = read_dataset(table.initial_from)
+            except SpecError as e:
+                raise SpecError(e.message, ("tables", i, "initial_from", *e.path)) from None
+    return out
+
+
+def file_format(dataset: Dataset) -> str:
+    """`parquet` or `csv`, once the file is found to be one (errors at paths within
+    `initial_from`)."""
+    path = dataset.path
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "not there"
+        raise SpecError(f"{path} is {what}: one file (its order is the rows')", ("path",))
+    return dataset.kind
 
 
 def read_dataset(dataset: Dataset) -> pa.Table:
+    """The file's rows (errors at paths within `initial_from`)."""
     path = dataset.path
-    if not path.is_file():
-        raise SpecError(f"initial_from {path}: not a file (one file: its order is the rows')")
+    kind = file_format(dataset)
     try:
-        if dataset.kind == "parquet":
+        if kind == "parquet":
             return pq.read_table(path)
         names = pacsv.open_csv(path).schema.names
         options = pacsv.ConvertOptions(
@@ -39,4 +52,4 @@ def read_dataset(dataset: Dataset) -> pa.Table:
         )
         return pacsv.read_csv(path, convert_options=options)
     except (OSError, pa.ArrowException) as e:
-        raise SpecError(f"initial_from {path}: {e}") from None
+        raise SpecError(f"{path}: {e}", ("path",)) from None

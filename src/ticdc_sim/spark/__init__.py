@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ticdc_sim.config import Changefeed, changefeed
+from ticdc_sim.datasets import file_format
 from ticdc_sim.errors import ConfigError, SimError, Warnings
-from ticdc_sim.generator.workload.spec import SpecError, Workload, load
+from ticdc_sim.generator.workload import check, load
+from ticdc_sim.generator.workload.spec import SpecError, Workload
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import LocalSink, Sink
 from ticdc_sim.sinks.staging import Staging
@@ -38,10 +40,18 @@ __all__ = ["Report", "generate", "records", "records_from_changes", "session"]
 
 @dataclass
 class Report:
-    """What a Spark run wrote: records per (topic, partition), in how many ranges."""
+    """What a Spark run wrote: records per (topic, partition), in how many ranges; the row
+    events, DDL events and checkpoints they carry (as the one-process run counts them)."""
 
     records: dict[tuple[str, int], int] = field(default_factory=dict)
     ranges: int = 0
+    rows: int = 0
+    ddls: int = 0
+    checkpoints: int = 0
+
+    @classmethod
+    def of(cls, tally: job.Tally, ranges: int, records: dict[tuple[str, int], int]) -> Report:
+        return cls(records, ranges, tally.rows, len(tally.ddls), len(tally.checkpoints))
 
     def per_topic(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -121,13 +131,16 @@ def generate(
                 raise SimError(f"spark master {master}: {job.failure(e)}") from None
         plan = _plan(spark, spec, feed, driver_sink, warnings)
         if scheme == "blackhole":
-            return Report(job.counted(job.ranged(spark, plan)), plan.ranges)
+            counted = job.tally(job.ranged(spark, plan))
+            return Report.of(counted, plan.ranges, counted.records)
         if staging is not None:  # the ranges' records beside the output, read back
             ranges = Path(f"{staging.work}.ranges")
             shutil.rmtree(ranges, ignore_errors=True)  # left by a run that was killed
-            df, written = job.number(*job.ranged_files(spark, plan, ranges))
+            ranged, counts, counted = job.ranged_files(spark, plan, ranges)
+            df, written = job.number(ranged, counts)
         else:
             df, written = job.records(spark, plan)
+            counted = job.tally(df)  # over the records persisted to number them
         if scheme == "parquet":
             assert staging is not None
             job.write_parquet(df, staging.work)
@@ -149,7 +162,7 @@ def generate(
         driver_sink.close()
     if staging is not None:
         staging.commit()
-    return Report(written, plan.ranges)
+    return Report.of(counted, plan.ranges, written)
 
 
 _MASTER = re.compile(
@@ -185,6 +198,7 @@ def _plan(
     pipeline = Pipeline(feed, sink, warnings)
     limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
     datasets = _read_datasets(spark, spec)
+    check(spec, datasets)  # what would fail mid-run, found before the job starts
     shared = spark.sparkContext.broadcast(datasets) if datasets else None
     parallelism = spark.sparkContext.defaultParallelism
     return job.plan(spec, feed, parallelism, pipeline, limit, shared)
@@ -199,10 +213,12 @@ def _read_datasets(spark: SparkSession, spec: Workload) -> dict[int, pa.Table]:
         if dataset is None:
             continue
         path = dataset.path
-        if not path.is_file():
-            raise SpecError(f"initial_from {path}: not a file (one file: its order is the rows')")
         try:
-            if dataset.kind == "parquet":
+            kind = file_format(dataset)
+        except SpecError as e:
+            raise SpecError(e.message, ("tables", i, "initial_from", *e.path)) from None
+        try:
+            if kind == "parquet":
                 df = spark.read.parquet(str(path))
             else:
                 df = (

@@ -29,14 +29,16 @@ checked) or to its jsonl file.
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import hashlib
 import itertools
 import pickle
 import re
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -448,22 +450,74 @@ def ranged(spark: SparkSession, plan: Plan) -> DataFrame:
     )
 
 
-COUNTS = "topic string, partition int, range int, records long"
+COUNTS = (
+    "topic string, partition int, range int, records long, rows long, ddls array<string>,"
+    " checkpoints array<long>"
+)
+
+
+@dataclass
+class Tally:
+    """A run's records counted as the one-process pipeline's summary counts its events:
+    records per (topic, partition); row events (a record's `rows`); DDL events, one however
+    many partitions it went to (by commit ts and value); checkpoints, one a ts."""
+
+    records: dict[tuple[str, int], int]
+    rows: int = 0
+    ddls: set[str] = field(default_factory=set)
+    checkpoints: set[int] = field(default_factory=set)
+
+    def add(self, rows: int, ddls: Iterable[str | None], checkpoints: Iterable[int | None]) -> None:
+        self.rows += rows
+        self.ddls.update(d for d in ddls if d is not None)
+        self.checkpoints.update(c for c in checkpoints if c is not None)
+
+
+def ddl_key(commit_ts: int, value: bytes) -> str:
+    """A DDL record's event: its commit ts and value (as Spark's `sha1` spells it)."""
+    return f"{commit_ts}:{hashlib.sha1(value).hexdigest()}"
+
+
+def _batch_stats(batch: pa.RecordBatch) -> pa.Table:
+    """A batch of records with, per record, the row events it carries (`row_rows`), its DDL
+    key (`ddl`) and its checkpoint ts (`ckpt`), for grouping."""
+    import pyarrow.compute as pc
+
+    kind = batch.column("kind")
+    row_rows = pc.if_else(pc.equal(kind, "row"), batch.column("rows"), 0)
+    ckpt = pc.if_else(pc.equal(kind, "checkpoint"), batch.column("commit_ts"), None)
+    keys: list[str | None] = [None] * batch.num_rows
+    found = pc.indices_nonzero(pc.equal(kind, "ddl")).to_pylist()
+    if found:
+        stamps, values = batch.column("commit_ts"), batch.column("value")
+        for i in found:
+            keys[i] = ddl_key(stamps[i].as_py(), values[i].as_py())
+    return pa.table(
+        {
+            "topic": batch.column("topic"),
+            "partition": batch.column("partition"),
+            "row_rows": row_rows,
+            "ddl": pa.array(keys, pa.string()),
+            "ckpt": ckpt,
+        }
+    )
 
 
 def ranged_files(
     spark: SparkSession, plan: Plan, directory: Path
-) -> tuple[DataFrame, dict[tuple[str, int, int], int]]:
+) -> tuple[DataFrame, dict[tuple[str, int, int], int], Tally]:
     """Stages 1 and 2 with each range's records written by its task (pyarrow, one Parquet
     file a range under `directory`, which every executor must reach, as it must the
-    output's) and read back by Spark's reader; and the records per (topic, partition,
-    range). Where Spark would cache the records to count them (Java-serialising every
-    value, and reading it back the same way), this costs a plain columnar write."""
+    output's) and read back by Spark's reader; the records per (topic, partition, range);
+    and what they hold (`Tally`). Where Spark would cache the records to count them
+    (Java-serialising every value, and reading it back the same way), this costs a plain
+    columnar write."""
     target = str(directory)
 
     def stage_records(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writers: dict[int, pq.ParquetWriter] = {}
         counts: dict[tuple[str, int, int], int] = {}
+        stats: dict[tuple[str, int, int], Tally] = {}
         try:
             for batch in range_records(plan, batches):
                 range_ = batch.column("range")[0].as_py()  # a batch is of one range
@@ -474,22 +528,34 @@ def ranged_files(
                         path, batch.schema, compression="snappy"
                     )
                 writer.write_batch(batch)
-                grouped = pa.Table.from_batches([batch]).group_by(["topic", "partition"])
-                for row in grouped.aggregate([("seq", "count")]).to_pylist():
+                grouped = _batch_stats(batch).group_by(["topic", "partition"])
+                aggregates = [
+                    ("row_rows", "count"),
+                    ("row_rows", "sum"),
+                    ("ddl", "distinct"),
+                    ("ckpt", "distinct"),
+                ]
+                for row in grouped.aggregate(aggregates).to_pylist():
                     key = (row["topic"], row["partition"], range_)
-                    counts[key] = counts.get(key, 0) + row["seq_count"]
+                    counts[key] = counts.get(key, 0) + row["row_rows_count"]
+                    tally = stats.setdefault(key, Tally({}))
+                    tally.add(row["row_rows_sum"], row["ddl_distinct"], row["ckpt_distinct"])
         finally:
             for writer in writers.values():
                 writer.close()
         if counts:
+            tallies = [stats[key] for key in counts]
             yield pa.record_batch(
                 [
                     pa.array([k[0] for k in counts], pa.string()),
                     pa.array([k[1] for k in counts], pa.int32()),
                     pa.array([k[2] for k in counts], pa.int32()),
                     pa.array(list(counts.values()), pa.int64()),
+                    pa.array([t.rows for t in tallies], pa.int64()),
+                    pa.array([sorted(t.ddls) for t in tallies], pa.list_(pa.string())),
+                    pa.array([sorted(t.checkpoints) for t in tallies], pa.list_(pa.int64())),
                 ],
-                names=["topic", "partition", "range", "records"],
+                names=_names(COUNTS),
             )
 
     from pyspark.sql import DataFrame
@@ -497,13 +563,17 @@ def ranged_files(
     directory.mkdir(parents=True, exist_ok=True)
     rows = _sorted_writes(spark, plan).mapInArrow(stage_records, COUNTS).collect()
     counts = {(r["topic"], r["partition"], r["range"]): r["records"] for r in rows}
+    tally = Tally({})
+    for r in rows:
+        tally.add(r["rows"], r["ddls"], r["checkpoints"])
     # read range by range, so that Spark's tasks (and their part files) follow the ranges
     # and offsets run on from file to file; one read of the folder orders files by size
     reads = [
         spark.read.schema(RANGED).parquet(f"{target}/range-{range_:06d}.parquet")
         for range_ in sorted({key[2] for key in counts})
     ]
-    return functools.reduce(DataFrame.union, reads, spark.createDataFrame([], RANGED)), counts
+    union = functools.reduce(DataFrame.union, reads, spark.createDataFrame([], RANGED))
+    return union, counts, tally
 
 
 def _sorted_writes(spark: SparkSession, plan: Plan) -> DataFrame:
@@ -558,10 +628,26 @@ def by_range(df: DataFrame, ranges: int) -> DataFrame:
     return df.repartition(ranges, F.expr(f"element_at(array({table}), range + 1)"))
 
 
-def counted(df: DataFrame) -> dict[tuple[str, int], int]:
-    """Records per (topic, partition), and nothing kept (blackhole://)."""
-    rows = df.groupBy("topic", "partition").count().collect()
-    return {(r["topic"], r["partition"]): r["count"] for r in rows}
+def tally(df: DataFrame) -> Tally:
+    """What the records of `df` hold, in one aggregation (nothing kept: blackhole://)."""
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    ddl = F.concat_ws(":", F.col("commit_ts").cast("string"), F.sha1("value"))
+    rows = (
+        df.groupBy("topic", "partition")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum(F.when(kind == "row", F.col("rows")).otherwise(0)).alias("rows"),
+            F.collect_set(F.when(kind == "ddl", ddl)).alias("ddls"),
+            F.collect_set(F.when(kind == "checkpoint", F.col("commit_ts"))).alias("checkpoints"),
+        )
+        .collect()
+    )
+    out = Tally({(r["topic"], r["partition"]): r["records"] for r in rows})
+    for r in rows:
+        out.add(r["rows"], r["ddls"], r["checkpoints"])
+    return out
 
 
 def records(spark: SparkSession, plan: Plan) -> tuple[DataFrame, dict[tuple[str, int], int]]:
@@ -713,16 +799,89 @@ def session(
     master: str, conf: Mapping[str, str] | None = None, app: str = "ticdc-sim"
 ) -> SparkSession:
     """A SparkSession on `master` whose Python workers run this interpreter (so they have
-    ticdc_sim and its dependencies), quiet, without the UI; `conf` over `SESSION_CONF`."""
+    ticdc_sim and its dependencies), quiet, without the UI; `conf` over `SESSION_CONF`. The
+    JVM it starts writes to a relay (`_Relay`): Spark's progress bar reaches stderr, its log
+    chatter does not."""
     import os
 
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {**SESSION_CONF, **(conf or {})}
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        launch = SparkConf().setMaster(master).setAppName(app).setAll(list(settings.items()))
+        SparkContext._ensure_initialized(gateway=_quiet_gateway(launch))
     builder = SparkSession.builder.master(master).appName(app)
-    for name, value in {**SESSION_CONF, **(conf or {})}.items():
+    for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # a failed task is reported once, by `failure`
     return spark
+
+
+def _quiet_gateway(conf: Any) -> Any:
+    """pyspark's JVM (py4j gateway), its stderr through a `_Relay`; a JVM that does not
+    start is an error with its last words."""
+    import os
+
+    from pyspark.java_gateway import launch_gateway
+
+    read, write = os.pipe()
+    relay = _Relay(read)
+    relay.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write})  # type: ignore[no-untyped-call]
+    except Exception:
+        os.close(write)
+        relay.join(5)
+        raise SimError(f"spark: the JVM did not start: {relay.last()}") from None
+    os.close(write)  # the JVM holds the pipe now: the relay ends when it does
+    return gateway
+
+
+class _Relay(threading.Thread):
+    """The JVM's stderr: Spark's console progress bar (drawn with carriage returns) goes on
+    to ours; log lines (log4j's start-up chatter, the JVM's incubator-module warning, a
+    worker's traceback that `failure` reports in one line) are kept back, the last few kept
+    for an error report."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(name="spark-stderr", daemon=True)
+        self.fd = fd
+        self.kept: collections.deque[str] = collections.deque(maxlen=20)
+
+    def run(self) -> None:
+        import os
+
+        pending = b""
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                pending += chunk
+                # pieces start at a \r or \n; the last may not be whole yet
+                pieces = re.split(rb"(?=[\r\n])", pending)
+                pending = pieces.pop()
+                for piece in pieces:
+                    self._piece(piece)
+            self._piece(pending)
+        finally:
+            os.close(self.fd)
+
+    def _piece(self, piece: bytes) -> None:
+        import os
+
+        text = piece.lstrip(b"\r\n")
+        if piece.startswith(b"\r") and text.startswith(b"[Stage"):
+            os.write(2, piece)
+        elif piece.startswith(b"\r") and not text.strip():  # the bar cleared: back to col 0
+            os.write(2, piece + b"\r")
+        elif text.strip():
+            self.kept.append(text.decode("utf-8", "replace").strip())
+
+    def last(self) -> str:
+        """The last line kept that says something (an error, else the last)."""
+        for line in reversed(self.kept):
+            if "error" in line.lower() or "exception" in line.lower():
+                return line
+        return self.kept[-1] if self.kept else "no output"

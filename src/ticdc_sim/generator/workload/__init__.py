@@ -1,8 +1,10 @@
-"""Synthetic workloads: a YAML spec (`spec.py`) of tables, value generators and an operation
-mix, turned into the upstream's transactions (`run.py`) with values that are pure functions
-of (seed, table, column, row, version) (`values.py`)."""
+"""Synthetic workloads: a YAML spec (`spec.py`, read by `reading.py`, documented by
+`reference.py`) of tables, value generators and an operation mix, turned into the upstream's
+transactions (`run.py`, rows chosen by `schedule.py`) with values that are pure functions of
+(seed, table, column, row, version) (`values.py`)."""
 
-from ticdc_sim.generator.workload.run import Generator
-from ticdc_sim.generator.workload.spec import SpecError, Workload, load, parse
+from ticdc_sim.generator.workload.reading import Override, load, parse
+from ticdc_sim.generator.workload.run import Generator, check
+from ticdc_sim.generator.workload.spec import SpecError, Workload
 
-__all__ = ["Generator", "SpecError", "Workload", "load", "parse"]
+__all__ = ["Generator", "Override", "SpecError", "Workload", "check", "load", "parse"]

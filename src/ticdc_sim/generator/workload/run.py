@@ -46,14 +46,25 @@ from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.generator.sql.values import column_converter
 from ticdc_sim.generator.workload import schedule
 from ticdc_sim.generator.workload import values as v
-from ticdc_sim.generator.workload.spec import Chapter, Column, KeyUpdates, SpecError, Workload
+from ticdc_sim.generator.workload.spec import (
+    Chapter,
+    Column,
+    Keys,
+    KeyUpdates,
+    SpecError,
+    SpecPath,
+    Workload,
+)
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import LOGICAL_MASK, compose_ts, physical_ms
 
 Change = RowChangedEvent | DDLEvent
-Anchors = dict[int, tuple[int, int]]
+# per reference column (by id): the other table's live rows [lo, hi), and where it has hot
+# rows, those born [hot_lo, hot_hi)
+Anchors = dict[int, tuple[int, ...]]
+_NOWHERE = (0, 0)
 _BLOCK_TXNS = 2048  # transactions scheduled and drawn together
 _LOGICAL_SLOT = 33  # logical values a transaction's TSO may take within its millisecond
 
@@ -71,7 +82,11 @@ class TableState:
     initial: int
     rekey_share: float = 0.0  # of updates, those that give the row new keys ...
     rekey_columns: frozenset[int] = frozenset()  # ... in these key columns
-    born: int = 0  # row ids [dead, born) are live
+    distribution: Keys = field(default_factory=Keys)  # which rows its updates take
+    hot_count: int = 0  # its fixed hot rows: row ids [hot_from, hot_from + hot_count) ...
+    hot_from: int = 0  # ... never deleted (from TRUNCATE on, the rows inserted after it)
+    unique: frozenset[int] = frozenset()  # columns drawn distinct outside the keys
+    born: int = 0  # row ids [dead, born) are live, and the hot rows born
     dead: int = 0
     rekeyed: int = 0  # key updates so far (the next one's serial)
     rows: RowState = field(default_factory=lambda: RowState())  # versions and key serials
@@ -81,6 +96,9 @@ class TableState:
     # initial rows from a file (`initial_from`): column id -> values of rows [0, seed_rows)
     seeded: dict[int, list[Any]] = field(default_factory=dict)
     seed_rows: int = 0
+
+    def __post_init__(self) -> None:
+        self.rows.pin(self.hot_from, self.hot_count)
 
 
 @dataclass
@@ -99,15 +117,25 @@ class Block:
 class RowState:
     """Per live row of a table: the version its columns are at (the event index + 1 of the
     update that last wrote it; 0: as inserted) and its key serial (-1: its own), in arrays
-    indexed by row id from `base` (rows below the oldest live one are let go)."""
+    indexed by row id from `base` (rows below the oldest live one are let go), and for the
+    fixed hot rows [pinned, pinned + hot), which live on, arrays of their own (grown as
+    they are born)."""
 
     def __init__(self) -> None:
         self.base = 0
         self.version = np.zeros(0, dtype=np.int64)
         self.serial = np.zeros(0, dtype=np.int64)
+        self.pin(0, 0)
+
+    def pin(self, first: int, count: int) -> None:
+        """Rows [first, first + count) are the hot rows (their state kept apart)."""
+        self.pinned, self.hot = first, count
+        self.hot_version = np.zeros(0, dtype=np.int64)
+        self.hot_serial = np.zeros(0, dtype=np.int64)
 
     def grow(self, born: int, low: int) -> None:
-        """Room for rows [low, born); rows below `low` are not asked for again."""
+        """Room for rows [low, born); rows below `low` (hot rows aside) are not asked for
+        again."""
         if low - self.base > max(len(self.version) // 2, 4096):
             cut = low - self.base
             self.version, self.serial = self.version[cut:], self.serial[cut:]
@@ -118,11 +146,31 @@ class RowState:
             extra = size - len(self.version)
             self.version = np.concatenate([self.version, np.zeros(extra, dtype=np.int64)])
             self.serial = np.concatenate([self.serial, np.full(extra, -1, dtype=np.int64)])
+        extra = min(self.hot, max(born - self.pinned, 0)) - len(self.hot_version)
+        if extra > 0:
+            self.hot_version = np.concatenate([self.hot_version, np.zeros(extra, np.int64)])
+            self.hot_serial = np.concatenate([self.hot_serial, np.full(extra, -1, np.int64)])
 
-    def copy(self) -> RowState:
-        out = RowState()
-        out.base, out.version, out.serial = self.base, self.version.copy(), self.serial.copy()
-        return out
+    def _hot(self, rows: np.ndarray) -> np.ndarray:
+        return (rows >= self.pinned) & (rows < self.pinned + self.hot)
+
+    def get(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The version and key serial of `rows`."""
+        hot = self._hot(rows)
+        at = np.where(hot, 0, rows - self.base)
+        version, serial = self.version[at], self.serial[at]
+        if hot.any():
+            pin = rows[hot] - self.pinned
+            version[hot], serial[hot] = self.hot_version[pin], self.hot_serial[pin]
+        return version, serial
+
+    def put(self, rows: np.ndarray, version: np.ndarray, serial: np.ndarray) -> None:
+        hot = self._hot(rows)
+        cold = ~hot
+        self.version[rows[cold] - self.base] = version[cold]
+        self.serial[rows[cold] - self.base] = serial[cold]
+        pin = rows[hot] - self.pinned
+        self.hot_version[pin], self.hot_serial[pin] = version[hot], serial[hot]
 
 
 @dataclass
@@ -154,38 +202,44 @@ class Generator:
         """`datasets`: the files of the tables' `initial_from`, read, by table index."""
         self.spec = spec
         self.seed = spec.seed
-        self.engine = engine = Engine(EngineConfig(seed=spec.seed, database=spec.database))
+        self.engine = Engine(EngineConfig(seed=spec.seed, database=None))
         self.ddl: list[DDLEvent] = []
+        self._origins: list[SpecPath] = []  # the spec's DDL each of `ddl` came from
+        name = spec.database.replace("`", "``")
+        self._run_ddl(f"CREATE DATABASE IF NOT EXISTS `{name}`; USE `{name}`", ("database",))
+        created: list[int] = []  # each entry's table id
         for i, table in enumerate(spec.tables):
-            text = table.ddl if table.ddl is not None else _read(table.ddl_file)
-            try:
-                for event in engine.run(
-                    split_script(text.splitlines(keepends=True), f"tables[{i}].ddl")
-                ):
-                    if isinstance(event, DDLEvent):
-                        self.ddl.append(event)
-            except SQLError as e:
-                raise SpecError(f"tables[{i}].ddl: {e}") from None
-        created = [e.table_info for e in self.ddl if e.table_info is not None]
-        if len(created) != len(spec.tables):
-            raise SpecError("each table's `ddl` is one CREATE TABLE")
+            path: SpecPath = ("tables", i, "ddl" if table.ddl is not None else "ddl_file")
+            text = table.ddl if table.ddl is not None else _read(table.ddl_file, path)
+            events = self._run_ddl(text, path)
+            tables = [e.table_info for e in events if e.action == ActionType.CREATE_TABLE]
+            if len(tables) != 1:
+                raise SpecError(
+                    f"{len(tables)} CREATE TABLE statements: an entry of `tables` is one table",
+                    path,
+                )
+            assert tables[0] is not None
+            created.append(tables[0].id)
         self.tables: dict[str, TableState] = {}
-        for i, info in enumerate(created):
+        for i, table_id in enumerate(created):
             table = spec.tables[i]
+            info = self._created(i, table_id)
             state = self._state(
-                f"tables[{i}]",
+                ("tables", i),
                 info,
                 table.columns,
                 table.update,
                 table.weight,
                 table.rows,
                 table.key_updates,
+                spec.table_keys(i),
             )
             if table.initial_from is not None:
                 data = (datasets or {}).get(i)
+                where = ("tables", i, "initial_from")
                 if data is None:
-                    raise SpecError(f"tables[{i}].initial_from: the file was not read")
-                self._seed(f"tables[{i}].initial_from ({table.initial_from.path})", state, data)
+                    raise SpecError("the file was not read", where)
+                self._seed(where, state, data)
             _keys_fit(state)
             self.tables[info.name] = state
         self.order = list(self.tables.values())
@@ -200,55 +254,110 @@ class Generator:
         self.kind_cdf = np.cumsum(kinds) / kinds.sum()
         self.base_ms = physical_ms(self.ddl[-1].commit_ts) + 1 if self.ddl else 0
 
+    def _run_ddl(self, text: str, path: SpecPath) -> list[DDLEvent]:
+        """Run the DDL of a table entry (or the database's): its events, or a spec error
+        at `path` (located within the spec's DDL text)."""
+        events: list[DDLEvent] = []
+        try:
+            for event in self.engine.run(split_script(text.splitlines(keepends=True), "ddl")):
+                if not isinstance(event, DDLEvent):
+                    raise SpecError(
+                        f"writes rows ({event.table.name}): a table's `ddl` creates it; its"
+                        " rows come from `rows` or `initial_from`",
+                        path,
+                    )
+                events.append(event)
+        except SQLError as e:
+            own = path != ("database",)  # the database's statement is ours: no line, column
+            raise SpecError(sql_problem(e if own else replace_location(e)), path) from None
+        self.ddl.extend(events)
+        self._origins.extend([path] * len(events))
+        return events
+
+    def _created(self, index: int, table_id: int) -> TableInfo:
+        """The table entry `index` created, as the entries' DDL left it; an entry whose DDL
+        (or a later entry's) dropped or replaced it is an error naming that DDL."""
+        for schema in self.engine.catalog.schemas.values():
+            for info in schema.tables.values():
+                if info.id == table_id:
+                    return info
+        for event, origin in zip(self.ddl, self._origins, strict=True):
+            before = event.pre_table_info
+            if before is not None and before.id == table_id:
+                raise SpecError(
+                    f"{event.query} leaves no table {before.name}, which tables[{index}]"
+                    " creates; DDL during the run goes in the storyline",
+                    origin,
+                )
+        raise SpecError("the table it creates is gone", ("tables", index, "ddl"))
+
     def _state(
         self,
-        where: str,
+        where: SpecPath,
         info: TableInfo,
         columns: dict[str, Column],
         update: list[str] | None,
         weight: float,
         initial: int,
         rekey: KeyUpdates | None,
+        keys_spec: Keys,
         previous: TableState | None = None,
     ) -> TableState:
         """A table's generators, update set and key updates; after a chapter's DDL
         (`previous`), the columns it kept keep their generators (their values stay those of
         before)."""
         names = {c.name.lower(): c for c in info.columns}
-        for name in columns:
+        given: dict[str, tuple[str, Column | None]] = {}
+        for name, entry in columns.items():
             if name.lower() not in names:
-                raise SpecError(f"{where}.columns.{name}: {info.name} has no such column")
+                raise SpecError(f"{info.name} has no such column", (*where, "columns", name))
+            if name.lower() in given:
+                raise SpecError(
+                    f"given twice (as {given[name.lower()][0]} too)", (*where, "columns", name)
+                )
+            given[name.lower()] = (name, entry)
         if info.partition is not None:
-            raise SpecError(f"{where}: {info.name} is partitioned; not simulated in workloads yet")
+            raise SpecError(f"{info.name} is partitioned; not simulated in workloads yet", where)
         generated = [c.name for c in info.columns if c.is_generated]
         if generated:
             raise SpecError(
-                f"{where}: {info.name}.{generated[0]} is a generated column; not simulated in"
-                " workloads yet"
+                f"{info.name}.{generated[0]} is a generated column; not simulated in workloads yet",
+                where,
             )
         primary = primary_key(info)
         if not primary:
-            raise SpecError(f"{where}: {info.name} needs a primary key (the rows' identity)")
-        keys = {ic.offset for ix in info.indices if ix.primary or ix.unique for ic in ix.columns}
-        keys.update(primary)
+            raise SpecError(f"{info.name} needs a primary key (the rows' identity)", where)
+        keys = _key_offsets(info)
         kept = {}
         if previous is not None:
             kept = {c.id: i for i, c in enumerate(previous.info.columns)}
         references: dict[int, str] = {}
         generators: list[v.Values] = []
+        unique: set[int] = set()
         for col in info.columns:
-            column = columns.get(col.name) or columns.get(col.name.lower())
-            if previous is not None and col.id in kept and column is None:
+            name, column = given.get(col.name.lower()) or (col.name, None)
+            path = (*where, "columns", name)
+            if previous is not None and col.id in kept:
+                if column is not None:
+                    raise SpecError(
+                        f"{info.name}.{col.name} is there before this DDL: its values stay"
+                        " drawn as before (only columns the DDL adds take generators here)",
+                        path,
+                    )
                 offset = kept[col.id]
                 generators.append(previous.generators[offset])
                 if offset in previous.references:
                     references[col.offset] = previous.references[offset]
+                if offset in previous.unique:
+                    unique.add(col.offset)
                 continue
             if column is not None and column.ref is not None:
                 references[col.offset] = column.ref.split(".")[0]
+            if column is not None and column.unique:
+                unique.add(col.offset)
             key = col.offset in keys
             generators.append(
-                v.values_for(info.name, col, column, self.seed, key, self._reference(where))
+                v.values_for(path, info.name, col, column, self.seed, key, self._reference(path))
             )
         if update is None and previous is not None:
             chosen = {
@@ -257,16 +366,24 @@ class Generator:
                 if col.id in kept and previous.touched[kept[col.id]]
             }
         elif update is None:
-            chosen = {c.offset for c in info.columns if c.offset not in keys}
+            chosen = {c.offset for c in info.columns if c.offset not in keys | unique}
         else:
             unknown = [n for n in update if n.lower() not in names]
             if unknown:
-                raise SpecError(f"{where}.update: {info.name} has no column {unknown[0]}")
+                raise SpecError(f"{info.name} has no column {unknown[0]}", (*where, "update"))
             chosen = {names[n.lower()].offset for n in update}
         if chosen & keys:
             raise SpecError(
-                f"{where}.update: key columns change by `key_updates` only (with fresh"
-                " values, so keys never collide)"
+                "key columns change by `key_updates` only (with fresh values, so keys never"
+                " collide)",
+                (*where, "update"),
+            )
+        if chosen & unique:
+            named = info.columns[min(chosen & unique)].name
+            raise SpecError(
+                f"{named} is `unique`: its values are written by inserts only (a unique"
+                " value is drawn once a row)",
+                (*where, "update"),
             )
         rekeyed: set[int] = set()
         if rekey is not None:
@@ -274,11 +391,12 @@ class Generator:
                 found = names.get(name.lower())
                 if found is None or found.offset not in keys:
                     raise SpecError(
-                        f"{where}.key_updates.columns: {name} is not a primary or unique key"
-                        f" column of {info.name}"
+                        f"{name} is not a primary or unique key column of {info.name}",
+                        (*where, "key_updates", "columns"),
                     )
                 rekeyed.add(found.offset)
             rekeyed = rekeyed or set(keys)
+        hot = keys_spec.hot
         return TableState(
             info=info,
             generators=generators,
@@ -289,36 +407,44 @@ class Generator:
             initial=initial,
             rekey_share=0.0 if rekey is None else rekey.share,
             rekey_columns=frozenset(rekeyed),
+            distribution=keys_spec,
+            hot_count=0 if hot is None else hot.count,
+            unique=frozenset(unique),
         )
 
-    def _seed(self, where: str, state: TableState, data: pa.Table) -> None:
+    def _seed(self, where: SpecPath, state: TableState, data: pa.Table) -> None:
         """Initial rows from a file: its columns' values, converted as TiDB stores them;
         keys of later rows continue above the file's largest."""
         info = state.info
         uniques = [ix.name for ix in info.indices if ix.unique and not ix.primary]
-        if uniques:
+        if uniques or state.unique:
+            which = f"unique key {uniques[0]}" if uniques else "a `unique` column"
             raise SpecError(
-                f"{where}: {info.name} has unique key {uniques[0]} besides the"
-                " primary key: its later values could collide with the file's"
+                f"{info.name} has {which} besides the primary key: its later values could"
+                " collide with the file's",
+                where,
             )
         primary = state.keys.key_offsets
         sequence = state.generators[primary[0]]
         int_key = isinstance(sequence, v.KeySequence) and sequence.form == "int"
         if len(primary) != 1 or not int_key:
-            raise SpecError(f"{where}: needs an integer primary key ({info.name} has none)")
+            raise SpecError(
+                f"needs an integer primary key drawn as a sequence ({info.name} has none)", where
+            )
         if state.rekey_columns:
             raise SpecError(
-                f"{where}: {info.name} has key_updates; their keys could collide with the"
-                " file's (not simulated yet)"
+                f"{info.name} has key_updates; their keys could collide with the file's (not"
+                " simulated yet)",
+                where,
             )
         by_name = {c.name.lower(): c for c in info.columns}
         key = info.columns[primary[0]]
         names = {n.lower(): n for n in data.column_names}
         unknown = sorted(set(names) - set(by_name))
         if unknown:
-            raise SpecError(f"{where}: column {names[unknown[0]]!r}: {info.name} has none")
+            raise SpecError(f"column {names[unknown[0]]!r}: {info.name} has none", where)
         if key.name.lower() not in names:
-            raise SpecError(f"{where}: needs the primary key column {key.name}")
+            raise SpecError(f"needs the primary key column {key.name}", where)
         for lower, name in names.items():
             col = by_name[lower]
             convert = column_converter(col, lambda: dt.UTC)
@@ -327,49 +453,71 @@ class Generator:
                 try:
                     values.append(convert(_plain(value)))
                 except SQLError as e:
-                    raise SpecError(f"{where}: row {row + 1}, column {name}: {e}") from None
+                    raise SpecError(f"row {row + 1}, column {name}: {e}", where) from None
             state.seeded[col.id] = values
         keys = state.seeded[key.id]
         if len(set(keys)) != len(keys) or None in keys:
-            raise SpecError(f"{where}: primary key {key.name} repeats or is NULL")
+            raise SpecError(f"primary key {key.name} repeats or is NULL", where)
         state.initial = state.seed_rows = data.num_rows
         assert isinstance(sequence, v.KeySequence)
         if keys and sequence.step <= 0:
-            raise SpecError(f"{where}: the key's sequence must go up (step > 0)")
+            raise SpecError("the key's sequence must go up (step > 0)", where)
         top = max(keys, default=sequence.start - sequence.step)
         start = int(top) + sequence.step * (1 - len(keys))  # row len(keys) gets top + step
         state.generators[key.offset] = replace(sequence, start=start)
 
-    def _reference(self, where: str) -> Callable[[str], v.KeySequence]:
-        """A `ref: table.column`: the other table's single-column primary key, as drawn."""
+    def _reference(self, where: SpecPath) -> Callable[[str], tuple[v.Values, float]]:
+        """A `ref: table.column`: the other table's single-column primary key, as drawn,
+        and the share of references its hot rows take."""
 
-        def find(ref: str) -> v.KeySequence:
+        def find(ref: str) -> tuple[v.Values, float]:
+            at = (*where, "ref")
             name, column = ref.split(".")
-            for i, event in enumerate(self.ddl):
+            for event in self.ddl:
                 info = event.table_info
-                if info is None or info.name != name:
+                if info is None or info.name.lower() != name.lower():
                     continue
                 col = info.column(column)
-                if col is not None and primary_key(info) == [col.offset]:
-                    if self.spec.tables[i].initial_from is not None:
+                index = self._entry(info.id)
+                if col is not None and index is not None and primary_key(info) == [col.offset]:
+                    table = self.spec.tables[index]
+                    if table.initial_from is not None:
                         raise SpecError(
-                            f"{where}: ref {ref}: {name}'s rows come from initial_from;"
-                            " references to them are not simulated yet"
+                            f"{name}'s rows come from initial_from; references to them are not"
+                            " simulated yet",
+                            at,
                         )
-                    rekey = self.spec.tables[i].key_updates
+                    rekey = table.key_updates
                     if rekey is not None and (
                         rekey.columns is None or col.name.lower() in map(str.lower, rekey.columns)
                     ):
                         raise SpecError(
-                            f"{where}: ref {ref}: {name}'s key_updates change {col.name};"
-                            " references to such keys are not simulated yet"
+                            f"{name}'s key_updates change {col.name}; references to such keys"
+                            " are not simulated yet",
+                            at,
                         )
-                    given = self.spec.tables[i].columns.get(col.name)
-                    start, step = (given.start, given.step) if given else (1, 1)
-                    return v.sequence(ref, col, start, step)
-            raise SpecError(f"{where}: ref {ref}: not the one-column primary key of a table")
+                    given = {k.lower(): c for k, c in table.columns.items()}.get(col.name.lower())
+                    target = v.values_for(
+                        ("tables", index, "columns", col.name),
+                        info.name,
+                        col,
+                        given,
+                        self.seed,
+                        True,
+                    )
+                    hot = self.spec.table_keys(index).hot
+                    return target, 0.0 if hot is None else hot.share
+            raise SpecError(f"{ref} is not the one-column primary key of a table here", at)
 
         return find
+
+    def _entry(self, table_id: int) -> int | None:
+        """The index of the `tables` entry whose DDL created table `table_id`."""
+        creates = [e for e in self.ddl if e.action == ActionType.CREATE_TABLE]
+        for index, event in enumerate(creates):
+            if event.table_info is not None and event.table_info.id == table_id:
+                return index
+        return None
 
     def planned_events(self) -> int | None:
         """About how many events the run yields (a progress bar's total): DDL, initial
@@ -461,8 +609,9 @@ class Generator:
             u_key,
             np.array([t.born for t in self.order]),
             np.array([t.born - t.dead for t in self.order]),
-            self.spec.operations.keys,
+            [t.distribution for t in self.order],
             np.array([t.rekeyed for t in self.order]),
+            np.array([t.hot_from for t in self.order], dtype=np.int64),
         )
         for t, table in enumerate(self.order):
             table.born = int(planned.born_after[t])
@@ -520,6 +669,14 @@ class Generator:
             yield self._block(txn, n, sizes, tables, kinds, u_key)
             n += events
             txn += count
+        for index, chapter in pending:  # the run ended first: it would never happen
+            seconds = (txn - first_txn) / ops.commit_rate
+            at = ("at_event", "at_time_s")[chapter.at_event is None]
+            raise SpecError(
+                f"{at} {getattr(chapter, at):g} is past the run's end ({n:,} events, {seconds:g}"
+                " simulated seconds): the chapter would never run",
+                ("storyline", index, at),
+            )
 
     def _sizes(self) -> Callable[[np.ndarray], np.ndarray]:
         """Transaction sizes from the transactions' hashes: uniform or by weights."""
@@ -564,10 +721,9 @@ class Generator:
             mine = t == ti
             # rows below the oldest live one after the block are gone for good, but this
             # block may delete some of them first
-            state.rows.grow(state.born, min(state.dead, int(r[mine].min())))
-            at = r[mine] - state.rows.base
-            version0[mine] = state.rows.version[at]
-            serial0[mine] = state.rows.serial[at]
+            cold = r[mine][r[mine] >= state.hot_from + state.hot_count]
+            state.rows.grow(state.born, min(state.dead, int(cold.min(initial=state.dead))))
+            version0[mine], serial0[mine] = state.rows.get(r[mine])
         # running version (updates set theirs, inserts 0) and serial (key updates set
         # theirs) along each row's events, carried from the state at the row's first
         segment = np.maximum.accumulate(np.where(new_row, index, 0))
@@ -595,9 +751,7 @@ class Generator:
         for ti in np.unique(t).tolist():  # the state after the block
             state = states[ti]
             mine = row_ends[t[row_ends] == ti]
-            at = r[mine] - state.rows.base
-            state.rows.version[at] = version[mine]
-            state.rows.serial[at] = serial[mine]
+            state.rows.put(r[mine], version[mine], serial[mine])
         anchors = self._fold_anchors(block, t, r, kind, txn, k, starts, new_group)
         real = ~(born & gone)  # born and gone in one transaction: nothing
         pick = starts[real]
@@ -671,14 +825,14 @@ class Generator:
     def _chapter(self, index: int, chapter: Chapter, txn: int, n: int) -> Iterator[DDLEvent]:
         """A storyline DDL before transaction `txn`: run on the catalog, stamped with a TSO
         between the transactions around it; the tables it changes follow the new schema."""
-        where = f"storyline[{index}]"
+        where: SpecPath = ("storyline", index)
         try:
-            statements = split_script(chapter.ddl.splitlines(keepends=True), f"{where}.ddl")
+            statements = split_script(chapter.ddl.splitlines(keepends=True), "ddl")
             changes = list(self.engine.run(statements))
         except SQLError as e:
-            raise SpecError(f"{where}.ddl: {e}") from None
+            raise SpecError(sql_problem(e), (*where, "ddl")) from None
         if not changes or not all(isinstance(e, DDLEvent) for e in changes):
-            raise SpecError(f"{where}.ddl: a storyline DDL changes schemas, not rows")
+            raise SpecError("a storyline DDL changes schemas, not rows", (*where, "ddl"))
         ts = self.ddl_ts(txn)
         for event in changes:
             assert isinstance(event, DDLEvent)
@@ -693,32 +847,36 @@ class Generator:
                 if event.action == ActionType.TRUNCATE_TABLE and info is not None:
                     emptied = self.tables[info.name]
                     emptied.dead = emptied.born  # its rows are gone; new ones go on above
+                    emptied.hot_from = emptied.born  # and the hot rows are the next ones
+                    emptied.rows.pin(emptied.born, emptied.hot_count)
             yield event
         for state in self.tables.values():
             for offset, name in state.references.items():
                 if name not in self.tables:
                     column = state.info.columns[offset].name
                     raise SpecError(
-                        f"{where}: {state.info.name}.{column} takes `ref:` keys of {name},"
-                        f" and after this DDL there is no table {name} (a reference names"
-                        " its table; dropping or renaming it is not simulated)"
+                        f"{state.info.name}.{column} takes `ref:` keys of {name}, and after"
+                        f" this DDL there is no table {name} (a reference names its table;"
+                        " dropping or renaming it is not simulated)",
+                        (*where, "ddl"),
                     )
         self.order = list(self.tables.values())
         self.index = {t.info.name: i for i, t in enumerate(self.order)}
         self.epoch += 1
         weights = np.array([t.weight for t in self.order], dtype=np.float64)
         if not self.order or weights.sum() <= 0:
-            raise SpecError(f"{where}: no table left to write to")
+            raise SpecError("no table left to write to", (*where, "ddl"))
         self.table_cdf = np.cumsum(weights) / weights.sum()
 
     def _reshape(
-        self, where: str, chapter: Chapter, old: TableState, info: TableInfo | None, n: int
+        self, where: SpecPath, chapter: Chapter, old: TableState, info: TableInfo | None, n: int
     ) -> None:
         """A table after a DDL: the same rows, the new columns (rows from before the DDL hold
         the column's default until an update writes it)."""
         if info is None:
             return  # dropped: no more writes to it
         before = {c.id: c for c in old.info.columns}
+        old_keys = {old.info.columns[o].id for o in _key_offsets(old.info)}
         for col in info.columns:
             was = before.get(col.id)
             if was is not None and (was.tp, was.flen, was.decimal) != (
@@ -727,19 +885,36 @@ class Generator:
                 col.decimal,
             ):
                 raise SpecError(
-                    f"{where}: changes the type of {info.name}.{col.name}; not simulated"
+                    f"changes the type of {info.name}.{col.name}; not simulated", (*where, "ddl")
+                )
+            key = col.offset in _key_offsets(info)
+            if was is not None and key and col.id not in old_keys:
+                raise SpecError(
+                    f"makes {info.name}.{col.name} a key column, but its values were not drawn"
+                    " to be distinct (TiDB would refuse the DDL over a duplicate); declare the"
+                    " key in the table's ddl",
+                    (*where, "ddl"),
                 )
         state = self._state(
-            where, info, chapter.columns, chapter.update, old.weight, old.initial, None, old
+            where,
+            info,
+            chapter.columns,
+            chapter.update,
+            old.weight,
+            old.initial,
+            None,
+            old.distribution,
+            old,
         )
         for col in info.columns:  # an update set only grows by the columns the DDL adds
             was = before.get(col.id)
             if was is not None and state.touched[col.offset] != old.touched[was.offset]:
                 change = "joins" if state.touched[col.offset] else "leaves"
                 raise SpecError(
-                    f"{where}.update: {col.name} {change} the columns updates write; only"
-                    " columns this DDL adds may join (each column of a row is at the version"
-                    " of the last update that wrote it)"
+                    f"{col.name} {change} the columns updates write; only columns this DDL adds"
+                    " may join (each column of a row is at the version of the last update that"
+                    " wrote it)",
+                    (*where, "update"),
                 )
         state.born, state.dead, state.rows, state.anchors = (
             old.born,
@@ -747,6 +922,7 @@ class Generator:
             old.rows,
             old.anchors,
         )
+        state.hot_from = old.hot_from
         state.rekeyed, state.rekey_share = old.rekeyed, old.rekey_share
         old_ids = {old.info.columns[o].id for o in old.rekey_columns}
         state.rekey_columns = frozenset(c.offset for c in info.columns if c.id in old_ids)
@@ -762,7 +938,14 @@ class Generator:
                 state.added[offsets[column]] = added
         for col in info.columns:
             if col.id not in before:
-                state.added[col.offset] = (n, old.born, self._backfill(col))
+                backfill = self._backfill(col)
+                if col.offset in _key_offsets(info) and backfill is not None and old.born:
+                    raise SpecError(
+                        f"adds key column {info.name}.{col.name} whose rows would all hold"
+                        f" {backfill!r} (TiDB would refuse the DDL over a duplicate)",
+                        (*where, "ddl"),
+                    )
+                state.added[col.offset] = (n, old.born, backfill)
         self.tables[info.name] = state
 
     def _backfill(self, col: ColumnInfo) -> Any:
@@ -789,13 +972,19 @@ class Generator:
         self, table: TableState, current: Anchors | None, planned: schedule.Plan, k: int
     ) -> Anchors:
         """Where a write's references point from: the other tables' live rows [lo, hi) at
-        event `k` of the plan, for the reference columns it writes (all, for a new row)."""
+        event `k` of the plan (and their hot rows born by then, where they have some), for
+        the reference columns it writes (all, for a new row)."""
         out = dict(current or {})
         for offset, name in table.references.items():
             if current is None or table.touched[offset]:
                 o = self.index[name]
+                target = self.order[o]
                 born = int(planned.born_before[o, k])
-                out[table.info.columns[offset].id] = (born - int(planned.live_before[o, k]), born)
+                live: tuple[int, ...] = (born - int(planned.live_before[o, k]), born)
+                if target.hot_count:
+                    hot = min(max(born - target.hot_from, 0), target.hot_count)
+                    live += (target.hot_from, target.hot_from + hot)
+                out[table.info.columns[offset].id] = live
         return out
 
     # -- events --------------------------------------------------------------------------------
@@ -855,8 +1044,9 @@ class Generator:
             live = None
             if offset in table.references:
                 column = table.info.columns[offset].id
-                pairs = [a.get(column, (0, 0)) if a else (0, 0) for a in anchors]
-                live = (np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+                found = [(a.get(column, _NOWHERE) if a else _NOWHERE) + _NOWHERE for a in anchors]
+                lo, hi, hot_lo, hot_hi = (np.array([f[i] for f in found]) for i in range(4))
+                live = (lo, hi, hot_lo, hot_hi)
             values = generator(row_array, at, live)
             if offset in table.added:  # rows from before the column: its backfill
                 events_before, rows_before, backfill = table.added[offset]
@@ -889,6 +1079,56 @@ def cycles_paused() -> Iterator[None]:
         gc.collect(0)
 
 
+def check(spec: Workload, datasets: Mapping[int, pa.Table] | None = None) -> None:
+    """What would fail mid-run, found before any record is written: a chapter that cannot
+    run, a key column too small for the rows, a template's longest row number, a generator
+    out of distinct values. Where the most rows the run could make fit every column and
+    nothing needs counting (no storyline, no distinct draws), from that bound alone; else by
+    walking the schedule without drawing a row (numpy, ~10M events/s) and asking each column
+    for the last value the run needs (distinct values so drawn are kept for the run)."""
+    gen = Generator(spec, datasets)
+    counted = bool(spec.storyline) or any(
+        isinstance(values, v.Distinct) for state in gen.order for values in state.generators
+    )
+    if not counted:
+        most = _most_events(spec)
+        try:
+            for state in gen.order:
+                _last_values(state, state.initial + most, most)
+            return
+        except SpecError:
+            pass  # the bound does not fit: count what the run makes
+    states = {id(state): state for state in gen.order}
+    for _ in gen.blocks():
+        states.update((id(state), state) for state in gen.order)
+    for state in states.values():
+        _last_values(state, state.born, state.rekeyed)
+
+
+def _most_events(spec: Workload) -> int:
+    """An upper bound of the run's operation events."""
+    ops = spec.operations
+    if ops.events is not None:
+        return ops.events
+    sizes = ops.transaction_size
+    largest = max(sizes.choice) if sizes.choice else sizes.max
+    return int((ops.duration_s or 0) * ops.commit_rate + 1) * largest
+
+
+def _last_values(state: TableState, born: int, rekeyed: int) -> None:
+    """Each column of `state` asked for the last value `born` rows and `rekeyed` key updates
+    need: a key sequence's last key, a template's longest {row}, the distinct values."""
+    for offset, values in enumerate(state.generators):
+        count = born
+        if offset in state.rekey_columns:  # serials 2 * row and 2 * key update + 1
+            count = max(2 * born - 1, 2 * rekeyed)
+        if isinstance(values, v.Distinct):
+            values.reserve(count)
+        ends = isinstance(values, v.KeySequence) and count > state.seed_rows
+        if ends or (isinstance(values, v.Template) and count):
+            values(np.array([count - 1]), np.zeros(1, dtype=np.int64), None)
+
+
 _PHYSICAL_LIMIT = 1 << 46  # a TSO is 46 bits of milliseconds and 18 logical bits
 
 
@@ -902,6 +1142,24 @@ def _keys_fit(state: TableState) -> None:
         if isinstance(values, v.KeySequence):
             serial = 2 * last if offset in state.rekey_columns else last
             values(np.array([serial], dtype=np.int64), np.zeros(1, dtype=np.int64), None)
+
+
+def _key_offsets(info: TableInfo) -> set[int]:
+    """The offsets of the columns of the primary key and of every unique key."""
+    keys = {ic.offset for ix in info.indices if ix.primary or ix.unique for ic in ix.columns}
+    return keys | set(primary_key(info))
+
+
+def replace_location(error: SQLError) -> SQLError:
+    """The error without its place (in a statement the user did not write)."""
+    return SQLError(error.message, code=error.code)
+
+
+def sql_problem(error: SQLError) -> str:
+    """A SQL error inside a spec's DDL: where in that text, MySQL's code, the message."""
+    where = f"line {error.location.line} column {error.location.col}: " if error.location else ""
+    code = f"ERROR {error.code} ({error.sqlstate}): " if error.code else ""
+    return f"{where}{code}{error.message}"
 
 
 def primary_key(info: TableInfo) -> list[int]:
@@ -923,9 +1181,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _read(path: Path | None) -> str:
+def _read(path: Path | None, where: SpecPath) -> str:
     assert path is not None
     try:
-        return path.read_text()
+        data = path.read_bytes()
     except OSError as e:
-        raise SpecError(f"ddl_file {path}: {e.strerror}") from None
+        raise SpecError(f"{path}: {e.strerror}", where) from None
+    if b"\0" in data:
+        raise SpecError(f"{path} is not a SQL script: binary data", where)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not UTF-8 text (byte offset {e.start})", where) from None
