@@ -255,7 +255,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "tables[0].ddl=DROP TABLE t"],
-        "--set tables[0].ddl: tables[0].ddl: line 1 column 1: ERROR 1051 (HY000): Unknown table"
+        "--set tables[0].ddl: tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table"
         " 'test.t'",
         id="set-ddl",
     ),
