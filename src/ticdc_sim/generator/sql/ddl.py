@@ -947,14 +947,22 @@ def _index_options(options: list[Any] | None) -> tuple[str, bool]:
             invisible = opt.args.get("visible") is False or invisible
         elif isinstance(opt, exp.Property) and opt.name.upper() == "COMMENT":
             comment = opt.args["value"].name
-        elif str(opt).upper() in ("VISIBLE", "INVISIBLE"):
-            invisible = str(opt).upper() == "INVISIBLE"
+        elif _word(opt) in ("VISIBLE", "INVISIBLE"):
+            invisible = _word(opt) == "INVISIBLE"
     return comment, invisible
+
+
+def _word(option: Any) -> str:
+    """A bare-word index option (CLUSTERED, INVISIBLE ...), upper-cased; "" for the others
+    (a COMMENT, a partial index's WHERE ...)."""
+    if isinstance(option, str):
+        return option.upper()
+    return option.name.upper() if isinstance(option, exp.Var) else ""
 
 
 def _clustered_option(options: list[Any] | None) -> bool | None:
     for opt in options or []:
-        word = str(opt).upper()
+        word = _word(opt)
         if word == "CLUSTERED":
             return True
         if word == "NONCLUSTERED":
