@@ -11,6 +11,7 @@ is built the first time a statement needs it and kept up to date from then on.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -59,12 +60,38 @@ class Index:
         self.collations = tuple(table.columns[ic.offset].collation for ic in info.columns)
         self.lengths = tuple(ic.length for ic in info.columns)
         self.entries: dict[tuple[Any, ...], Any] = {}  # unique indexes: key -> handle
-        # (*key, handle) tuples in order, once built: flat, so entries compare cheaply and
+        # (*entry, handle) tuples in order, once built: flat, so entries compare cheaply and
         # a key prefix is a lower bound of every entry that starts with it
         self.ordered: SortedList | None = None
-        # non-unique indexes: key -> handles, once built (equality on the whole key)
+        # non-unique indexes: entry -> handles, once built (equality on the whole key)
         self.members: dict[tuple[Any, ...], set[Any]] | None = None
-        self.key = _key_function(self.offsets, self.collations, self.lengths, table)
+        # the key uniqueness sees (None when a column is NULL: never collides), and the
+        # entry every row has in the index's scans (NULL as NULL_KEY, first, as in MySQL)
+        self.key = _key_function(self.offsets, self.collations, self.lengths, table, None)
+        self.entry = _key_function(self.offsets, self.collations, self.lengths, table, NULL_KEY)
+
+
+@functools.total_ordering
+class _NullKey:
+    """NULL in an index entry: equal to itself, below every value (MySQL and TiDB sort NULL
+    first in an index, so a range on the columns before it still finds the row)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __lt__(self, other: object) -> bool:
+        return other is not self
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL_KEY: Any = _NullKey()
 
 
 def _key_function(
@@ -72,22 +99,29 @@ def _key_function(
     collations: tuple[str, ...],
     lengths: tuple[int, ...],
     table: TableInfo,
+    null: Any,
 ) -> Callable[[Row], tuple[Any, ...] | None]:
-    """A row's key in an index; None when a column is NULL (never collides, never matches an
-    equality or range)."""
+    """A row's key in an index. A NULL column makes the whole key None when `null` is None,
+    else stands as `null`."""
     if len(offsets) == 1 and table.columns[offsets[0]].tp in INTEGER_RANGES:
         (offset,) = offsets
+        none = None if null is None else (null,)
 
         def integer_key(row: Row) -> tuple[Any, ...] | None:
             value = row[offset]
-            return None if value is None else (value,)
+            return none if value is None else (value,)
 
         return integer_key
 
     def key(row: Row) -> tuple[Any, ...] | None:
         values = [row[o] for o in offsets]
         if None in values:
-            return None
+            if null is None:
+                return None
+            return tuple(
+                null if v is None else collation_key(v, c, n)
+                for v, c, n in zip(values, collations, lengths, strict=True)
+            )
         return tuple(map(collation_key, values, collations, lengths))
 
     return key
@@ -240,16 +274,13 @@ class TableData:
             if index.members is None:
                 index.members = {}
                 for handle, row in self.rows.items():
-                    self._add_member(index, index.key(row), handle)
+                    self._add_member(index, index.entry(row), handle)
                 self._built.append(index)
             yield from sorted(index.members.get(low[0], ()))
             return
         if index.ordered is None:
-            index.ordered = SortedList(
-                (*key, handle)
-                for handle, row in self.rows.items()
-                if (key := index.key(row)) is not None
-            )
+            entry = index.entry
+            index.ordered = SortedList((*entry(row), handle) for handle, row in self.rows.items())
             if index.members is None:
                 self._built.append(index)
         for entry in _prefix_range(index.ordered, low, high):
@@ -276,8 +307,8 @@ class TableData:
                 if key is not None and unique.entries.get(key) == handle:
                     del unique.entries[key]
         for index in self._built:
-            old_key = index.key(old) if old is not None else None
-            new_key = index.key(row) if row is not None else None
+            old_key = index.entry(old) if old is not None else None
+            new_key = index.entry(row) if row is not None else None
             if old_key == new_key:
                 continue
             if index.ordered is not None:
@@ -317,10 +348,10 @@ class TableData:
         if self.ordered_handles is not None:
             self.ordered_handles.update(handles)
         for index in self._built:
-            keys = [index.key(row) for row in rows]
+            keys = [index.entry(row) for row in rows]
             if index.ordered is not None:
                 index.ordered.update(
-                    (*key, handle) for key, handle in zip(keys, handles, strict=True) if key
+                    (*key, handle) for key, handle in zip(keys, handles, strict=True)
                 )
             if index.members is not None:
                 for key, handle in zip(keys, handles, strict=True):
