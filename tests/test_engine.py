@@ -9,7 +9,7 @@ import pytest
 
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
-from ticdc_sim.generator.sql.script import parse_statements
+from ticdc_sim.generator.sql.script import parse_one, parse_statements
 from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
@@ -233,6 +233,35 @@ def test_on_duplicate_key_update_replace_and_ignore() -> None:
         ("insert", None, (4, "d", 0)),
         ("delete", (2, "b", 0), None),
         ("insert", None, (5, "b", 1)),
+    ]
+
+
+def test_insert_ignore_clips_the_values_of_its_duplicate_key_update() -> None:
+    # found by the differential test: MariaDB (and TiDB, whose statement context turns
+    # overflow into warnings for the whole INSERT IGNORE) store the nearest bound
+    engine, _ = run(
+        "CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (254, 1);"
+        "INSERT IGNORE INTO t VALUES (254, 2) ON DUPLICATE KEY UPDATE id = id + 2, v = 1e20;"
+    )
+    assert table_rows(engine, "t") == [(255, 2147483647)]
+    with pytest.raises(SQLError, match="ERROR 1264 .*Out of range value for column 'id'"):
+        run(
+            "CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY);"
+            "INSERT INTO t VALUES (255);"
+            "INSERT INTO t VALUES (255) ON DUPLICATE KEY UPDATE id = id + 1;"
+        )
+
+
+def test_sum_and_avg_keep_every_digit_of_wide_decimals() -> None:
+    # found by the differential test: the default 28-digit context raised InvalidOperation
+    engine, _ = run(
+        "CREATE TABLE t (id DECIMAL(40,1) PRIMARY KEY);"
+        "INSERT INTO t VALUES ('1000000000000000000000000000.00'), (0.1), (-5);"
+    )
+    rows = engine.query(parse_one("SELECT SUM(id), AVG(id) FROM t")).rows
+    assert rows == [
+        (Decimal("999999999999999999999999995.1"), Decimal("333333333333333333333333331.70000"))
     ]
 
 

@@ -431,7 +431,7 @@ def _insert_row(
     elif assignments is not None:
         existing = conflicts[0]
         try:
-            updates = _Updates(engine, table, assignments, params)
+            updates = _Updates(engine, table, assignments, params, ignore)
             _update_row(engine, table, existing, table.rows[existing], updates, inserted=row)
         except SQLError as e:  # IGNORE turns the update's own duplicate into a warning
             if not (ignore and e.code == 1062):
@@ -477,12 +477,21 @@ def _assignments(table: TableData, items: list[exp.Expr]) -> list[Assignment]:
 
 class _Updates:
     """One execution's SET: a constant's converted value is computed once, for its first row
-    (so a value error still needs a row to happen), and every row reuses one Context."""
+    (so a value error still needs a row to happen), and every row reuses one Context.
+    Under IGNORE (INSERT IGNORE ... ON DUPLICATE KEY UPDATE) values are converted as in a
+    non-strict sql_mode: TiDB's statement context turns overflow and truncation into
+    warnings for the whole statement."""
 
     def __init__(
-        self, engine: Engine, table: TableData, assignments: list[Assignment], params: list[Any]
+        self,
+        engine: Engine,
+        table: TableData,
+        assignments: list[Assignment],
+        params: list[Any],
+        ignore: bool = False,
     ) -> None:
         columns = table.info.columns
+        self.converters = table.ignore_converters if ignore else table.converters
         self.assignments = assignments
         self.assigned = {offset for offset, _, _ in assignments}
         self.constants: dict[int, Any] = {}  # by assignment index
@@ -496,7 +505,7 @@ class _Updates:
     def apply(self, table: TableData, old: Row, inserted: Row) -> list[Any]:
         """The row after every assignment, left to right, each seeing the ones before."""
         columns = table.info.columns
-        converters = table.converters
+        converters = self.converters
         ctx = self.ctx
         ctx.row, ctx.inserted = old, inserted
         values = list(old)
@@ -527,7 +536,7 @@ def _update_row(
 ) -> bool:
     """Apply one execution's SET to a row; False if it leaves the row unchanged."""
     columns = table.info.columns
-    converters = table.converters
+    converters = updates.converters
     values = updates.apply(table, old, inserted)
     assigned = updates.assigned
     for offset, fn in table.generated:
