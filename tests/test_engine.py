@@ -1030,3 +1030,18 @@ def test_every_literal_form_converts_column_by_column_as_parsed() -> None:
     assert columnar == parsed
     first = [e for e in parsed if isinstance(e, RowChangedEvent)][0].columns
     assert first == (1, b"\x01", b"\x01\x00\x00", b"\x00\x07", "s1", "c1", -1, 1)
+
+
+def test_long_flat_chains_neither_recurse_nor_slow_down() -> None:
+    # `1+1+...` and ORMs' long ORs are left-deep trees as deep as they are long: 600 terms
+    # were a RecursionError, 400 ORs refused as "nested too deeply"
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY, v INT);")
+    terms = 10_000
+    select = (
+        f"SELECT {'+'.join(['1'] * terms)}, {' OR '.join(['0'] * terms)},"
+        f" {' AND '.join(['1'] * terms)}, 1 {'- 1 ' * terms}, 2 {'* 1 ' * terms}"
+    )
+    assert engine.query(parse_one(select)).rows == [(terms, 0, 1, 1 - terms, 2)]
+    assert engine.query(parse_one("SELECT NULL OR 0 OR 1, NULL AND 1 AND 0")).rows == [(1, 0)]
+    dates = "SELECT '2024-01-31' + INTERVAL 1 DAY + INTERVAL 2 HOUR - INTERVAL 1 MONTH"
+    assert engine.query(parse_one(dates)).rows == [("2024-01-01 02:00:00",)]

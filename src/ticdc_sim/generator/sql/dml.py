@@ -803,15 +803,53 @@ class _Unusable(Exception):
     """A constant the index cannot look up (the caller scans instead)."""
 
 
-def _compile_access(table: TableData, condition: exp.Expr) -> _Access | None:
+def _compile_access(table: TableData, condition: exp.Expr) -> _Access | _Union | None:
     """The best index for a WHERE, or None to scan every row."""
+    condition = condition.unnest()
+    if isinstance(condition, exp.Or):
+        return _Union.of(table, condition)
     terms = _Terms(table, condition)
-    if not (terms.equal or terms.within or terms.low or terms.high):
-        return None
     choices = [_Access(table, None, table.handle_offsets, terms)] if table.handle_offsets else []
     choices += [_Access(table, index, index.offsets, terms) for index in table.indexes]
     usable = [choice for choice in choices if choice.width]
-    return max(usable, key=_Access.rank) if usable else None
+    best = max(usable, key=_Access.rank) if usable else None
+    if (best is not None and best.point) or not isinstance(condition, exp.And):
+        return best
+    for conjunct in condition.flatten():  # `(a = 1 OR a = 2) AND ...`: the OR's rows
+        inner = conjunct.unnest()
+        union = _Union.of(table, inner) if isinstance(inner, exp.Or) else None
+        if union is not None and (best is None or union.points):
+            return union
+    return best
+
+
+class _Union:
+    """Candidate handles of an OR: the union of each disjunct's (ORMs' `id = 1 OR id = 2
+    ...` is a set of point lookups); only when every disjunct has an access path."""
+
+    def __init__(self, parts: list[_Access | _Union]) -> None:
+        self.parts = parts
+        # point lookups only: preferred to any range of the other conjuncts
+        self.points = all(isinstance(p, _Access) and p.point for p in parts)
+
+    @classmethod
+    def of(cls, table: TableData, condition: exp.Or) -> _Union | None:
+        parts = []
+        for disjunct in condition.flatten():
+            access = _compile_access(table, disjunct)
+            if access is None:
+                return None
+            parts.append(access)
+        return cls(parts)
+
+    def handles(self, ctx: Context) -> list[Any] | None:
+        found: dict[Any, None] = {}
+        for part in self.parts:
+            handles = part.handles(ctx)
+            if handles is None:
+                return None
+            found.update(dict.fromkeys(handles))
+        return list(found)
 
 
 def _compile_order(

@@ -426,28 +426,24 @@ class Engine:
                 self.execute(stmt.expression, stmt.text)
         except SQLError as e:
             return e.with_context(stmt.location, stmt.text)
-        except RecursionError:
-            return SQLError(
-                "the statement is nested too deeply",
-                location=stmt.location,
-                statement=stmt.text,
-                code=1105,
-            )
         except MemoryError:
             raise
-        except Exception as e:  # a bug of ours: still reported as this statement's error
-            return SQLError(
-                f"internal error ({type(e).__name__}: {e}); please report this statement",
-                location=stmt.location,
-                statement=stmt.text,
-                code=1105,
-            )
+        except Exception as e:  # reported as this statement's error
+            return _unexpected(e).with_context(stmt.location, stmt.text)
         return None
 
     def query(self, node: exp.Select) -> ResultSet:
         """A SELECT's result set (of one table, or of constants): column names, rows as a
         client of TiDB reads them, and each column's type where it is a table's column or
         an aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
+        try:
+            return self._query(node)
+        except (SQLError, MemoryError):
+            raise
+        except Exception as e:  # reported as this statement's error
+            raise _unexpected(e) from None
+
+    def _query(self, node: exp.Select) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
         source = node.args.get("from_")
@@ -986,6 +982,17 @@ class Engine:
             if key is not None and key in unique.entries:
                 return duplicate_error(info, unique.info, row, unique.offsets)
         raise AssertionError("no conflict")
+
+
+def _unexpected(error: Exception) -> SQLError:
+    """An exception that is not an SQLError, as the statement's error: a nesting deeper
+    than the interpreter's stack, or a bug of ours."""
+    if isinstance(error, RecursionError):
+        return SQLError("the statement is nested too deeply", code=1105)
+    return SQLError(
+        f"internal error ({type(error).__name__}: {error}); please report this statement",
+        code=1105,
+    )
 
 
 def _incremental_bits(column: ColumnInfo) -> int:

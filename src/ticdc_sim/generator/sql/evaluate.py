@@ -79,6 +79,8 @@ class Context:
     params: list[Any] = field(default_factory=list)  # a shape template's literal values
     # strict sql_mode with ERROR_FOR_DIVISION_BY_ZERO, while computing values to store
     division_by_zero_is_error: bool = False
+    # constant lists (`IN (...)`, ORs of equalities) evaluated once for these `params`
+    memo: dict[int, tuple[list[Any], _Members]] | None = None
 
 
 @dataclass(slots=True)
@@ -252,6 +254,12 @@ def like(value: Any, pattern: Any, escape: str, ci: bool) -> bool | None:
 
 
 def compile_expr(node: exp.Expr, scope: Scope) -> Compiled:
+    if type(node) in _STEPS:
+        points = _point_set(node) if isinstance(node, exp.Or) else None
+        if points is not None:
+            columns, rows = points
+            return _membership(scope, list(columns), rows)
+        return _chain(node, scope)
     builder = _BUILDERS.get(type(node))
     if builder is not None:
         return builder(node, scope)
@@ -263,10 +271,9 @@ def compile_expr(node: exp.Expr, scope: Scope) -> Compiled:
 
 
 def collation_of(node: exp.Expr, scope: Scope) -> str:
-    if isinstance(node, exp.Column):
-        return scope.resolve(node)[1]
-    for child in node.iter_expressions():
-        found = collation_of(child, scope)
+    """The collation of the first column (depth first) that has one, or ""."""
+    for column in node.find_all(exp.Column, bfs=False):
+        found = scope.resolve(column)[1]
         if found:
             return found
     return ""
@@ -294,26 +301,63 @@ def _column(node: exp.Column, scope: Scope) -> Compiled:
     return lambda ctx: ctx.row[index]
 
 
-def _binary(op: Callable[[Any, Any], Any]) -> Callable[[exp.Expr, Scope], Compiled]:
-    def build(node: exp.Expr, scope: Scope) -> Compiled:
-        left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
-        return lambda ctx: op(left(ctx), right(ctx))
+# -- left-deep chains ---------------------------------------------------------------------------
+#
+# `a + b - c ...` and `x OR y OR ...` reach us as left-deep trees, one level a term (an ORM's
+# 10,000-term OR is 10,000 levels). They are compiled along their left spine into one loop
+# of steps, so neither compiling nor running them recurses per term. A step is the value of
+# one operator given its left operand's value; it evaluates its right operand itself.
+
+Step = Callable[["Context", Any], Any]
+
+
+def _chain(node: exp.Expr, scope: Scope) -> Compiled:
+    steps: list[Step] = []
+    while type(node) in _STEPS:
+        node, step = _STEPS[type(node)](node, scope)
+        steps.append(step)
+    first = compile_expr(node, scope)
+    steps.reverse()
+    if len(steps) == 1:
+        (only,) = steps
+        return lambda ctx: only(ctx, first(ctx))
+
+    def run(ctx: Context) -> Any:
+        value = first(ctx)
+        for step in steps:
+            value = step(ctx, value)
+        return value
+
+    return run
+
+
+StepBuilder = Callable[[Any, Scope], tuple[exp.Expr, Step]]
+
+
+def _binary(op: Callable[[Any, Any], Any]) -> StepBuilder:
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        right = compile_expr(node.expression, scope)
+        return node.this, lambda ctx, a: op(a, right(ctx))
 
     return build
 
 
-def _division(node: exp.Expr, scope: Scope, op: Callable[[Any, Any], Any]) -> Compiled:
+def _division(op: Callable[[Any, Any], Any]) -> StepBuilder:
     """/, DIV and MOD: NULL for a zero divisor, or MySQL error 1365 when storing a value."""
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> Any:
-        a, b = left(ctx), right(ctx)
-        strict = ctx.division_by_zero_is_error and a is not None and b is not None
-        if strict and to_number(b) == 0:
-            raise SQLError("Division by 0", code=1365)
-        return op(a, b)
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        right = compile_expr(node.expression, scope)
 
-    return run
+        def step(ctx: Context, a: Any) -> Any:
+            b = right(ctx)
+            strict = ctx.division_by_zero_is_error and a is not None and b is not None
+            if strict and to_number(b) == 0:
+                raise SQLError("Division by 0", code=1365)
+            return op(a, b)
+
+        return node.this, step
+
+    return build
 
 
 def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
@@ -371,11 +415,11 @@ def _null_safe_eq(node: exp.Expr, scope: Scope) -> Compiled:
     return run
 
 
-def _and(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _and(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a = truth(left(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a = truth(left)
         if a is False:
             return 0
         b = truth(right(ctx))
@@ -383,14 +427,14 @@ def _and(node: exp.Expr, scope: Scope) -> Compiled:
             return 0
         return None if a is None or b is None else 1
 
-    return run
+    return node.this, step
 
 
-def _or(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _or(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a = truth(left(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a = truth(left)
         if a:
             return 1
         b = truth(right(ctx))
@@ -398,17 +442,17 @@ def _or(node: exp.Expr, scope: Scope) -> Compiled:
             return 1
         return None if a is None or b is None else 0
 
-    return run
+    return node.this, step
 
 
-def _xor(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _xor(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a, b = truth(left(ctx)), truth(right(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a, b = truth(left), truth(right(ctx))
         return None if a is None or b is None else int(a != b)
 
-    return run
+    return node.this, step
 
 
 def _not(node: exp.Expr, scope: Scope) -> Compiled:
@@ -461,22 +505,134 @@ def _is(node: exp.Is, scope: Scope) -> Compiled:
 def _in(node: exp.In, scope: Scope) -> Compiled:
     if node.args.get("query") is not None:
         raise SQLError("IN (subquery) is not supported", code=1235)
-    ci = _is_ci(node.this, *node.expressions, scope=scope)
-    needle, *options = _compared(scope, node.this, *node.expressions)
+    return _membership(scope, [node.this], [[option] for option in node.expressions])
 
-    def run(ctx: Context) -> int | None:
-        value = needle(ctx)
-        if value is None:
+
+def _point_set(node: exp.Or) -> tuple[list[exp.Column], list[list[exp.Expr]]] | None:
+    """An OR of conjunctions that each pin the same columns to constants, as ORMs write
+    point lookups (`id = 1 OR id = 2 ...`, `(a = 1 AND b = 2) OR ...`): the columns and,
+    per disjunct, their constants in that order; None for any other OR."""
+    columns: list[exp.Column] = []
+    rows: list[list[exp.Expr]] = []
+    for disjunct in node.flatten():
+        inner = disjunct.unnest()
+        terms = inner.flatten() if isinstance(inner, exp.And) else [inner]
+        pinned: dict[str, exp.Expr] = {}
+        for term in terms:
+            pair = _column_equals_constant(term.unnest())
+            if pair is None or pair[0].name.lower() in pinned:
+                return None
+            column, value = pair
+            if not rows:
+                columns.append(column)
+            pinned[column.name.lower()] = value
+        if len(pinned) != len(columns) or any(c.name.lower() not in pinned for c in columns):
             return None
+        rows.append([pinned[c.name.lower()] for c in columns])
+    return (columns, rows) if len(rows) > 1 else None
+
+
+def _column_equals_constant(term: exp.Expr) -> tuple[exp.Column, exp.Expr] | None:
+    if not isinstance(term, exp.EQ):
+        return None
+    for column, value in ((term.this, term.expression), (term.expression, term.this)):
+        if isinstance(column, exp.Column) and is_constant(value):
+            return column, value
+    return None
+
+
+def is_constant(node: exp.Expr) -> bool:
+    """Whether a node has one value for a whole statement: literals, parameters of a
+    statement shape and operators over them (no column, function call or variable)."""
+    return node.find(exp.Column, exp.Func, exp.Parameter, exp.Select, exp.Placeholder) is None
+
+
+def _membership(scope: Scope, probes: list[exp.Expr], options: list[list[exp.Expr]]) -> Compiled:
+    """Whether the probes' values equal one of the option rows (IN, an OR of point
+    equalities), in MySQL's three-valued logic. Constant options are evaluated once per
+    statement and hashed (`_Members`), so a 10,000-item list costs a lookup a row."""
+    probe_fns: list[Compiled] = []
+    columns: list[list[Compiled]] = []
+    cis: list[bool] = []
+    for at, probe in enumerate(probes):
+        values = [row[at] for row in options]
+        needle, *compared = _compared(scope, probe, *values)
+        probe_fns.append(needle)
+        columns.append(compared)
+        cis.append(_is_ci(probe, *values, scope=scope))
+    option_fns = [list(row) for row in zip(*columns, strict=True)]
+    constant = all(is_constant(v) for row in options for v in row)
+    key = id(option_fns)
+
+    def members(ctx: Context) -> _Members:
+        if not constant:
+            return _Members([[fn(ctx) for fn in row] for row in option_fns], cis)
+        if ctx.memo is None:
+            ctx.memo = {}
+        found = ctx.memo.get(key)
+        if found is None or found[0] is not ctx.params:  # a statement shape's next row
+            found = ctx.memo[key] = (
+                ctx.params,
+                _Members([[fn(ctx) for fn in row] for row in option_fns], cis),
+            )
+        return found[1]
+
+    if len(probe_fns) == 1:
+        (single,) = probe_fns
+
+        def run_one(ctx: Context) -> int | None:
+            value = single(ctx)
+            return None if value is None else members(ctx).contains((value,))
+
+        return run_one
+
+    return lambda ctx: members(ctx).contains(tuple(fn(ctx) for fn in probe_fns))
+
+
+def _hash_kind(value: Any) -> str | None:
+    """How a value can be looked up by hash with `compare`'s equality: exact numbers by
+    value, strings by their PAD SPACE key; None for the rest (compared one by one)."""
+    kind = type(value)
+    return "number" if kind in _EXACT_NUMBERS else "text" if kind is str else None
+
+
+class _Members:
+    """Option rows of a membership test, hashed where every value at a position is of one
+    `_hash_kind` (and none NULL), else compared in turn."""
+
+    def __init__(self, options: list[list[Any]], cis: list[bool]) -> None:
+        self.options, self.cis = options, cis
+        kinds = [{_hash_kind(row[at]) for row in options} for at in range(len(cis))]
+        self.kinds = [next(iter(k)) if len(k) == 1 else None for k in kinds]
+        self.hashed: set[tuple[Any, ...]] | None = None
+        if options and None not in self.kinds:
+            self.hashed = {self._key(row) for row in options}
+
+    def _key(self, row: list[Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(
+            _string_key(v, ci) if kind == "text" else v
+            for v, kind, ci in zip(row, self.kinds, self.cis, strict=True)
+        )
+
+    def contains(self, probe: tuple[Any, ...]) -> int | None:
+        if self.hashed is not None and all(
+            _hash_kind(v) == kind for v, kind in zip(probe, self.kinds, strict=True)
+        ):
+            return int(self._key(probe) in self.hashed)
         saw_null = False
-        for option in options:
-            result = compare(value, option(ctx), ci)
-            if result == 0:
+        for row in self.options:
+            result: int | None = 1
+            for value, option, ci in zip(probe, row, self.cis, strict=True):
+                order = compare(value, option, ci)
+                if order is None:
+                    result = None
+                elif order:
+                    result = 0
+                    break
+            if result == 1:
                 return 1
             saw_null |= result is None
         return None if saw_null else 0
-
-    return run
 
 
 def _between(node: exp.Between, scope: Scope) -> Compiled:
@@ -635,22 +791,21 @@ def add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
     return format_datetime(moment, 6 if moment.microsecond else 0)
 
 
-def _interval_arith(sign: int) -> Callable[[exp.Expr, Scope], Compiled]:
+def _interval_arith(sign: int) -> StepBuilder:
+    """+ and -: of numbers, or of a date and an INTERVAL (`INTERVAL 1 DAY + d` too)."""
     numeric = _binary(
         _arith(operator.add, WIDE.add) if sign > 0 else _arith(operator.sub, WIDE.subtract)
     )
 
-    def build(node: exp.Expr, scope: Scope) -> Compiled:
-        interval = node.expression
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        base, interval = node.this, node.expression
         if not isinstance(interval, exp.Interval):
-            if sign > 0 and isinstance(node.this, exp.Interval):
-                node, interval = exp.Add(this=node.expression, expression=node.this), node.this
-            else:
+            if not (sign > 0 and isinstance(base, exp.Interval)):
                 return numeric(node, scope)
-        base = compile_expr(node.this, scope)
+            base, interval = interval, base
         amount = compile_expr(interval.this, scope)
         unit = interval.text("unit") or "DAY"
-        return lambda ctx: add_interval(base(ctx), unit, amount(ctx), sign)
+        return base, lambda ctx, value: add_interval(value, unit, amount(ctx), sign)
 
     return build
 
@@ -1143,28 +1298,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Column: _column,
     exp.Paren: _paren,
     exp.Tuple: _tuple,
-    exp.Add: _interval_arith(1),
-    exp.Sub: _interval_arith(-1),
-    exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
-    exp.Div: lambda node, scope: _division(node, scope, divide),
-    exp.IntDiv: lambda node, scope: _division(node, scope, int_divide),
-    exp.Mod: lambda node, scope: _division(node, scope, modulo),
     exp.Neg: _neg,
-    exp.BitwiseAnd: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) & int(to_number(b))
-    ),
-    exp.BitwiseOr: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) | int(to_number(b))
-    ),
-    exp.BitwiseXor: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) ^ int(to_number(b))
-    ),
-    exp.BitwiseLeftShift: _binary(
-        lambda a, b: None if None in (a, b) else (int(to_number(a)) << int(to_number(b))) % 2**64
-    ),
-    exp.BitwiseRightShift: _binary(
-        lambda a, b: None if None in (a, b) else (int(to_number(a)) % 2**64) >> int(to_number(b))
-    ),
     exp.BitwiseNot: lambda node, scope: _strict(lambda a: ~int(to_number(a)) % 2**64)(
         [compile_expr(node.this, scope)]
     ),
@@ -1175,9 +1309,6 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.LT: _comparison(lambda r: r < 0),
     exp.LTE: _comparison(lambda r: r <= 0),
     exp.NullSafeEQ: _null_safe_eq,
-    exp.And: _and,
-    exp.Or: _or,
-    exp.Xor: _xor,
     exp.Not: _not,
     exp.Is: _is,
     exp.In: _in,
@@ -1217,6 +1348,35 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Placeholder: _placeholder,
     d.DefaultOf: _default_of,
     Param: _param,
+}
+
+
+# Binary operators compiled as steps of a left-deep chain (`_chain`).
+_STEPS: dict[type, StepBuilder] = {
+    exp.Add: _interval_arith(1),
+    exp.Sub: _interval_arith(-1),
+    exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
+    exp.Div: _division(divide),
+    exp.IntDiv: _division(int_divide),
+    exp.Mod: _division(modulo),
+    exp.BitwiseAnd: _binary(
+        lambda a, b: None if None in (a, b) else int(to_number(a)) & int(to_number(b))
+    ),
+    exp.BitwiseOr: _binary(
+        lambda a, b: None if None in (a, b) else int(to_number(a)) | int(to_number(b))
+    ),
+    exp.BitwiseXor: _binary(
+        lambda a, b: None if None in (a, b) else int(to_number(a)) ^ int(to_number(b))
+    ),
+    exp.BitwiseLeftShift: _binary(
+        lambda a, b: None if None in (a, b) else (int(to_number(a)) << int(to_number(b))) % 2**64
+    ),
+    exp.BitwiseRightShift: _binary(
+        lambda a, b: None if None in (a, b) else (int(to_number(a)) % 2**64) >> int(to_number(b))
+    ),
+    exp.And: _and,
+    exp.Or: _or,
+    exp.Xor: _xor,
 }
 
 

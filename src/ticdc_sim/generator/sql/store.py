@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from sortedcontainers import SortedList
 
@@ -68,7 +68,10 @@ class Index:
         # the key uniqueness sees (None when a column is NULL: never collides), and the
         # entry every row has in the index's scans (NULL as NULL_KEY, first, as in MySQL)
         self.key = _key_function(self.offsets, self.collations, self.lengths, table, None)
-        self.entry = _key_function(self.offsets, self.collations, self.lengths, table, NULL_KEY)
+        self.entry = cast(  # never None: a NULL column stands as NULL_KEY
+            Callable[[Row], tuple[Any, ...]],
+            _key_function(self.offsets, self.collations, self.lengths, table, NULL_KEY),
+        )
 
 
 @functools.total_ordering
@@ -279,8 +282,10 @@ class TableData:
             yield from sorted(index.members.get(low[0], ()))
             return
         if index.ordered is None:
-            entry = index.entry
-            index.ordered = SortedList((*entry(row), handle) for handle, row in self.rows.items())
+            entry_of = index.entry
+            index.ordered = SortedList(
+                (*entry_of(row), handle) for handle, row in self.rows.items()
+            )
             if index.members is None:
                 self._built.append(index)
         for entry in _prefix_range(index.ordered, low, high):
