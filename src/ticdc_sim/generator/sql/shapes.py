@@ -28,7 +28,8 @@ from ticdc_sim.generator.sql.values import BinaryLiteral, binary_literal, number
 # Charset introducers a script may put before a string (`_utf8mb4 'x'`); any other `_name`
 # before a string is an identifier and its alias.
 _INTRODUCERS = r"_(?:binary|utf8mb4|utf8mb3|utf8|latin1|ascii)"
-_QUOTED = r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*\""""
+# possessive: a 20 MB string is one run, not 20 million tries of the alternation
+_QUOTED = r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+\""""
 _COMMENT = r"--[^\n]*|\#[^\n]*|/\*(?!!|T!).*?\*/"
 # Literal tokens by kind, in the order they are tried
 _LITERAL_TOKENS = {
