@@ -180,7 +180,8 @@ def test_a_statement_sqlglot_cannot_parse_is_our_error_alone(
     with caplog.at_level("DEBUG"), pytest.raises(SQLError) as error:
         list(script.parse_statements("SHOW FOOBAR BAZ", "x.sql"))
     assert str(error.value) == (
-        "x.sql:1:1: statement not supported by the TiDB dialect\n  in: SHOW FOOBAR BAZ"
+        "x.sql:1:1: ERROR 1105 (HY000): statement not supported by the TiDB dialect\n"
+        "  in: SHOW FOOBAR BAZ"
     )
     assert caplog.records == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -19,22 +20,62 @@ class Location:
 # MySQL's SQLSTATE of the error codes the engine raises (HY000 for the rest), as the mysql
 # client prints them: `ERROR 1064 (42000): ...`
 SQLSTATE = {
+    1046: "3D000",
+    1048: "23000",
     1049: "42000",
     1050: "42S01",
+    1051: "42S02",
     1054: "42S22",
+    1059: "42000",
+    1060: "42S21",
+    1061: "42000",
     1062: "23000",
     1064: "42000",
     1067: "42000",
+    1068: "42000",
+    1069: "42000",
+    1070: "42000",
+    1072: "42000",
+    1091: "42000",
+    1102: "42000",
+    1103: "42000",
+    1113: "42000",
+    1115: "42000",
+    1117: "42000",
     1136: "21S01",
     1146: "42S02",
+    1166: "42000",
     1172: "42000",
     1222: "21000",
     1231: "42000",
     1264: "22003",
+    1265: "01000",
     1292: "22007",
+    1365: "22012",
+    1367: "22007",
     1406: "22001",
     1690: "22003",
+    3140: "22032",
+    3141: "22032",
+    3157: "22032",
 }
+
+
+_UNPRINTABLE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """Text that can be printed and sent as JSON: the bytes of a script that are not UTF-8
+    (kept as surrogate escapes) shown as `\\xNN`, as MySQL shows them, other lone
+    surrogates as `\\uNNNN`."""
+    if text.isascii() or _UNPRINTABLE.search(text) is None:
+        return text
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    point = ord(found.group())
+    return f"\\x{point - 0xDC00:02X}" if 0xDC80 <= point <= 0xDCFF else f"\\u{point:04X}"
 
 
 class SimError(Exception):
@@ -55,10 +96,11 @@ class SQLError(SimError):
         statement: str | None = None,
         code: int | None = None,
     ) -> None:
+        message = printable(message)
         super().__init__(message)
         self.message = message
         self.location = location
-        self.statement = statement
+        self.statement = printable(statement) if statement is not None else None
         self.code = code
 
     @property
@@ -125,7 +167,7 @@ class Warnings:
     def warn(self, kind: str, message: str, location: Location | None = None) -> None:
         found = self._by_kind.get(kind)
         if found is None:
-            self._by_kind[kind] = WarningEntry(kind, message, location)
+            self._by_kind[kind] = WarningEntry(kind, printable(message), location)
         else:
             found.count += 1
 

@@ -249,6 +249,8 @@ class Catalog:
         before: TableInfo | None,
         source: str,
     ) -> DDLEvent:
+        if after is not None:
+            check_limits(after)
         self.schema_version += 1
         start = self.clock.next()
         commit = self.clock.next()
@@ -272,6 +274,7 @@ class Catalog:
 
     def _create_schema(self, node: exp.Create, source: str) -> list[DDLEvent]:
         name = node.this.name
+        check_name("database", name)
         if name.lower() in self.schemas:
             if node.args.get("exists"):
                 return []
@@ -600,6 +603,46 @@ class Catalog:
             return []
         action = action_types[0] if len(action_types) == 1 else ActionType.MULTI_SCHEMA_CHANGE
         return [self._event(action, restore(node), before.schema, info.name, info, before, source)]
+
+
+# -- TiDB's limits on names and sizes ---------------------------------------------------------
+#
+# pkg/parser/mysql/const.go (Max*Length, 64 characters) checked by pkg/ddl/executor.go
+# checkTooLong*; empty names and names ending in a space by pkg/planner/core/preprocess.go;
+# the column and index counts by pkg/ddl (config table-column-count-limit, index-limit).
+
+MAX_NAME_LENGTH = 64
+MAX_COLUMNS = 1017
+MAX_INDEXES = 64
+MAX_KEY_PARTS = 16
+_INCORRECT_NAME = {"database": 1102, "table": 1103, "column": 1166}
+
+
+def check_name(kind: str, name: str) -> None:
+    """A database, table, column or index name TiDB accepts, or its error."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise SQLError(f"Identifier name '{name[:100]}' is too long", code=1059)
+    code = _INCORRECT_NAME.get(kind)
+    if code is not None and (not name or name.endswith(" ")):
+        raise SQLError(f"Incorrect {kind} name '{name[:100]}'", code=code)
+
+
+def check_limits(table: TableInfo) -> None:
+    """A table as a DDL leaves it: its names and sizes within TiDB's limits."""
+    check_name("table", table.name)
+    shown = [c for c in table.columns if not c.hidden]
+    for column in shown:
+        check_name("column", column.name)
+    if len(shown) > MAX_COLUMNS:
+        raise SQLError("Too many columns", code=1117)
+    for index in table.indices:
+        check_name("index", index.name)
+        if len(index.columns) > MAX_KEY_PARTS:
+            raise SQLError(
+                f"Too many key parts specified; max {MAX_KEY_PARTS} parts allowed", code=1070
+            )
+    if len(table.indices) > MAX_INDEXES:
+        raise SQLError(f"Too many keys specified; max {MAX_INDEXES} keys allowed", code=1069)
 
 
 # --------------------------------------------------------------------------------------------

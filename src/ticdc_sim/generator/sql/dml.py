@@ -24,6 +24,7 @@ from ticdc_sim.generator.sql.evaluate import (
     collation_of,
     compare,
     compile_expr,
+    sql_text,
     to_number,
     truth,
 )
@@ -463,7 +464,7 @@ def _assignments(table: TableData, items: list[exp.Expr]) -> list[Assignment]:
     out = []
     for item in items:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
-            raise SQLError(f"unsupported assignment: {item.sql(dialect=d.TiDB)}", code=1105)
+            raise SQLError(f"unsupported assignment: {sql_text(item)}", code=1105)
         offset, _ = table.scope.resolve(item.this)
         value = item.expression
         if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
@@ -937,11 +938,20 @@ def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
 # -- SELECT as an INSERT source ----------------------------------------------------------------
 
 
+def select_source(node: exp.Expr) -> exp.From | None:
+    """A SELECT's FROM, or None for constants alone (no FROM, or FROM DUAL)."""
+    from_ = node.args.get("from_")
+    table = from_.this if from_ is not None else None
+    if isinstance(table, exp.Table) and not table.text("db") and table.name.upper() == "DUAL":
+        return None
+    return from_
+
+
 def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
     if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
         raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
-    from_ = node.args.get("from_")
+    from_ = select_source(node)
     if from_ is None:
         constants = [
             compile_expr(e.this if isinstance(e, exp.Alias) else e, Scope())

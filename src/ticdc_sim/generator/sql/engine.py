@@ -21,6 +21,7 @@ import gc
 import hashlib
 import operator
 import random
+import re
 import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
@@ -36,12 +37,13 @@ from ticdc_sim.generator.capture import key_order, split_key_changes
 from ticdc_sim.generator.sql import aggregate
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
+from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select, select_source
 from ticdc_sim.generator.sql.evaluate import (
     Context,
     compare,
     compile_expr,
     evaluate_constant,
+    sql_text,
     stable_uuid,
     to_number,
 )
@@ -53,7 +55,14 @@ from ticdc_sim.generator.sql.shapes import (
     parameterize,
     row_params,
 )
-from ticdc_sim.generator.sql.store import Index, TableData, duplicate_error
+from ticdc_sim.generator.sql.store import (
+    ENTRY_SIZE_LIMIT,
+    Index,
+    TableData,
+    duplicate_error,
+    entry_size,
+    entry_too_large,
+)
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
     SqlMode,
@@ -446,7 +455,7 @@ class Engine:
     def _query(self, node: exp.Select) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
-        source = node.args.get("from_")
+        source = select_source(node)
         table = self.table_data(source.this) if source is not None else None
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
@@ -457,7 +466,7 @@ class Engine:
                 names += [c.name for c in shown]
                 types += [c.tp for c in shown]
                 continue
-            names.append(e.alias if isinstance(e, exp.Alias) else e.sql(dialect=d.TiDB))
+            names.append(_column_name(e.alias if isinstance(e, exp.Alias) else sql_text(e)))
             types.append(aggregate.result_type(e.unalias(), columns))
         if aggregate.is_aggregate(node):
             inner, folds = aggregate.split(node)
@@ -516,6 +525,8 @@ class Engine:
 
     def execute(self, node: exp.Expr, source: str = "") -> None:
         """Execute one parsed statement; what it commits goes to `outbox`."""
+        if not source.isascii() and _NOT_UTF8.search(source):
+            _check_text(node)
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
             handler(self, node, source)
@@ -572,6 +583,8 @@ class Engine:
 
     def write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""
+        if row is not None and table.large_rows:
+            _check_entry(table, handle, row)
         txn = self._begin()
         firsts = txn.first.get(table)
         if firsts is None:
@@ -585,6 +598,9 @@ class Engine:
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
         """Insert rows under distinct handles that hold no row (checked by the caller)."""
+        if table.large_rows:
+            for handle, row in zip(handles, rows, strict=True):
+                _check_entry(table, handle, row)
         txn = self._begin()
         firsts = txn.first.get(table)
         if firsts is None:
@@ -984,15 +1000,37 @@ class Engine:
         raise AssertionError("no conflict")
 
 
+MAX_ALIAS_BYTES = 256  # TiDB pkg/parser/mysql MaxAliasIdentifierLen
+
+
+def _column_name(name: str) -> str:
+    """A result set column's name: TiDB cuts names longer than 256 bytes to 256 (for
+    MySQL's compatibility, tidb#10513), where MySQL would refuse the alias."""
+    data = name.encode("utf-8", "surrogateescape")
+    if len(data) <= MAX_ALIAS_BYTES:
+        return name
+    return data[:MAX_ALIAS_BYTES].decode("utf-8", "ignore")
+
+
+def _check_entry(table: TableData, handle: Any, row: Row) -> None:
+    """TiDB's txn-entry-size-limit: no key and value over 6 MiB (error 8025)."""
+    size = entry_size(table, handle, row)
+    if size > ENTRY_SIZE_LIMIT:
+        raise entry_too_large(size)
+
+
 def _unexpected(error: Exception) -> SQLError:
     """An exception that is not an SQLError, as the statement's error: a nesting deeper
     than the interpreter's stack, or a bug of ours."""
     if isinstance(error, RecursionError):
-        return SQLError("the statement is nested too deeply", code=1105)
+        return SQLError(f"{_UNEXPECTED[0]} deeply", code=1105)
     return SQLError(
-        f"internal error ({type(error).__name__}: {error}); please report this statement",
+        f"{_UNEXPECTED[1]} ({type(error).__name__}: {error}); please report this statement",
         code=1105,
     )
+
+
+_UNEXPECTED = ("the statement is nested too", "internal error")
 
 
 def _incremental_bits(column: ColumnInfo) -> int:
@@ -1251,6 +1289,23 @@ def _has_side_effects(node: exp.Expr) -> bool:
     )
 
 
+def _check_text(node: exp.Expr) -> None:
+    """Names, and the strings of DDL (comments, defaults, members), go into the catalog and
+    the queries TiCDC sends: bytes of the script that are not UTF-8 are refused there with
+    MySQL's error 1300. (TiDB's lexer takes any byte from 0x80 up into a name, which no
+    consumer of a changefeed could then read.) Values are checked by their column."""
+    ddl = is_ddl(node)
+    for found in node.walk():
+        text = found.this if isinstance(found, exp.Identifier | exp.Literal) else None
+        if not isinstance(text, str) or (isinstance(found, exp.Literal) and not ddl):
+            continue
+        if not text.isascii() and _NOT_UTF8.search(text):
+            raise SQLError(f"Invalid utf8mb4 character string: '{text}'", code=1300)
+
+
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")  # script bytes that are not UTF-8, escaped
+
+
 def is_ddl(node: exp.Expr) -> bool:
     """Whether a statement is DDL (commits the open transaction, changes the catalog)."""
     return isinstance(
@@ -1396,8 +1451,15 @@ def _do(engine: Engine, node: d.Do, source: str) -> None:
 
 
 def _select(engine: Engine, node: exp.Select, source: str) -> None:
-    """A SELECT runs only for its effects: INTO @vars, sequence functions, `@x := ...`."""
+    """A SELECT changes data only by its effects: INTO @vars, sequence functions, `@x :=
+    ...`. Without any it is still evaluated, so that it fails where TiDB's would (a value
+    out of range, an unknown column); what the engine cannot answer is skipped."""
     if not _has_side_effects(node):
+        try:
+            engine.query(node)
+        except SQLError as e:
+            if e.code != 1105 or e.message.startswith(_UNEXPECTED):
+                raise
         engine.no_effect("SELECT")
         return
     into = node.args.get("into")

@@ -197,6 +197,7 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
                 "statement not supported by the TiDB dialect",
                 location=location,
                 statement=stmt_text,
+                code=1105,
             )
         yield Statement(expression, stmt_text, location)
 
@@ -326,7 +327,9 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
         yield RawStatement(text, start)
     elif quote:
         raise SQLError(
-            f"unterminated {quote} quote at end of script", location=start or Location(file, 1, 1)
+            f"unterminated {quote} quote at end of script",
+            location=start or Location(file, 1, 1),
+            code=1064,
         )
 
 

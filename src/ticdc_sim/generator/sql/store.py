@@ -233,6 +233,8 @@ class TableData:
         self.split_offsets = tuple(
             i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
         )
+        # only a table whose rows can reach TiDB's entry size limit has them measured
+        self.large_rows = sum(map(_max_bytes, info.columns)) > ENTRY_SIZE_LIMIT // 2
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -375,6 +377,70 @@ class TableData:
     def observe_id(self, value: int) -> None:
         """An explicit id: later ids come after it."""
         self.next_id = max(self.next_id, value + 1)
+
+
+# -- TiDB's txn-entry-size-limit ---------------------------------------------------------------
+
+ENTRY_SIZE_LIMIT = 6 * 1024 * 1024  # TiDB config.DefTxnEntrySizeLimit: a key and its value
+_MAX_STRING_BYTES = {"utf8mb4": 4, "utf8": 3, "utf8mb3": 3}
+_FIXED_WIDTH = 8  # a number, date or time in TiDB's row format (rowcodec), at most
+
+
+def _max_bytes(column: ColumnInfo) -> int:
+    if column.tp == MySQLType.JSON:
+        return 1 << 32
+    if column.tp in _LOB_LIMITS:
+        return _LOB_LIMITS[column.tp]
+    if column.tp in (MySQLType.VARCHAR, MySQLType.STRING, MySQLType.VAR_STRING):
+        return max(column.flen, 0) * _MAX_STRING_BYTES.get(column.charset, 1)
+    return _FIXED_WIDTH + max(column.flen, 0)  # DECIMAL and BIT count by their length too
+
+
+_LOB_LIMITS = {
+    MySQLType.TINY_BLOB: 255,
+    MySQLType.BLOB: 65535,
+    MySQLType.MEDIUM_BLOB: 16777215,
+    MySQLType.LONG_BLOB: 4294967295,
+}
+
+
+def _data_bytes(value: Any) -> int:
+    """A value's bytes in TiDB's row format (rowcodec v2), closely enough: integers compact,
+    strings and bytes as long as they are."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogateescape"))
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, int):
+        return (
+            1
+            if -128 <= value < 128
+            else 2
+            if -32768 <= value < 32768
+            else 4
+            if -(2**31) <= value < 2**31
+            else 8
+        )
+    if isinstance(value, Decimal):
+        return 2 + (len(value.as_tuple().digits) + 1) // 2
+    return _FIXED_WIDTH
+
+
+def entry_size(table: TableData, handle: Any, row: Row) -> int:
+    """The bytes of a row's key and value as TiKV stores them: the key `t{id}_r{handle}`, the
+    value rowcodec's header, column ids, offsets and data (TiDB util/rowcodec)."""
+    key = 19 if table.int_handle else 11 + sum(map(_data_bytes, handle)) + len(handle)
+    data = sum(_data_bytes(v) for v in row if v is not None)
+    present = sum(v is not None for v in row)
+    large = data > 65535 or len(row) > 255  # 4-byte ids and offsets
+    return key + 6 + (4 if large else 1) * len(row) + (4 if large else 2) * present + data
+
+
+def entry_too_large(size: int) -> SQLError:
+    return SQLError(
+        f"entry too large, the max entry size is {ENTRY_SIZE_LIMIT}, the size of data is {size}",
+        code=8025,
+    )
 
 
 # widest bounded range of integer handles looked up one by one instead of in an ordered list
