@@ -431,12 +431,18 @@ def _chain(node: exp.Expr, scope: Scope) -> Compiled:
 StepBuilder = Callable[[Any, Scope], tuple[exp.Expr, Step]]
 
 
-def _binary(op: Callable[[Any, Any], Any]) -> StepBuilder:
+def _binary(
+    op: Callable[[Any, Any], Any], check: Callable[[Context, Any, Any], None] | None = None
+) -> StepBuilder:
+    """A binary operator's step; `check` sees both operands first."""
+
     def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
         right = compile_expr(node.expression, scope)
 
         def step(ctx: Context, a: Any) -> Any:
             b = right(ctx)
+            if check is not None:
+                check(ctx, a, b)
             try:
                 return op(a, b)
             except _RANGE_ERRORS as e:
@@ -447,25 +453,11 @@ def _binary(op: Callable[[Any, Any], Any]) -> StepBuilder:
     return build
 
 
-def _division(op: Callable[[Any, Any], Any]) -> StepBuilder:
-    """/, DIV and MOD: NULL for a zero divisor, or MySQL error 1365 when storing a value."""
-
-    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
-        right = compile_expr(node.expression, scope)
-
-        def step(ctx: Context, a: Any) -> Any:
-            b = right(ctx)
-            strict = ctx.division_by_zero_is_error and a is not None and b is not None
-            if strict and to_number(b) == 0:
-                raise SQLError("Division by 0", code=1365)
-            try:
-                return op(a, b)
-            except _RANGE_ERRORS as e:
-                raise _out_of_range(e, node, ctx.params) from None
-
-        return node.this, step
-
-    return build
+def _divisor(ctx: Context, a: Any, b: Any) -> None:
+    """/, DIV and MOD are NULL for a zero divisor, or MySQL error 1365 when storing a value."""
+    strict = ctx.division_by_zero_is_error and a is not None and b is not None
+    if strict and to_number(b) == 0:
+        raise SQLError("Division by 0", code=1365)
 
 
 def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
@@ -1602,9 +1594,9 @@ _STEPS: dict[type, StepBuilder] = {
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
     exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
-    exp.Div: _division(divide),
-    exp.IntDiv: _division(int_divide),
-    exp.Mod: _division(modulo),
+    exp.Div: _binary(divide, _divisor),
+    exp.IntDiv: _binary(int_divide, _divisor),
+    exp.Mod: _binary(modulo, _divisor),
     exp.BitwiseAnd: _binary(_bits(operator.and_)),
     exp.BitwiseOr: _binary(_bits(operator.or_)),
     exp.BitwiseXor: _binary(_bits(operator.xor)),
