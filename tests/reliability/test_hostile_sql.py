@@ -327,7 +327,7 @@ NUMBERS = [
         "bigint-plus-one",
         "SELECT 18446744073709551615 + 1",
         1690,
-        "BIGINT value is out of range in '18446744073709551615 + 1'",
+        "BIGINT UNSIGNED value is out of range in '18446744073709551615 + 1'",
     ),
     Case(
         "double-times-ten",
@@ -400,8 +400,9 @@ NUMBERS = [
     Case(
         "round-far",
         "SELECT 1",
-        check="SELECT ROUND(2.5e0), ROUND(1.5e308, -400), ROUND(1.005, 100), TRUNCATE(1e300, 400)",
-        rows=((3.0, 0.0, Decimal("1." + "005".ljust(30, "0")), 1e300),),
+        check="SELECT ROUND(2.5e0), ROUND(1.5e308, -400), ROUND(1.005, 100), TRUNCATE(1e300, 400),"
+        " ROUND(2.5), ROUND(-0.5)",
+        rows=((2.0, 0.0, Decimal("1." + "005".ljust(30, "0")), 1e300, Decimal(3), Decimal(-1)),),
     ),
     Case(
         "repeat-past-max-packet",

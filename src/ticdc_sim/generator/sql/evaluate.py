@@ -27,6 +27,7 @@ from decimal import (
     ROUND_CEILING,
     ROUND_DOWN,
     ROUND_FLOOR,
+    ROUND_HALF_EVEN,
     ROUND_HALF_UP,
     Decimal,
     DecimalException,
@@ -196,8 +197,8 @@ def _as_literal(value: Any) -> exp.Expr:
 
 
 def _int_result(value: int) -> int:
-    if not BIGINT_MIN <= value <= UBIGINT_MAX:
-        raise OutOfRange("BIGINT")
+    if not BIGINT_MIN <= value <= UBIGINT_MAX:  # past the top only an unsigned one could be
+        raise OutOfRange("BIGINT" if value < 0 else "BIGINT UNSIGNED")
     return value
 
 
@@ -1063,9 +1064,10 @@ def _substring(text: Any, start: Any, length: Any = None) -> Any:
 _PLACES = DecimalContext(prec=1000)
 
 
-def _to_places(rounding: str) -> Callable[..., Any]:
-    """ROUND (half away from zero) and TRUNCATE to `places` decimals, negative ones left of
-    the point; exact numbers keep at most 30 decimals (MySQL's DECIMAL scale)."""
+def _to_places(rounding: str, double_rounding: str) -> Callable[..., Any]:
+    """ROUND and TRUNCATE to `places` decimals, negative ones left of the point: exact
+    numbers keep at most 30 decimals (MySQL's DECIMAL scale) and round half away from zero,
+    doubles round half to even (TiDB types.RoundFloat, math.RoundToEven)."""
 
     def run(value: Any, places: Any = 0) -> Any:
         number = to_number(value)
@@ -1073,7 +1075,8 @@ def _to_places(rounding: str) -> Callable[..., Any]:
         if not isinstance(number, float):
             digits = min(digits, 30)
         exact = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
-        result = exact.quantize(Decimal(1).scaleb(-digits), rounding, _PLACES)
+        mode = double_rounding if isinstance(number, float) else rounding
+        result = exact.quantize(Decimal(1).scaleb(-digits), mode, _PLACES)
         if isinstance(number, float):
             return float(result)
         return int(result) if isinstance(number, int) and digits <= 0 else result
@@ -1383,9 +1386,9 @@ _NAMED: dict[str, Callable[..., Any]] = {
     "CEIL": _ceil_floor(ROUND_CEILING),
     "CEILING": _ceil_floor(ROUND_CEILING),
     "FLOOR": _ceil_floor(ROUND_FLOOR),
-    "ROUND": _to_places(ROUND_HALF_UP),
-    "TRUNCATE": _to_places(ROUND_DOWN),
-    "TRUNC": _to_places(ROUND_DOWN),
+    "ROUND": _to_places(ROUND_HALF_UP, ROUND_HALF_EVEN),
+    "TRUNCATE": _to_places(ROUND_DOWN, ROUND_DOWN),
+    "TRUNC": _to_places(ROUND_DOWN, ROUND_DOWN),
     "MOD": modulo,
     "POW": _pow,
     "POWER": _pow,
