@@ -91,6 +91,36 @@ SYNTAX = [
     Case("unknown-column", T + "UPDATE t SET nope = 1", 1054, "Unknown column 'nope'"),
     Case("column-count", T + "INSERT INTO t VALUES (1, 2)", 1136, "doesn't match value count"),
     Case("unknown-function", "SELECT NO_SUCH_FN(1)", 1305, "FUNCTION NO_SUCH_FN does not exist"),
+    Case(
+        "limit-negative",  # ran as Python's [:-1]: every row but the last was deleted
+        T + "INSERT INTO t (id) VALUES (1), (2), (3);\nDELETE FROM t LIMIT -1",
+        1064,
+        "near 'LIMIT' (LIMIT takes an unsigned integer, not '-1')",
+        (3, 1),
+    ),
+    Case("limit-string", T + "UPDATE t SET s = 'x' LIMIT 'a'", 1064, "not 'a')"),
+    Case(
+        "select-offset",  # OFFSET was dropped
+        T + "INSERT INTO t (id) VALUES (1), (2), (3), (4)",
+        check="SELECT id FROM t ORDER BY id LIMIT 2 OFFSET 1",
+        rows=((2,), (3,)),
+    ),
+    Case(
+        "sql-mode-unknown",
+        "SET sql_mode = 'STRICT_TRANS_TABLES,NOPE'",
+        1231,
+        "Variable 'sql_mode' can't be set to the value of 'STRICT_TRANS_TABLES,NOPE'",
+    ),
+    Case(
+        "autocommit-2", "SET autocommit = 2", 1231, "'autocommit' can't be set to the value of '2'"
+    ),
+    Case(
+        "time-zone-past-14h",  # was an internal error (ValueError)
+        "SET time_zone = '+99:00'",
+        1298,
+        "Unknown or incorrect time zone: '+99:00'",
+    ),
+    Case("sleep", "SELECT SLEEP(5)", check="SELECT SLEEP(1)", rows=((0,),)),
 ]
 
 DEPTH = [
@@ -271,6 +301,52 @@ LIMITS = [
         "INSERT INTO big VALUES (1, REPEAT('x', 6291400))",
         check="SELECT LENGTH(v) FROM big",
         rows=((6291400,),),
+    ),
+    Case(
+        "varchar-16384",
+        "CREATE TABLE w (c VARCHAR(16384))",
+        1074,
+        "Column length too big for column 'c' (max = 16383); use BLOB or TEXT instead",
+    ),
+    Case("char-256", "CREATE TABLE w (c CHAR(256))", 1074, "column 'c' (max = 255)"),
+    Case(
+        "display-width-256",
+        "CREATE TABLE w (c INT(256))",
+        1439,
+        "Display width out of range for column 'c' (max = 255)",
+    ),
+    Case("bit-65", "CREATE TABLE w (c BIT(65))", 1439, "column 'c' (max = 64)"),
+    Case(
+        "set-65-members",
+        "CREATE TABLE w (c SET(" + ", ".join(f"'m{i}'" for i in range(65)) + "))",
+        1097,
+        "Too many strings for column c and SET",
+    ),
+    Case(
+        "key-past-3072-bytes",
+        "CREATE TABLE w (c VARCHAR(3000), KEY k (c(1000)))",
+        1071,
+        "Specified key was too long (4000 bytes); max key length is 3072 bytes",
+    ),
+    Case(
+        "text-key-without-length",
+        "CREATE TABLE w (c TEXT, KEY k (c))",
+        1170,
+        "BLOB/TEXT column 'c' used in key specification without a key length",
+    ),
+    Case(
+        "partitions-8193",
+        "CREATE TABLE w (id INT) PARTITION BY HASH(id) PARTITIONS 8193",
+        1499,
+        "Too many partitions (including subpartitions) were defined",
+    ),
+    Case("year-3", "CREATE TABLE w (c YEAR(3))", 1818, "Supports only YEAR or YEAR(4) column"),
+    Case(
+        "largest-columns",
+        "CREATE TABLE w (a VARCHAR(16383), b VARBINARY(65535), c CHAR(255), d INT(255),"
+        " e BIT(64), f YEAR(4), KEY k (c, d))",
+        check="SELECT 1",
+        rows=((1,),),
     ),
     Case(
         "alias-300",  # TiDB cuts a result column's name to 256 bytes

@@ -25,7 +25,6 @@ from ticdc_sim.generator.sql.evaluate import (
     compare,
     compile_expr,
     sql_text,
-    to_number,
     truth,
 )
 from ticdc_sim.generator.sql.shapes import (
@@ -36,7 +35,13 @@ from ticdc_sim.generator.sql.shapes import (
     without_introducer,
 )
 from ticdc_sim.generator.sql.store import Index, collation_key
-from ticdc_sim.generator.sql.values import BatchConverter, SqlMode, batch_converter
+from ticdc_sim.generator.sql.values import (
+    UBIGINT_MAX,
+    BatchConverter,
+    SqlMode,
+    as_text,
+    batch_converter,
+)
 from ticdc_sim.model.mysql import INTEGER_RANGES
 from ticdc_sim.model.mysql import MySQLType as M
 
@@ -582,8 +587,11 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     access = _compile_access(table, where.this) if where is not None else None
     order = node.args.get("order")
     sort = _compile_order(table.scope, order) if order is not None else None
-    limit = node.args.get("limit")
+    limit, offset = node.args.get("limit"), node.args.get("offset")
+    if offset is not None and not isinstance(node, exp.Select):
+        raise SQLError(_row_count_error("OFFSET", "a row count of UPDATE or DELETE"), code=1064)
     limit_fn = compile_expr(limit.expression, Scope()) if limit is not None else None
+    offset_fn = compile_expr(offset.expression, Scope()) if offset is not None else None
     key_of = engine.key_order
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
@@ -605,11 +613,28 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
             matched = sort(engine, matched, params)
         elif len(matched) > 1:
             matched.sort(key=lambda hr: key_of(hr[0]))  # TiDB scans in key order
-        if limit_fn is not None:
-            matched = matched[: int(to_number(limit_fn(ctx)))]
+        if limit_fn is not None or offset_fn is not None:
+            start = _row_count(offset_fn(ctx), "OFFSET") if offset_fn is not None else 0
+            count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
+            matched = matched[start : None if count is None else start + count]
         return matched
 
     return match
+
+
+def _row_count(value: Any, clause: str) -> int:
+    """LIMIT and OFFSET take an unsigned integer literal (TiDB's grammar: LengthNum)."""
+    if type(value) is not int or not 0 <= value <= UBIGINT_MAX:
+        raise SQLError(_row_count_error(clause, f"'{as_text(value)}'"), code=1064)
+    return value
+
+
+def _row_count_error(clause: str, found: str) -> str:
+    return (
+        "You have an error in your SQL syntax; check the manual that corresponds to your TiDB"
+        f" version for the right syntax to use near '{clause}' ({clause} takes an unsigned"
+        f" integer, not {found})"
+    )
 
 
 # -- access paths: which rows a WHERE can only match -----------------------------------------

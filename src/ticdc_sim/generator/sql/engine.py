@@ -187,14 +187,21 @@ def load_zone(name: str) -> dt.tzinfo:
     text = name.strip()
     if text.upper() in ("UTC", "SYSTEM"):
         return dt.UTC
-    if text[:1] in "+-" and ":" in text:
-        sign = -1 if text[0] == "-" else 1
-        hours, minutes = text[1:].split(":")
-        return dt.timezone(sign * dt.timedelta(hours=int(hours), minutes=int(minutes)))
-    try:
-        return zoneinfo.ZoneInfo(text)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298) from None
+    offset = _OFFSET.fullmatch(text)
+    if offset is not None:  # MySQL takes -13:59 to +14:00
+        sign = -1 if offset.group(1) == "-" else 1
+        minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
+        if -(13 * 60 + 59) <= minutes <= 14 * 60 and int(offset.group(3)) < 60:
+            return dt.timezone(dt.timedelta(minutes=minutes))
+    elif text[:1] not in "+-":
+        try:
+            return zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298)
+
+
+_OFFSET = re.compile(r"([-+])(\d{1,2}):(\d{2})")
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -1410,8 +1417,20 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
 
+def _switch(name: str, value: Any) -> bool:
+    """A boolean system variable's value: 1/0, ON/OFF or TRUE/FALSE (MySQL 1231 else)."""
+    text = as_text(value).upper()
+    if text not in _SWITCHES:
+        message = f"Variable '{name}' can't be set to the value of '{as_text(value)}'"
+        raise SQLError(message, code=1231)
+    return _SWITCHES[text]
+
+
+_SWITCHES = {"1": True, "ON": True, "TRUE": True, "0": False, "OFF": False, "FALSE": False}
+
+
 def _set_autocommit(engine: Engine, value: Any) -> None:
-    on = as_text(value).upper() in ("1", "ON", "TRUE")
+    on = _switch("autocommit", value)
     if on and not engine.autocommit:
         engine._commit()  # turning autocommit on commits (MySQL)
     engine.autocommit = on

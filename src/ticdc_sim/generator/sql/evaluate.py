@@ -1353,6 +1353,8 @@ _SESSION_FUNCS: dict[str, Callable[..., Any]] = {
     "RAND": lambda ctx, seed=None: ctx.session.rand(),
     "UUID": lambda ctx: ctx.session.uuid(),
     "LAST_INSERT_ID": lambda ctx: ctx.session.last_insert_id(),
+    # the simulated cluster does not wait: time moves between transactions (TSOClock)
+    "SLEEP": lambda ctx, seconds: 0,
     # what drivers ask on connect; the session answers by these pseudo-variable names
     "DATABASE": lambda ctx: ctx.session.variable("database()"),
     "SCHEMA": lambda ctx: ctx.session.variable("database()"),

@@ -45,6 +45,21 @@ TIDB_DEFAULT_SQL_MODE = (
 )
 
 
+# the sql_mode names TiDB reads (pkg/parser/mysql/const.go Str2SQLMode)
+SQL_MODES = frozenset(
+    {
+        "REAL_AS_FLOAT", "PIPES_AS_CONCAT", "ANSI_QUOTES", "IGNORE_SPACE", "NOT_USED",
+        "ONLY_FULL_GROUP_BY", "NO_UNSIGNED_SUBTRACTION", "NO_DIR_IN_CREATE", "POSTGRESQL",
+        "ORACLE", "MSSQL", "DB2", "MAXDB", "NO_KEY_OPTIONS", "NO_TABLE_OPTIONS",
+        "NO_FIELD_OPTIONS", "MYSQL323", "MYSQL40", "ANSI", "NO_AUTO_VALUE_ON_ZERO",
+        "NO_BACKSLASH_ESCAPES", "STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "NO_ZERO_IN_DATE",
+        "NO_ZERO_DATE", "ALLOW_INVALID_DATES", "ERROR_FOR_DIVISION_BY_ZERO", "TRADITIONAL",
+        "NO_AUTO_CREATE_USER", "HIGH_NOT_PRECEDENCE", "NO_ENGINE_SUBSTITUTION",
+        "PAD_CHAR_TO_FULL_LENGTH", "TIME_TRUNCATE_FRACTIONAL",
+    }
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class SqlMode:
     """The sql_mode flags that change how values are stored."""
@@ -53,7 +68,12 @@ class SqlMode:
 
     @classmethod
     def parse(cls, text: str) -> SqlMode:
-        return cls(frozenset(n.strip().upper() for n in text.split(",") if n.strip()))
+        """A sql_mode value; a name MySQL does not know is error 1231."""
+        names = frozenset(n.strip().upper() for n in text.split(",") if n.strip())
+        unknown = names - SQL_MODES
+        if unknown:
+            raise SQLError(f"Variable 'sql_mode' can't be set to the value of '{text}'", code=1231)
+        return cls(names)
 
     @property
     def strict(self) -> bool:
