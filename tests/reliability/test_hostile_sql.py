@@ -609,6 +609,21 @@ ENCODINGS = [
         rows=(("café",),),
     ),
     Case(
+        "skip-utf8-check",  # TiDB's tidb_skip_utf8_check stores the bytes unchecked; what
+        # the CLI prints of them is U+FFFD, as Go's JSON writes them (was a TypeError)
+        b"SET tidb_skip_utf8_check = 1;\n"
+        + T.encode()
+        + b"INSERT INTO t (id, s) VALUES (1, 'caf\xe9')",
+        check="SELECT LENGTH(s) FROM t",
+        rows=((4,),),
+    ),
+    Case(
+        "skip-utf8-check-bad-value",
+        "SET tidb_skip_utf8_check = 'maybe'",
+        1231,
+        "Variable 'tidb_skip_utf8_check' can't be set to the value of 'maybe'",
+    ),
+    Case(
         "emoji-into-utf8mb3",
         "CREATE TABLE m (id INT PRIMARY KEY, s VARCHAR(5) CHARACTER SET utf8);\n"
         "INSERT INTO m VALUES (1, 'a😀')",
@@ -707,6 +722,8 @@ def test_replay_answers_the_same(case: Case, tmp_path: Path) -> None:
     _no_trouble(output)
     if case.code is None:
         assert result.exit_code == 0, output[-2000:]
+        if case.id == "skip-utf8-check":
+            assert '"s":"caf\ufffd"' in result.stdout
         return
     _, error, _, line = run_engine(case)
     assert error is not None

@@ -25,7 +25,7 @@ import re
 import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -401,7 +401,10 @@ class Engine:
             raise SQLError(f"the statement is not valid {self.client_codec}: {e.reason}") from None
 
     def set_sql_mode(self, text: str) -> None:
-        self.sql_mode = self.catalog.sql_mode = SqlMode.parse(text)
+        self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
+
+    def _use_mode(self, mode: SqlMode) -> None:
+        self.sql_mode = self.catalog.sql_mode = mode
         for table in self.tables.values():
             table.set_mode(self.sql_mode)
 
@@ -1452,7 +1455,14 @@ def _set_clustered_index(engine: Engine, value: Any) -> None:
     engine.catalog.clustered_index = mode
 
 
+def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
+    # TiDB's tidb_skip_utf8_check: strings reach character columns unchecked
+    skip = _switch("tidb_skip_utf8_check", value)
+    engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
+
+
 _SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
+    "tidb_skip_utf8_check": _set_skip_utf8_check,
     "tidb_enable_clustered_index": _set_clustered_index,
     "autocommit": _set_autocommit,
     "time_zone": _set_time_zone,

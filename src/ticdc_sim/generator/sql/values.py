@@ -62,9 +62,11 @@ SQL_MODES = frozenset(
 
 @dataclass(frozen=True)
 class SqlMode:
-    """The sql_mode flags that change how values are stored."""
+    """The sql_mode flags that change how values are stored, and the session's
+    tidb_skip_utf8_check (which lets strings that are not UTF-8 into character columns)."""
 
     names: frozenset[str]
+    check_utf8: bool = True
 
     @classmethod
     def parse(cls, text: str) -> SqlMode:
@@ -94,7 +96,9 @@ class SqlMode:
         return not (self.strict and "NO_ZERO_IN_DATE" in self.names)
 
     def without_strict(self) -> SqlMode:
-        return SqlMode(self.names - {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"})
+        return replace(
+            self, names=self.names - {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"}
+        )
 
     def __str__(self) -> str:
         return ",".join(sorted(self.names))
@@ -418,9 +422,15 @@ def _utf8_text(data: bytes, col: ColumnInfo) -> str:
 
 
 def _string(
-    col: ColumnInfo, *, binary: bool, fixed: bool, limit: int, in_bytes: bool = False
+    col: ColumnInfo,
+    *,
+    binary: bool,
+    fixed: bool,
+    limit: int,
+    in_bytes: bool = False,
+    check_utf8: bool = True,
 ) -> Converter:
-    checked = functools.partial(checked_text, col=col)
+    checked = functools.partial(checked_text, col=col) if check_utf8 else _same
 
     def convert(value: Any) -> str | bytes:
         if binary:  # plain bytes: a hex literal's type does not outlive the statement
@@ -955,7 +965,14 @@ def column_converter(
         binary = col.charset == "binary"
         in_bytes = tp in _BLOB_LIMITS
         limit = _BLOB_LIMITS.get(tp, col.flen)
-        inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=limit, in_bytes=in_bytes)
+        inner = _string(
+            col,
+            binary=binary,
+            fixed=tp == M.STRING,
+            limit=limit,
+            in_bytes=in_bytes,
+            check_utf8=mode.check_utf8,
+        )
     not_null = col.not_null
     if not mode.strict:
         inner = _lenient(col, inner)
