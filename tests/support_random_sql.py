@@ -1,8 +1,10 @@
 """Random schemas and statements for the differential tests against MariaDB (hypothesis).
 
 A table has a primary key, mixed column types (each with a chance of a literal DEFAULT and of
-NULL), sometimes a secondary unique key and a non-unique one (so predicates meet index range
-scans and lookups); statements are INSERT (multi-row, column lists,
+NULL), and up to three secondary indexes, unique or not, of up to three columns, which are
+often NULL (MySQL sorts NULL first in an index); predicates are aimed at every access path:
+equality on a key's first columns, then IN or a range on the next, or an OR of point
+lookups, on the primary key and on each index. Statements are INSERT (multi-row, column lists,
 `VALUES ()`, IGNORE, ON DUPLICATE KEY UPDATE), REPLACE, UPDATE and DELETE with equality,
 range, IN, temporal and NULL predicates, ORDER BY ... LIMIT, inside transactions or not.
 Values come in every literal form MySQL reads (hex, bit, introducers, N'', escapes, strings
@@ -79,8 +81,8 @@ class Table:
     name: str
     columns: list[tuple[str, ColumnType]]
     pk: list[str]
-    unique: list[str] = field(default_factory=list)
-    index: list[str] = field(default_factory=list)  # a non-unique KEY
+    # secondary indexes: (name, unique, columns); their columns are often NULL
+    keys: list[tuple[str, bool, list[str]]] = field(default_factory=list)
 
     def create(self, defaults: dict[str, str]) -> str:
         cols = []
@@ -89,14 +91,30 @@ class Table:
             not_null = " NOT NULL" if name in self.pk else ""
             cols.append(f"`{name}` {tp.sql}{not_null}{default}")
         keys = [f"PRIMARY KEY ({', '.join(f'`{c}`' for c in self.pk)})"]
-        if self.unique:
-            keys.append(f"UNIQUE KEY `uk` ({', '.join(f'`{c}`' for c in self.unique)})")
-        if self.index:
-            keys.append(f"KEY `k` ({', '.join(f'`{c}`' for c in self.index)})")
+        for name, unique, columns in self.keys:
+            kind = "UNIQUE KEY" if unique else "KEY"
+            keys.append(f"{kind} `{name}` ({', '.join(f'`{c}`' for c in columns)})")
         return f"CREATE TABLE `{self.name}` ({', '.join(cols + keys)})"
 
     def type_of(self, name: str) -> ColumnType:
         return next(tp for n, tp in self.columns if n == name)
+
+    @property
+    def unique(self) -> list[str]:
+        """Columns of the unique secondary indexes."""
+        found = [c for _, unique, columns in self.keys if unique for c in columns]
+        return list(dict.fromkeys(found))
+
+    @property
+    def indexed(self) -> set[str]:
+        """Columns of secondary indexes (not of the primary key): NULL is drawn often."""
+        return {c for _, _, columns in self.keys for c in columns} - set(self.pk)
+
+    def null_chance(self, name: str) -> int:
+        """One in how many literals of the column is NULL (0: never)."""
+        if name in self.pk:
+            return 0
+        return 3 if name in self.indexed else 10
 
 
 # -- literals ----------------------------------------------------------------------------------
@@ -194,9 +212,11 @@ def _time_literal(draw: Draw, fsp: int) -> str:
     return quote(f"{sign}{abs(hours)}:{minute:02d}:{second:02d}{_fraction(draw, fsp)}")
 
 
-def literal(draw: Draw, tp: ColumnType, nullable: bool = True) -> str:
-    """A literal of `tp` in one of the forms MySQL reads for it (or NULL)."""
-    if nullable and draw(st.integers(0, 9)) == 0:
+def literal(draw: Draw, tp: ColumnType, nullable: bool | int = True) -> str:
+    """A literal of `tp` in one of the forms MySQL reads for it (or NULL, one time in
+    `nullable`, or ten when it is True)."""
+    chance = 10 if nullable is True else int(nullable)
+    if chance and draw(st.integers(0, chance - 1)) == 0:
         return "NULL"
     kind = tp.kind
     if kind == "int":
@@ -244,8 +264,10 @@ def literal(draw: Draw, tp: ColumnType, nullable: bool = True) -> str:
 
 
 @st.composite
-def tables(draw: Draw, name: str) -> tuple[Table, str]:
-    """A table and its CREATE TABLE statement."""
+def tables(draw: Draw, name: str, wide: bool = False) -> tuple[Table, str]:
+    """A table and its CREATE TABLE statement: a primary key, and either (`wide`) up to three
+    secondary indexes of one to three columns, unique or not, or at most one unique column
+    and one non-unique index of up to two columns (the workload tests' menu)."""
     count = draw(st.integers(2, 6))
     chosen = draw(st.lists(st.sampled_from(TYPES), min_size=count, max_size=count))
     columns = [("id", draw(st.sampled_from(KEY_TYPES)))]
@@ -254,13 +276,21 @@ def tables(draw: Draw, name: str) -> tuple[Table, str]:
     if draw(st.integers(0, 3)) == 0:  # a composite (clustered) key
         second = draw(st.sampled_from([c for c, tp in columns[1:] if tp in KEY_TYPES] or ["id"]))
         pk = ["id"] if second == "id" else ["id", second]
-    unique = []
-    candidates = [c for c, tp in columns[1:] if tp in KEY_TYPES and c not in pk]
-    if candidates and draw(st.booleans()):
-        unique = [draw(st.sampled_from(candidates))]
     indexable = [c for c, tp in columns if tp in KEY_TYPES]
-    index = draw(st.lists(st.sampled_from(indexable), max_size=2, unique=True))
-    table = Table(name, columns, pk, unique, index)
+    keys = []
+    if wide:
+        for number in range(draw(st.integers(0, 3))):
+            unique = draw(st.booleans())
+            parts = draw(st.lists(st.sampled_from(indexable), min_size=1, max_size=3, unique=True))
+            keys.append((f"{'uk' if unique else 'k'}{number}", unique, parts))
+    else:
+        candidates = [c for c, tp in columns[1:] if tp in KEY_TYPES and c not in pk]
+        if candidates and draw(st.booleans()):
+            keys.append(("uk", True, [draw(st.sampled_from(candidates))]))
+        index = draw(st.lists(st.sampled_from(indexable), max_size=2, unique=True))
+        if index:
+            keys.append(("k", False, index))
+    table = Table(name, columns, pk, keys)
     defaults = {}
     for name, tp in columns[1:]:  # TiDB refuses defaults on TEXT and BLOB (1101)
         if name not in pk and tp.sql not in ("TEXT", "BLOB") and draw(st.integers(0, 2)) == 0:
@@ -291,7 +321,46 @@ def _predicate(draw: Draw, table: Table) -> str:
     return f"{col} = {literal(draw, tp, False)}"
 
 
+def _access_predicate(draw: Draw, table: Table) -> str:
+    """A condition aimed at one access path of the primary key or a secondary index:
+    equality on its first columns, then IN, a range (one or two bounds) or nothing on the
+    next; or an OR of equalities on all its columns (a set of point lookups)."""
+    columns = draw(st.sampled_from([table.pk, *(cols for _, _, cols in table.keys)]))
+
+    def value(name: str) -> str:
+        return literal(draw, table.type_of(name), False)
+
+    if draw(st.integers(0, 4)) == 0:
+        points = [
+            "(" + " AND ".join(f"`{c}` = {value(c)}" for c in columns) + ")"
+            for _ in range(draw(st.integers(1, 4)))
+        ]
+        return "(" + " OR ".join(points) + ")"
+    pinned = draw(st.integers(0, len(columns)))
+    terms = [f"`{c}` = {value(c)}" for c in columns[:pinned]]
+    if pinned < len(columns):
+        name = columns[pinned]
+        col = f"`{name}`"
+        form = draw(st.sampled_from(["in", "between", "low", "high", "both", "none"]))
+        if form == "in":
+            options = ", ".join(value(name) for _ in range(draw(st.integers(1, 4))))
+            terms.append(f"{col} IN ({options})")
+        elif form == "between":
+            terms.append(f"{col} BETWEEN {value(name)} AND {value(name)}")
+        elif form != "none":
+            if form in ("low", "both"):
+                terms.append(f"{col} {draw(st.sampled_from(['>', '>=']))} {value(name)}")
+            if form in ("high", "both"):
+                terms.append(f"{col} {draw(st.sampled_from(['<', '<=']))} {value(name)}")
+    return " AND ".join(terms) or _predicate(draw, table)
+
+
 def _where(draw: Draw, table: Table) -> str:
+    if draw(st.booleans()):
+        terms = [_access_predicate(draw, table)]
+        if draw(st.integers(0, 2)) == 0:
+            terms.append(_predicate(draw, table))
+        return f" WHERE {' AND '.join(terms)}"
     terms = [_predicate(draw, table) for _ in range(draw(st.integers(1, 2)))]
     return f" WHERE {draw(st.sampled_from([' AND ', ' OR '])).join(terms)}"
 
@@ -307,7 +376,9 @@ def _order_limit(draw: Draw, table: Table) -> str:
 
 def _row(draw: Draw, table: Table, columns: list[str]) -> str:
     return (
-        "(" + ", ".join(literal(draw, table.type_of(c), c not in table.pk) for c in columns) + ")"
+        "("
+        + ", ".join(literal(draw, table.type_of(c), table.null_chance(c)) for c in columns)
+        + ")"
     )
 
 
@@ -323,7 +394,7 @@ def _assignments(draw: Draw, table: Table) -> str:
         if tp.kind in ("int", "uint", "decimal") and draw(st.booleans()):
             parts.append(f"`{name}` = `{name}` + {draw(st.integers(-3, 3))}")
         else:
-            parts.append(f"`{name}` = {literal(draw, tp, name not in table.pk)}")
+            parts.append(f"`{name}` = {literal(draw, tp, table.null_chance(name))}")
     return ", ".join(parts)
 
 

@@ -10,7 +10,7 @@ import pytest
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
-from ticdc_sim.generator.sql.script import parse_statements
+from ticdc_sim.generator.sql.script import parse_one, parse_statements
 from ticdc_sim.golang.sort import go_sort
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
@@ -238,6 +238,35 @@ def test_on_duplicate_key_update_replace_and_ignore() -> None:
         ("insert", None, (4, "d", 0)),
         ("delete", (2, "b", 0), None),
         ("insert", None, (5, "b", 1)),
+    ]
+
+
+def test_insert_ignore_clips_the_values_of_its_duplicate_key_update() -> None:
+    # found by the differential test: MariaDB (and TiDB, whose statement context turns
+    # overflow into warnings for the whole INSERT IGNORE) store the nearest bound
+    engine, _ = run(
+        "CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (254, 1);"
+        "INSERT IGNORE INTO t VALUES (254, 2) ON DUPLICATE KEY UPDATE id = id + 2, v = 1e20;"
+    )
+    assert table_rows(engine, "t") == [(255, 2147483647)]
+    with pytest.raises(SQLError, match="ERROR 1264 .*Out of range value for column 'id'"):
+        run(
+            "CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY);"
+            "INSERT INTO t VALUES (255);"
+            "INSERT INTO t VALUES (255) ON DUPLICATE KEY UPDATE id = id + 1;"
+        )
+
+
+def test_sum_and_avg_keep_every_digit_of_wide_decimals() -> None:
+    # found by the differential test: the default 28-digit context raised InvalidOperation
+    engine, _ = run(
+        "CREATE TABLE t (id DECIMAL(40,1) PRIMARY KEY);"
+        "INSERT INTO t VALUES ('1000000000000000000000000000.00'), (0.1), (-5);"
+    )
+    rows = engine.query(parse_one("SELECT SUM(id), AVG(id) FROM t")).rows
+    assert rows == [
+        (Decimal("999999999999999999999999995.1"), Decimal("333333333333333333333333331.70000"))
     ]
 
 
@@ -1035,3 +1064,18 @@ def test_a_partial_index_is_kept_as_an_index() -> None:
     )
     info = engine.catalog.table("test", "p")
     assert [ix.name for ix in info.indices if not ix.primary] == ["k1", "k2"]
+
+
+def test_long_flat_chains_neither_recurse_nor_slow_down() -> None:
+    # `1+1+...` and ORMs' long ORs are left-deep trees as deep as they are long: 600 terms
+    # were a RecursionError, 400 ORs refused as "nested too deeply"
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY, v INT);")
+    terms = 10_000
+    select = (
+        f"SELECT {'+'.join(['1'] * terms)}, {' OR '.join(['0'] * terms)},"
+        f" {' AND '.join(['1'] * terms)}, 1 {'- 1 ' * terms}, 2 {'* 1 ' * terms}"
+    )
+    assert engine.query(parse_one(select)).rows == [(terms, 0, 1, 1 - terms, 2)]
+    assert engine.query(parse_one("SELECT NULL OR 0 OR 1, NULL AND 1 AND 0")).rows == [(1, 0)]
+    dates = "SELECT '2024-01-31' + INTERVAL 1 DAY + INTERVAL 2 HOUR - INTERVAL 1 MONTH"
+    assert engine.query(parse_one(dates)).rows == [("2024-01-01 02:00:00",)]

@@ -171,3 +171,40 @@ def test_a_string_spanning_lines_is_one_value() -> None:
     ]
     events = list(Engine().run(split_script(lines, "s.sql")))
     assert [e.columns for e in events[1:]] == [(1, 'a\n"'), (2, "b")]
+
+
+def test_a_statement_sqlglot_cannot_parse_is_our_error_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # sqlglot logged "Falling back to parsing as a 'Command'" before our error
+    with caplog.at_level("DEBUG"), pytest.raises(SQLError) as error:
+        list(script.parse_statements("SHOW FOOBAR BAZ", "x.sql"))
+    assert str(error.value) == (
+        "x.sql:1:1: ERROR 1105 (HY000): statement not supported by the TiDB dialect\n"
+        "  in: SHOW FOOBAR BAZ"
+    )
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("opener", "closer", "counted"),
+    [("(", ")", 0), ("abs(", ")", 3), ("CASE WHEN 1 THEN ", " END", 0), ("NOT ", "", 0)],
+    ids=["parentheses", "calls", "case", "not"],
+)
+def test_nesting_is_bounded_with_a_located_syntax_error(
+    opener: str, closer: str, counted: int
+) -> None:
+    deepest = script.MAX_NESTING
+    statement = f"SELECT {opener * deepest}1{closer * deepest}"
+    (parsed,) = script.parse_statements(statement)  # the limit itself parses
+    assert parsed.text == statement
+    deeper = f"SELECT {opener * (deepest + 1)}1{closer * (deepest + 1)}"
+    with pytest.raises(SQLError) as error:
+        list(script.parse_statements(f"SELECT 1;\n{deeper}", "deep.sql"))
+    column = len("SELECT ") + len(opener) * deepest + counted + 1  # the token past the limit
+    assert error.value.code == 1064
+    assert error.value.location == Location("deep.sql", 2, column)
+    assert error.value.message.endswith(
+        f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
+        " (expressions nest more than 100 levels deep)"
+    )

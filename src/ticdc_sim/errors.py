@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -99,6 +100,23 @@ def sqlstate(code: int | None) -> str:
     return SQLSTATE.get(code, "HY000") if code else "HY000"
 
 
+_UNPRINTABLE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """Text that can be printed and sent as JSON: the bytes of a script that are not UTF-8
+    (kept as surrogate escapes) shown as `\\xNN`, as MySQL shows them, other lone
+    surrogates as `\\uNNNN`."""
+    if text.isascii() or _UNPRINTABLE.search(text) is None:
+        return text
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    point = ord(found.group())
+    return f"\\x{point - 0xDC00:02X}" if 0xDC80 <= point <= 0xDCFF else f"\\u{point:04X}"
+
+
 class SimError(Exception):
     """Base of every error ticdc-sim reports to a user."""
 
@@ -117,10 +135,11 @@ class SQLError(SimError):
         statement: str | None = None,
         code: int | None = None,
     ) -> None:
+        message = printable(message)
         super().__init__(message)
         self.message = message
         self.location = location
-        self.statement = statement
+        self.statement = printable(statement) if statement is not None else None
         self.code = code
 
     @property
@@ -187,7 +206,7 @@ class Warnings:
     def warn(self, kind: str, message: str, location: Location | None = None) -> None:
         found = self._by_kind.get(kind)
         if found is None:
-            self._by_kind[kind] = WarningEntry(kind, message, location)
+            self._by_kind[kind] = WarningEntry(kind, printable(message), location)
         else:
             found.count += 1
 

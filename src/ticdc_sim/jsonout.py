@@ -4,10 +4,12 @@ values JSON cannot hold are strings (DECIMAL) or `{"$binary": base64}` (binary s
 from __future__ import annotations
 
 import base64
+import re
 from decimal import Decimal
 from typing import Any
 
 from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL
+from ticdc_sim.generator.sql.values import raw_bytes
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
 
@@ -39,7 +41,13 @@ def json_value(value: object) -> object:
         return str(value)
     if isinstance(value, bytes):
         return {"$binary": base64.b64encode(value).decode()}
+    if isinstance(value, str) and not value.isascii() and _NOT_UTF8.search(value):
+        # a string stored with tidb_skip_utf8_check: U+FFFD for its bytes, as Go's JSON does
+        return raw_bytes(value).decode("utf-8", "replace")
     return value
+
+
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
 
 
 def row_record(event: RowChangedEvent) -> dict[str, Any]:

@@ -5,6 +5,7 @@ integers and AVG of exact numbers are DECIMAL, AVG four digits finer than its ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,7 @@ from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.values import WIDE
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.table import ColumnInfo
 
@@ -28,11 +30,16 @@ def _exact(values: list[Any]) -> bool:
     return all(isinstance(v, int | Decimal) for v in values)
 
 
+def _exact_sum(values: list[Any]) -> Decimal:
+    # every digit kept: DECIMAL(65, 30) needs more than the default context's 28
+    return functools.reduce(WIDE.add, map(Decimal, values), Decimal(0))
+
+
 def _sum(values: list[Any]) -> Any:
     if not values:
         return None
     if _exact(values):
-        return Decimal(sum(values)).quantize(Decimal(1).scaleb(-_scale(values)))
+        return WIDE.quantize(_exact_sum(values), Decimal(1).scaleb(-_scale(values)))
     return float(sum(float(v) for v in values))
 
 
@@ -40,8 +47,8 @@ def _avg(values: list[Any]) -> Any:
     if not values:
         return None
     if _exact(values):
-        mean = Decimal(sum(values)) / len(values)
-        return mean.quantize(Decimal(1).scaleb(-(_scale(values) + 4)))
+        mean = WIDE.divide(_exact_sum(values), len(values))
+        return WIDE.quantize(mean, Decimal(1).scaleb(-(_scale(values) + 4)))
     return sum(float(v) for v in values) / len(values)
 
 

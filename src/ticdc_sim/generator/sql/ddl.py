@@ -249,6 +249,8 @@ class Catalog:
         before: TableInfo | None,
         source: str,
     ) -> DDLEvent:
+        if after is not None:
+            check_limits(after)
         self.schema_version += 1
         start = self.clock.next()
         commit = self.clock.next()
@@ -272,6 +274,7 @@ class Catalog:
 
     def _create_schema(self, node: exp.Create, source: str) -> list[DDLEvent]:
         name = node.this.name
+        check_name("database", name)
         if name.lower() in self.schemas:
             if node.args.get("exists"):
                 return []
@@ -603,6 +606,111 @@ class Catalog:
             return []
         action = action_types[0] if len(action_types) == 1 else ActionType.MULTI_SCHEMA_CHANGE
         return [self._event(action, restore(node), before.schema, info.name, info, before, source)]
+
+
+# -- TiDB's limits on names and sizes ---------------------------------------------------------
+#
+# pkg/parser/mysql/const.go (Max*Length, 64 characters) checked by pkg/ddl/executor.go
+# checkTooLong*; empty names and names ending in a space by pkg/planner/core/preprocess.go;
+# the column and index counts by pkg/ddl (config table-column-count-limit, index-limit).
+
+MAX_NAME_LENGTH = 64
+MAX_COLUMNS = 1017
+MAX_INDEXES = 64
+MAX_KEY_PARTS = 16
+_INCORRECT_NAME = {"database": 1102, "table": 1103, "column": 1166}
+
+
+def check_name(kind: str, name: str) -> None:
+    """A database, table, column or index name TiDB accepts, or its error."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise SQLError(f"Identifier name '{name[:100]}' is too long", code=1059)
+    code = _INCORRECT_NAME.get(kind)
+    if code is not None and (not name or name.endswith(" ")):
+        raise SQLError(f"Incorrect {kind} name '{name[:100]}'", code=code)
+
+
+MAX_KEY_BYTES = 3072  # TiDB config max-index-length
+MAX_PARTITIONS = 8192  # TiDB ddl.PartitionCountLimit
+_MAX_CHARACTER_BYTES = {"utf8mb4": 4, "utf8": 3, "utf8mb3": 3, "gbk": 2, "gb18030": 4}
+# bytes of a key part that is not a string (TiDB FieldType.StorageLength)
+_STORAGE_BYTES = {
+    M.TINY: 1, M.SHORT: 2, M.INT24: 3, M.LONG: 4, M.LONGLONG: 8, M.FLOAT: 4, M.DOUBLE: 8,
+    M.DATE: 3, M.DURATION: 3, M.DATETIME: 8, M.TIMESTAMP: 4, M.YEAR: 1, M.BIT: 8,
+    M.ENUM: 2, M.SET: 8,
+}  # fmt: skip
+
+
+def check_limits(table: TableInfo) -> None:
+    """A table as a DDL leaves it: its names, types and sizes within TiDB's limits."""
+    check_name("table", table.name)
+    shown = [c for c in table.columns if not c.hidden]
+    for column in shown:
+        check_name("column", column.name)
+        _check_type(column)
+    if len(shown) > MAX_COLUMNS:
+        raise SQLError("Too many columns", code=1117)
+    for index in table.indices:
+        check_name("index", index.name)
+        if len(index.columns) > MAX_KEY_PARTS:
+            raise SQLError(
+                f"Too many key parts specified; max {MAX_KEY_PARTS} parts allowed", code=1070
+            )
+        length = sum(_key_part_bytes(table.columns[ic.offset], ic.length) for ic in index.columns)
+        if length > MAX_KEY_BYTES:
+            raise SQLError(
+                f"Specified key was too long ({length} bytes); max key length is"
+                f" {MAX_KEY_BYTES} bytes",
+                code=1071,
+            )
+    if len(table.indices) > MAX_INDEXES:
+        raise SQLError(f"Too many keys specified; max {MAX_INDEXES} keys allowed", code=1069)
+    if table.partition is not None and len(table.partition.definitions) > MAX_PARTITIONS:
+        raise SQLError("Too many partitions (including subpartitions) were defined", code=1499)
+
+
+def _check_type(column: ColumnInfo) -> None:
+    """The lengths TiDB's DDL checks (pkg/ddl checkColumnAttributes, the parser for YEAR)."""
+    tp, name = column.tp, column.name
+    if tp in (M.STRING, M.VARCHAR):
+        bytes_each = 1 if column.charset == BINARY_CHARSET else _character_bytes(column)
+        limit = 255 if tp == M.STRING else 65535 // bytes_each
+        if column.flen > limit:
+            raise SQLError(
+                f"Column length too big for column '{name}' (max = {limit}); use BLOB or TEXT"
+                " instead",
+                code=1074,
+            )
+    elif tp in INTEGER_TYPES and tp != M.YEAR or tp == M.BIT:
+        limit = 64 if tp == M.BIT else 255
+        if column.flen > limit:
+            raise SQLError(
+                f"Display width out of range for column '{name}' (max = {limit})", code=1439
+            )
+    elif tp == M.SET and len(column.elems) > 64:
+        raise SQLError(f"Too many strings for column {name} and SET", code=1097)
+    elif tp == M.YEAR and column.flen not in (4, UNSPECIFIED_LENGTH):
+        raise SQLError("Supports only YEAR or YEAR(4) column", code=1818)
+
+
+def _character_bytes(column: ColumnInfo) -> int:
+    return _MAX_CHARACTER_BYTES.get(column.charset, 1)
+
+
+def _key_part_bytes(column: ColumnInfo, prefix: int) -> int:
+    if column.hidden:  # an expression index's column: its type here is a placeholder
+        return 0
+    if column.tp in BLOB_TYPE_SET and prefix <= 0:
+        raise SQLError(
+            f"BLOB/TEXT column '{column.name}' used in key specification without a key length",
+            code=1170,
+        )
+    if column.tp in _STORAGE_BYTES:
+        return _STORAGE_BYTES[column.tp]
+    if column.tp == M.NEWDECIMAL:
+        return (max(column.flen, 1) + 1) // 2 + 1
+    length = prefix if prefix > 0 else max(column.flen, 0)
+    return length * (1 if column.charset == BINARY_CHARSET else _character_bytes(column))
 
 
 # --------------------------------------------------------------------------------------------

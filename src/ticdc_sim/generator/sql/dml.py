@@ -24,7 +24,7 @@ from ticdc_sim.generator.sql.evaluate import (
     collation_of,
     compare,
     compile_expr,
-    to_number,
+    sql_text,
     truth,
 )
 from ticdc_sim.generator.sql.shapes import (
@@ -35,7 +35,13 @@ from ticdc_sim.generator.sql.shapes import (
     without_introducer,
 )
 from ticdc_sim.generator.sql.store import Index, collation_key
-from ticdc_sim.generator.sql.values import BatchConverter, SqlMode, batch_converter
+from ticdc_sim.generator.sql.values import (
+    UBIGINT_MAX,
+    BatchConverter,
+    SqlMode,
+    as_text,
+    batch_converter,
+)
 from ticdc_sim.model.mysql import INTEGER_RANGES
 from ticdc_sim.model.mysql import MySQLType as M
 
@@ -431,7 +437,7 @@ def _insert_row(
     elif assignments is not None:
         existing = conflicts[0]
         try:
-            updates = _Updates(engine, table, assignments, params)
+            updates = _Updates(engine, table, assignments, params, ignore)
             _update_row(engine, table, existing, table.rows[existing], updates, inserted=row)
         except SQLError as e:  # IGNORE turns the update's own duplicate into a warning
             if not (ignore and e.code == 1062):
@@ -463,7 +469,7 @@ def _assignments(table: TableData, items: list[exp.Expr]) -> list[Assignment]:
     out = []
     for item in items:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
-            raise SQLError(f"unsupported assignment: {item.sql(dialect=d.TiDB)}", code=1105)
+            raise SQLError(f"unsupported assignment: {sql_text(item)}", code=1105)
         offset, _ = table.scope.resolve(item.this)
         value = item.expression
         if isinstance(value, exp.Var) and value.name.upper() == "DEFAULT":
@@ -477,12 +483,21 @@ def _assignments(table: TableData, items: list[exp.Expr]) -> list[Assignment]:
 
 class _Updates:
     """One execution's SET: a constant's converted value is computed once, for its first row
-    (so a value error still needs a row to happen), and every row reuses one Context."""
+    (so a value error still needs a row to happen), and every row reuses one Context.
+    Under IGNORE (INSERT IGNORE ... ON DUPLICATE KEY UPDATE) values are converted as in a
+    non-strict sql_mode: TiDB's statement context turns overflow and truncation into
+    warnings for the whole statement."""
 
     def __init__(
-        self, engine: Engine, table: TableData, assignments: list[Assignment], params: list[Any]
+        self,
+        engine: Engine,
+        table: TableData,
+        assignments: list[Assignment],
+        params: list[Any],
+        ignore: bool = False,
     ) -> None:
         columns = table.info.columns
+        self.converters = table.ignore_converters if ignore else table.converters
         self.assignments = assignments
         self.assigned = {offset for offset, _, _ in assignments}
         self.constants: dict[int, Any] = {}  # by assignment index
@@ -496,7 +511,7 @@ class _Updates:
     def apply(self, table: TableData, old: Row, inserted: Row) -> list[Any]:
         """The row after every assignment, left to right, each seeing the ones before."""
         columns = table.info.columns
-        converters = table.converters
+        converters = self.converters
         ctx = self.ctx
         ctx.row, ctx.inserted = old, inserted
         values = list(old)
@@ -527,7 +542,7 @@ def _update_row(
 ) -> bool:
     """Apply one execution's SET to a row; False if it leaves the row unchanged."""
     columns = table.info.columns
-    converters = table.converters
+    converters = updates.converters
     values = updates.apply(table, old, inserted)
     assigned = updates.assigned
     for offset, fn in table.generated:
@@ -572,8 +587,11 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     access = _compile_access(table, where.this) if where is not None else None
     order = node.args.get("order")
     sort = _compile_order(table.scope, order) if order is not None else None
-    limit = node.args.get("limit")
+    limit, offset = node.args.get("limit"), node.args.get("offset")
+    if offset is not None and not isinstance(node, exp.Select):
+        raise SQLError(_row_count_error("OFFSET", "a row count of UPDATE or DELETE"), code=1064)
     limit_fn = compile_expr(limit.expression, Scope()) if limit is not None else None
+    offset_fn = compile_expr(offset.expression, Scope()) if offset is not None else None
     key_of = engine.key_order
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
@@ -595,11 +613,28 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
             matched = sort(engine, matched, params)
         elif len(matched) > 1:
             matched.sort(key=lambda hr: key_of(hr[0]))  # TiDB scans in key order
-        if limit_fn is not None:
-            matched = matched[: int(to_number(limit_fn(ctx)))]
+        if limit_fn is not None or offset_fn is not None:
+            start = _row_count(offset_fn(ctx), "OFFSET") if offset_fn is not None else 0
+            count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
+            matched = matched[start : None if count is None else start + count]
         return matched
 
     return match
+
+
+def _row_count(value: Any, clause: str) -> int:
+    """LIMIT and OFFSET take an unsigned integer literal (TiDB's grammar: LengthNum)."""
+    if type(value) is not int or not 0 <= value <= UBIGINT_MAX:
+        raise SQLError(_row_count_error(clause, f"'{as_text(value)}'"), code=1064)
+    return value
+
+
+def _row_count_error(clause: str, found: str) -> str:
+    return (
+        "You have an error in your SQL syntax; check the manual that corresponds to your TiDB"
+        f" version for the right syntax to use near '{clause}' ({clause} takes an unsigned"
+        f" integer, not {found})"
+    )
 
 
 # -- access paths: which rows a WHERE can only match -----------------------------------------
@@ -794,15 +829,53 @@ class _Unusable(Exception):
     """A constant the index cannot look up (the caller scans instead)."""
 
 
-def _compile_access(table: TableData, condition: exp.Expr) -> _Access | None:
+def _compile_access(table: TableData, condition: exp.Expr) -> _Access | _Union | None:
     """The best index for a WHERE, or None to scan every row."""
+    condition = condition.unnest()
+    if isinstance(condition, exp.Or):
+        return _Union.of(table, condition)
     terms = _Terms(table, condition)
-    if not (terms.equal or terms.within or terms.low or terms.high):
-        return None
     choices = [_Access(table, None, table.handle_offsets, terms)] if table.handle_offsets else []
     choices += [_Access(table, index, index.offsets, terms) for index in table.indexes]
     usable = [choice for choice in choices if choice.width]
-    return max(usable, key=_Access.rank) if usable else None
+    best = max(usable, key=_Access.rank) if usable else None
+    if (best is not None and best.point) or not isinstance(condition, exp.And):
+        return best
+    for conjunct in condition.flatten():  # `(a = 1 OR a = 2) AND ...`: the OR's rows
+        inner = conjunct.unnest()
+        union = _Union.of(table, inner) if isinstance(inner, exp.Or) else None
+        if union is not None and (best is None or union.points):
+            return union
+    return best
+
+
+class _Union:
+    """Candidate handles of an OR: the union of each disjunct's (ORMs' `id = 1 OR id = 2
+    ...` is a set of point lookups); only when every disjunct has an access path."""
+
+    def __init__(self, parts: list[_Access | _Union]) -> None:
+        self.parts = parts
+        # point lookups only: preferred to any range of the other conjuncts
+        self.points = all(isinstance(p, _Access) and p.point for p in parts)
+
+    @classmethod
+    def of(cls, table: TableData, condition: exp.Or) -> _Union | None:
+        parts = []
+        for disjunct in condition.flatten():
+            access = _compile_access(table, disjunct)
+            if access is None:
+                return None
+            parts.append(access)
+        return cls(parts)
+
+    def handles(self, ctx: Context) -> list[Any] | None:
+        found: dict[Any, None] = {}
+        for part in self.parts:
+            handles = part.handles(ctx)
+            if handles is None:
+                return None
+            found.update(dict.fromkeys(handles))
+        return list(found)
 
 
 def _compile_order(
@@ -890,11 +963,20 @@ def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
 # -- SELECT as an INSERT source ----------------------------------------------------------------
 
 
+def select_source(node: exp.Expr) -> exp.From | None:
+    """A SELECT's FROM, or None for constants alone (no FROM, or FROM DUAL)."""
+    from_ = node.args.get("from_")
+    table = from_.this if from_ is not None else None
+    if isinstance(table, exp.Table) and not table.text("db") and table.name.upper() == "DUAL":
+        return None
+    return from_
+
+
 def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
     if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
         raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
-    from_ = node.args.get("from_")
+    from_ = select_source(node)
     if from_ is None:
         constants = [
             compile_expr(e.this if isinstance(e, exp.Alias) else e, Scope())

@@ -22,10 +22,11 @@ import gc
 import hashlib
 import operator
 import random
+import re
 import zlib
 import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -37,7 +38,7 @@ from ticdc_sim.generator.capture import key_order
 from ticdc_sim.generator.sql import aggregate, labels
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select
+from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select, select_source
 from ticdc_sim.generator.sql.evaluate import (
     Context,
     compare,
@@ -54,7 +55,14 @@ from ticdc_sim.generator.sql.shapes import (
     parameterize,
     row_params,
 )
-from ticdc_sim.generator.sql.store import Index, TableData, duplicate_error
+from ticdc_sim.generator.sql.store import (
+    ENTRY_SIZE_LIMIT,
+    Index,
+    TableData,
+    duplicate_error,
+    entry_size,
+    entry_too_large,
+)
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
     SqlMode,
@@ -177,14 +185,21 @@ def load_zone(name: str) -> dt.tzinfo:
     text = name.strip()
     if text.upper() in ("UTC", "SYSTEM"):
         return dt.UTC
-    if text[:1] in "+-" and ":" in text:
-        sign = -1 if text[0] == "-" else 1
-        hours, minutes = text[1:].split(":")
-        return dt.timezone(sign * dt.timedelta(hours=int(hours), minutes=int(minutes)))
-    try:
-        return zoneinfo.ZoneInfo(text)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298) from None
+    offset = _OFFSET.fullmatch(text)
+    if offset is not None:  # MySQL takes -13:59 to +14:00
+        sign = -1 if offset.group(1) == "-" else 1
+        minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
+        if -(13 * 60 + 59) <= minutes <= 14 * 60 and int(offset.group(3)) < 60:
+            return dt.timezone(dt.timedelta(minutes=minutes))
+    elif text[:1] not in "+-":
+        try:
+            return zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298)
+
+
+_OFFSET = re.compile(r"([-+])(\d{1,2}):(\d{2})")
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -387,7 +402,10 @@ class Engine:
             raise SQLError(f"the statement is not valid {self.client_codec}: {e.reason}") from None
 
     def set_sql_mode(self, text: str) -> None:
-        self.sql_mode = self.catalog.sql_mode = SqlMode.parse(text)
+        self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
+
+    def _use_mode(self, mode: SqlMode) -> None:
+        self.sql_mode = self.catalog.sql_mode = mode
         for table in self.tables.values():
             table.set_mode(self.sql_mode)
 
@@ -429,22 +447,10 @@ class Engine:
                 self.execute(stmt.expression, stmt.text)
         except SQLError as e:
             return e.with_context(stmt.location, stmt.text)
-        except RecursionError:
-            return SQLError(
-                "the statement is nested too deeply",
-                location=stmt.location,
-                statement=stmt.text,
-                code=1105,
-            )
         except MemoryError:
             raise
-        except Exception as e:  # a bug of ours: still reported as this statement's error
-            return SQLError(
-                f"internal error ({type(e).__name__}: {e}); please report this statement",
-                location=stmt.location,
-                statement=stmt.text,
-                code=1105,
-            )
+        except Exception as e:  # reported as this statement's error
+            return _unexpected(e).with_context(stmt.location, stmt.text)
         return None
 
     def query(self, node: exp.Select, text: str = "") -> ResultSet:
@@ -452,9 +458,17 @@ class Engine:
         as TiDB labels them from the statement's `text`), rows as a client of TiDB reads
         them, and each column's type where it is a table's column or an aggregate. Nothing
         is written; what the engine cannot answer is an SQLError."""
+        try:
+            return self._query(node, text)
+        except (SQLError, MemoryError):
+            raise
+        except Exception as e:  # reported as this statement's error
+            raise _unexpected(e) from None
+
+    def _query(self, node: exp.Select, text: str) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
-        source = node.args.get("from_")
+        source = select_source(node)
         table = self.table_data(source.this) if source is not None else None
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
@@ -524,6 +538,8 @@ class Engine:
 
     def execute(self, node: exp.Expr, source: str = "") -> None:
         """Execute one parsed statement; what it commits goes to `outbox`."""
+        if not source.isascii() and _NOT_UTF8.search(source):
+            _check_text(node)
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
             handler(self, node, source)
@@ -580,6 +596,8 @@ class Engine:
 
     def write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""
+        if row is not None and table.large_rows:
+            _check_entry(table, handle, row)
         txn = self._begin()
         firsts = txn.first.get(table)
         if firsts is None:
@@ -593,6 +611,9 @@ class Engine:
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
         """Insert rows under distinct handles that hold no row (checked by the caller)."""
+        if table.large_rows:
+            for handle, row in zip(handles, rows, strict=True):
+                _check_entry(table, handle, row)
         txn = self._begin()
         firsts = txn.first.get(table)
         if firsts is None:
@@ -983,6 +1004,27 @@ class Engine:
         raise AssertionError("no conflict")
 
 
+def _check_entry(table: TableData, handle: Any, row: Row) -> None:
+    """TiDB's txn-entry-size-limit: no key and value over 6 MiB (error 8025)."""
+    size = entry_size(table, handle, row)
+    if size > ENTRY_SIZE_LIMIT:
+        raise entry_too_large(size)
+
+
+def _unexpected(error: Exception) -> SQLError:
+    """An exception that is not an SQLError, as the statement's error: a nesting deeper
+    than the interpreter's stack, or a bug of ours."""
+    if isinstance(error, RecursionError):
+        return SQLError(f"{_UNEXPECTED[0]} deeply", code=1105)
+    return SQLError(
+        f"{_UNEXPECTED[1]} ({type(error).__name__}: {error}); please report this statement",
+        code=1105,
+    )
+
+
+_UNEXPECTED = ("the statement is nested too", "internal error")
+
+
 def _incremental_bits(column: ColumnInfo) -> int:
     """AUTO_RANDOM(S, R): below the sign bit and S shard bits, the allocator's own bits."""
     return column.auto_random_range - 1 - column.auto_random_bits
@@ -1239,6 +1281,23 @@ def _has_side_effects(node: exp.Expr) -> bool:
     )
 
 
+def _check_text(node: exp.Expr) -> None:
+    """Names, and the strings of DDL (comments, defaults, members), go into the catalog and
+    the queries TiCDC sends: bytes of the script that are not UTF-8 are refused there with
+    MySQL's error 1300. (TiDB's lexer takes any byte from 0x80 up into a name, which no
+    consumer of a changefeed could then read.) Values are checked by their column."""
+    ddl = is_ddl(node)
+    for found in node.walk():
+        text = found.this if isinstance(found, exp.Identifier | exp.Literal) else None
+        if not isinstance(text, str) or (isinstance(found, exp.Literal) and not ddl):
+            continue
+        if not text.isascii() and _NOT_UTF8.search(text):
+            raise SQLError(f"Invalid utf8mb4 character string: '{text}'", code=1300)
+
+
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")  # script bytes that are not UTF-8, escaped
+
+
 def is_ddl(node: exp.Expr) -> bool:
     """Whether a statement is DDL (commits the open transaction, changes the catalog)."""
     return isinstance(
@@ -1343,8 +1402,20 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
 
+def _switch(name: str, value: Any) -> bool:
+    """A boolean system variable's value: 1/0, ON/OFF or TRUE/FALSE (MySQL 1231 else)."""
+    text = as_text(value).upper()
+    if text not in _SWITCHES:
+        message = f"Variable '{name}' can't be set to the value of '{as_text(value)}'"
+        raise SQLError(message, code=1231)
+    return _SWITCHES[text]
+
+
+_SWITCHES = {"1": True, "ON": True, "TRUE": True, "0": False, "OFF": False, "FALSE": False}
+
+
 def _set_autocommit(engine: Engine, value: Any) -> None:
-    on = as_text(value).upper() in ("1", "ON", "TRUE")
+    on = _switch("autocommit", value)
     if on and not engine.autocommit:
         engine._commit()  # turning autocommit on commits (MySQL)
     engine.autocommit = on
@@ -1366,7 +1437,14 @@ def _set_clustered_index(engine: Engine, value: Any) -> None:
     engine.catalog.clustered_index = mode
 
 
+def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
+    # TiDB's tidb_skip_utf8_check: strings reach character columns unchecked
+    skip = _switch("tidb_skip_utf8_check", value)
+    engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
+
+
 _SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
+    "tidb_skip_utf8_check": _set_skip_utf8_check,
     "tidb_enable_clustered_index": _set_clustered_index,
     "autocommit": _set_autocommit,
     "time_zone": _set_time_zone,
@@ -1384,8 +1462,15 @@ def _do(engine: Engine, node: d.Do, source: str) -> None:
 
 
 def _select(engine: Engine, node: exp.Select, source: str) -> None:
-    """A SELECT runs only for its effects: INTO @vars, sequence functions, `@x := ...`."""
+    """A SELECT changes data only by its effects: INTO @vars, sequence functions, `@x :=
+    ...`. Without any it is still evaluated, so that it fails where TiDB's would (a value
+    out of range, an unknown column); what the engine cannot answer is skipped."""
     if not _has_side_effects(node):
+        try:
+            engine.query(node)
+        except SQLError as e:
+            if e.code != 1105 or e.message.startswith(_UNEXPECTED):
+                raise
         engine.no_effect("SELECT")
         return
     into = node.args.get("into")

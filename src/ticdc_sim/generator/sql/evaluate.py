@@ -23,7 +23,16 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from decimal import (
+    ROUND_CEILING,
+    ROUND_DOWN,
+    ROUND_FLOOR,
+    ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    Decimal,
+    DecimalException,
+)
+from decimal import Context as DecimalContext
 from typing import Any, Protocol
 
 from sqlglot import exp
@@ -45,6 +54,9 @@ from ticdc_sim.generator.sql.values import (
     json_text,
     number_literal,
     parse_datetime,
+    parse_json,
+    raw_bytes,
+    round_half_away,
     utf8,
 )
 
@@ -79,6 +91,8 @@ class Context:
     params: list[Any] = field(default_factory=list)  # a shape template's literal values
     # strict sql_mode with ERROR_FOR_DIVISION_BY_ZERO, while computing values to store
     division_by_zero_is_error: bool = False
+    # constant lists (`IN (...)`, ORs of equalities) evaluated once for these `params`
+    memo: dict[int, tuple[list[Any], _Members]] | None = None
 
 
 @dataclass(slots=True)
@@ -126,9 +140,12 @@ def to_number(value: Any) -> int | float | Decimal:
         return 0
     number = match.group(0).strip()
     try:
-        return int(number) if re.fullmatch(r"[-+]?\d+", number) else float(number)
-    except ValueError:
-        return 0
+        if re.fullmatch(r"[-+]?\d+", number):
+            return int(number)
+    except ValueError:  # more digits than Python reads: a double, as in MySQL
+        pass
+    # past a double's range: the largest double (TiDB `StrToFloat`, with a warning)
+    return max(-DOUBLE_MAX, min(float(number), DOUBLE_MAX))
 
 
 def truth(value: Any) -> bool | None:
@@ -138,9 +155,62 @@ def truth(value: Any) -> bool | None:
     return number != 0
 
 
+# -- results past their type's range (MySQL error 1690) ----------------------------------------
+
+DOUBLE_MAX = 1.7976931348623157e308
+MAX_DECIMAL_DIGITS = 65  # integer digits of a DECIMAL (MySQL's DECIMAL(65, 0))
+
+
+class OutOfRange(Exception):
+    """A result past the range of its type; the operator or function it came from turns it
+    into MySQL's error 1690, naming itself (`_out_of_range`)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+# what Python raises where MySQL's result is out of range, and the type MySQL names
+_RANGE_ERRORS = (OutOfRange, OverflowError, ZeroDivisionError, DecimalException)
+
+
+def _out_of_range(error: Exception, node: exp.Expr, params: list[Any]) -> SQLError:
+    """Error 1690 naming the operator or function, with a statement shape's parameters
+    (`params`) back in their places."""
+    kind = error.kind if isinstance(error, OutOfRange) else "DOUBLE"
+    if isinstance(error, DecimalException):
+        kind = "DECIMAL"
+    text = sql_text(node, params)
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return SQLError(f"{kind} value is out of range in '{text}'", code=1690)
+
+
+def _as_literal(value: Any) -> exp.Expr:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bytes):
+        return exp.HexString(this=value.hex())
+    if isinstance(value, int | float | Decimal):
+        return exp.Literal.number(as_text(value))
+    return exp.Literal.string(as_text(value))
+
+
 def _int_result(value: int) -> int:
-    if not BIGINT_MIN <= value <= UBIGINT_MAX:
-        raise SQLError(f"BIGINT value is out of range in '{value}'", code=1690)
+    if not BIGINT_MIN <= value <= UBIGINT_MAX:  # past the top only an unsigned one could be
+        raise OutOfRange("BIGINT" if value < 0 else "BIGINT UNSIGNED")
+    return value
+
+
+def _double_result(value: float) -> float:
+    if math.isinf(value) or math.isnan(value):
+        raise OutOfRange("DOUBLE")
+    return value
+
+
+def _decimal_result(value: Decimal) -> Decimal:
+    if not value.is_finite() or (value and value.adjusted() >= MAX_DECIMAL_DIGITS):
+        raise OutOfRange("DECIMAL")
     return value
 
 
@@ -154,9 +224,9 @@ def _arith(
             return _int_result(op(a, b))
         x, y = to_number(a), to_number(b)
         if isinstance(x, float) or isinstance(y, float):
-            return float(op(float(x), float(y)))
+            return _double_result(float(op(float(x), float(y))))
         if isinstance(x, Decimal) or isinstance(y, Decimal):
-            return decimal_op(Decimal(x), Decimal(y))
+            return _decimal_result(decimal_op(Decimal(x), Decimal(y)))
         return _int_result(op(x, y))
 
     return apply
@@ -174,10 +244,10 @@ def divide(a: Any, b: Any) -> Any:
     if y == 0:
         return None
     if isinstance(x, float) or isinstance(y, float):
-        return float(x) / float(y)
+        return _double_result(float(x) / float(y))
     dx = Decimal(x)
-    quantum = Decimal(1).scaleb(-(_scale(dx) + 4))
-    return WIDE.quantize(WIDE.divide(dx, Decimal(y)), quantum)
+    quantum = Decimal(1).scaleb(-(min(_scale(dx), 30) + 4))  # div_precision_increment
+    return _decimal_result(WIDE.quantize(WIDE.divide(dx, Decimal(y)), quantum))
 
 
 def int_divide(a: Any, b: Any) -> Any:
@@ -201,6 +271,22 @@ def modulo(a: Any, b: Any) -> Any:
     result = WIDE.remainder(Decimal(x).copy_abs(), Decimal(y).copy_abs())
     result = result.copy_negate() if x < 0 else result
     return int(result) if isinstance(x, int) and isinstance(y, int) else result
+
+
+_UINT64_MASK = (1 << 64) - 1
+
+
+def _uint64(value: Any) -> int:
+    """A value as the BIGINT UNSIGNED bit operators work on: rounded, held within BIGINT's
+    range (TiDB converts with a warning), negatives as their two's complement."""
+    number = to_number(value)
+    if not isinstance(number, int):
+        number = round_half_away(Decimal(number))
+    return max(BIGINT_MIN, min(number, UBIGINT_MAX)) & _UINT64_MASK
+
+
+def _bits(op: Callable[[int, int], int]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: None if a is None or b is None else op(_uint64(a), _uint64(b))
 
 
 def _abs(value: int | float | Decimal) -> int | float | Decimal:
@@ -252,21 +338,40 @@ def like(value: Any, pattern: Any, escape: str, ci: bool) -> bool | None:
 
 
 def compile_expr(node: exp.Expr, scope: Scope) -> Compiled:
+    if type(node) in _STEPS:
+        points = _point_set(node) if isinstance(node, exp.Or) else None
+        if points is not None:
+            columns, rows = points
+            return _membership(scope, list(columns), rows)
+        return _chain(node, scope)
     builder = _BUILDERS.get(type(node))
     if builder is not None:
         return builder(node, scope)
     if isinstance(node, exp.Anonymous):
         return _anonymous(node, scope)
     if isinstance(node, exp.Func) and node.sql_name() in _NAMED:
-        return _named(node.sql_name(), list(node.iter_expressions()), scope)
-    raise SQLError(f"unsupported expression: {node.sql(dialect=d.TiDB)[:80]}", code=1105)
+        return _named(node.sql_name(), node, list(node.iter_expressions()), scope)
+    raise SQLError(f"unsupported expression: {sql_text(node)[:80]}", code=1105)
+
+
+def sql_text(node: exp.Expr, params: list[Any] | None = None) -> str:
+    """A node's SQL for a message: a statement shape's parameters as their values, or as
+    `?` where the values are not at hand."""
+    if node.find(Param) is not None:
+        node = node.transform(
+            lambda n: (
+                (exp.Placeholder() if params is None else _as_literal(params[n.this]))
+                if isinstance(n, Param)
+                else n
+            )
+        )
+    return node.sql(dialect=d.TiDB)
 
 
 def collation_of(node: exp.Expr, scope: Scope) -> str:
-    if isinstance(node, exp.Column):
-        return scope.resolve(node)[1]
-    for child in node.iter_expressions():
-        found = collation_of(child, scope)
+    """The collation of the first column (depth first) that has one, or ""."""
+    for column in node.find_all(exp.Column, bfs=False):
+        found = scope.resolve(column)[1]
         if found:
             return found
     return ""
@@ -294,26 +399,66 @@ def _column(node: exp.Column, scope: Scope) -> Compiled:
     return lambda ctx: ctx.row[index]
 
 
-def _binary(op: Callable[[Any, Any], Any]) -> Callable[[exp.Expr, Scope], Compiled]:
-    def build(node: exp.Expr, scope: Scope) -> Compiled:
-        left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
-        return lambda ctx: op(left(ctx), right(ctx))
+# -- left-deep chains ---------------------------------------------------------------------------
+#
+# `a + b - c ...` and `x OR y OR ...` reach us as left-deep trees, one level a term (an ORM's
+# 10,000-term OR is 10,000 levels). They are compiled along their left spine into one loop
+# of steps, so neither compiling nor running them recurses per term. A step is the value of
+# one operator given its left operand's value; it evaluates its right operand itself.
+
+Step = Callable[["Context", Any], Any]
+
+
+def _chain(node: exp.Expr, scope: Scope) -> Compiled:
+    steps: list[Step] = []
+    while type(node) in _STEPS:
+        node, step = _STEPS[type(node)](node, scope)
+        steps.append(step)
+    first = compile_expr(node, scope)
+    steps.reverse()
+    if len(steps) == 1:
+        (only,) = steps
+        return lambda ctx: only(ctx, first(ctx))
+
+    def run(ctx: Context) -> Any:
+        value = first(ctx)
+        for step in steps:
+            value = step(ctx, value)
+        return value
+
+    return run
+
+
+StepBuilder = Callable[[Any, Scope], tuple[exp.Expr, Step]]
+
+
+def _binary(
+    op: Callable[[Any, Any], Any], check: Callable[[Context, Any, Any], None] | None = None
+) -> StepBuilder:
+    """A binary operator's step; `check` sees both operands first."""
+
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        right = compile_expr(node.expression, scope)
+
+        def step(ctx: Context, a: Any) -> Any:
+            b = right(ctx)
+            if check is not None:
+                check(ctx, a, b)
+            try:
+                return op(a, b)
+            except _RANGE_ERRORS as e:
+                raise _out_of_range(e, node, ctx.params) from None
+
+        return node.this, step
 
     return build
 
 
-def _division(node: exp.Expr, scope: Scope, op: Callable[[Any, Any], Any]) -> Compiled:
-    """/, DIV and MOD: NULL for a zero divisor, or MySQL error 1365 when storing a value."""
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
-
-    def run(ctx: Context) -> Any:
-        a, b = left(ctx), right(ctx)
-        strict = ctx.division_by_zero_is_error and a is not None and b is not None
-        if strict and to_number(b) == 0:
-            raise SQLError("Division by 0", code=1365)
-        return op(a, b)
-
-    return run
+def _divisor(ctx: Context, a: Any, b: Any) -> None:
+    """/, DIV and MOD are NULL for a zero divisor, or MySQL error 1365 when storing a value."""
+    strict = ctx.division_by_zero_is_error and a is not None and b is not None
+    if strict and to_number(b) == 0:
+        raise SQLError("Division by 0", code=1365)
 
 
 def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
@@ -371,11 +516,11 @@ def _null_safe_eq(node: exp.Expr, scope: Scope) -> Compiled:
     return run
 
 
-def _and(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _and(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a = truth(left(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a = truth(left)
         if a is False:
             return 0
         b = truth(right(ctx))
@@ -383,14 +528,14 @@ def _and(node: exp.Expr, scope: Scope) -> Compiled:
             return 0
         return None if a is None or b is None else 1
 
-    return run
+    return node.this, step
 
 
-def _or(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _or(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a = truth(left(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a = truth(left)
         if a:
             return 1
         b = truth(right(ctx))
@@ -398,17 +543,17 @@ def _or(node: exp.Expr, scope: Scope) -> Compiled:
             return 1
         return None if a is None or b is None else 0
 
-    return run
+    return node.this, step
 
 
-def _xor(node: exp.Expr, scope: Scope) -> Compiled:
-    left, right = compile_expr(node.this, scope), compile_expr(node.expression, scope)
+def _xor(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    right = compile_expr(node.expression, scope)
 
-    def run(ctx: Context) -> int | None:
-        a, b = truth(left(ctx)), truth(right(ctx))
+    def step(ctx: Context, left: Any) -> int | None:
+        a, b = truth(left), truth(right(ctx))
         return None if a is None or b is None else int(a != b)
 
-    return run
+    return node.this, step
 
 
 def _not(node: exp.Expr, scope: Scope) -> Compiled:
@@ -434,7 +579,9 @@ def _neg(node: exp.Expr, scope: Scope) -> Compiled:
             return None
         number = to_number(value)
         if isinstance(number, int):
-            return _int_result(-number)
+            if not BIGINT_MIN <= -number <= UBIGINT_MAX:
+                raise _out_of_range(OutOfRange("BIGINT"), node, ctx.params)
+            return -number
         return number.copy_negate() if isinstance(number, Decimal) else -number
 
     return run
@@ -461,22 +608,134 @@ def _is(node: exp.Is, scope: Scope) -> Compiled:
 def _in(node: exp.In, scope: Scope) -> Compiled:
     if node.args.get("query") is not None:
         raise SQLError("IN (subquery) is not supported", code=1235)
-    ci = _is_ci(node.this, *node.expressions, scope=scope)
-    needle, *options = _compared(scope, node.this, *node.expressions)
+    return _membership(scope, [node.this], [[option] for option in node.expressions])
 
-    def run(ctx: Context) -> int | None:
-        value = needle(ctx)
-        if value is None:
+
+def _point_set(node: exp.Or) -> tuple[list[exp.Column], list[list[exp.Expr]]] | None:
+    """An OR of conjunctions that each pin the same columns to constants, as ORMs write
+    point lookups (`id = 1 OR id = 2 ...`, `(a = 1 AND b = 2) OR ...`): the columns and,
+    per disjunct, their constants in that order; None for any other OR."""
+    columns: list[exp.Column] = []
+    rows: list[list[exp.Expr]] = []
+    for disjunct in node.flatten():
+        inner = disjunct.unnest()
+        terms = inner.flatten() if isinstance(inner, exp.And) else [inner]
+        pinned: dict[str, exp.Expr] = {}
+        for term in terms:
+            pair = _column_equals_constant(term.unnest())
+            if pair is None or pair[0].name.lower() in pinned:
+                return None
+            column, value = pair
+            if not rows:
+                columns.append(column)
+            pinned[column.name.lower()] = value
+        if len(pinned) != len(columns) or any(c.name.lower() not in pinned for c in columns):
             return None
+        rows.append([pinned[c.name.lower()] for c in columns])
+    return (columns, rows) if len(rows) > 1 else None
+
+
+def _column_equals_constant(term: exp.Expr) -> tuple[exp.Column, exp.Expr] | None:
+    if not isinstance(term, exp.EQ):
+        return None
+    for column, value in ((term.this, term.expression), (term.expression, term.this)):
+        if isinstance(column, exp.Column) and is_constant(value):
+            return column, value
+    return None
+
+
+def is_constant(node: exp.Expr) -> bool:
+    """Whether a node has one value for a whole statement: literals, parameters of a
+    statement shape and operators over them (no column, function call or variable)."""
+    return node.find(exp.Column, exp.Func, exp.Parameter, exp.Select, exp.Placeholder) is None
+
+
+def _membership(scope: Scope, probes: list[exp.Expr], options: list[list[exp.Expr]]) -> Compiled:
+    """Whether the probes' values equal one of the option rows (IN, an OR of point
+    equalities), in MySQL's three-valued logic. Constant options are evaluated once per
+    statement and hashed (`_Members`), so a 10,000-item list costs a lookup a row."""
+    probe_fns: list[Compiled] = []
+    columns: list[list[Compiled]] = []
+    cis: list[bool] = []
+    for at, probe in enumerate(probes):
+        values = [row[at] for row in options]
+        needle, *compared = _compared(scope, probe, *values)
+        probe_fns.append(needle)
+        columns.append(compared)
+        cis.append(_is_ci(probe, *values, scope=scope))
+    option_fns = [list(row) for row in zip(*columns, strict=True)]
+    constant = all(is_constant(v) for row in options for v in row)
+    key = id(option_fns)
+
+    def members(ctx: Context) -> _Members:
+        if not constant:
+            return _Members([[fn(ctx) for fn in row] for row in option_fns], cis)
+        if ctx.memo is None:
+            ctx.memo = {}
+        found = ctx.memo.get(key)
+        if found is None or found[0] is not ctx.params:  # a statement shape's next row
+            found = ctx.memo[key] = (
+                ctx.params,
+                _Members([[fn(ctx) for fn in row] for row in option_fns], cis),
+            )
+        return found[1]
+
+    if len(probe_fns) == 1:
+        (single,) = probe_fns
+
+        def run_one(ctx: Context) -> int | None:
+            value = single(ctx)
+            return None if value is None else members(ctx).contains((value,))
+
+        return run_one
+
+    return lambda ctx: members(ctx).contains(tuple(fn(ctx) for fn in probe_fns))
+
+
+def _hash_kind(value: Any) -> str | None:
+    """How a value can be looked up by hash with `compare`'s equality: exact numbers by
+    value, strings by their PAD SPACE key; None for the rest (compared one by one)."""
+    kind = type(value)
+    return "number" if kind in _EXACT_NUMBERS else "text" if kind is str else None
+
+
+class _Members:
+    """Option rows of a membership test, hashed where every value at a position is of one
+    `_hash_kind` (and none NULL), else compared in turn."""
+
+    def __init__(self, options: list[list[Any]], cis: list[bool]) -> None:
+        self.options, self.cis = options, cis
+        kinds = [{_hash_kind(row[at]) for row in options} for at in range(len(cis))]
+        self.kinds = [next(iter(k)) if len(k) == 1 else None for k in kinds]
+        self.hashed: set[tuple[Any, ...]] | None = None
+        if options and None not in self.kinds:
+            self.hashed = {self._key(row) for row in options}
+
+    def _key(self, row: list[Any] | tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(
+            _string_key(v, ci) if kind == "text" else v
+            for v, kind, ci in zip(row, self.kinds, self.cis, strict=True)
+        )
+
+    def contains(self, probe: tuple[Any, ...]) -> int | None:
+        if self.hashed is not None and all(
+            _hash_kind(v) == kind for v, kind in zip(probe, self.kinds, strict=True)
+        ):
+            return int(self._key(probe) in self.hashed)
         saw_null = False
-        for option in options:
-            result = compare(value, option(ctx), ci)
-            if result == 0:
+        for row in self.options:
+            result: int | None = 1
+            for value, option, ci in zip(probe, row, self.cis, strict=True):
+                order = compare(value, option, ci)
+                if order is None:
+                    result = None
+                elif order:
+                    result = 0
+                    break
+            if result == 1:
                 return 1
             saw_null |= result is None
         return None if saw_null else 0
-
-    return run
 
 
 def _between(node: exp.Between, scope: Scope) -> Compiled:
@@ -558,23 +817,60 @@ def _nullif(node: exp.Expr, scope: Scope) -> Compiled:
     return run
 
 
+def _cast_decimal(to: exp.DataType) -> Callable[[Any], Decimal]:
+    """CAST(x AS DECIMAL(M, D)): rounded to D places, held within DECIMAL(M, D) (TiDB
+    clamps with a warning); M and D checked as a column's are."""
+    params = [int(p.this.this) for p in to.expressions] or [10]
+    precision, scale = params[0], params[1] if len(params) > 1 else 0
+    if precision > 65:
+        message = f"Too-big precision {precision} specified for 'CAST'. Maximum is 65."
+        raise SQLError(message, code=1426)
+    if scale > 30:
+        message = f"Too big scale {scale} specified for column 'CAST'. Maximum is 30."
+        raise SQLError(message, code=1425)
+    if scale > precision:
+        message = "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '')."
+        raise SQLError(message, code=1427)
+    quantum = Decimal(1).scaleb(-scale)
+    top = WIDE.subtract(Decimal(10).scaleb(precision - scale - 1), quantum)
+
+    def cast(value: Any) -> Decimal:
+        number = Decimal(to_number(value))
+        if number.copy_abs() > top:
+            return top if number > 0 else top.copy_negate()
+        return WIDE.quantize(number, quantum)
+
+    return cast
+
+
+def _cast_integer(value: Any, unsigned: bool) -> int:
+    """CAST(x AS SIGNED | UNSIGNED): an integer wraps around 64 bits; other numbers are
+    rounded and held within BIGINT's range first (TiDB, with a warning)."""
+    number = to_number(value)
+    if isinstance(number, int) and BIGINT_MIN <= number <= UBIGINT_MAX:
+        wrapped = number & _UINT64_MASK
+    else:
+        rounded = number if isinstance(number, int) else round_half_away(Decimal(number))
+        if unsigned:
+            return max(0, min(rounded, UBIGINT_MAX))
+        return max(BIGINT_MIN, min(rounded, 2**63 - 1))
+    return wrapped if unsigned or wrapped < 2**63 else wrapped - 2**64
+
+
 def _cast(node: exp.Cast, scope: Scope) -> Compiled:
     inner = compile_expr(node.this, scope)
     to = node.to
     kind = to.this
+    decimal = _cast_decimal(to) if kind == exp.DType.DECIMAL else None
 
     def run(ctx: Context) -> Any:
         value = inner(ctx)
         if value is None:
             return None
         if kind in (exp.DType.BIGINT, exp.DType.INT, exp.DType.UBIGINT, exp.DType.UINT):
-            number = to_number(value)
-            rounded = int(Decimal(number).to_integral_value(rounding=ROUND_HALF_UP))
-            return rounded % 2**64 if kind in (exp.DType.UBIGINT, exp.DType.UINT) else rounded
-        if kind == exp.DType.DECIMAL:
-            params = [int(p.this.this) for p in to.expressions] or [10, 0]
-            scale = params[1] if len(params) > 1 else 0
-            return WIDE.quantize(Decimal(to_number(value)), Decimal(1).scaleb(-scale))
+            return _cast_integer(value, kind in (exp.DType.UBIGINT, exp.DType.UINT))
+        if decimal is not None:
+            return decimal(value)
         if kind in (exp.DType.DOUBLE, exp.DType.FLOAT):
             return float(to_number(value))
         if kind in (exp.DType.DATE, exp.DType.DATETIME, exp.DType.TIMESTAMP):
@@ -585,12 +881,20 @@ def _cast(node: exp.Cast, scope: Scope) -> Compiled:
                 return moment.strftime("%Y-%m-%d")
             return format_datetime(moment, 6 if moment.microsecond else 0)
         if kind == exp.DType.JSON:
-            return JSONValue(as_text(value))
+            if isinstance(value, JSONValue):
+                return value
+            if isinstance(value, str | bytes):
+                text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                return JSONValue(json_text(parse_json(text, _CAST_JSON, 3141)))
+            return JSONValue(json_text(to_number(value)))
         if kind in (exp.DType.BINARY, exp.DType.VARBINARY):
             return value if isinstance(value, bytes) else utf8(as_text(value))
         return as_text(value)
 
     return run
+
+
+_CAST_JSON = "in argument 1 to function cast_as_json"
 
 
 def _interval_delta(unit: str, amount: Any) -> dt.timedelta | int:
@@ -614,8 +918,17 @@ def _interval_delta(unit: str, amount: Any) -> dt.timedelta | int:
 
 
 def add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
+    """A date or datetime moved by an interval; NULL past year 9999 or before year 1
+    (MySQL, with a warning)."""
     if value is None or amount is None:
         return None
+    try:
+        return _add_interval(value, unit, amount, sign)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
     moment = parse_datetime(value, 6)
     if moment is None:
         return None
@@ -635,22 +948,21 @@ def add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
     return format_datetime(moment, 6 if moment.microsecond else 0)
 
 
-def _interval_arith(sign: int) -> Callable[[exp.Expr, Scope], Compiled]:
+def _interval_arith(sign: int) -> StepBuilder:
+    """+ and -: of numbers, or of a date and an INTERVAL (`INTERVAL 1 DAY + d` too)."""
     numeric = _binary(
         _arith(operator.add, WIDE.add) if sign > 0 else _arith(operator.sub, WIDE.subtract)
     )
 
-    def build(node: exp.Expr, scope: Scope) -> Compiled:
-        interval = node.expression
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        base, interval = node.this, node.expression
         if not isinstance(interval, exp.Interval):
-            if sign > 0 and isinstance(node.this, exp.Interval):
-                node, interval = exp.Add(this=node.expression, expression=node.this), node.this
-            else:
+            if not (sign > 0 and isinstance(base, exp.Interval)):
                 return numeric(node, scope)
-        base = compile_expr(node.this, scope)
+            base, interval = interval, base
         amount = compile_expr(interval.this, scope)
         unit = interval.text("unit") or "DAY"
-        return lambda ctx: add_interval(base(ctx), unit, amount(ctx), sign)
+        return base, lambda ctx, value: add_interval(value, unit, amount(ctx), sign)
 
     return build
 
@@ -670,13 +982,19 @@ def _current_timestamp(node: exp.Expr, scope: Scope) -> Compiled:
     return lambda ctx: ctx.session.now(fsp)
 
 
-def _strict(fn: Callable[..., Any]) -> Callable[[list[Compiled]], Compiled]:
-    """A function of evaluated arguments that is NULL when any argument is NULL."""
+def _strict(fn: Callable[..., Any], node: exp.Expr) -> Callable[[list[Compiled]], Compiled]:
+    """A function of evaluated arguments that is NULL when any argument is NULL; a result
+    past its type's range is error 1690 naming `node`."""
 
     def build(args: list[Compiled]) -> Compiled:
         def run(ctx: Context) -> Any:
             values = [a(ctx) for a in args]
-            return None if any(v is None for v in values) else fn(*values)
+            if any(v is None for v in values):
+                return None
+            try:
+                return fn(*values)
+            except _RANGE_ERRORS as e:
+                raise _out_of_range(e, node, ctx.params) from None
 
         return run
 
@@ -689,7 +1007,7 @@ def _args_of(node: exp.Expr) -> list[exp.Expr]:
 
 def _function(fn: Callable[..., Any]) -> Callable[[exp.Expr, Scope], Compiled]:
     def build(node: exp.Expr, scope: Scope) -> Compiled:
-        return _strict(fn)([compile_expr(a, scope) for a in _args_of(node)])
+        return _strict(fn, node)([compile_expr(a, scope) for a in _args_of(node)])
 
     return build
 
@@ -742,25 +1060,60 @@ def _substring(text: Any, start: Any, length: Any = None) -> Any:
     return s[begin : begin + count] if count > 0 else ""
 
 
-def _round(value: Any, places: Any = 0) -> Any:
-    number, digits = to_number(value), int(to_number(places))
-    if isinstance(number, float):
-        return (
-            float(round(Decimal(repr(number)), digits))
-            if digits >= 0
-            else float(WIDE.quantize(Decimal(repr(number)), Decimal(1).scaleb(-digits)))
-        )
-    quantum = Decimal(1).scaleb(-digits)
-    result = WIDE.quantize(Decimal(number), quantum)
-    return int(result) if isinstance(number, int) and digits <= 0 else result
+# room for every digit of a double (309 before the point) at up to 400 places either side
+_PLACES = DecimalContext(prec=1000)
 
 
-def _truncate(value: Any, places: Any) -> Any:
-    number, digits = to_number(value), int(to_number(places))
-    result = Decimal(number).quantize(Decimal(1).scaleb(-digits), ROUND_DOWN, WIDE)
-    if isinstance(number, int):
-        return int(result)
-    return float(result) if isinstance(number, float) else result
+def _to_places(rounding: str, double_rounding: str) -> Callable[..., Any]:
+    """ROUND and TRUNCATE to `places` decimals, negative ones left of the point: exact
+    numbers keep at most 30 decimals (MySQL's DECIMAL scale) and round half away from zero,
+    doubles round half to even (TiDB types.RoundFloat, math.RoundToEven)."""
+
+    def run(value: Any, places: Any = 0) -> Any:
+        number = to_number(value)
+        digits = max(-400, min(int(to_number(places)), 400))
+        if not isinstance(number, float):
+            digits = min(digits, 30)
+        exact = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
+        mode = double_rounding if isinstance(number, float) else rounding
+        result = exact.quantize(Decimal(1).scaleb(-digits), mode, _PLACES)
+        if isinstance(number, float):
+            return float(result)
+        return int(result) if isinstance(number, int) and digits <= 0 else result
+
+    return run
+
+
+def _ceil_floor(rounding: str) -> Callable[[Any], Any]:
+    """CEIL and FLOOR keep their argument's kind: a double stays a double (MySQL)."""
+
+    def run(value: Any) -> Any:
+        number = to_number(value)
+        if isinstance(number, int):
+            return number
+        result = Decimal(repr(number) if isinstance(number, float) else number)
+        whole = result.to_integral_value(rounding, _PLACES)
+        return float(whole) if isinstance(number, float) else int(whole)
+
+    return run
+
+
+def _pow(base: Any, exponent: Any) -> float:
+    try:
+        return _double_result(math.pow(float(to_number(base)), float(to_number(exponent))))
+    except ValueError:  # 0 to a negative power, a negative base to a fraction (TiDB: 1690)
+        raise OutOfRange("DOUBLE") from None
+
+
+# TiDB's max_allowed_packet: REPEAT, LPAD and RPAD give NULL past it (with a warning)
+MAX_ALLOWED_PACKET = 67108864
+
+
+def _repeat(text: Any, count: Any) -> Any:
+    s, n = as_text(text), int(to_number(count))
+    if n > 0 and len(s) * n > MAX_ALLOWED_PACKET:
+        return None
+    return s * max(n, 0)
 
 
 def _pad(node: exp.Expr, scope: Scope) -> Compiled:
@@ -769,7 +1122,7 @@ def _pad(node: exp.Expr, scope: Scope) -> Compiled:
 
     def pad(text: Any, length: Any, fill: Any = " ") -> Any:
         s, n, f = as_text(text), int(to_number(length)), as_text(fill)
-        if n < 0:
+        if n < 0 or n > MAX_ALLOWED_PACKET:
             return None
         if len(s) >= n:
             return s[:n]
@@ -778,7 +1131,7 @@ def _pad(node: exp.Expr, scope: Scope) -> Compiled:
         filler = (f * (n // len(f) + 1))[: n - len(s)]
         return filler + s if left else s + filler
 
-    return _strict(pad)(args)
+    return _strict(pad, node)(args)
 
 
 def _extreme(pick: Callable[[list[Any]], Any]) -> Callable[[exp.Expr, Scope], Compiled]:
@@ -824,29 +1177,56 @@ def _json_doc(value: Any) -> Any:
         return json.loads(value.text, parse_float=Decimal)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, str) and not value.isascii():
+        return raw_bytes(value).decode("utf-8", "replace")  # bytes not UTF-8: U+FFFD
     return value
 
 
+_JSON_PATH_STEP = re.compile(r"\s*(?:\.\s*(\"[^\"]*\"|[A-Za-z_$][\w$]*)|\[\s*(\d+)\s*\])")
+
+
 def _json_path_steps(path: str) -> list[str | int]:
+    """The member names and array indexes of a JSON path (`$.a[0]."b c"`); anything else
+    is MySQL's error 3143 (wildcards are not modelled here)."""
+    text = path.strip()
+    at = 1 if text.startswith("$") else 0
     steps: list[str | int] = []
-    for match in re.finditer(r"\.(\"[^\"]*\"|[A-Za-z_$][\w$]*)|\[(\d+)\]", path.strip()[1:]):
-        key, index = match.groups()
+    while at and at < len(text):
+        found = _JSON_PATH_STEP.match(text, at)
+        if found is None:
+            break
+        key, index = found.groups()
         steps.append(int(index) if index is not None else key.strip('"'))
+        at = found.end()
+    if not at or at < len(text):
+        raise SQLError(
+            f"Invalid JSON path expression. The error is around character position {max(at, 1)}.",
+            code=3143,
+        )
     return steps
 
 
+def _json_path_of(path: exp.Expr, scope: Scope) -> Callable[[Context], list[str | int]]:
+    if isinstance(path, exp.Literal | exp.JSONPath):
+        fixed = _json_path_steps(path.sql(dialect="mysql").strip("'"))
+        return lambda ctx: fixed
+    text = compile_expr(path, scope)  # a statement shape's parameter, or an expression
+    return lambda ctx: _json_path_steps(as_text(text(ctx)))
+
+
 def _json_extract(unquote: bool) -> Callable[[exp.Expr, Scope], Compiled]:
+    name = "json_unquote(json_extract)" if unquote else "json_extract"
+
     def build(node: exp.Expr, scope: Scope) -> Compiled:
         doc = compile_expr(node.this, scope)
-        path = node.expression
-        steps = _json_path_steps(path.sql(dialect="mysql").strip("'"))
+        path_of = _json_path_of(node.expression, scope)
 
         def run(ctx: Context) -> Any:
             value = doc(ctx)
             if value is None:
                 return None
-            current = json.loads(as_text(value), parse_float=Decimal)
-            for step in steps:
+            current = parse_json(as_text(value), f"in argument 1 to function {name}", 3141)
+            for step in path_of(ctx):
                 if isinstance(step, int):
                     found = isinstance(current, list) and step < len(current)
                 else:
@@ -920,17 +1300,33 @@ _DATE_FORMATS = {
 
 
 def _date_format(value: Any, fmt: Any) -> Any:
+    """DATE_FORMAT: each `%x` of the format as MySQL reads it, the rest as it is (never
+    handed to strftime, which reads the user's text its own way)."""
     moment = parse_datetime(value, 6)
     if moment is None:
         return None
-    pattern = re.sub(r"%.", lambda m: _DATE_FORMATS.get(m.group(0), m.group(0)[1:]), fmt)
-    text = moment.strftime(pattern.replace("%f", "%f"))
-    return text.replace("%f", f"{moment.microsecond:06d}")
+
+    def one(found: re.Match[str]) -> str:
+        spec = found.group(0)
+        if spec == "%f":
+            return f"{moment.microsecond:06d}"
+        if spec == "%Y":  # strftime pads years below 1000 only on some platforms
+            return f"{moment.year:04d}"
+        directive = _DATE_FORMATS.get(spec)
+        return spec[1:] if directive is None else moment.strftime(directive)
+
+    return re.sub(r"%.?", one, as_text(fmt), flags=re.DOTALL)
 
 
 def _from_unixtime(ctx: Context, seconds: Any) -> Any:
-    moment = dt.datetime.fromtimestamp(float(to_number(seconds)), ctx.session.time_zone())
+    number = to_number(seconds)
+    if not 0 <= number <= _LAST_UNIX_SECOND:  # MySQL: NULL outside TIMESTAMP's range
+        return None
+    moment = dt.datetime.fromtimestamp(float(number), ctx.session.time_zone())
     return format_datetime(moment.replace(tzinfo=None), 6 if moment.microsecond else 0)
+
+
+_LAST_UNIX_SECOND = 32536771199.999999  # 3001-01-18 23:59:59.999999 UTC, MySQL 8.0's last
 
 
 def _unix_timestamp(ctx: Context, value: Any = ...) -> Any:
@@ -957,6 +1353,8 @@ _SESSION_FUNCS: dict[str, Callable[..., Any]] = {
     "RAND": lambda ctx, seed=None: ctx.session.rand(),
     "UUID": lambda ctx: ctx.session.uuid(),
     "LAST_INSERT_ID": lambda ctx: ctx.session.last_insert_id(),
+    # the simulated cluster does not wait: time moves between transactions (TSOClock)
+    "SLEEP": lambda ctx, seconds: 0,
     # what drivers ask on connect; the session answers by these pseudo-variable names
     "DATABASE": lambda ctx: ctx.session.variable("database()"),
     "SCHEMA": lambda ctx: ctx.session.variable("database()"),
@@ -981,21 +1379,21 @@ _NAMED: dict[str, Callable[..., Any]] = {
     "LEFT": lambda s, n: as_text(s)[: max(int(to_number(n)), 0)],
     "RIGHT": lambda s, n: as_text(s)[-int(to_number(n)) :] if int(to_number(n)) > 0 else "",
     "REPLACE": lambda s, a, b: as_text(s).replace(as_text(a), as_text(b)) if a != "" else s,
-    "REPEAT": lambda s, n: as_text(s) * max(int(to_number(n)), 0),
+    "REPEAT": _repeat,
     "REVERSE": lambda s: as_text(s)[::-1],
     "TRIM": lambda s: as_text(s).strip(" "),
     "LTRIM": lambda s: as_text(s).lstrip(" "),
     "RTRIM": lambda s: as_text(s).rstrip(" "),
     "ABS": lambda n: _abs(to_number(n)),
-    "CEIL": lambda n: math.ceil(to_number(n)),
-    "CEILING": lambda n: math.ceil(to_number(n)),
-    "FLOOR": lambda n: math.floor(to_number(n)),
-    "ROUND": _round,
-    "TRUNCATE": _truncate,
-    "TRUNC": _truncate,
+    "CEIL": _ceil_floor(ROUND_CEILING),
+    "CEILING": _ceil_floor(ROUND_CEILING),
+    "FLOOR": _ceil_floor(ROUND_FLOOR),
+    "ROUND": _to_places(ROUND_HALF_UP, ROUND_HALF_EVEN),
+    "TRUNCATE": _to_places(ROUND_DOWN, ROUND_DOWN),
+    "TRUNC": _to_places(ROUND_DOWN, ROUND_DOWN),
     "MOD": modulo,
-    "POW": lambda a, b: float(to_number(a)) ** float(to_number(b)),
-    "POWER": lambda a, b: float(to_number(a)) ** float(to_number(b)),
+    "POW": _pow,
+    "POWER": _pow,
     "SQRT": lambda a: math.sqrt(float(to_number(a))) if to_number(a) >= 0 else None,
     "SIGN": lambda a: (to_number(a) > 0) - (to_number(a) < 0),
     "HEX": _hex,
@@ -1022,8 +1420,8 @@ _NAMED: dict[str, Callable[..., Any]] = {
 }
 
 
-def _named(name: str, arg_nodes: list[exp.Expr], scope: Scope) -> Compiled:
-    return _strict(_NAMED[name])([compile_expr(a, scope) for a in arg_nodes])
+def _named(name: str, node: exp.Expr, arg_nodes: list[exp.Expr], scope: Scope) -> Compiled:
+    return _strict(_NAMED[name], node)([compile_expr(a, scope) for a in arg_nodes])
 
 
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
@@ -1040,7 +1438,7 @@ def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
     if session_fn is not None:
         return lambda ctx: session_fn(ctx, *[a(ctx) for a in args])
     if name in _NAMED:
-        return _strict(_NAMED[name])(args)
+        return _strict(_NAMED[name], node)(args)
     raise SQLError(f"FUNCTION {name} does not exist", code=1305)
 
 
@@ -1053,7 +1451,7 @@ def _no_arg_session(name: str) -> Callable[[exp.Expr, Scope], Compiled]:
 
 
 def _date_trunc_to_date(node: exp.Expr, scope: Scope) -> Compiled:
-    return _named("DATE", [node.this], scope)
+    return _named("DATE", node, [node.this], scope)
 
 
 def _boolean(node: exp.Boolean, scope: Scope) -> Compiled:
@@ -1065,7 +1463,7 @@ def _time_to_str(node: exp.Expr, scope: Scope) -> Compiled:
     target = node.this
     if isinstance(target, exp.TsOrDsToTimestamp | exp.TsOrDsToDate):
         target = target.this
-    return _strict(_date_format)(
+    return _strict(_date_format, node)(
         [compile_expr(target, scope), compile_expr(node.args["format"], scope)]
     )
 
@@ -1081,7 +1479,7 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
 
 def _tuple(node: exp.Expr, scope: Scope) -> Compiled:
     if len(node.expressions) != 1:
-        raise SQLError(f"row values are not supported: {node.sql(dialect=d.TiDB)}", code=1105)
+        raise SQLError(f"row values are not supported: {sql_text(node)}", code=1105)
     return compile_expr(node.expressions[0], scope)
 
 
@@ -1124,7 +1522,7 @@ def _assign(node: exp.PropertyEQ, scope: Scope) -> Compiled:
     """`@x := expr` inside an expression: assigns, and is the value assigned."""
     target = node.this
     if not isinstance(target, exp.Parameter):
-        raise SQLError(f"unsupported assignment: {node.sql(dialect=d.TiDB)[:80]}", code=1105)
+        raise SQLError(f"unsupported assignment: {sql_text(node)[:80]}", code=1105)
     name, value = target.name.lower(), compile_expr(node.expression, scope)
     return lambda ctx: ctx.session.set_user_variable(name, value(ctx))
 
@@ -1143,29 +1541,8 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Column: _column,
     exp.Paren: _paren,
     exp.Tuple: _tuple,
-    exp.Add: _interval_arith(1),
-    exp.Sub: _interval_arith(-1),
-    exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
-    exp.Div: lambda node, scope: _division(node, scope, divide),
-    exp.IntDiv: lambda node, scope: _division(node, scope, int_divide),
-    exp.Mod: lambda node, scope: _division(node, scope, modulo),
     exp.Neg: _neg,
-    exp.BitwiseAnd: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) & int(to_number(b))
-    ),
-    exp.BitwiseOr: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) | int(to_number(b))
-    ),
-    exp.BitwiseXor: _binary(
-        lambda a, b: None if None in (a, b) else int(to_number(a)) ^ int(to_number(b))
-    ),
-    exp.BitwiseLeftShift: _binary(
-        lambda a, b: None if None in (a, b) else (int(to_number(a)) << int(to_number(b))) % 2**64
-    ),
-    exp.BitwiseRightShift: _binary(
-        lambda a, b: None if None in (a, b) else (int(to_number(a)) % 2**64) >> int(to_number(b))
-    ),
-    exp.BitwiseNot: lambda node, scope: _strict(lambda a: ~int(to_number(a)) % 2**64)(
+    exp.BitwiseNot: lambda node, scope: _strict(lambda a: ~_uint64(a) & _UINT64_MASK, node)(
         [compile_expr(node.this, scope)]
     ),
     exp.EQ: _comparison(lambda r: r == 0),
@@ -1175,9 +1552,6 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.LT: _comparison(lambda r: r < 0),
     exp.LTE: _comparison(lambda r: r <= 0),
     exp.NullSafeEQ: _null_safe_eq,
-    exp.And: _and,
-    exp.Or: _or,
-    exp.Xor: _xor,
     exp.Not: _not,
     exp.Is: _is,
     exp.In: _in,
@@ -1217,6 +1591,25 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.Placeholder: _placeholder,
     d.DefaultOf: _default_of,
     Param: _param,
+}
+
+
+# Binary operators compiled as steps of a left-deep chain (`_chain`).
+_STEPS: dict[type, StepBuilder] = {
+    exp.Add: _interval_arith(1),
+    exp.Sub: _interval_arith(-1),
+    exp.Mul: _binary(_arith(operator.mul, WIDE.multiply)),
+    exp.Div: _binary(divide, _divisor),
+    exp.IntDiv: _binary(int_divide, _divisor),
+    exp.Mod: _binary(modulo, _divisor),
+    exp.BitwiseAnd: _binary(_bits(operator.and_)),
+    exp.BitwiseOr: _binary(_bits(operator.or_)),
+    exp.BitwiseXor: _binary(_bits(operator.xor)),
+    exp.BitwiseLeftShift: _binary(_bits(lambda x, n: x << n & _UINT64_MASK if n < 64 else 0)),
+    exp.BitwiseRightShift: _binary(_bits(lambda x, n: x >> n if n < 64 else 0)),
+    exp.And: _and,
+    exp.Or: _or,
+    exp.Xor: _xor,
 }
 
 

@@ -8,10 +8,14 @@ is known, as a server would.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import ParseError, TokenError
@@ -21,6 +25,19 @@ from ticdc_sim.errors import Location, SQLError
 from ticdc_sim.generator.sql.dialect import TiDB
 
 _DIALECT = TiDB()
+
+# How deep expressions may nest: parentheses, function calls and CASE, with runs of unary
+# operators counted as levels. TiDB's parser bounds nesting too (pingcap/tidb#70192); ORMs
+# stay far below this. sqlglot's recursive-descent parser takes up to about 40 Python frames
+# a level, so a statement that nests deeply is parsed with the interpreter's recursion
+# limit raised for it (`_frames_for`); every later pass over the tree takes a few a level.
+MAX_NESTING = 100
+_FRAMES_PER_LEVEL = 48
+_OPENERS = frozenset({TokenType.L_PAREN, TokenType.CASE})
+_CLOSERS = frozenset({TokenType.R_PAREN, TokenType.END})
+_UNARY = frozenset(
+    {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE, TokenType.EXCLAMATION}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,21 +90,101 @@ def split_tokens(text: str, file: str = "<sql>") -> Iterator[tuple[list[Token], 
         yield current, text[current[0].start :].rstrip()
 
 
+def syntax_error(line: int, col: int, near: str, reason: str) -> str:
+    """TiDB's wording of a syntax error (ERROR 1064), with the reason after it."""
+    return (
+        "You have an error in your SQL syntax; check the manual that corresponds to your"
+        f' TiDB version for the right syntax to use line {line} column {col} near "{near}"'
+        f" ({reason})"
+    )
+
+
+def nesting(tokens: list[Token]) -> tuple[int, Token | None]:
+    """How deep a statement's expressions nest (`MAX_NESTING`), and the first token past
+    the limit (None when within it)."""
+    depth = run = deepest = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind in _OPENERS:
+            depth += 1
+        elif kind in _CLOSERS:
+            depth = max(depth - 1, 0)
+        run = run + 1 if kind in _UNARY else 0
+        deepest = max(deepest, depth + run)
+        if deepest > MAX_NESTING:
+            return deepest, token
+    return deepest, None
+
+
+class _Headroom:
+    """The interpreter's recursion limit, raised while deeply nested statements are parsed
+    (by any thread) and put back when the last of them is done."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.saved = 0
+
+    @contextlib.contextmanager
+    def frames(self, needed: int) -> Iterator[None]:
+        frame: FrameType | None = sys._getframe()
+        depth = 0
+        while frame is not None:
+            frame, depth = frame.f_back, depth + 1
+        with self.lock:
+            if self.users == 0:
+                self.saved = sys.getrecursionlimit()
+            self.users += 1
+            if depth + needed > sys.getrecursionlimit():
+                sys.setrecursionlimit(depth + needed)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0:
+                    sys.setrecursionlimit(self.saved)
+
+
+_HEADROOM = _Headroom()
+
+
+def _too_deep(text: str, file: str, token: Token, stmt_text: str) -> SQLError:
+    line, col = _line_col(text, token.start)
+    return SQLError(
+        syntax_error(
+            line,
+            col,
+            text[token.start : token.start + 20],
+            f"expressions nest more than {MAX_NESTING} levels deep",
+        ),
+        location=Location(file, line, col),
+        statement=stmt_text,
+        code=1064,
+    )
+
+
 def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
     """Parse every statement of a script; the first bad one raises a located SQLError."""
     for tokens, stmt_text in split_tokens(text, file):
         location = Location(file, *_line_col(text, tokens[0].start))
+        depth, past = nesting(tokens)
+        if past is not None:
+            raise _too_deep(text, file, past, stmt_text)
         try:
-            parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
+            if depth > 12:
+                with _HEADROOM.frames(200 + depth * _FRAMES_PER_LEVEL):
+                    parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
+            else:
+                parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
+        except RecursionError:  # a nesting `nesting` does not count
+            raise _too_deep(text, file, tokens[0], stmt_text) from None
         except ParseError as e:
             err = e.errors[0] if e.errors else {}
             line, col = err.get("line") or location.line, err.get("col") or location.col
             near = (err.get("highlight") or "") + (err.get("end_context") or "")
             raise SQLError(
-                # TiDB's wording, with sqlglot's reason after it
-                "You have an error in your SQL syntax; check the manual that corresponds to"
-                f" your TiDB version for the right syntax to use line {line} column {col}"
-                f' near "{near.strip()}" ({err.get("description") or e})',
+                syntax_error(line, col, near.strip(), err.get("description") or str(e)),
                 location=Location(file, line, col),
                 statement=stmt_text,
                 code=1064,
@@ -100,6 +197,7 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
                 "statement not supported by the TiDB dialect",
                 location=location,
                 statement=stmt_text,
+                code=1105,
             )
         yield Statement(expression, stmt_text, location)
 
@@ -229,7 +327,9 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
         yield RawStatement(text, start)
     elif quote:
         raise SQLError(
-            f"unterminated {quote} quote at end of script", location=start or Location(file, 1, 1)
+            f"unterminated {quote} quote at end of script",
+            location=start or Location(file, 1, 1),
+            code=1064,
         )
 
 

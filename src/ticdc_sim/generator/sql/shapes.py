@@ -28,7 +28,8 @@ from ticdc_sim.generator.sql.values import BinaryLiteral, binary_literal, number
 # Charset introducers a script may put before a string (`_utf8mb4 'x'`); any other `_name`
 # before a string is an identifier and its alias.
 _INTRODUCERS = r"_(?:binary|utf8mb4|utf8mb3|utf8|latin1|ascii)"
-_QUOTED = r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*\""""
+# possessive: a 20 MB string is one run, not 20 million tries of the alternation
+_QUOTED = r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+\""""
 _COMMENT = r"--[^\n]*|\#[^\n]*|/\*(?!!|T!).*?\*/"
 # Literal tokens by kind, in the order they are tried
 _LITERAL_TOKENS = {
@@ -398,7 +399,8 @@ def row_params(lexed: Lexed) -> list[list[Any]]:
 
 
 def parameterize(marked: exp.Expr, plain: exp.Expr, kinds: list[str]) -> exp.Expr | None:
-    """`marked` with its marker literals turned into Params, checked against `plain`.
+    """`marked` with its marker literals turned into Params (in place), checked against
+    `plain`.
 
     `plain` is the same template parsed with its real literals: the two trees must have
     the same shape, and each marker must stand where the real parse has a literal node of
@@ -407,39 +409,61 @@ def parameterize(marked: exp.Expr, plain: exp.Expr, kinds: list[str]) -> exp.Exp
     seen: set[int] = set()
     if not _lines_up(marked, plain, kinds, seen) or seen != set(range(len(kinds))):
         return None
-
-    def swap(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Literal):
-            index = _marker_index(node)
-            if index is not None:
-                return Param(this=index)
-        return node
-
-    return marked.transform(swap)
+    # Swapped in place, each list argument set once: sqlglot's `transform` re-parents a
+    # whole list per item it replaces, which is quadratic in a 10,000-item IN list.
+    lists: dict[tuple[int, str], tuple[exp.Expr, str, list[Any]]] = {}
+    for node in list(marked.find_all(exp.Literal)):
+        index = _marker_index(node)
+        parent, key = node.parent, node.arg_key
+        if index is None or parent is None or key is None:
+            continue
+        if node.index is None:
+            parent.set(key, Param(this=index))
+            continue
+        found = lists.get((id(parent), key))
+        if found is None:
+            found = lists[(id(parent), key)] = (parent, key, list(parent.args[key]))
+        found[2][node.index] = Param(this=index)
+    for parent, key, items in lists.values():
+        parent.set(key, items)
+    return marked
 
 
 def _lines_up(marked: exp.Expr, plain: exp.Expr, kinds: list[str], seen: set[int]) -> bool:
-    if isinstance(marked, exp.Literal):
-        index = _marker_index(marked)
-        if index is None or index in seen or index >= len(kinds):
-            return False
-        kind = kinds[index]
-        if not isinstance(plain, _NODES[kind]):
-            return False
-        if isinstance(plain, exp.Neg):  # a negative number: its sign is in the lexeme
-            plain = plain.this
-            if not isinstance(plain, exp.Literal):
+    # a walk with a stack of its own: a long OR or `+` chain is a tree as deep as it is long
+    pairs = [(marked, plain)]
+    while pairs:
+        ours, theirs = pairs.pop()
+        if isinstance(ours, exp.Literal):
+            if not _marker_lines_up(ours, theirs, kinds, seen):
                 return False
-        if isinstance(plain, exp.Literal) and plain.is_string != (kind == "str"):
+            continue
+        if type(ours) is not type(theirs):
             return False
-        seen.add(index)
-        return True
-    if type(marked) is not type(plain):
+        children, others = list(ours.iter_expressions()), list(theirs.iter_expressions())
+        if len(children) != len(others):
+            return False
+        pairs.extend(zip(children, others, strict=True))
+    return True
+
+
+def _marker_lines_up(
+    marked: exp.Literal, plain: exp.Expr, kinds: list[str], seen: set[int]
+) -> bool:
+    index = _marker_index(marked)
+    if index is None or index in seen or index >= len(kinds):
         return False
-    ours, theirs = list(marked.iter_expressions()), list(plain.iter_expressions())
-    return len(ours) == len(theirs) and all(
-        _lines_up(a, b, kinds, seen) for a, b in zip(ours, theirs, strict=True)
-    )
+    kind = kinds[index]
+    if not isinstance(plain, _NODES[kind]):
+        return False
+    if isinstance(plain, exp.Neg):  # a negative number: its sign is in the lexeme
+        plain = plain.this
+        if not isinstance(plain, exp.Literal):
+            return False
+    if isinstance(plain, exp.Literal) and plain.is_string != (kind == "str"):
+        return False
+    seen.add(index)
+    return True
 
 
 def _marker_index(node: exp.Literal) -> int | None:

@@ -11,9 +11,10 @@ is built the first time a statement needs it and kept up to date from then on.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from sortedcontainers import SortedList
 
@@ -59,12 +60,41 @@ class Index:
         self.collations = tuple(table.columns[ic.offset].collation for ic in info.columns)
         self.lengths = tuple(ic.length for ic in info.columns)
         self.entries: dict[tuple[Any, ...], Any] = {}  # unique indexes: key -> handle
-        # (*key, handle) tuples in order, once built: flat, so entries compare cheaply and
+        # (*entry, handle) tuples in order, once built: flat, so entries compare cheaply and
         # a key prefix is a lower bound of every entry that starts with it
         self.ordered: SortedList | None = None
-        # non-unique indexes: key -> handles, once built (equality on the whole key)
+        # non-unique indexes: entry -> handles, once built (equality on the whole key)
         self.members: dict[tuple[Any, ...], set[Any]] | None = None
-        self.key = _key_function(self.offsets, self.collations, self.lengths, table)
+        # the key uniqueness sees (None when a column is NULL: never collides), and the
+        # entry every row has in the index's scans (NULL as NULL_KEY, first, as in MySQL)
+        self.key = _key_function(self.offsets, self.collations, self.lengths, table, None)
+        self.entry = cast(  # never None: a NULL column stands as NULL_KEY
+            Callable[[Row], tuple[Any, ...]],
+            _key_function(self.offsets, self.collations, self.lengths, table, NULL_KEY),
+        )
+
+
+@functools.total_ordering
+class _NullKey:
+    """NULL in an index entry: equal to itself, below every value (MySQL and TiDB sort NULL
+    first in an index, so a range on the columns before it still finds the row)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __lt__(self, other: object) -> bool:
+        return other is not self
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL_KEY: Any = _NullKey()
 
 
 def _key_function(
@@ -72,22 +102,29 @@ def _key_function(
     collations: tuple[str, ...],
     lengths: tuple[int, ...],
     table: TableInfo,
+    null: Any,
 ) -> Callable[[Row], tuple[Any, ...] | None]:
-    """A row's key in an index; None when a column is NULL (never collides, never matches an
-    equality or range)."""
+    """A row's key in an index. A NULL column makes the whole key None when `null` is None,
+    else stands as `null`."""
     if len(offsets) == 1 and table.columns[offsets[0]].tp in INTEGER_RANGES:
         (offset,) = offsets
+        none = None if null is None else (null,)
 
         def integer_key(row: Row) -> tuple[Any, ...] | None:
             value = row[offset]
-            return None if value is None else (value,)
+            return none if value is None else (value,)
 
         return integer_key
 
     def key(row: Row) -> tuple[Any, ...] | None:
         values = [row[o] for o in offsets]
         if None in values:
-            return None
+            if null is None:
+                return None
+            return tuple(
+                null if v is None else collation_key(v, c, n)
+                for v, c, n in zip(values, collations, lengths, strict=True)
+            )
         return tuple(map(collation_key, values, collations, lengths))
 
     return key
@@ -196,6 +233,8 @@ class TableData:
         self.split_offsets = tuple(
             i for i, f in enumerate(flags) if f & (ColumnFlag.HANDLE_KEY | ColumnFlag.UNIQUE_KEY)
         )
+        # only a table whose rows can reach TiDB's entry size limit has them measured
+        self.large_rows = sum(map(_max_bytes, info.columns)) > ENTRY_SIZE_LIMIT // 2
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -240,15 +279,14 @@ class TableData:
             if index.members is None:
                 index.members = {}
                 for handle, row in self.rows.items():
-                    self._add_member(index, index.key(row), handle)
+                    self._add_member(index, index.entry(row), handle)
                 self._built.append(index)
             yield from sorted(index.members.get(low[0], ()))
             return
         if index.ordered is None:
+            entry_of = index.entry
             index.ordered = SortedList(
-                (*key, handle)
-                for handle, row in self.rows.items()
-                if (key := index.key(row)) is not None
+                (*entry_of(row), handle) for handle, row in self.rows.items()
             )
             if index.members is None:
                 self._built.append(index)
@@ -276,8 +314,8 @@ class TableData:
                 if key is not None and unique.entries.get(key) == handle:
                     del unique.entries[key]
         for index in self._built:
-            old_key = index.key(old) if old is not None else None
-            new_key = index.key(row) if row is not None else None
+            old_key = index.entry(old) if old is not None else None
+            new_key = index.entry(row) if row is not None else None
             if old_key == new_key:
                 continue
             if index.ordered is not None:
@@ -317,10 +355,10 @@ class TableData:
         if self.ordered_handles is not None:
             self.ordered_handles.update(handles)
         for index in self._built:
-            keys = [index.key(row) for row in rows]
+            keys = [index.entry(row) for row in rows]
             if index.ordered is not None:
                 index.ordered.update(
-                    (*key, handle) for key, handle in zip(keys, handles, strict=True) if key
+                    (*key, handle) for key, handle in zip(keys, handles, strict=True)
                 )
             if index.members is not None:
                 for key, handle in zip(keys, handles, strict=True):
@@ -339,6 +377,70 @@ class TableData:
     def observe_id(self, value: int) -> None:
         """An explicit id: later ids come after it."""
         self.next_id = max(self.next_id, value + 1)
+
+
+# -- TiDB's txn-entry-size-limit ---------------------------------------------------------------
+
+ENTRY_SIZE_LIMIT = 6 * 1024 * 1024  # TiDB config.DefTxnEntrySizeLimit: a key and its value
+_MAX_STRING_BYTES = {"utf8mb4": 4, "utf8": 3, "utf8mb3": 3}
+_FIXED_WIDTH = 8  # a number, date or time in TiDB's row format (rowcodec), at most
+
+
+def _max_bytes(column: ColumnInfo) -> int:
+    if column.tp == MySQLType.JSON:
+        return 1 << 32
+    if column.tp in _LOB_LIMITS:
+        return _LOB_LIMITS[column.tp]
+    if column.tp in (MySQLType.VARCHAR, MySQLType.STRING, MySQLType.VAR_STRING):
+        return max(column.flen, 0) * _MAX_STRING_BYTES.get(column.charset, 1)
+    return _FIXED_WIDTH + max(column.flen, 0)  # DECIMAL and BIT count by their length too
+
+
+_LOB_LIMITS = {
+    MySQLType.TINY_BLOB: 255,
+    MySQLType.BLOB: 65535,
+    MySQLType.MEDIUM_BLOB: 16777215,
+    MySQLType.LONG_BLOB: 4294967295,
+}
+
+
+def _data_bytes(value: Any) -> int:
+    """A value's bytes in TiDB's row format (rowcodec v2), closely enough: integers compact,
+    strings and bytes as long as they are."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogateescape"))
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, int):
+        return (
+            1
+            if -128 <= value < 128
+            else 2
+            if -32768 <= value < 32768
+            else 4
+            if -(2**31) <= value < 2**31
+            else 8
+        )
+    if isinstance(value, Decimal):
+        return 2 + (len(value.as_tuple().digits) + 1) // 2
+    return _FIXED_WIDTH
+
+
+def entry_size(table: TableData, handle: Any, row: Row) -> int:
+    """The bytes of a row's key and value as TiKV stores them: the key `t{id}_r{handle}`, the
+    value rowcodec's header, column ids, offsets and data (TiDB util/rowcodec)."""
+    key = 19 if table.int_handle else 11 + sum(map(_data_bytes, handle)) + len(handle)
+    data = sum(_data_bytes(v) for v in row if v is not None)
+    present = sum(v is not None for v in row)
+    large = data > 65535 or len(row) > 255  # 4-byte ids and offsets
+    return key + 6 + (4 if large else 1) * len(row) + (4 if large else 2) * present + data
+
+
+def entry_too_large(size: int) -> SQLError:
+    return SQLError(
+        f"entry too large, the max entry size is {ENTRY_SIZE_LIMIT}, the size of data is {size}",
+        code=8025,
+    )
 
 
 # widest bounded range of integer handles looked up one by one instead of in an ordered list

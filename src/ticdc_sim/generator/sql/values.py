@@ -45,15 +45,37 @@ TIDB_DEFAULT_SQL_MODE = (
 )
 
 
+# the sql_mode names TiDB reads (pkg/parser/mysql/const.go Str2SQLMode)
+SQL_MODES = frozenset(
+    {
+        "REAL_AS_FLOAT", "PIPES_AS_CONCAT", "ANSI_QUOTES", "IGNORE_SPACE", "NOT_USED",
+        "ONLY_FULL_GROUP_BY", "NO_UNSIGNED_SUBTRACTION", "NO_DIR_IN_CREATE", "POSTGRESQL",
+        "ORACLE", "MSSQL", "DB2", "MAXDB", "NO_KEY_OPTIONS", "NO_TABLE_OPTIONS",
+        "NO_FIELD_OPTIONS", "MYSQL323", "MYSQL40", "ANSI", "NO_AUTO_VALUE_ON_ZERO",
+        "NO_BACKSLASH_ESCAPES", "STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "NO_ZERO_IN_DATE",
+        "NO_ZERO_DATE", "ALLOW_INVALID_DATES", "ERROR_FOR_DIVISION_BY_ZERO", "TRADITIONAL",
+        "NO_AUTO_CREATE_USER", "HIGH_NOT_PRECEDENCE", "NO_ENGINE_SUBSTITUTION",
+        "PAD_CHAR_TO_FULL_LENGTH", "TIME_TRUNCATE_FRACTIONAL",
+    }
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class SqlMode:
-    """The sql_mode flags that change how values are stored."""
+    """The sql_mode flags that change how values are stored, and the session's
+    tidb_skip_utf8_check (which lets strings that are not UTF-8 into character columns)."""
 
     names: frozenset[str]
+    check_utf8: bool = True
 
     @classmethod
     def parse(cls, text: str) -> SqlMode:
-        return cls(frozenset(n.strip().upper() for n in text.split(",") if n.strip()))
+        """A sql_mode value; a name MySQL does not know is error 1231."""
+        names = frozenset(n.strip().upper() for n in text.split(",") if n.strip())
+        unknown = names - SQL_MODES
+        if unknown:
+            raise SQLError(f"Variable 'sql_mode' can't be set to the value of '{text}'", code=1231)
+        return cls(names)
 
     @property
     def strict(self) -> bool:
@@ -74,7 +96,9 @@ class SqlMode:
         return not (self.strict and "NO_ZERO_IN_DATE" in self.names)
 
     def without_strict(self) -> SqlMode:
-        return SqlMode(self.names - {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"})
+        return replace(
+            self, names=self.names - {"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"}
+        )
 
     def __str__(self) -> str:
         return ",".join(sorted(self.names))
@@ -127,7 +151,10 @@ def number_literal(raw: str, negative: bool = False) -> int | float | Decimal:
         number = -int(raw) if negative else int(raw)
         return number if BIGINT_MIN <= number <= UBIGINT_MAX else Decimal(number)
     if "e" in raw or "E" in raw:
-        return -float(raw) if negative else float(raw)
+        double = float(raw)
+        if math.isinf(double):  # TiDB's parser (yy_parser.go toFloat)
+            raise SQLError(f"Illegal double '{raw}' value found during parsing", code=1367)
+        return -double if negative else double
     value = Decimal(raw)
     return value.copy_negate() if negative else value
 
@@ -162,7 +189,14 @@ def to_decimal(value: Any) -> Decimal | None:
     return None
 
 
+# integers beyond this stand for themselves as ±_HUGE: whoever rounds checks a 64-bit range,
+# and `int(Decimal('1e999999'))` would build a million digits to find it out of range
+_HUGE = 10**40
+
+
 def round_half_away(value: Decimal) -> int:
+    if value.is_finite() and value.adjusted() > 40:
+        return _HUGE if value > 0 else -_HUGE
     return int(value.to_integral_value(rounding=ROUND_HALF_UP))
 
 
@@ -202,7 +236,9 @@ def _float(col: ColumnInfo, single: bool) -> Converter:
         if unsigned and number < 0:
             raise _out_of_range(col)
         if scaled:  # FLOAT(M,D)/DOUBLE(M,D) round and bound
-            number = float(Decimal(repr(number)).quantize(Decimal(1).scaleb(-col.decimal)))
+            if abs(number) >= 10 ** (col.flen - col.decimal):
+                raise _out_of_range(col)
+            number = float(WIDE.quantize(Decimal(repr(number)), Decimal(1).scaleb(-col.decimal)))
             if abs(number) >= 10 ** (col.flen - col.decimal):
                 raise _out_of_range(col)
         return struct.unpack("f", struct.pack("f", number))[0] if single else number
@@ -219,10 +255,14 @@ def _decimal(col: ColumnInfo) -> Converter:
     quantum, bound = _decimal_limits(col)
     unsigned = col.unsigned
 
+    whole_digits = col.flen - col.decimal
+
     def convert(value: Any) -> Decimal:
         dec = value if type(value) is Decimal else to_decimal(value)
         if dec is None:
             raise _incorrect("decimal", value, col)
+        if dec and dec.adjusted() >= whole_digits:  # too many digits before the point
+            raise _out_of_range(col)
         dec = dec.quantize(quantum, rounding=ROUND_HALF_UP, context=WIDE)
         if dec.copy_abs() >= bound or (unsigned and dec < 0):
             raise _out_of_range(col)
@@ -307,20 +347,91 @@ def format_double(value: float) -> str:
     return text
 
 
-def _utf8_text(data: bytes, col: ColumnInfo) -> str:
-    """Bytes stored into a character column: valid UTF-8, or MySQL's error 1366."""
+# What a character column cannot hold: script bytes that are not UTF-8 (kept as surrogate
+# escapes, see script.decode_script) and lone surrogates; utf8 (utf8mb3) columns also refuse
+# characters beyond the BMP (TiDB's check-mb4-value-in-utf8).
+_NOT_UTF8MB4 = re.compile("[\ud800-\udfff]")
+_NOT_UTF8MB3 = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+
+
+def raw_bytes(text: str) -> bytes:
+    """The bytes a text stands for: surrogate escapes back to the script's bytes, any other
+    lone surrogate as its (invalid) UTF-8 form."""
     try:
-        return data.decode("utf-8")
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return b"".join(
+            ch.encode("utf-8", "surrogateescape" if "\udc80" <= ch <= "\udcff" else "surrogatepass")
+            for ch in text
+        )
+
+
+def _peek(data: bytes, at: int) -> int:
+    """How many bytes TiDB takes as one character at `at` (charset `encodingUTF8.Peek`)."""
+    lead = data[at]
+    width = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return min(width, len(data) - at)
+
+
+def _first_invalid(data: bytes, mb3: bool) -> int | None:
+    """Where the first byte that starts no character the charset holds is, or None."""
+    try:
+        valid, invalid = data.decode("utf-8"), None
     except UnicodeDecodeError as e:
-        shown = "".join(f"\\x{b:02X}" for b in data[e.start : e.start + 4])
-        raise SQLError(
-            f"Incorrect string value: '{shown}' for column '{col.name}'", code=1366
-        ) from None
+        valid, invalid = data[: e.start].decode("utf-8"), e.start
+    if mb3:  # decoded text: only characters beyond the BMP match
+        found = _NOT_UTF8MB3.search(valid)
+        if found is not None:
+            return len(valid[: found.start()].encode("utf-8"))
+    return invalid
+
+
+def checked_text(text: str, col: ColumnInfo) -> str:
+    """Text stored into a character column: valid in the column's charset, or TiDB's error
+    1366 naming the first bad character's bytes (table `convertToIncorrectStringErr`)."""
+    mb3 = col.charset in ("utf8", "utf8mb3")
+    if text.isascii() or (_NOT_UTF8MB3 if mb3 else _NOT_UTF8MB4).search(text) is None:
+        return text
+    data = raw_bytes(text)
+    at = _first_invalid(data, mb3)
+    if at is None:
+        return text
+    shown = "".join(f"\\x{b:02X}" for b in data[at : at + _peek(data, at)])
+    raise SQLError(f"Incorrect string value '{shown}' for column '{col.name}'", code=1366)
+
+
+def replace_invalid(text: str, col: ColumnInfo) -> str:
+    """A non-strict sql_mode's (or IGNORE's) version of `checked_text`: each bad character
+    (as TiDB peeks it) becomes '?' (charset `OpReplace`)."""
+    data, parts, at = raw_bytes(text), [], 0
+    mb3 = col.charset in ("utf8", "utf8mb3")
+    while True:
+        bad = _first_invalid(data[at:], mb3)
+        if bad is None:
+            parts.append(data[at:].decode("utf-8"))
+            return "".join(parts)
+        parts += [data[at : at + bad].decode("utf-8"), "?"]
+        at += bad + _peek(data, at + bad)
+        if at >= len(data):
+            return "".join(parts)
+
+
+def _utf8_text(data: bytes, col: ColumnInfo) -> str:
+    """Bytes stored into a character column (a hex literal's, say): valid, or error 1366."""
+    return checked_text(data.decode("utf-8", "surrogateescape"), col)
 
 
 def _string(
-    col: ColumnInfo, *, binary: bool, fixed: bool, limit: int, in_bytes: bool = False
+    col: ColumnInfo,
+    *,
+    binary: bool,
+    fixed: bool,
+    limit: int,
+    in_bytes: bool = False,
+    check_utf8: bool = True,
 ) -> Converter:
+    checked = functools.partial(checked_text, col=col) if check_utf8 else _same
+
     def convert(value: Any) -> str | bytes:
         if binary:  # plain bytes: a hex literal's type does not outlive the statement
             data = bytes(value) if isinstance(value, bytes) else utf8(as_text(value))
@@ -328,7 +439,7 @@ def _string(
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
             # BINARY(n) pads with 0x00 (TiDB keeps the padding)
             return data.ljust(limit, b"\0") if fixed else data
-        text = _utf8_text(value, col) if isinstance(value, bytes) else as_text(value)
+        text = _utf8_text(value, col) if isinstance(value, bytes) else checked(as_text(value))
         if in_bytes:  # TEXT types are bounded in bytes
             if len(utf8(text)) > limit:
                 raise SQLError(f"Data too long for column '{col.name}'", code=1406)
@@ -343,6 +454,7 @@ def _string(
     return convert
 
 
+_TEXT_TYPES = frozenset({M.VARCHAR, M.STRING, M.VAR_STRING})
 _BLOB_LIMITS = {
     M.TINY_BLOB: 255,
     M.BLOB: 65535,
@@ -407,18 +519,50 @@ def _json(col: ColumnInfo) -> Converter:
     def convert(value: Any) -> str:
         if isinstance(value, JSONValue):
             return value.text
-        text = as_text(value)
-        try:
-            doc = json.loads(text, parse_float=Decimal)
-        except ValueError:
-            raise SQLError(
-                f'Invalid JSON text: "The document root must not be followed by other values." '
-                f"at position 0 in value for column '{col.name}'.",
-                code=3140,
-            ) from None
-        return json_text(doc)
+        return json_text(parse_json(as_text(value), f"in value for column '{col.name}'"))
 
     return convert
+
+
+MAX_JSON_DEPTH = 100  # TiDB types/json_binary.go maxJSONDepth
+_DOUBLE_MAX = Decimal("1.7976931348623157e308")
+
+
+def parse_json(text: str, where: str, code: int = 3140) -> Any:
+    """A JSON document as TiDB reads one: bytes that are not UTF-8 become U+FFFD (Go's
+    encoding/json), numbers past a double's range, NaN and Infinity are not JSON, and
+    containers nest at most MAX_JSON_DEPTH deep (error 3157). Invalid text is error `code`
+    (3140 in a column's value, 3141 in a function's argument), saying `where`."""
+    if not text.isascii() and _NOT_UTF8MB4.search(text):
+        text = raw_bytes(text).decode("utf-8", "replace")
+    try:
+        doc = json.loads(text, parse_float=Decimal, parse_constant=_not_json)
+    except RecursionError:
+        raise SQLError("The JSON document exceeds the maximum depth.", code=3157) from None
+    except ValueError:
+        raise SQLError(
+            f'Invalid JSON text: "The document root must not be followed by other values." '
+            f"at position 0 {where}.",
+            code=code,
+        ) from None
+    level: list[tuple[Any, int]] = [(doc, 0)]
+    while level:
+        node, depth = level.pop()
+        if isinstance(node, dict | list):
+            if depth >= MAX_JSON_DEPTH:
+                raise SQLError("The JSON document exceeds the maximum depth.", code=3157)
+            values = node.values() if isinstance(node, dict) else node
+            level.extend((v, depth + 1) for v in values)
+        elif isinstance(node, Decimal | int) and Decimal(node).copy_abs() > _DOUBLE_MAX:
+            raise SQLError(
+                f"Invalid JSON text: the number {node} {where} is out of a double's range",
+                code=code,
+            )
+    return doc
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 class JSONValue:
@@ -507,11 +651,13 @@ def parse_datetime(value: Any, fsp: int) -> dt.datetime | None:
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day)
     if isinstance(value, int | Decimal) and not isinstance(value, bool):
-        text = str(value)
+        text, _, frac = str(value).partition(".")  # a fraction: fractional seconds
+        if not text.isdigit():  # negative, or an exponent
+            return None
         if len(text) in (6, 12):  # YYMMDD[hhmmss]
             short_year = int(text[:2])
             text = str(short_year + (2000 if short_year < 70 else 1900)) + text[2:]
-        value = text
+        value = f"{text}.{frac}" if frac else text
     text = as_text(value)
     match = _DATE_RE.match(text) or _COMPACT_RE.match(text)
     if match is None:
@@ -651,9 +797,11 @@ def _time(col: ColumnInfo) -> Converter:
 
     def convert(value: Any) -> str:
         if isinstance(value, int | Decimal) and not isinstance(value, bool):
+            if abs(Decimal(value)) >= 10**9:  # more hours than TIME holds (838:59:59)
+                raise _out_of_range(col)
             sign = "-" if value < 0 else ""
-            digits = str(abs(int(value))).rjust(6, "0")
-            frac = str(abs(Decimal(value)) % 1)[2:] if isinstance(value, Decimal) else ""
+            whole, _, frac = format(abs(Decimal(value)), "f").partition(".")
+            digits = whole.rjust(6, "0")
             value = f"{sign}{digits[:-4]}:{digits[-4:-2]}:{digits[-2:]}" + (
                 f".{frac}" if frac else ""
             )
@@ -817,7 +965,14 @@ def column_converter(
         binary = col.charset == "binary"
         in_bytes = tp in _BLOB_LIMITS
         limit = _BLOB_LIMITS.get(tp, col.flen)
-        inner = _string(col, binary=binary, fixed=tp == M.STRING, limit=limit, in_bytes=in_bytes)
+        inner = _string(
+            col,
+            binary=binary,
+            fixed=tp == M.STRING,
+            limit=limit,
+            in_bytes=in_bytes,
+            check_utf8=mode.check_utf8,
+        )
     not_null = col.not_null
     if not mode.strict:
         inner = _lenient(col, inner)
@@ -849,6 +1004,9 @@ def _lenient(col: ColumnInfo, strict: Converter) -> Converter:
 
 def _adjusted(col: ColumnInfo, value: Any, code: int | None) -> Any:
     tp = col.tp
+    if code == 1366 and (tp in _BLOB_LIMITS or tp in _TEXT_TYPES):  # not UTF-8: '?' for it
+        text = value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+        return replace_invalid(as_text(text), col)
     if code == 1366:  # not a number: its numeric prefix, else 0
         match = _NUMERIC_PREFIX.match(as_text(value))
         return Decimal(match.group(0).strip()) if match else 0
@@ -916,6 +1074,7 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
 
         return integers
     text_types = (M.VARCHAR, M.STRING, M.VAR_STRING)
+    not_held = _NOT_UTF8MB3 if col.charset in ("utf8", "utf8mb3") else _NOT_UTF8MB4
     if kind == "hex" and col.charset == "binary" and (tp in text_types or tp in _BLOB_LIMITS):
         byte_limit, pad = _BLOB_LIMITS.get(tp, col.flen), tp == M.STRING
 
@@ -935,6 +1094,8 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
             joined = "".join(bodies)
             if "\\" in joined or "'" in joined or '"' in joined:  # escapes: per value
                 return None
+            if not joined.isascii() and not_held.search(joined):  # not UTF-8: per value
+                return None
             if max(map(len, bodies)) > limit:
                 return None
             return [b.rstrip(" ") for b in bodies] if fixed else bodies
@@ -947,6 +1108,8 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
             bodies = [lexeme[1:-1] for lexeme in lexemes]
             joined = "".join(bodies)
             if "\\" in joined or "'" in joined or '"' in joined:  # escapes: per value
+                return None
+            if not joined.isascii() and not_held.search(joined):  # not UTF-8: per value
                 return None
             # four bytes a character at most: longer ones are measured per value
             if max(map(len, bodies)) * 4 > byte_limit:

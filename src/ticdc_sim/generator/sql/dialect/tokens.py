@@ -5,6 +5,8 @@ TiDB `pkg/parser/lexer.go` treats `/*T![feature] ... */` and `/*!NNNNN ... */` a
 
 from __future__ import annotations
 
+import re
+
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokenizer_core import Token, TokenType
 
@@ -40,7 +42,7 @@ class TiDBTokenizer(MySQL.Tokenizer):
         tokens of a first pass are scanned for them; if any is found, its markers are blanked
         (offsets, lines and columns stay exact) and the text is tokenized again.
         """
-        toks = super().tokenize(sql)
+        toks = _signed_exponents(super().tokenize(sql))
         if "/*!" not in sql and "/*T!" not in sql:
             return toks
         spans = list(_executable_comment_markers(sql, toks))
@@ -51,7 +53,42 @@ class TiDBTokenizer(MySQL.Tokenizer):
             for i in range(start, end):
                 if chars[i] not in "\r\n":
                     chars[i] = " "
-        return super().tokenize("".join(chars))
+        return _signed_exponents(super().tokenize("".join(chars)))
+
+
+# sqlglot takes a sign anywhere after an exponent into the number: `1e100+0` (as TiDB's
+# restore writes `1e100 + 0`) would be one number token, `1e2-1e1` one name; MySQL reads
+# 1e100, +, 0 and 1e2, -, 1e1.
+_EXPONENT_THEN_SIGN = re.compile(r"[0-9.]*[eE][-+]?[0-9]+(?=[-+])")
+_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_SIGNS = {"+": TokenType.PLUS, "-": TokenType.DASH}
+_NUMBER_LIKE = (TokenType.NUMBER, TokenType.VAR)
+
+
+def _signed_exponents(tokens: list[Token]) -> list[Token]:
+    if not any(t.token_type in _NUMBER_LIKE and _EXPONENT_THEN_SIGN.match(t.text) for t in tokens):
+        return tokens
+    out: list[Token] = []
+    for token in tokens:
+        text, start = token.text, token.start
+        found = _EXPONENT_THEN_SIGN.match(text) if token.token_type in _NUMBER_LIKE else None
+        if found is None:
+            out.append(token)
+            continue
+        while found is not None:
+            cut = found.end()
+            out.append(_piece(token, TokenType.NUMBER, text[:cut], start))
+            out.append(_piece(token, _SIGNS[text[cut]], text[cut], start + cut))
+            text, start = text[cut + 1 :], start + cut + 1
+            found = _EXPONENT_THEN_SIGN.match(text)
+        kind = TokenType.NUMBER if _NUMBER.fullmatch(text) else token.token_type
+        out.append(_piece(token, kind, text, start))
+    return out
+
+
+def _piece(token: Token, kind: TokenType, text: str, start: int) -> Token:
+    end = start + len(text) - 1
+    return Token(kind, text, token.line, token.col - (token.end - end), start, end)
 
 
 def _executable_comment_markers(sql: str, toks: list[Token]) -> list[tuple[int, int]]:
