@@ -865,7 +865,7 @@ CASES = [
         SQL,
         400,
         "SIM:SQLSyntax",
-        "request.sql:1:1: unterminated ' quote at end of script (MySQL error 1064; no statement ran)",
+        "request.sql:1:1: ERROR 1064 (42000): unterminated ' quote at end of script (no statement ran)",
         content=b"SELECT 'abc",
         headers=TEXT,
     ),

@@ -517,7 +517,7 @@ class Cluster:
         try:
             statements = list(split_script(text.splitlines(keepends=True), source))
         except SQLError as e:  # the script cannot be split: nothing of it runs
-            raise BadSQL(f"{e} (MySQL error {e.code or 1064}; no statement ran)") from None
+            raise BadSQL(f"{e} (no statement ran)") from None
         if max_statements and len(statements) > max_statements:
             raise TooLarge(
                 f"{len(statements)} statements in one request; the limit is {max_statements}"

@@ -57,6 +57,8 @@ DEFAULT: Any = type("_Default", (), {"__repr__": lambda self: "DEFAULT"})()
 
 
 def compile_dml(engine: Engine, node: exp.Expr) -> Plan:
+    if node.args.get("returning") is not None:  # no plan: Engine.execute says where
+        raise SQLError("RETURNING is not TiDB's", code=1064)
     if isinstance(node, exp.Insert):  # ReplaceInto too
         return _compile_insert(engine, node)
     if isinstance(node, exp.Update):

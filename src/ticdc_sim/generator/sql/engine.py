@@ -47,7 +47,14 @@ from ticdc_sim.generator.sql.evaluate import (
     stable_uuid,
     to_number,
 )
-from ticdc_sim.generator.sql.script import RawStatement, Statement, parse_one, parse_raw
+from ticdc_sim.generator.sql.script import (
+    RawStatement,
+    Statement,
+    command_kind,
+    parse_one,
+    parse_raw,
+    syntax_error,
+)
 from ticdc_sim.generator.sql.shapes import (
     Lexed,
     lex,
@@ -517,9 +524,23 @@ class Engine:
             if plan is not None:
                 self._statement(lambda: plan(self, row_params(lexed)))
                 return
+        if raw.text[:12].lstrip()[:4].upper() in _SHOW_WORDS and self._answered(raw.text):
+            return
         stmt = parse_raw(raw)
         if stmt is not None:
             self.execute(stmt.expression, stmt.text)
+
+    def _answered(self, text: str) -> bool:
+        """A SHOW or DESCRIBE in a script: answered as TiDB answers it (so a SHOW CREATE
+        TABLE of no table is 1146, and a SHOW that TiDB has not a syntax error), the result
+        set then dropped with the no-effect warning; False for EXPLAIN of a statement."""
+        # show.py reads the engine's catalog and session, so it imports this module
+        from ticdc_sim.generator.sql import show
+
+        if show.answer(self, text, []) is None:
+            return False
+        self.no_effect("SHOW" if text.lstrip()[:4].upper() == "SHOW" else "DESCRIBE")
+        return True
 
     def _template_plan(self, lexed: Lexed) -> Plan | None:
         """A compiled plan for every statement of this shape, or None to parse each one."""
@@ -540,6 +561,12 @@ class Engine:
         """Execute one parsed statement; what it commits goes to `outbox`."""
         if not source.isascii() and _NOT_UTF8.search(source):
             _check_text(node)
+        if node.args.get("returning") is not None:  # PostgreSQL's and MariaDB's, not TiDB's
+            at = source.upper().rfind("RETURNING")
+            line = source.count("\n", 0, at) + 1
+            col = at - source.rfind("\n", 0, at) - 1 + len("RETURNING")
+            near = source[at:].strip()[:80]
+            raise SQLError(syntax_error(line, col, near, "TiDB has no RETURNING"), code=1064)
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
             handler(self, node, source)
@@ -555,6 +582,18 @@ class Engine:
                 self._sync_table(event)
                 self.outbox.append(event)
             return
+        if isinstance(node, exp.Command) and (command := command_kind(source)) is not None:
+            self.no_effect(command)
+            return
+        if isinstance(node, exp.Condition | exp.Alias):
+            # a statement the parser took for an expression (`FOO BAR` as `FOO AS BAR`):
+            # none of TiDB's, but FLUSH, which changes no data
+            word = source.split(None, 1)[0] if source.strip() else ""
+            if word.upper() == "FLUSH":
+                self.no_effect("FLUSH")
+                return
+            near = source.strip()[:80]
+            raise SQLError(syntax_error(1, len(word), near, "not a statement"), code=1064)
         raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
 
     def _abort(self) -> None:
@@ -1314,6 +1353,7 @@ def is_ddl(node: exp.Expr) -> bool:
     )
 
 
+_SHOW_WORDS = frozenset({"SHOW", "DESC", "EXPL"})  # how SHOW, DESCRIBE and EXPLAIN begin
 # Statements that change no data: accepted, with one warning per kind (what a user reads).
 _NO_EFFECT: dict[type, str] = {
     exp.Union: "SELECT",

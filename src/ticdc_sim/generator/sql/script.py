@@ -90,6 +90,31 @@ def split_tokens(text: str, file: str = "<sql>") -> Iterator[tuple[list[Token], 
         yield current, text[current[0].start :].rstrip()
 
 
+# TiDB statements that change no data (accounts, privileges, maintenance), which sqlglot
+# reads as a bare Command: accepted with the no-effect warning, named by their first words
+NO_DATA_COMMANDS = frozenset(
+    {
+        "GRANT",
+        "REVOKE",
+        "CREATE USER",
+        "DROP USER",
+        "ALTER USER",
+        "CREATE ROLE",
+        "DROP ROLE",
+        "OPTIMIZE TABLE",
+    }
+)
+
+
+def command_kind(text: str) -> str | None:
+    """The kind of a statement in NO_DATA_COMMANDS (`GRANT`, `CREATE USER` ...), else None."""
+    words = [w.upper() for w in text.split(None, 2)[:2]]
+    for n in (2, 1):
+        if " ".join(words[:n]) in NO_DATA_COMMANDS:
+            return " ".join(words[:n])
+    return None
+
+
 def syntax_error(line: int, col: int, near: str, reason: str) -> str:
     """TiDB's wording of a syntax error (ERROR 1064), with the reason after it."""
     return (
@@ -192,7 +217,7 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
         expression = parsed[0] if parsed else None
         if expression is None:
             continue
-        if isinstance(expression, exp.Command):
+        if isinstance(expression, exp.Command) and command_kind(stmt_text) is None:
             raise SQLError(
                 "statement not supported by the TiDB dialect",
                 location=location,
