@@ -807,3 +807,12 @@ def test_a_record_the_decoder_refuses_is_shown_undecodable(
     assert {m["decoded"][0]["error"] for m in page["messages"]} == {
         "not a canal-json message: no `type`"
     }
+
+
+def test_a_union_is_refused_rather_than_answered_with_nothing(client: TestClient) -> None:
+    done = sql(client, "CREATE TABLE un (id INT PRIMARY KEY); SELECT id FROM un UNION SELECT 1")
+    error = done["statements"][1]["error"]
+    assert (error["code"], error["message"]) == (
+        1105,
+        "UNION result sets are not simulated yet: query each SELECT on its own",
+    )

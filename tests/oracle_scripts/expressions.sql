@@ -17,3 +17,10 @@ CREATE TABLE refs (a INT, b INT, c INT DEFAULT 7);
 INSERT INTO refs (a, b) VALUES (1, a + 1), (5, a * c);
 CREATE TABLE divs (v INT);
 INSERT INTO divs VALUES (10 DIV 3), (7 MOD 4);
+-- date arithmetic as text: a date moved by days or more stays a date
+CREATE TABLE moved (id INT PRIMARY KEY, s VARCHAR(40));
+INSERT INTO moved VALUES
+    (1, '2024-01-31' + INTERVAL 1 DAY), (2, INTERVAL 1 DAY + '2024-01-31'),
+    (3, '2024-01-31' + INTERVAL 24 HOUR), (4, DATE_ADD('2024-01-31', INTERVAL 1 WEEK)),
+    (5, '2024-01-31 10:00' + INTERVAL 1 DAY), (6, DATE_SUB('2024-03-31', INTERVAL 1 MONTH)),
+    (7, INTERVAL 2 MONTH + '2024-01-31 10:00:00');

@@ -813,6 +813,12 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
     except (SQLError, RecursionError):
         return None  # the engine reports it, located
     node = None if parsed is None else parsed.expression
+    if isinstance(node, exp.SetOperation):  # an answer of nothing would be a wrong one
+        raise SQLError(
+            f"{type(node).__name__.upper()} result sets are not simulated yet: query each"
+            " SELECT on its own",
+            code=1105,
+        )
     if not isinstance(node, exp.Select) or node.args.get("into") is not None:
         return None
     return node

@@ -917,6 +917,9 @@ def _interval_delta(unit: str, amount: Any) -> dt.timedelta | int:
     return dt.timedelta(seconds=float(number) * seconds[unit])
 
 
+_DATE_UNITS = frozenset({"YEAR", "QUARTER", "MONTH", "WEEK", "DAY"})
+
+
 def add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
     """A date or datetime moved by an interval; NULL past year 9999 or before year 1
     (MySQL, with a warning)."""
@@ -942,7 +945,9 @@ def _add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
         moment = moment.replace(year=year, month=month, day=min(moment.day, days))
     else:
         moment = moment + sign * delta
-    has_time = isinstance(value, str) and len(value.strip()) > 10 or not isinstance(delta, int)
+    # MySQL: a date moved by whole days or more stays a date (`'2024-01-31' + INTERVAL 1 DAY`
+    # is '2024-02-01'); a datetime, or a move by hours or less, is a datetime
+    has_time = isinstance(value, str) and len(value.strip()) > 10 or unit.upper() not in _DATE_UNITS
     if not has_time and moment.time() == dt.time():
         return moment.strftime("%Y-%m-%d")
     return format_datetime(moment, 6 if moment.microsecond else 0)
@@ -956,6 +961,9 @@ def _interval_arith(sign: int) -> StepBuilder:
 
     def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
         base, interval = node.this, node.expression
+        if isinstance(base, exp.Interval) and isinstance(interval, exp.Interval):
+            if interval.args.get("unit") is None:  # sqlglot reads the date of
+                interval = interval.this  # `INTERVAL 1 DAY + '2024-01-31'` as an INTERVAL
         if not isinstance(interval, exp.Interval):
             if not (sign > 0 and isinstance(base, exp.Interval)):
                 return numeric(node, scope)
