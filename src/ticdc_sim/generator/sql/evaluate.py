@@ -961,9 +961,10 @@ def _interval_arith(sign: int) -> StepBuilder:
 
     def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
         base, interval = node.this, node.expression
-        if isinstance(base, exp.Interval) and isinstance(interval, exp.Interval):
-            if interval.args.get("unit") is None:  # sqlglot reads the date of
-                interval = interval.this  # `INTERVAL 1 DAY + '2024-01-31'` as an INTERVAL
+        unitless = isinstance(interval, exp.Interval) and interval.args.get("unit") is None
+        if isinstance(base, exp.Interval) and unitless:
+            # sqlglot reads the date of `INTERVAL 1 DAY + '2024-01-31'` as an INTERVAL
+            interval = interval.this
         if not isinstance(interval, exp.Interval):
             if not (sign > 0 and isinstance(base, exp.Interval)):
                 return numeric(node, scope)
