@@ -3,9 +3,8 @@
 Mirrors tiflow `pkg/sink/codec/craft/` (classic TiCDC only; the new architecture has no craft):
 `message_encoder.go` (primitives, value bytes `EncodeTiDBType`, size tables), `model.go`
 (headers, column groups, the term dictionary, the size estimate), `craft_encoder.go`
-(batching) and `message_decoder.go`/`craft_decoder.go`. Research: ticdc-open-craft-dispatch.md
-§2; the document is ../shared/specs/ticdc-craft-protocol.zh.md (its docs-cn layout is right, the
-English one is not, research §2.8).
+(batching) and `message_decoder.go`/`craft_decoder.go`. TiCDC documents it as "TiCDC Craft
+Protocol"; the layout in its Chinese edition (docs-cn) is the code's, the English one's is not.
 
 A record (no key) is
     uvarint(1) | headers | body per event | term dictionary | size tables | reversed uvarint

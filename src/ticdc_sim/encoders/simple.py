@@ -3,8 +3,8 @@ only, and consumers learn the columns from BOOTSTRAP and DDL messages (`tableSch
 
 Mirrors tiflow `pkg/sink/codec/simple/` (`message.go`: the message struct, `newTableSchema`,
 `encodeValue`, `getDDLType`; `avro.go`: the Avro maps; `encoder.go`: large messages) and the
-new architecture's `pkg/sink/codec/simple/` in pingcap/ticdc where bytes differ. Research:
-ticdc-canal-simple-avro-debezium-csv.md §3; the document: ../shared/specs/ticdc-simple-protocol.md.
+new architecture's `pkg/sink/codec/simple/` in pingcap/ticdc where bytes differ; TiCDC's
+documentation of it is "TiCDC Simple Protocol" (docs.pingcap.com).
 
 JSON: Go `encoding/json` of the message struct (key order = field order), `data`/`old` are Go
 maps and so sorted by column name. Avro: `simple_avro.json` beside this module is the schema
