@@ -1442,6 +1442,15 @@ def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
         column = node.expressions[0]
         index, _ = scope.resolve(exp.column(column.name))
         return lambda ctx: ctx.inserted[index] if ctx.inserted else None
+    if name in ("ADDDATE", "SUBDATE") and len(node.expressions) == 2:
+        # DATE_ADD and DATE_SUB, whose second argument may also be a number of days
+        date, moved = node.expressions
+        unit, days = "DAY", moved
+        if isinstance(moved, exp.Interval):
+            unit, days = moved.text("unit") or "DAY", moved.this
+        base, amount = compile_expr(date, scope), compile_expr(days, scope)
+        sign = 1 if name == "ADDDATE" else -1
+        return lambda ctx: add_interval(base(ctx), unit, amount(ctx), sign)
     args = [compile_expr(a, scope) for a in node.expressions]
     session_fn = _SESSION_FUNCS.get(name)
     if session_fn is not None:
