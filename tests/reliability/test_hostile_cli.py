@@ -232,7 +232,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "operations.evnts=5"],
-        "--set operations.evnts: operations.evnts: unknown key; did you mean events? operations"
+        "--set operations.evnts: unknown key; did you mean events? operations"
         " takes events, duration_s, mix, transaction_size, multi_table, keys, commit_rate,"
         " wall_rate",
         id="set-unknown-key",
@@ -244,7 +244,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "operations.mix={{insert: 0, update: 0}}"],
-        "--set operations.mix: operations.mix: at least one operation needs a weight above 0",
+        "--set operations.mix: at least one operation needs a weight above 0",
         id="set-a-mapping",
     ),
     pytest.param(
@@ -255,8 +255,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "tables[0].ddl=DROP TABLE t"],
-        "--set tables[0].ddl: tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table"
-        " 'test.t'",
+        "--set tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table 'test.t'",
         id="set-ddl",
     ),
     pytest.param(
