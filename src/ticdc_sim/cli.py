@@ -514,11 +514,6 @@ def _print_decoded(
             decoded = decoder.decode(record.key, record.value)
         except SimError as e:
             raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            where = _where(feed.sink, record)
-            raise SimError(
-                f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
-            ) from None
         for index, event in enumerate(decoded):
             if limit is not None and printed >= limit:
                 return
