@@ -245,3 +245,38 @@ def test_a_statement_sqlglot_cannot_parse_gets_our_error_only(tmp_path: Path) ->
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {script}:1:1: ")
     assert "Falling back" not in result.output and "Traceback" not in result.output
+
+
+def test_ddl_reads_a_script_as_replay_does(tmp_path: Path) -> None:
+    """Issue 25: `ddl` starts in `test` as `replay` does (was ERROR 1046 for a script without
+    USE), takes --database, skips a UTF-8 byte order mark as the mysql client does (was
+    ERROR 1064), and a syntax error quotes its own statement, not the rest of the file."""
+    script = tmp_path / "bom.sql"
+    script.write_bytes(
+        b"\xef\xbb\xbfCREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+    )
+    for command in ("ddl", "replay"):
+        result = CliRunner().invoke(app, [command, str(script)])
+        assert result.exit_code == 0, result.output
+        first = orjson.loads(result.stdout.splitlines()[0])
+        assert (first["action"], first["schema"], first["table"]) == ("CREATE_TABLE", "test", "t")
+    assert result.stdout.splitlines()[1].startswith('{"commit_ts"')  # replay's insert
+    ddl = CliRunner().invoke(app, ["ddl", str(script)])
+    assert ddl.stderr == "1 statement that is not DDL skipped\n"
+    shop = CliRunner().invoke(app, ["ddl", str(script), "--database", "shop"])
+    assert (shop.exit_code, shop.stdout) == (1, "")
+    assert shop.stderr == (
+        "error: --database 'shop': ERROR 1049 (42000): Unknown database 'shop' (a session"
+        " starts in test; a script may CREATE DATABASE and USE it)\n"
+    )
+    bad = tmp_path / "bad.sql"
+    bad.write_text("CREATE TABLE t (id INT PRIMARY KEY,);\nCREATE TABLE u (id INT PRIMARY KEY);\n")
+    for command in ("ddl", "replay"):
+        result = CliRunner().invoke(app, [command, str(bad)])
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr == (
+            f"error: {bad}:1:35: ERROR 1064 (42000): You have an error in your SQL syntax;"
+            " check the manual that corresponds to your TiDB version for the right syntax to"
+            " use line 1 column 35 near \",)\" (Expected an item after ',')\n"
+            "  in: CREATE TABLE t (id INT PRIMARY KEY,)\n"
+        )

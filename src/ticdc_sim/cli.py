@@ -30,8 +30,7 @@ from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
 from ticdc_sim.generator.sql.script import (
     RawStatement,
-    parse_statements,
-    read_script,
+    parse_raw,
     split_script,
 )
 from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
@@ -142,6 +141,9 @@ def ddl(
             help="TSO the simulated clock starts after (0: a fixed default)",
         ),
     ] = 0,
+    database: Annotated[
+        str, typer.Option(metavar="NAME", help="the database the session starts in")
+    ] = "test",
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
@@ -149,22 +151,26 @@ def ddl(
     skipped = 0
     try:
         _check_scripts(scripts)
-        for path in scripts:
-            for stmt in parse_statements(read_script(path), str(path)):
-                if not is_ddl(stmt.expression):
-                    skipped += 1  # DML, transactions, SET ...: a mixed script is fine
-                    continue
-                try:
-                    events = catalog.apply(stmt.expression, stmt.text)
-                except SQLError as e:
-                    raise e.with_context(stmt.location, stmt.text) from None
-                for event in events:
-                    out.write(orjson.dumps(ddl_record(event)) + b"\n")
+        catalog.current_schema = _database(catalog, database)
+        for raw in _statements(scripts):
+            stmt = parse_raw(raw)
+            if stmt is None:
+                continue
+            if not is_ddl(stmt.expression):
+                skipped += 1  # DML, transactions, SET ...: a mixed script is fine
+                continue
+            try:
+                events = catalog.apply(stmt.expression, stmt.text)
+            except SQLError as e:
+                raise e.with_context(stmt.location, stmt.text) from None
+            for event in events:
+                out.write(orjson.dumps(ddl_record(event)) + b"\n")
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     if skipped:
-        typer.echo(f"{skipped} statements that are not DDL skipped", err=True)
+        what = "statement that is" if skipped == 1 else "statements that are"
+        typer.echo(f"{skipped} {what} not DDL skipped", err=True)
 
 
 def _check_scripts(scripts: list[Path]) -> None:
@@ -187,8 +193,13 @@ def _check_session(time_zone: str, database: str) -> None:
         load_zone(time_zone)
     except SQLError as e:
         raise ConfigError(f"--time-zone {time_zone!r}: {e}") from None
+    _database(Catalog(), database)
+
+
+def _database(catalog: Catalog, database: str) -> str:
+    """--database as a new session takes it (its name as created), or an error naming it."""
     try:
-        Catalog().schema(database)
+        return catalog.schema(database).name
     except SQLError as e:
         raise ConfigError(
             f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
@@ -197,10 +208,12 @@ def _check_session(time_zone: str, database: str) -> None:
 
 
 def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
-    """Statements of every script, read lazily: memory holds one statement, not the file."""
+    """Statements of every script, read lazily: memory holds one statement, not the file. A
+    UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
+    (mysql.cc, read_and_execute)."""
     for path in scripts:
         try:
-            handle = path.open(encoding="utf-8", errors="surrogateescape", newline="")
+            handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
         except OSError as e:
             raise SQLError(f"cannot read {path}: {e.strerror}") from None
         with handle:
