@@ -41,6 +41,7 @@ from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
+from ticdc_sim.sinks.staging import partial_dir
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.workload.reading import Override
@@ -455,9 +456,8 @@ def _replay_to_sink(
             if observer is not None:
                 observer.close(failed)
         if failed and feed.sink.scheme in ("jsonl", "parquet"):
-            typer.echo(
-                f"the records sent before the error are in {feed.sink.target}.partial", err=True
-            )
+            partial = partial_dir(Path(feed.sink.target))
+            typer.echo(f"the records sent before the error are in {partial}", err=True)
         _print_summary(summary)
     return pipeline
 

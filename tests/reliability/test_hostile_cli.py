@@ -6,6 +6,7 @@ naming the option or file; never a traceback, in any output or log, and nothing 
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -368,3 +369,43 @@ def test_a_preview_larger_than_the_run_prints_the_run(files: Path) -> None:
 def test_version(files: Path) -> None:
     result = run(["--version"], files)
     assert (result.exit_code, result.stdout) == (0, "ticdc-sim 0.1.0\n")
+
+
+def test_output_into_a_symlink_or_the_working_directory(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A jsonl/parquet directory that exists stays and gets the output: a symlink's target
+    (was a traceback, 'Cannot call rmtree on a symbolic link'), the working directory as `.`
+    (was a traceback, and the staged output deleted); --overwrite replaces ours in it; a
+    failed run leaves DIR.partial beside the directory itself and names it."""
+    (files / "real").mkdir()
+    (files / "link").symlink_to("real")
+    monkeypatch.chdir(files / "real")
+    for target in ("{dir}/link", "."):
+        for scheme, entry in (("jsonl", "ticdc"), ("parquet", "topic=ticdc")):
+            sink = f"{scheme}://{target}?protocol=canal-json"
+            for again in ([], ["--overwrite"]):
+                result = run(["replay", "{dir}/q.sql", "--sink-uri", sink, *again], files)
+                assert (result.exit_code, result.stderr) == (
+                    0,
+                    "1 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 2\n",
+                )
+                assert [p.name for p in (files / "real").iterdir()] == [entry]
+            shutil.rmtree(files / "real" / entry)
+    assert (files / "link").is_symlink() and sorted(p.name for p in files.iterdir()) == [
+        "b.bin",
+        "d",
+        "link",
+        "q.sql",
+        "real",
+        "w.yaml",
+    ]
+    (files / "dup.sql").write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1), (1);\n"
+    )
+    result = run(["replay", "{dir}/dup.sql", "--sink-uri", "jsonl://.?protocol=canal-json"], files)
+    assert result.exit_code == 1 and result.stderr.startswith(
+        f"the records sent before the error are in {files}/real.partial\n"
+    )
+    assert list((files / "real").iterdir()) == []
+    assert [p.name for p in (files / "real.partial").iterdir()] == ["ticdc"]
