@@ -11,6 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from ticdc_sim.cli import app
+from ticdc_sim.sinks.jsonl import read_jsonl
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "shop.sql"
 
@@ -280,3 +281,62 @@ def test_ddl_reads_a_script_as_replay_does(tmp_path: Path) -> None:
             " use line 1 column 35 near \",)\" (Expected an item after ',')\n"
             "  in: CREATE TABLE t (id INT PRIMARY KEY,)\n"
         )
+
+
+def test_continue_on_error_reports_every_failure_before_the_one_that_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: under --continue-on-error a script that ends inside a quote is one more
+    failed statement and the next script follows (the earlier errors were lost); a record
+    the sink refuses ends the run after the statements' errors, and the partial output is
+    named (it was not when the refusal came at the end); a refusal while aborting after a
+    failed statement is said before that statement (it replaced it)."""
+    first, second = tmp_path / "a.sql", tmp_path / "b.sql"
+    first.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);\nINSERT INTO t VALUES (1, 'a');\n"
+        "INSERT INTO t VALUES (1, 'b');\nINSERT INTO t VALUES (2, 'open\n"
+    )
+    second.write_text("INSERT INTO t VALUES (3, REPEAT('x', 2000));\n")
+    duplicate = (
+        f"error: {first}:3:1: ERROR 1062 (23000): Duplicate entry '1' for key 't.PRIMARY'\n"
+        "  in: INSERT INTO t VALUES (1, 'b')\n"
+    )
+    unterminated = (
+        f"error: {first}:4:1: ERROR 1064 (42000): unterminated ' quote at end of script\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(first), str(second), "--continue-on-error"])
+    assert result.exit_code == 1 and result.stderr == duplicate + unterminated
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()[1:]]
+    assert [r["columns"]["id"] for r in rows] == [1, 3]
+    out = tmp_path / "out"
+    sink = f"jsonl://{out}?protocol=canal-json&max-message-bytes=1024"
+    too_large = (
+        "error: a canal-json message of 2270 bytes for test.{table} at commit ts {ts} exceeds"
+        " max-message-bytes 1024 (TiCDC: ErrMessageTooLarge)\n"
+    )
+    partial = f"the records sent before the error are in {out}.partial\n"
+    result = CliRunner().invoke(
+        app, ["replay", str(first), str(second), "--continue-on-error", "--sink-uri", sink]
+    )
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"{partial}2 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 1\n"
+        + duplicate
+        + unterminated
+        + too_large.format(table="t", ts=rows[1]["commit_ts"])
+    )
+    assert not out.exists() and len(list(read_jsonl(f"{out}.partial"))) == 1  # the DDL
+    # the too large row is still in the pipeline when a statement fails
+    second.write_text(
+        "CREATE TABLE u (id INT PRIMARY KEY, v TEXT);\n"
+        "INSERT INTO u VALUES (3, REPEAT('x', 2000));\nINSERT INTO u VALUES (3, 'c');\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(second), "--sink-uri", sink])
+    assert (result.exit_code, result.stdout) == (1, "")
+    row = orjson.loads(CliRunner().invoke(app, ["replay", str(second)]).stdout.splitlines()[1])
+    assert result.stderr == (
+        f"{partial}1 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 1\n"
+        + too_large.format(table="u", ts=row["commit_ts"])
+        + f"error: {second}:3:1: ERROR 1062 (23000): Duplicate entry '3' for key 'u.PRIMARY'\n"
+        "  in: INSERT INTO u VALUES (3, 'c')\n"
+    )

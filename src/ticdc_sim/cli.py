@@ -208,17 +208,25 @@ def _database(catalog: Catalog, database: str) -> str:
         ) from None
 
 
-def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
+def _statements(
+    scripts: list[Path], skipped: Callable[[SQLError], None] | None = None
+) -> Iterator[RawStatement]:
     """Statements of every script, read lazily: memory holds one statement, not the file. A
     UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
-    (mysql.cc, read_and_execute)."""
+    (mysql.cc, read_and_execute). A file that ends inside a quote ends the run, or with
+    `skipped` (--continue-on-error) is reported to it and the next file follows."""
     for path in scripts:
         try:
             handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
         except OSError as e:
             raise SQLError(f"cannot read {path}: {e.strerror}") from None
         with handle:
-            yield from split_script(handle, str(path))
+            try:
+                yield from split_script(handle, str(path))
+            except SQLError as e:
+                if skipped is None:
+                    raise
+                skipped(e)
 
 
 @app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
@@ -307,7 +315,10 @@ def replay(
     if old_value is not None:
         flags["enable_old_value"] = old_value
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
-    with _reported(warnings):
+    engine: Engine | None = None
+    # statements that failed under --continue-on-error are said before an error that ends
+    # the run (the end of a script inside a quote, a record the sink refuses)
+    with _reported(warnings, lambda: engine.errors if engine is not None else []):
         if faults is not None:
             flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
@@ -333,7 +344,8 @@ def replay(
             from ticdc_sim.sinks.expect import prepare
 
             prepare(expect)  # before any work: a directory of someone else's files is refused
-        events = engine.run(_statements(scripts))
+        skipped = (lambda e: engine.errors.append(str(e))) if continue_on_error else None
+        events = engine.run(_statements(scripts, skipped))
         if feed is None:  # the changefeed's capture, without the rest of its pipeline
             _print_events(
                 captured(
@@ -373,13 +385,15 @@ def _faults(text: str) -> dict[str, Any]:
 
 
 @contextmanager
-def _reported(warnings: Warnings) -> Iterator[None]:
-    """A SimError ends the command: the warnings so far, then the error, exit status 1."""
+def _reported(warnings: Warnings, earlier: Callable[[], Iterable[str]] = tuple) -> Iterator[None]:
+    """A SimError ends the command: the warnings so far, the `earlier` errors (statements
+    skipped under --continue-on-error), then the error, exit status 1."""
     try:
         yield
     except SimError as e:
         _print_warnings(warnings)
-        typer.echo(f"error: {e}", err=True)
+        for error in [*earlier(), str(e)]:
+            typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
 
 
@@ -440,26 +454,44 @@ def _replay_to_sink(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
     observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
-    failed = True
     try:
         for event in events:
             pipeline.push(event)
-        failed = False
+    except BaseException as e:
+        _finish(feed, pipeline, observer, e)
+        raise
+    _finish(feed, pipeline, observer, None)
+    return pipeline
+
+
+def _finish(
+    feed: Changefeed, pipeline: Pipeline, observer: Recorder | None, error: BaseException | None
+) -> None:
+    """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
+    and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
+    (a committed row the sink refuses) is said before `error`, which ended the run."""
+    failed, late = error is not None, None
+    try:
+        if failed:
+            pipeline.abort()
+        else:
+            pipeline.close()
+    except SimError as e:
+        failed, late = True, e
+    except BaseException:
+        failed = True
+        raise
     finally:
-        # what was sent stays sent, as in Kafka; a jsonl directory is left as DIR.partial
-        try:
-            summary = pipeline.abort() if failed else pipeline.close()
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            if observer is not None:
-                observer.close(failed)
+        if observer is not None:
+            observer.close(failed)
         if failed and feed.sink.scheme in ("jsonl", "parquet"):
             partial = partial_dir(Path(feed.sink.target))
             typer.echo(f"the records sent before the error are in {partial}", err=True)
-        _print_summary(summary)
-    return pipeline
+        _print_summary(pipeline.summary)
+    if late is not None and error is None:
+        raise late
+    if late is not None and str(late) != str(error):
+        typer.echo(f"error: {late}", err=True)
 
 
 def _print_summary(summary: Summary) -> None:
