@@ -409,3 +409,35 @@ def test_output_into_a_symlink_or_the_working_directory(
     )
     assert list((files / "real").iterdir()) == []
     assert [p.name for p in (files / "real.partial").iterdir()] == ["ticdc"]
+
+
+def test_decode_of_a_directory_some_other_sink_wrote(files: Path) -> None:
+    """decode reads only the layout its sink writes: a parquet dataset read as jsonl (or the
+    other way round), a stray file or a directory where a partition file goes is one error
+    naming it (they decoded to nothing, exit 0, or a traceback)."""
+    for scheme in ("jsonl", "parquet"):
+        sink = f"{scheme}://{{dir}}/{scheme}?protocol=open-protocol"
+        assert run(["replay", "{dir}/q.sql", "--sink-uri", sink], files).exit_code == 0
+    jsonl, parquet = (
+        "is not a topic directory of partition-<p>.jsonl files",
+        "is not a topic=<t> directory of partition=<p>/part-*.parquet files",
+    )
+    (files / "d" / "ticdc" / "partition-0.jsonl").mkdir(parents=True)
+    cases = [
+        ("jsonl://{dir}/parquet", f"jsonl source: {files}/parquet/topic=ticdc {jsonl}"),
+        ("parquet://{dir}/jsonl", f"parquet source: {files}/jsonl/ticdc {parquet}"),
+        ("jsonl://{dir}/d", f"jsonl source: {files}/d/ticdc {jsonl}"),
+    ]
+    for source, message in cases:
+        result = run(["decode", f"{source}?protocol=open-protocol"], files)
+        assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"error: {message}\n")
+    (files / "jsonl" / "ticdc" / "notes.txt").write_text("mine")
+    result = run(["decode", "jsonl://{dir}/jsonl?protocol=open-protocol"], files)
+    assert result.stderr == f"error: jsonl source: {files}/jsonl/ticdc {jsonl}\n"
+    (files / "jsonl" / "ticdc" / "notes.txt").unlink()
+    whole = run(["decode", "jsonl://{dir}/jsonl?protocol=open-protocol"], files)
+    assert (
+        whole.stdout
+        == run(["decode", "parquet://{dir}/parquet?protocol=open-protocol"], files).stdout
+    )
+    assert (whole.exit_code, len(whole.stdout.splitlines())) == (0, 10)  # DDL, row, checkpoints
