@@ -346,6 +346,16 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
         id="reference-nowhere",
     ),
     pytest.param(
+        ["serve", "--data-dir", "{dir}/q.sql", "--port", "0", "--mysql-port", "0"],
+        "--data-dir (TICDC_SIM_DATA_DIR) {dir}/q.sql: not a directory",
+        id="serve-data-dir-a-file",
+    ),
+    pytest.param(
+        ["serve", "--data-dir", "{dir}/d", "--host", "192.0.2.1", "--port", "0"],
+        "--host (TICDC_SIM_HOST): cannot listen on 192.0.2.1:0: Cannot assign requested address",
+        id="serve-host-not-ours",
+    ),
+    pytest.param(
         ["openapi", "--output", "{dir}/d"],
         "cannot write {dir}/d: Is a directory",
         id="openapi-into-a-directory",
@@ -441,3 +451,13 @@ def test_decode_of_a_directory_some_other_sink_wrote(files: Path) -> None:
         == run(["decode", "parquet://{dir}/parquet?protocol=open-protocol"], files).stdout
     )
     assert (whole.exit_code, len(whole.stdout.splitlines())) == (0, 10)  # DDL, row, checkpoints
+
+
+def test_serve_on_a_host_name_that_is_no_address(files: Path) -> None:
+    """The host is named, not the port (was `--port: ... (while attempting to bind ...)`);
+    the resolver's reason differs with the network, so only its head is held."""
+    args = ["serve", "--data-dir", "{dir}/d", "--host", "nowhere.invalid", "--port", "0"]
+    result = run(args, files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("error: --host (TICDC_SIM_HOST): nowhere.invalid: ")
+    assert result.stderr.count("\n") == 1 and "while attempting" not in result.stderr
