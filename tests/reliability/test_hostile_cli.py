@@ -461,3 +461,18 @@ def test_serve_on_a_host_name_that_is_no_address(files: Path) -> None:
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr.startswith("error: --host (TICDC_SIM_HOST): nowhere.invalid: ")
     assert result.stderr.count("\n") == 1 and "while attempting" not in result.stderr
+
+
+def test_decode_from_brokers_that_are_not_there(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One line, not librdkafka's log lines ('FAIL [rdkafka#consumer-1] ...') before it."""
+    from ticdc_sim.sinks import kafka
+
+    monkeypatch.setattr(kafka, "_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as outside pytest
+    result = run(["decode", "kafka://127.0.0.1:1/x?protocol=canal-json"], files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "error: kafka 127.0.0.1:1: Failed to get metadata: Local: Broker transport failure\n"
+    )
