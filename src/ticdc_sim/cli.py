@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -371,17 +373,30 @@ def replay(
 
 
 def _faults(text: str) -> dict[str, Any]:
-    """`--faults key=value,...` read as the [faults] table of a changefeed TOML."""
-    lines = ["[faults]"]
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"--faults: {item!r} is not key=value")
-        value = value.strip()
+    """`--faults key=value,...` read as the [faults] table of a changefeed TOML; a list in
+    brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is checked alone, so an
+    error names it, not a line of the table made of them."""
+    lines, names = ["[faults]"], set()
+    for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
+        name, sep, value = (part.strip() for part in item.partition("="))
         if value.startswith("[") and value.endswith("]"):
-            value = value.replace(";", ",")  # lists: restart-at=[100;200]
-        lines.append(f"{name.strip()} = {value}")
+            value = value.replace(";", ",")
+        line = f"{name} = {value}"
+        try:
+            tomllib.loads(line)
+        except tomllib.TOMLDecodeError:
+            raise ConfigError(
+                f"--faults: {item!r} is not key=value (the value a number, true or false, or a"
+                " list such as [100, 200])"
+            ) from None
+        if name in names:
+            raise ConfigError(f"--faults: {name} is given twice")
+        names.add(name)
+        lines.append(line)
     return parse_changefeed_toml("\n".join(lines), "--faults")
+
+
+_FAULT_ITEMS = re.compile(r",(?![^\[]*\])")  # the commas outside brackets
 
 
 @contextmanager

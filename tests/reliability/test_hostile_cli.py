@@ -319,8 +319,20 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         ["replay", "{dir}/q.sql", "--faults", "nonsense"],
-        "--faults: 'nonsense' is not key=value",
+        "--faults: 'nonsense' is not key=value (the value a number, true or false, or a list"
+        " such as [100, 200])",
         id="faults-not-key-value",
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--faults", "restart-every=5, label=yes"],
+        "--faults: 'label=yes' is not key=value (the value a number, true or false, or a list"
+        " such as [100, 200])",
+        id="faults-not-a-value",  # was `--faults:3:9: Invalid value`, a line of our making
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--faults", "seed=1,seed=2"],
+        "--faults: seed is given twice",
+        id="faults-twice",  # was `--faults:3:6: Cannot overwrite a value`
     ),
     pytest.param(
         ["replay", "{dir}/q.sql", "--expect-checkpoints"],
@@ -476,3 +488,21 @@ def test_decode_from_brokers_that_are_not_there(
     assert result.stderr == (
         "error: kafka 127.0.0.1:1: Failed to get metadata: Local: Broker transport failure\n"
     )
+
+
+def test_faults_take_lists_with_commas(files: Path) -> None:
+    """`restart-at=[1, 2]` is a list, as in the TOML (its comma split the item: "'2]' is
+    not key=value"); `[1; 2]` still reads the same."""
+    outputs = []
+    for faults in ("restart-at=[1, 2], label=true", "restart-at=[1;2],label=true"):
+        sink = "jsonl://{dir}/o?protocol=canal-json&enable-tidb-extension=true"
+        result = run(
+            ["replay", "{dir}/q.sql", "--sink-uri", sink, "--overwrite", "--faults", faults], files
+        )
+        assert (result.exit_code, result.stderr) == (
+            0,
+            "1 rows, 1 DDL, 2 checkpoints -> records per topic: ticdc: 8, and 1 injected by [faults]\n",
+        )
+        outputs.append(sorted((files / "o" / "ticdc").iterdir()))
+        outputs[-1] = [p.read_bytes() for p in outputs[-1]]
+    assert outputs[0] == outputs[1]
