@@ -250,7 +250,12 @@ def replay(
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
     seed: Annotated[
-        int, typer.Option(metavar="N", help="seed for RAND(), UUID() and AUTO_RANDOM shards")
+        int,
+        typer.Option(
+            min=0,  # Python's Random takes -n for n: RAND() would repeat another seed's
+            metavar="N",
+            help="seed for RAND(), UUID() and AUTO_RANDOM shards",
+        ),
     ] = 0,
     start_ts: Annotated[
         int,

@@ -125,6 +125,11 @@ USAGE: list[Any] = [  # exit 2: click's usage error, naming the option
         " an integer",
         id="fractional-seed",
     ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--seed", "-1"],
+        "Invalid value for '--seed': Input should be greater than or equal to 0",
+        id="negative-seed",  # RAND() gave seed 1's values
+    ),
     pytest.param(["decode"], "Missing argument 'SOURCE'.", id="decode-no-source"),
     pytest.param(
         ["serve", "--port", "http"],
