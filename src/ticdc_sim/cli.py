@@ -350,6 +350,8 @@ def replay(
         if expect is not None:
             from ticdc_sim.sinks.expect import prepare
 
+            if feed is not None:
+                _apart(expect, feed.sink)
             prepare(expect)  # before any work: a directory of someone else's files is refused
         skipped = (lambda e: engine.errors.append(str(e))) if continue_on_error else None
         events = engine.run(_statements(scripts, skipped))
@@ -375,6 +377,19 @@ def replay(
         typer.echo(f"error: {error}", err=True)
     if engine.errors:
         raise typer.Exit(1)
+
+
+def _apart(expect: Path, sink: SinkURI) -> None:
+    """--expect and a jsonl/parquet sink in directories of their own: each refuses the
+    other's files (on the next run, if not on this one)."""
+    if sink.scheme not in ("jsonl", "parquet"):
+        return
+    mine, theirs = Path(os.path.realpath(expect)), Path(os.path.realpath(sink.target))
+    if mine == theirs or mine in theirs.parents or theirs in mine.parents:
+        raise ConfigError(
+            f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
+            " directory of its own, neither inside the other"
+        )
 
 
 def _faults(text: str) -> dict[str, Any]:

@@ -345,6 +345,18 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
         id="checkpoints-without-expect",
     ),
     pytest.param(
+        ["replay", "{dir}/q.sql", "--sink-uri", OUT, "--expect", "{dir}/out"],
+        "--expect {dir}/out: the parquet sink writes {dir}/out; give each a directory of its"
+        " own, neither inside the other",
+        id="expect-where-the-sink-writes",  # the files of both in one directory
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--sink-uri", OUT, "--expect", "{dir}/out/expect"],
+        "--expect {dir}/out/expect: the parquet sink writes {dir}/out; give each a directory"
+        " of its own, neither inside the other",
+        id="expect-inside-the-sink",  # was 'out is not empty', and out/expect left behind
+    ),
+    pytest.param(
         ["ddl", "{dir}/d"], "cannot read {dir}/d: Is a directory", id="ddl-of-a-directory"
     ),
     pytest.param(
