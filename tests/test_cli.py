@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -339,4 +342,24 @@ def test_continue_on_error_reports_every_failure_before_the_one_that_ends_the_ru
         + too_large.format(table="u", ts=row["commit_ts"])
         + f"error: {second}:3:1: ERROR 1062 (23000): Duplicate entry '3' for key 'u.PRIMARY'\n"
         "  in: INSERT INTO u VALUES (3, 'c')\n"
+    )
+
+
+def test_help_piped_is_120_columns_wide() -> None:
+    """Issue 25: help read through a pipe or pager is 120 columns, as main() means it (it
+    set rich's TERMINAL_WIDTH, which click's help does not read: it was 80)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": ""}
+    ran = subprocess.run(
+        [sys.executable, "-m", "ticdc_sim", "replay", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ran.returncode == 0 and ran.stderr == ""
+    widths = [len(line) for line in ran.stdout.splitlines()]
+    assert 100 < max(widths) <= 120
+    assert (
+        "  --sink-uri URI                  where TiCDC's messages go, e.g."
+        " jsonl:///tmp/out?protocol=canal-json (the sink URI of\n" in ran.stdout
     )

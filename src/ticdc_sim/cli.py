@@ -972,8 +972,6 @@ def _write(output: Path | None, text: bytes) -> None:
 
 
 def main() -> None:
-    if not sys.stdout.isatty():
-        # help piped to a file or pager: 120 columns, not rich's 80 for a non-terminal
-        # (typer reads TERMINAL_WIDTH when it first renders help)
-        os.environ.setdefault("TERMINAL_WIDTH", "120")
-    app()
+    # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
+    # (help is click's, not rich's: TERMINAL_WIDTH is not read)
+    app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
