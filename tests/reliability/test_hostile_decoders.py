@@ -284,6 +284,17 @@ BAD_RECORDS = [
         frames(LZ4_TERABYTE),
         "the value is not lz4-compressed (it claims more than memory holds, MemoryError)",
     ),
+    # an lz4-compressed value read as uncompressed: said so (was "not JSON at byte 6")
+    *[
+        (
+            variant,
+            open_row()[0] if variant == "open-protocol" else None,
+            (frames if variant == "open-protocol" else bytes)(lz4.frame.compress(b"{}")),
+            "the value is an lz4 frame (written with large-message-handle-compression lz4?"
+            " decode needs it too, in the URI or --config)",
+        )
+        for variant in ("canal-json", "open-protocol", "simple")
+    ],
     # craft
     ("craft", None, b"", "0 bytes"),
     ("craft", None, b"\x01", "1 byte"),
