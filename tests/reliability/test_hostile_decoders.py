@@ -349,6 +349,21 @@ BAD_RECORDS = [
     ),
     ("simple-avro", None, _avro_with_trailing_bytes(), "2 bytes left over after the message's 19"),
     ("simple-avro", None, b"\x05\xcd\xeaq", "an Avro UnsignedBigint"),  # another top-level type
+    # the other encoding-format: said so (was only where it stopped being JSON or Avro)
+    (
+        "simple",
+        None,
+        _avro_with_trailing_bytes()[:-2],
+        "not JSON at byte 4 (byte 0x80 is not UTF-8) (it reads as"
+        " encoding-format avro: decode needs the writer's, in the URI or --config)",
+    ),
+    (
+        "simple-avro",
+        None,
+        orjson.dumps({"type": "WATERMARK", "commitTs": TS}),
+        "unreadable at byte 1 (IndexError: 'list index out of range') (it reads as"
+        " encoding-format json: decode needs the writer's, in the URI or --config)",
+    ),
 ]
 
 
