@@ -3,6 +3,7 @@ the pipeline and the sinks."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -23,9 +24,7 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
-from ticdc_sim.encoders import (
-    decoder_for,
-)
+from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
@@ -593,7 +592,10 @@ def _print_decoded(
         try:
             decoded = decoder.decode(record.key, record.value)
         except SimError as e:
-            raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
+            hint = _reads_as(feed, record)
+            raise SimError(
+                f"{_where(feed.sink, record)} offset {record.offset}: {e}{hint}"
+            ) from None
         for index, event in enumerate(decoded):
             if limit is not None and printed >= limit:
                 return
@@ -605,6 +607,21 @@ def _print_decoded(
             }
             out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
             printed += 1
+
+
+def _reads_as(feed: Changefeed, record: Record) -> str:
+    """For a record its protocol cannot read: the other protocol that reads it, as a hint
+    (decode given another URI than the one that wrote the records)."""
+    for protocol in PROTOCOLS:
+        if protocol != feed.codec.protocol:
+            try:
+                decoder_for(dataclasses.replace(feed.codec, protocol=protocol)).decode(
+                    record.key, record.value
+                )
+            except SimError:
+                continue
+            return f" (it reads as protocol={protocol}: decode needs the writer's sink URI)"
+    return ""
 
 
 def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:

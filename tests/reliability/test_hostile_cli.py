@@ -523,3 +523,16 @@ def test_faults_take_lists_with_commas(files: Path) -> None:
         outputs.append(sorted((files / "o" / "ticdc").iterdir()))
         outputs[-1] = [p.read_bytes() for p in outputs[-1]]
     assert outputs[0] == outputs[1]
+
+
+def test_decode_with_another_protocol_says_which_one_reads_it(files: Path) -> None:
+    """Records read with another protocol than wrote them: the error says which protocol
+    reads them (it said only where the reading stopped)."""
+    sink = "jsonl://{dir}/j?protocol=simple"
+    assert run(["replay", "{dir}/q.sql", "--sink-uri", sink], files).exit_code == 0
+    result = run(["decode", "jsonl://{dir}/j?protocol=canal-json"], files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"error: {files}/j/ticdc/partition-0.jsonl offset 0: not a canal-json message: `isDdl`"
+        " is missing (it reads as protocol=simple: decode needs the writer's sink URI)\n"
+    )
