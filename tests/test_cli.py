@@ -363,3 +363,25 @@ def test_help_piped_is_120_columns_wide() -> None:
         "  --sink-uri URI                  where TiCDC's messages go, e.g."
         " jsonl:///tmp/out?protocol=canal-json (the sink URI of\n" in ran.stdout
     )
+
+
+def test_a_transaction_left_open_is_rolled_back_with_a_warning(tmp_path: Path) -> None:
+    """Issue 25: a script that ends inside a transaction that wrote rows has it rolled back
+    as a client's disconnect would, and says so (the rows vanished without a word)."""
+    script = tmp_path / "open.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+        "BEGIN;\nINSERT INTO t VALUES (2);\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(script)])
+    assert result.exit_code == 0
+    assert [orjson.loads(line).get("kind") for line in result.stdout.splitlines()] == [
+        None,  # the DDL
+        "insert",
+    ]
+    assert result.stderr == (
+        f"warning: {script}:3:1: a transaction was still open at the end: rolled back, as"
+        " when a client disconnects, and its rows not sent (end it with COMMIT)\n"
+    )
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nBEGIN;\n")  # wrote nothing
+    assert CliRunner().invoke(app, ["replay", str(script)]).stderr == ""
