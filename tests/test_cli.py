@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -11,6 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from ticdc_sim.cli import app
+from ticdc_sim.sinks.jsonl import read_jsonl
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "shop.sql"
 
@@ -245,3 +249,139 @@ def test_a_statement_sqlglot_cannot_parse_gets_our_error_only(tmp_path: Path) ->
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {script}:1:1: ")
     assert "Falling back" not in result.output and "Traceback" not in result.output
+
+
+def test_ddl_reads_a_script_as_replay_does(tmp_path: Path) -> None:
+    """Issue 25: `ddl` starts in `test` as `replay` does (was ERROR 1046 for a script without
+    USE), takes --database, skips a UTF-8 byte order mark as the mysql client does (was
+    ERROR 1064), and a syntax error quotes its own statement, not the rest of the file."""
+    script = tmp_path / "bom.sql"
+    script.write_bytes(
+        b"\xef\xbb\xbfCREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+    )
+    for command in ("ddl", "replay"):
+        result = CliRunner().invoke(app, [command, str(script)])
+        assert result.exit_code == 0, result.output
+        first = orjson.loads(result.stdout.splitlines()[0])
+        assert (first["action"], first["schema"], first["table"]) == ("CREATE_TABLE", "test", "t")
+    assert result.stdout.splitlines()[1].startswith('{"commit_ts"')  # replay's insert
+    ddl = CliRunner().invoke(app, ["ddl", str(script)])
+    assert ddl.stderr == "1 statement that is not DDL skipped\n"
+    shop = CliRunner().invoke(app, ["ddl", str(script), "--database", "shop"])
+    assert (shop.exit_code, shop.stdout) == (1, "")
+    assert shop.stderr == (
+        "error: --database 'shop': ERROR 1049 (42000): Unknown database 'shop' (a session"
+        " starts in test; a script may CREATE DATABASE and USE it)\n"
+    )
+    bad = tmp_path / "bad.sql"
+    bad.write_text("CREATE TABLE t (id INT PRIMARY KEY,);\nCREATE TABLE u (id INT PRIMARY KEY);\n")
+    for command in ("ddl", "replay"):
+        result = CliRunner().invoke(app, [command, str(bad)])
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr == (
+            f"error: {bad}:1:35: ERROR 1064 (42000): You have an error in your SQL syntax;"
+            " check the manual that corresponds to your TiDB version for the right syntax to"
+            " use line 1 column 35 near \",)\" (Expected an item after ',')\n"
+            "  in: CREATE TABLE t (id INT PRIMARY KEY,)\n"
+        )
+
+
+def test_continue_on_error_reports_every_failure_before_the_one_that_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: under --continue-on-error a script that ends inside a quote is one more
+    failed statement and the next script follows (the earlier errors were lost); a record
+    the sink refuses ends the run after the statements' errors, and the partial output is
+    named (it was not when the refusal came at the end); a refusal while aborting after a
+    failed statement is said before that statement (it replaced it)."""
+    first, second = tmp_path / "a.sql", tmp_path / "b.sql"
+    first.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);\nINSERT INTO t VALUES (1, 'a');\n"
+        "INSERT INTO t VALUES (1, 'b');\nINSERT INTO t VALUES (2, 'open\n"
+    )
+    second.write_text("INSERT INTO t VALUES (3, REPEAT('x', 2000));\n")
+    duplicate = (
+        f"error: {first}:3:1: ERROR 1062 (23000): Duplicate entry '1' for key 't.PRIMARY'\n"
+        "  in: INSERT INTO t VALUES (1, 'b')\n"
+    )
+    unterminated = (
+        f"error: {first}:4:1: ERROR 1064 (42000): unterminated ' quote at end of script\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(first), str(second), "--continue-on-error"])
+    assert result.exit_code == 1 and result.stderr == duplicate + unterminated
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()[1:]]
+    assert [r["columns"]["id"] for r in rows] == [1, 3]
+    out = tmp_path / "out"
+    sink = f"jsonl://{out}?protocol=canal-json&max-message-bytes=1024"
+    too_large = (
+        "error: a canal-json message of 2270 bytes for test.{table} at commit ts {ts} exceeds"
+        " max-message-bytes 1024 (TiCDC: ErrMessageTooLarge)\n"
+    )
+    partial = f"the records sent before the error are in {out}.partial\n"
+    result = CliRunner().invoke(
+        app, ["replay", str(first), str(second), "--continue-on-error", "--sink-uri", sink]
+    )
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"{partial}2 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 1\n"
+        + duplicate
+        + unterminated
+        + too_large.format(table="t", ts=rows[1]["commit_ts"])
+    )
+    assert not out.exists() and len(list(read_jsonl(f"{out}.partial"))) == 1  # the DDL
+    # the too large row is still in the pipeline when a statement fails
+    second.write_text(
+        "CREATE TABLE u (id INT PRIMARY KEY, v TEXT);\n"
+        "INSERT INTO u VALUES (3, REPEAT('x', 2000));\nINSERT INTO u VALUES (3, 'c');\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(second), "--sink-uri", sink])
+    assert (result.exit_code, result.stdout) == (1, "")
+    row = orjson.loads(CliRunner().invoke(app, ["replay", str(second)]).stdout.splitlines()[1])
+    assert result.stderr == (
+        f"{partial}1 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 1\n"
+        + too_large.format(table="u", ts=row["commit_ts"])
+        + f"error: {second}:3:1: ERROR 1062 (23000): Duplicate entry '3' for key 'u.PRIMARY'\n"
+        "  in: INSERT INTO u VALUES (3, 'c')\n"
+    )
+
+
+def test_help_piped_is_120_columns_wide() -> None:
+    """Issue 25: help read through a pipe or pager is 120 columns, as main() means it (it
+    set rich's TERMINAL_WIDTH, which click's help does not read: it was 80)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": ""}
+    ran = subprocess.run(
+        [sys.executable, "-m", "ticdc_sim", "replay", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ran.returncode == 0 and ran.stderr == ""
+    widths = [len(line) for line in ran.stdout.splitlines()]
+    assert 100 < max(widths) <= 120
+    assert (
+        "  --sink-uri URI                  where TiCDC's messages go, e.g."
+        " jsonl:///tmp/out?protocol=canal-json (the sink URI of\n" in ran.stdout
+    )
+
+
+def test_a_transaction_left_open_is_rolled_back_with_a_warning(tmp_path: Path) -> None:
+    """Issue 25: a script that ends inside a transaction that wrote rows has it rolled back
+    as a client's disconnect would, and says so (the rows vanished without a word)."""
+    script = tmp_path / "open.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+        "BEGIN;\nINSERT INTO t VALUES (2);\n"
+    )
+    result = CliRunner().invoke(app, ["replay", str(script)])
+    assert result.exit_code == 0
+    assert [orjson.loads(line).get("kind") for line in result.stdout.splitlines()] == [
+        None,  # the DDL
+        "insert",
+    ]
+    assert result.stderr == (
+        f"warning: {script}:3:1: a transaction was still open at the end: rolled back, as"
+        " when a client disconnects, and its rows not sent (end it with COMMIT)\n"
+    )
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nBEGIN;\n")  # wrote nothing
+    assert CliRunner().invoke(app, ["replay", str(script)]).stderr == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
@@ -117,6 +118,17 @@ def test_a_rerun_replaces_the_earlier_expected_state_and_foreign_files_stop_it(
     assert third.exit_code == 1
     assert "holds files it did not write (notes.txt)" in third.output
     assert (out / "notes.txt").read_text() == "mine" and (out / "test.new.parquet").exists()
+    # a user's own Parquet file (was deleted as if an earlier run had written it)
+    (out / "notes.txt").unlink()
+    pq.write_table(pa.table({"a": [1]}), out / "accounts.parquet")
+    (out / "history" / "readme.md").write_text("mine")
+    fourth = runner.invoke(app, ["replay", str(script), "--sink-uri", uri, "--expect", str(out)])
+    assert (fourth.exit_code, fourth.stdout) == (1, "")
+    assert (
+        fourth.stderr
+        == f"error: --expect {out}: holds files it did not write (accounts.parquet, history)\n"
+    )
+    assert pq.read_table(out / "accounts.parquet").to_pylist() == [{"a": 1}]
 
 
 def test_a_failed_run_leaves_its_history_marked_partial(tmp_path: Path) -> None:

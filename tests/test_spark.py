@@ -357,6 +357,24 @@ def test_the_cli_on_spark_prints_what_the_one_process_run_prints(spec_file: Path
     assert run.stderr.decode() == local.stderr
 
 
+def test_a_setting_the_jvm_refuses_is_its_reason_in_one_line(spec_file: Path) -> None:
+    """Issue 25: spark-submit's reason, not a frame of its stack (was `spark master local[1]:
+    spark job: spark: the JVM did not start: at org.apache.spark.deploy.SparkSubmitArguments
+    .error(...)`, the master blamed for a setting)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    args = ["generate", "--workload", str(spec_file), "--no-progress", "--engine", "spark"]
+    args += ["--sink-uri", "blackhole://?protocol=canal-json", "--master", "local[1]"]
+    args += ["--conf", "spark.driver.memory="]
+    run = subprocess.run(
+        [sys.executable, "-m", "ticdc_sim", *args], capture_output=True, env=env, timeout=600
+    )
+    assert (run.returncode, run.stdout) == (1, b"")
+    assert run.stderr.decode() == (
+        "error: spark: the JVM did not start: org.apache.spark.SparkException: Driver memory"
+        " must be a positive number\n"
+    )
+
+
 def test_a_task_error_is_one_line() -> None:
     spark = _session("local[2]")
 

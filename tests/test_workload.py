@@ -1082,7 +1082,7 @@ def test_the_command_line_overrides_the_spec(tmp_path: Path) -> None:
         (
             ["--set", "operations.evnts=1"],
             1,
-            "error: --set operations.evnts: operations.evnts: unknown key; did you mean events?"
+            "error: --set operations.evnts: unknown key; did you mean events?"
             " operations takes events, duration_s, mix, transaction_size, multi_table, keys,"
             " commit_rate, wall_rate\n",
         ),
@@ -1105,7 +1105,7 @@ def test_the_command_line_overrides_the_spec(tmp_path: Path) -> None:
         (
             ["--set", "operations.events=many"],
             1,
-            "error: --set operations.events: operations.events: expected integer, not 'many'"
+            "error: --set operations.events: expected integer, not 'many'"
             " (e.g. `events: 100000`)\n",
         ),
         (

@@ -3,11 +3,14 @@ the pipeline and the sinks."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
+import re
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -21,17 +24,14 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
-from ticdc_sim.encoders import (
-    decoder_for,
-)
+from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
 from ticdc_sim.generator.sql.script import (
     RawStatement,
-    parse_statements,
-    read_script,
+    parse_raw,
     split_script,
 )
 from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
@@ -42,6 +42,7 @@ from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
+from ticdc_sim.sinks.staging import partial_dir
 
 if TYPE_CHECKING:
     from ticdc_sim.generator.workload.reading import Override
@@ -142,6 +143,9 @@ def ddl(
             help="TSO the simulated clock starts after (0: a fixed default)",
         ),
     ] = 0,
+    database: Annotated[
+        str, typer.Option(metavar="NAME", help="the database the session starts in")
+    ] = "test",
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
@@ -149,22 +153,26 @@ def ddl(
     skipped = 0
     try:
         _check_scripts(scripts)
-        for path in scripts:
-            for stmt in parse_statements(read_script(path), str(path)):
-                if not is_ddl(stmt.expression):
-                    skipped += 1  # DML, transactions, SET ...: a mixed script is fine
-                    continue
-                try:
-                    events = catalog.apply(stmt.expression, stmt.text)
-                except SQLError as e:
-                    raise e.with_context(stmt.location, stmt.text) from None
-                for event in events:
-                    out.write(orjson.dumps(ddl_record(event)) + b"\n")
+        catalog.current_schema = _database(catalog, database)
+        for raw in _statements(scripts):
+            stmt = parse_raw(raw)
+            if stmt is None:
+                continue
+            if not is_ddl(stmt.expression):
+                skipped += 1  # DML, transactions, SET ...: a mixed script is fine
+                continue
+            try:
+                events = catalog.apply(stmt.expression, stmt.text)
+            except SQLError as e:
+                raise e.with_context(stmt.location, stmt.text) from None
+            for event in events:
+                out.write(orjson.dumps(ddl_record(event)) + b"\n")
     except SimError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     if skipped:
-        typer.echo(f"{skipped} statements that are not DDL skipped", err=True)
+        what = "statement that is" if skipped == 1 else "statements that are"
+        typer.echo(f"{skipped} {what} not DDL skipped", err=True)
 
 
 def _check_scripts(scripts: list[Path]) -> None:
@@ -187,8 +195,13 @@ def _check_session(time_zone: str, database: str) -> None:
         load_zone(time_zone)
     except SQLError as e:
         raise ConfigError(f"--time-zone {time_zone!r}: {e}") from None
+    _database(Catalog(), database)
+
+
+def _database(catalog: Catalog, database: str) -> str:
+    """--database as a new session takes it (its name as created), or an error naming it."""
     try:
-        Catalog().schema(database)
+        return catalog.schema(database).name
     except SQLError as e:
         raise ConfigError(
             f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
@@ -196,15 +209,25 @@ def _check_session(time_zone: str, database: str) -> None:
         ) from None
 
 
-def _statements(scripts: list[Path]) -> Iterator[RawStatement]:
-    """Statements of every script, read lazily: memory holds one statement, not the file."""
+def _statements(
+    scripts: list[Path], skipped: Callable[[SQLError], None] | None = None
+) -> Iterator[RawStatement]:
+    """Statements of every script, read lazily: memory holds one statement, not the file. A
+    UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
+    (mysql.cc, read_and_execute). A file that ends inside a quote ends the run, or with
+    `skipped` (--continue-on-error) is reported to it and the next file follows."""
     for path in scripts:
         try:
-            handle = path.open(encoding="utf-8", errors="surrogateescape", newline="")
+            handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
         except OSError as e:
             raise SQLError(f"cannot read {path}: {e.strerror}") from None
         with handle:
-            yield from split_script(handle, str(path))
+            try:
+                yield from split_script(handle, str(path))
+            except SQLError as e:
+                if skipped is None:
+                    raise
+                skipped(e)
 
 
 @app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
@@ -226,7 +249,12 @@ def replay(
         bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
     ] = False,
     seed: Annotated[
-        int, typer.Option(metavar="N", help="seed for RAND(), UUID() and AUTO_RANDOM shards")
+        int,
+        typer.Option(
+            min=0,  # Python's Random takes -n for n: RAND() would repeat another seed's
+            metavar="N",
+            help="seed for RAND(), UUID() and AUTO_RANDOM shards",
+        ),
     ] = 0,
     start_ts: Annotated[
         int,
@@ -293,7 +321,10 @@ def replay(
     if old_value is not None:
         flags["enable_old_value"] = old_value
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
-    with _reported(warnings):
+    engine: Engine | None = None
+    # statements that failed under --continue-on-error are said before an error that ends
+    # the run (the end of a script inside a quote, a record the sink refuses)
+    with _reported(warnings, lambda: engine.errors if engine is not None else []):
         if faults is not None:
             flags.update({"fault_seed": seed, **_faults(faults)})
         _check_scripts(scripts)
@@ -318,8 +349,11 @@ def replay(
         if expect is not None:
             from ticdc_sim.sinks.expect import prepare
 
+            if feed is not None:
+                _apart(expect, feed.sink)
             prepare(expect)  # before any work: a directory of someone else's files is refused
-        events = engine.run(_statements(scripts))
+        skipped = (lambda e: engine.errors.append(str(e))) if continue_on_error else None
+        events = engine.run(_statements(scripts, skipped))
         if feed is None:  # the changefeed's capture, without the rest of its pipeline
             _print_events(
                 captured(
@@ -344,28 +378,56 @@ def replay(
         raise typer.Exit(1)
 
 
+def _apart(expect: Path, sink: SinkURI) -> None:
+    """--expect and a jsonl/parquet sink in directories of their own: each refuses the
+    other's files (on the next run, if not on this one)."""
+    if sink.scheme not in ("jsonl", "parquet"):
+        return
+    mine, theirs = Path(os.path.realpath(expect)), Path(os.path.realpath(sink.target))
+    if mine == theirs or mine in theirs.parents or theirs in mine.parents:
+        raise ConfigError(
+            f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
+            " directory of its own, neither inside the other"
+        )
+
+
 def _faults(text: str) -> dict[str, Any]:
-    """`--faults key=value,...` read as the [faults] table of a changefeed TOML."""
-    lines = ["[faults]"]
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"--faults: {item!r} is not key=value")
-        value = value.strip()
+    """`--faults key=value,...` read as the [faults] table of a changefeed TOML; a list in
+    brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is checked alone, so an
+    error names it, not a line of the table made of them."""
+    lines, names = ["[faults]"], set()
+    for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
+        name, sep, value = (part.strip() for part in item.partition("="))
         if value.startswith("[") and value.endswith("]"):
-            value = value.replace(";", ",")  # lists: restart-at=[100;200]
-        lines.append(f"{name.strip()} = {value}")
+            value = value.replace(";", ",")
+        line = f"{name} = {value}"
+        try:
+            tomllib.loads(line)
+        except tomllib.TOMLDecodeError:
+            raise ConfigError(
+                f"--faults: {item!r} is not key=value (the value a number, true or false, or a"
+                " list such as [100, 200])"
+            ) from None
+        if name in names:
+            raise ConfigError(f"--faults: {name} is given twice")
+        names.add(name)
+        lines.append(line)
     return parse_changefeed_toml("\n".join(lines), "--faults")
 
 
+_FAULT_ITEMS = re.compile(r",(?![^\[]*\])")  # the commas outside brackets
+
+
 @contextmanager
-def _reported(warnings: Warnings) -> Iterator[None]:
-    """A SimError ends the command: the warnings so far, then the error, exit status 1."""
+def _reported(warnings: Warnings, earlier: Callable[[], Iterable[str]] = tuple) -> Iterator[None]:
+    """A SimError ends the command: the warnings so far, the `earlier` errors (statements
+    skipped under --continue-on-error), then the error, exit status 1."""
     try:
         yield
     except SimError as e:
         _print_warnings(warnings)
-        typer.echo(f"error: {e}", err=True)
+        for error in [*earlier(), str(e)]:
+            typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
 
 
@@ -426,27 +488,44 @@ def _replay_to_sink(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
     observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
-    failed = True
     try:
         for event in events:
             pipeline.push(event)
-        failed = False
-    finally:
-        # what was sent stays sent, as in Kafka; a jsonl directory is left as DIR.partial
-        try:
-            summary = pipeline.abort() if failed else pipeline.close()
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            if observer is not None:
-                observer.close(failed)
-        if failed and feed.sink.scheme in ("jsonl", "parquet"):
-            typer.echo(
-                f"the records sent before the error are in {feed.sink.target}.partial", err=True
-            )
-        _print_summary(summary)
+    except BaseException as e:
+        _finish(feed, pipeline, observer, e)
+        raise
+    _finish(feed, pipeline, observer, None)
     return pipeline
+
+
+def _finish(
+    feed: Changefeed, pipeline: Pipeline, observer: Recorder | None, error: BaseException | None
+) -> None:
+    """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
+    and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
+    (a committed row the sink refuses) is said before `error`, which ended the run."""
+    failed, late = error is not None, None
+    try:
+        if failed:
+            pipeline.abort()
+        else:
+            pipeline.close()
+    except SimError as e:
+        failed, late = True, e
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        if observer is not None:
+            observer.close(failed)
+        if failed and feed.sink.scheme in ("jsonl", "parquet"):
+            partial = partial_dir(Path(feed.sink.target))
+            typer.echo(f"the records sent before the error are in {partial}", err=True)
+        _print_summary(pipeline.summary)
+    if late is not None and error is None:
+        raise late
+    if late is not None and str(late) != str(error):
+        typer.echo(f"error: {late}", err=True)
 
 
 def _print_summary(summary: Summary) -> None:
@@ -513,11 +592,9 @@ def _print_decoded(
         try:
             decoded = decoder.decode(record.key, record.value)
         except SimError as e:
-            raise SimError(f"{_where(feed.sink, record)} offset {record.offset}: {e}") from None
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            where = _where(feed.sink, record)
+            hint = _reads_as(feed, record)
             raise SimError(
-                f"{where} offset {record.offset}: not a {feed.codec.protocol} record ({e!r})"
+                f"{_where(feed.sink, record)} offset {record.offset}: {e}{hint}"
             ) from None
         for index, event in enumerate(decoded):
             if limit is not None and printed >= limit:
@@ -530,6 +607,21 @@ def _print_decoded(
             }
             out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
             printed += 1
+
+
+def _reads_as(feed: Changefeed, record: Record) -> str:
+    """For a record its protocol cannot read: the other protocol that reads it, as a hint
+    (decode given another URI than the one that wrote the records)."""
+    for protocol in PROTOCOLS:
+        if protocol != feed.codec.protocol:
+            try:
+                decoder_for(dataclasses.replace(feed.codec, protocol=protocol)).decode(
+                    record.key, record.value
+                )
+            except SimError:
+                continue
+            return f" (it reads as protocol={protocol}: decode needs the writer's sink URI)"
+    return ""
 
 
 def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:
@@ -897,8 +989,6 @@ def _write(output: Path | None, text: bytes) -> None:
 
 
 def main() -> None:
-    if not sys.stdout.isatty():
-        # help piped to a file or pager: 120 columns, not rich's 80 for a non-terminal
-        # (typer reads TERMINAL_WIDTH when it first renders help)
-        os.environ.setdefault("TERMINAL_WIDTH", "120")
-    app()
+    # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
+    # (help is click's, not rich's: TERMINAL_WIDTH is not read)
+    app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))

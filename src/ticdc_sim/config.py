@@ -487,6 +487,8 @@ def parse_sink_uri(text: str) -> SinkURI:
     target = _unquoted(parts.netloc + parts.path, text)
     if scheme in ("jsonl", "parquet") and not target:
         raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
+    if scheme in ("jsonl", "parquet") and target.startswith("~"):  # a directory named ~
+        raise _fail(text, f"~ is not your home in a URI; write {scheme}://$HOME/... instead")
     return SinkURI(scheme, target, params, text)
 
 

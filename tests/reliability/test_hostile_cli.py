@@ -6,6 +6,7 @@ naming the option or file; never a traceback, in any output or log, and nothing 
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,11 @@ USAGE: list[Any] = [  # exit 2: click's usage error, naming the option
         " an integer",
         id="fractional-seed",
     ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--seed", "-1"],
+        "Invalid value for '--seed': Input should be greater than or equal to 0",
+        id="negative-seed",  # RAND() gave seed 1's values
+    ),
     pytest.param(["decode"], "Missing argument 'SOURCE'.", id="decode-no-source"),
     pytest.param(
         ["serve", "--port", "http"],
@@ -232,7 +238,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "operations.evnts=5"],
-        "--set operations.evnts: operations.evnts: unknown key; did you mean events? operations"
+        "--set operations.evnts: unknown key; did you mean events? operations"
         " takes events, duration_s, mix, transaction_size, multi_table, keys, commit_rate,"
         " wall_rate",
         id="set-unknown-key",
@@ -244,7 +250,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "operations.mix={{insert: 0, update: 0}}"],
-        "--set operations.mix: operations.mix: at least one operation needs a weight above 0",
+        "--set operations.mix: at least one operation needs a weight above 0",
         id="set-a-mapping",
     ),
     pytest.param(
@@ -255,8 +261,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         [*GENERATE, "--set", "tables[0].ddl=DROP TABLE t"],
-        "--set tables[0].ddl: tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table"
-        " 'test.t'",
+        "--set tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table 'test.t'",
         id="set-ddl",
     ),
     pytest.param(
@@ -319,13 +324,37 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         ["replay", "{dir}/q.sql", "--faults", "nonsense"],
-        "--faults: 'nonsense' is not key=value",
+        "--faults: 'nonsense' is not key=value (the value a number, true or false, or a list"
+        " such as [100, 200])",
         id="faults-not-key-value",
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--faults", "restart-every=5, label=yes"],
+        "--faults: 'label=yes' is not key=value (the value a number, true or false, or a list"
+        " such as [100, 200])",
+        id="faults-not-a-value",  # was `--faults:3:9: Invalid value`, a line of our making
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--faults", "seed=1,seed=2"],
+        "--faults: seed is given twice",
+        id="faults-twice",  # was `--faults:3:6: Cannot overwrite a value`
     ),
     pytest.param(
         ["replay", "{dir}/q.sql", "--expect-checkpoints"],
         "--expect-checkpoints needs --expect and --sink-uri",
         id="checkpoints-without-expect",
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--sink-uri", OUT, "--expect", "{dir}/out"],
+        "--expect {dir}/out: the parquet sink writes {dir}/out; give each a directory of its"
+        " own, neither inside the other",
+        id="expect-where-the-sink-writes",  # the files of both in one directory
+    ),
+    pytest.param(
+        ["replay", "{dir}/q.sql", "--sink-uri", OUT, "--expect", "{dir}/out/expect"],
+        "--expect {dir}/out/expect: the parquet sink writes {dir}/out; give each a directory"
+        " of its own, neither inside the other",
+        id="expect-inside-the-sink",  # was 'out is not empty', and out/expect left behind
     ),
     pytest.param(
         ["ddl", "{dir}/d"], "cannot read {dir}/d: Is a directory", id="ddl-of-a-directory"
@@ -344,6 +373,16 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
         ["workload-spec", "--output", "{dir}/no/such/x.md"],
         "cannot write {dir}/no/such/x.md: No such file or directory",
         id="reference-nowhere",
+    ),
+    pytest.param(
+        ["serve", "--data-dir", "{dir}/q.sql", "--port", "0", "--mysql-port", "0"],
+        "--data-dir (TICDC_SIM_DATA_DIR) {dir}/q.sql: not a directory",
+        id="serve-data-dir-a-file",
+    ),
+    pytest.param(
+        ["serve", "--data-dir", "{dir}/d", "--host", "192.0.2.1", "--port", "0"],
+        "--host (TICDC_SIM_HOST): cannot listen on 192.0.2.1:0: Cannot assign requested address",
+        id="serve-host-not-ours",
     ),
     pytest.param(
         ["openapi", "--output", "{dir}/d"],
@@ -369,3 +408,131 @@ def test_a_preview_larger_than_the_run_prints_the_run(files: Path) -> None:
 def test_version(files: Path) -> None:
     result = run(["--version"], files)
     assert (result.exit_code, result.stdout) == (0, "ticdc-sim 0.1.0\n")
+
+
+def test_output_into_a_symlink_or_the_working_directory(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A jsonl/parquet directory that exists stays and gets the output: a symlink's target
+    (was a traceback, 'Cannot call rmtree on a symbolic link'), the working directory as `.`
+    (was a traceback, and the staged output deleted); --overwrite replaces ours in it; a
+    failed run leaves DIR.partial beside the directory itself and names it."""
+    (files / "real").mkdir()
+    (files / "link").symlink_to("real")
+    monkeypatch.chdir(files / "real")
+    for target in ("{dir}/link", "."):
+        for scheme, entry in (("jsonl", "ticdc"), ("parquet", "topic=ticdc")):
+            sink = f"{scheme}://{target}?protocol=canal-json"
+            for again in ([], ["--overwrite"]):
+                result = run(["replay", "{dir}/q.sql", "--sink-uri", sink, *again], files)
+                assert (result.exit_code, result.stderr) == (
+                    0,
+                    "1 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 2\n",
+                )
+                assert [p.name for p in (files / "real").iterdir()] == [entry]
+            shutil.rmtree(files / "real" / entry)
+    assert (files / "link").is_symlink() and sorted(p.name for p in files.iterdir()) == [
+        "b.bin",
+        "d",
+        "link",
+        "q.sql",
+        "real",
+        "w.yaml",
+    ]
+    (files / "dup.sql").write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1), (1);\n"
+    )
+    result = run(["replay", "{dir}/dup.sql", "--sink-uri", "jsonl://.?protocol=canal-json"], files)
+    assert result.exit_code == 1 and result.stderr.startswith(
+        f"the records sent before the error are in {files}/real.partial\n"
+    )
+    assert list((files / "real").iterdir()) == []
+    assert [p.name for p in (files / "real.partial").iterdir()] == ["ticdc"]
+
+
+def test_decode_of_a_directory_some_other_sink_wrote(files: Path) -> None:
+    """decode reads only the layout its sink writes: a parquet dataset read as jsonl (or the
+    other way round), a stray file or a directory where a partition file goes is one error
+    naming it (they decoded to nothing, exit 0, or a traceback)."""
+    for scheme in ("jsonl", "parquet"):
+        sink = f"{scheme}://{{dir}}/{scheme}?protocol=open-protocol"
+        assert run(["replay", "{dir}/q.sql", "--sink-uri", sink], files).exit_code == 0
+    jsonl, parquet = (
+        "is not a topic directory of partition-<p>.jsonl files",
+        "is not a topic=<t> directory of partition=<p>/part-*.parquet files",
+    )
+    (files / "d" / "ticdc" / "partition-0.jsonl").mkdir(parents=True)
+    cases = [
+        ("jsonl://{dir}/parquet", f"jsonl source: {files}/parquet/topic=ticdc {jsonl}"),
+        ("parquet://{dir}/jsonl", f"parquet source: {files}/jsonl/ticdc {parquet}"),
+        ("jsonl://{dir}/d", f"jsonl source: {files}/d/ticdc {jsonl}"),
+    ]
+    for source, message in cases:
+        result = run(["decode", f"{source}?protocol=open-protocol"], files)
+        assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"error: {message}\n")
+    (files / "jsonl" / "ticdc" / "notes.txt").write_text("mine")
+    result = run(["decode", "jsonl://{dir}/jsonl?protocol=open-protocol"], files)
+    assert result.stderr == f"error: jsonl source: {files}/jsonl/ticdc {jsonl}\n"
+    (files / "jsonl" / "ticdc" / "notes.txt").unlink()
+    whole = run(["decode", "jsonl://{dir}/jsonl?protocol=open-protocol"], files)
+    assert (
+        whole.stdout
+        == run(["decode", "parquet://{dir}/parquet?protocol=open-protocol"], files).stdout
+    )
+    assert (whole.exit_code, len(whole.stdout.splitlines())) == (0, 10)  # DDL, row, checkpoints
+
+
+def test_serve_on_a_host_name_that_is_no_address(files: Path) -> None:
+    """The host is named, not the port (was `--port: ... (while attempting to bind ...)`);
+    the resolver's reason differs with the network, so only its head is held."""
+    args = ["serve", "--data-dir", "{dir}/d", "--host", "nowhere.invalid", "--port", "0"]
+    result = run(args, files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("error: --host (TICDC_SIM_HOST): nowhere.invalid: ")
+    assert result.stderr.count("\n") == 1 and "while attempting" not in result.stderr
+
+
+def test_decode_from_brokers_that_are_not_there(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One line, not librdkafka's log lines ('FAIL [rdkafka#consumer-1] ...') before it."""
+    from ticdc_sim.sinks import kafka
+
+    monkeypatch.setattr(kafka, "_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as outside pytest
+    result = run(["decode", "kafka://127.0.0.1:1/x?protocol=canal-json"], files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "error: kafka 127.0.0.1:1: Failed to get metadata: Local: Broker transport failure\n"
+    )
+
+
+def test_faults_take_lists_with_commas(files: Path) -> None:
+    """`restart-at=[1, 2]` is a list, as in the TOML (its comma split the item: "'2]' is
+    not key=value"); `[1; 2]` still reads the same."""
+    outputs = []
+    for faults in ("restart-at=[1, 2], label=true", "restart-at=[1;2],label=true"):
+        sink = "jsonl://{dir}/o?protocol=canal-json&enable-tidb-extension=true"
+        result = run(
+            ["replay", "{dir}/q.sql", "--sink-uri", sink, "--overwrite", "--faults", faults], files
+        )
+        assert (result.exit_code, result.stderr) == (
+            0,
+            "1 rows, 1 DDL, 2 checkpoints -> records per topic: ticdc: 8, and 1 injected by [faults]\n",
+        )
+        outputs.append(sorted((files / "o" / "ticdc").iterdir()))
+        outputs[-1] = [p.read_bytes() for p in outputs[-1]]
+    assert outputs[0] == outputs[1]
+
+
+def test_decode_with_another_protocol_says_which_one_reads_it(files: Path) -> None:
+    """Records read with another protocol than wrote them: the error says which protocol
+    reads them (it said only where the reading stopped)."""
+    sink = "jsonl://{dir}/j?protocol=simple"
+    assert run(["replay", "{dir}/q.sql", "--sink-uri", sink], files).exit_code == 0
+    result = run(["decode", "jsonl://{dir}/j?protocol=canal-json"], files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"error: {files}/j/ticdc/partition-0.jsonl offset 0: not a canal-json message: `isDdl`"
+        " is missing (it reads as protocol=simple: decode needs the writer's sink URI)\n"
+    )

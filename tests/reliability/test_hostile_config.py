@@ -346,6 +346,18 @@ BAD_URIS = [
         id="parquet-no-dir",
     ),
     pytest.param(
+        "jsonl://~/out?protocol=canal-json",
+        "sink URI 'jsonl://~/out?protocol=canal-json': ~ is not your home in a URI; write"
+        " jsonl://$HOME/... instead",
+        id="jsonl-tilde",  # made a directory named ~ in the working directory
+    ),
+    pytest.param(
+        "parquet://~me?protocol=canal-json",
+        "sink URI 'parquet://~me?protocol=canal-json': ~ is not your home in a URI; write"
+        " parquet://$HOME/... instead",
+        id="parquet-tilde-user",
+    ),
+    pytest.param(
         "jsonl:///x?protocol=canal-json&topic=",
         "sink URI parameter topic: '' is not a Kafka topic name (letters, digits, `._-`)",
         id="topic-empty",

@@ -284,6 +284,17 @@ BAD_RECORDS = [
         frames(LZ4_TERABYTE),
         "the value is not lz4-compressed (it claims more than memory holds, MemoryError)",
     ),
+    # an lz4-compressed value read as uncompressed: said so (was "not JSON at byte 6")
+    *[
+        (
+            variant,
+            open_row()[0] if variant == "open-protocol" else None,
+            (frames if variant == "open-protocol" else bytes)(lz4.frame.compress(b"{}")),
+            "the value is an lz4 frame (written with large-message-handle-compression lz4?"
+            " decode needs it too, in the URI or --config)",
+        )
+        for variant in ("canal-json", "open-protocol", "simple")
+    ],
     # craft
     ("craft", None, b"", "0 bytes"),
     ("craft", None, b"\x01", "1 byte"),
@@ -338,6 +349,21 @@ BAD_RECORDS = [
     ),
     ("simple-avro", None, _avro_with_trailing_bytes(), "2 bytes left over after the message's 19"),
     ("simple-avro", None, b"\x05\xcd\xeaq", "an Avro UnsignedBigint"),  # another top-level type
+    # the other encoding-format: said so (was only where it stopped being JSON or Avro)
+    (
+        "simple",
+        None,
+        _avro_with_trailing_bytes()[:-2],
+        "not JSON at byte 4 (byte 0x80 is not UTF-8) (it reads as"
+        " encoding-format avro: decode needs the writer's, in the URI or --config)",
+    ),
+    (
+        "simple-avro",
+        None,
+        orjson.dumps({"type": "WATERMARK", "commitTs": TS}),
+        "unreadable at byte 1 (IndexError: 'list index out of range') (it reads as"
+        " encoding-format json: decode needs the writer's, in the URI or --config)",
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from typer.testing import CliRunner
@@ -460,3 +461,37 @@ def test_odd_but_valid_specs_run(tmp_path: Path, spec: str, events: int) -> None
     lines = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert lines[0]["action"] in ("CREATE_SCHEMA", "CREATE_TABLE")
     assert 5 < len(lines) <= events and all(line["commit_ts"] for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("key", "mix", "events"),
+    [
+        pytest.param("PRIMARY KEY (id, v)", "{insert: 1, update: 1, delete: 1}", 1, id="composite"),
+        pytest.param("PRIMARY KEY (id)", "{insert: 0, update: 1, delete: 1}", 50, id="no-inserts"),
+    ],
+)
+def test_updates_and_deletes_of_an_empty_table_write_nothing(
+    tmp_path: Path, key: str, mix: str, events: int
+) -> None:
+    """An update or delete with no live row to take writes nothing, also when a whole block
+    of them does (was an IndexError): the DDL alone, in one process and in a Spark task that
+    owns none of the block's rows."""
+    from ticdc_sim.generator.workload import Generator, load
+    from ticdc_sim.generator.workload.run import Block
+
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        f"tables:\n  - ddl: CREATE TABLE t (id BIGINT, v BIGINT, {key})\n    rows: 0\n"
+        f"operations:\n  events: {events}\n  mix: {mix}\n"
+    )
+    result = generate(path, "--sink-uri", "blackhole://?protocol=canal-json")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0,
+        "",
+        "0 rows, 1 DDL, 0 checkpoints -> records per topic: ticdc: 1\n",
+    )
+    generator = Generator(load(path))
+    blocks = [item for item in generator.blocks() if isinstance(item, Block)]
+    assert len(blocks) == 1
+    unowned = np.zeros(len(blocks[0].tables), dtype=bool)
+    assert len(generator.fold(blocks[0], unowned)) == 0

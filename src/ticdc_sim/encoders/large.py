@@ -58,6 +58,9 @@ def _lz4(data: bytes) -> bytes:
     return bytes(writer.begin() + writer.compress(data) + writer.flush())
 
 
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"  # an lz4 frame's first bytes (its format's magic number)
+
+
 def compress(codec: str, data: bytes) -> bytes:
     if codec == "none":
         return data
@@ -67,8 +70,15 @@ def compress(codec: str, data: bytes) -> bytes:
 
 
 def decompress(codec: str, data: bytes, protocol: str) -> bytes:
-    """A value back; a DecodeError when it is not what `codec` writes."""
+    """A value back; a DecodeError when it is not what `codec` writes. An lz4 frame read
+    as uncompressed is said as one (no protocol's value starts with its magic number)."""
     if codec == "none":
+        if data.startswith(_LZ4_MAGIC):
+            raise DecodeError(
+                f"{not_a(protocol)}: the value is an lz4 frame (written with"
+                " large-message-handle-compression lz4? decode needs it too, in the URI or"
+                " --config)"
+            )
         return data
     try:
         if codec == "snappy":

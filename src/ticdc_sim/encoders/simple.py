@@ -910,9 +910,17 @@ class Decoder:
 
     def _message(self, value: bytes) -> Fields:
         data = large.decompress(self.config.large_message_handle_compression, value, self.label)
-        if not self.avro:
-            return Fields(json_document(data, self.label), self.label)
-        return Fields(_avro_message(data), self.label)
+        try:
+            read = _avro_message(data) if self.avro else json_document(data, self.label)
+        except DecodeError as e:  # written in the other encoding-format? said so
+            other = "json" if self.avro else "avro"
+            if not _reads_as(other, data):
+                raise
+            raise DecodeError(
+                f"{e} (it reads as encoding-format {other}: decode needs the writer's, in the"
+                " URI or --config)"
+            ) from None
+        return Fields(read, self.label)
 
     def _learn(self, message: Fields, field: str) -> tuple[str, str]:
         """The schema and table of the message's `field` table schema, learnt; ("", "")
@@ -997,6 +1005,15 @@ class Decoder:
             return large.from_upstream(row, self.upstream)
         named = location or claimed  # as sent without an upstream, or as read from the file
         return replace(row, extra={**extra, "claimCheckLocation": named}) if named else row
+
+
+def _reads_as(encoding_format: str, data: bytes) -> bool:
+    """Whether `data` is a message in that encoding format."""
+    try:
+        _avro_message(data) if encoding_format == "avro" else json_document(data, "")
+    except DecodeError:
+        return False
+    return True
 
 
 def _avro_message(data: bytes) -> dict[str, Any]:

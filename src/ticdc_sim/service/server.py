@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import errno
+import os
 import socket
 import sys
 from typing import Any
@@ -50,7 +51,8 @@ def run(overrides: dict[str, Any]) -> None:
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise SimError(f"data directory {settings.data_dir}: {e.strerror}") from None
+        reason = "not a directory" if isinstance(e, FileExistsError) else e.strerror
+        raise SimError(f"--data-dir (TICDC_SIM_DATA_DIR) {settings.data_dir}: {reason}") from None
     # both ports bound before the banner names them: a port in use is one clear error, and
     # port 0 is named as the port the system gave
     http = _listen(settings.host, settings.port, "--port (TICDC_SIM_PORT)")
@@ -74,9 +76,15 @@ def run(overrides: dict[str, Any]) -> None:
 
 def _listen(host: str, port: int, option: str) -> socket.socket:
     try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise SimError(f"--host (TICDC_SIM_HOST): {host}: {e.strerror}") from None
+    try:
         return socket.create_server((host, port))
     except OSError as e:
-        reason = "in use" if e.errno == errno.EADDRINUSE else e.strerror
+        if e.errno == errno.EADDRNOTAVAIL:  # an address, but none of this machine's
+            option = "--host (TICDC_SIM_HOST)"
+        reason = "in use" if e.errno == errno.EADDRINUSE else os.strerror(e.errno or 0)
         raise SimError(f"{option}: cannot listen on {host}:{port}: {reason}") from None
 
 

@@ -131,10 +131,19 @@ def prepare(directory: str | Path) -> Path:
 
 
 def _is_ours(path: Path) -> bool:
+    """What a run writes: the history and checkpoint folders of Parquet files, and tables'
+    files, whose metadata names their table (a user's own .parquet file is not ours)."""
     name = path.name
     if path.is_dir():
-        return name in ("history", "history.partial") or name.startswith("checkpoint-")
-    return name.endswith(".parquet")
+        folder = name in ("history", "history.partial") or name.startswith("checkpoint-")
+        return folder and all(p.is_file() and p.suffix == ".parquet" for p in path.iterdir())
+    if path.suffix != ".parquet":
+        return False
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return False
+    return b"ticdc-sim.table-id" in metadata
 
 
 def write_expected(

@@ -130,14 +130,24 @@ def read_jsonl(directory: str) -> Iterator[Record]:
     root = Path(directory)
     if not root.is_dir():
         raise ConfigError(f"jsonl source: {root} is not a directory")
-    for topic_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        files = [f for f in topic_dir.iterdir() if _PARTITION_FILE.fullmatch(f.name)]
+    topics = sorted(root.iterdir())
+    for entry in topics:  # anything else is not what a jsonl sink wrote: said, not skipped
+        if not _ours(entry):
+            raise ConfigError(
+                f"jsonl source: {entry} is not a topic directory of partition-<p>.jsonl files"
+            )
+    for topic_dir in topics:
+        files = list(topic_dir.iterdir())
         for path in sorted(files, key=lambda f: int(f.name[10:-6])):
             yield from _read_partition(path, topic_dir.name, int(path.name[10:-6]))
 
 
 def _read_partition(path: Path, topic: str, partition: int) -> Iterator[Record]:
-    with path.open("rb") as handle:
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise SimError(f"cannot read {path}: {e.strerror}") from None
+    with handle:
         for number, line in enumerate(handle, 1):
             where = f"{path}:{number}"
             if not line.endswith(b"\n"):

@@ -32,7 +32,10 @@ from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.sinks import Record
 
 _BACKOFF_S = 0.002  # a full local queue: wait this long before producing again
-_LOG = logging.getLogger("ticdc_sim.kafka")  # librdkafka's own log lines go here, not stderr
+# librdkafka's own log lines go here, not stderr: the service's log shows them, a command
+# says the failure itself (without a handler, Python's last resort would print them)
+_LOG = logging.getLogger("ticdc_sim.kafka")
+_LOG.addHandler(logging.NullHandler())
 _TIMEOUT_S = 30.0
 _MAX_MESSAGE_BYTES_OVERHEAD = 128  # tiflow pkg/sink/kafka/options.go maxMessageBytesOverhead
 _COMPRESSION = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})  # librdkafka's names too

@@ -204,7 +204,13 @@ def read_parquet(directory: str) -> Iterator[Record]:
     root = Path(directory)
     if not root.is_dir():
         raise ConfigError(f"parquet source: {root} is not a directory")
-    topics = sorted(p for p in root.iterdir() if _TOPIC_DIR.fullmatch(p.name))
+    topics = sorted(root.iterdir())
+    for entry in topics:  # anything else is not what a parquet sink wrote: said, not skipped
+        if not _ours(entry):
+            raise ConfigError(
+                f"parquet source: {entry} is not a topic=<t> directory of"
+                " partition=<p>/part-*.parquet files"
+            )
     for topic_dir in topics:
         topic = topic_dir.name.split("=", 1)[1]
         parts = [p for p in topic_dir.iterdir() if _PARTITION_DIR.fullmatch(p.name)]

@@ -6,16 +6,19 @@ after a failure. A long-running changefeed (the service's) has no end to wait fo
 `in_place`, into DIR itself, and its sink's `flush()` makes what was sent readable there at
 each checkpoint, as TiCDC's storage sink writes its files as it goes. Either way the target
 must be absent, empty, or (with `overwrite`) hold only the sink's own layout, so a mistyped
-path never deletes someone's data.
+path never deletes someone's data. A DIR that exists stays where it is and gets the new
+entries (a symlink's target, a mount point, the working directory given as `.`); a new one
+is the staged directory, renamed.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink
 
 
@@ -30,8 +33,10 @@ class Staging:
         in_place: bool = False,
     ) -> None:
         """`ours(entry)`: whether a top-level entry of DIR is this sink's own output."""
-        self.root, self.in_place = root, in_place
-        self.work = root if in_place else root.parent / f".{root.name}.partial"
+        self.root, self.sink, self.in_place = root, sink, in_place
+        # the directory itself, through symlinks, `.` and `..`: the work goes beside it
+        self.target = Path(os.path.realpath(root))
+        self.work = root if in_place else self.target.parent / f".{self.target.name}.partial"
         try:
             _check_target(root, sink, overwrite, ours)
             if in_place:
@@ -48,17 +53,40 @@ class Staging:
     def commit(self) -> None:
         if self.in_place:
             return
-        if self.root.exists():
-            shutil.rmtree(self.root)  # checked at open: empty, or earlier output of ours
-        self.work.rename(self.root)
+        try:
+            if not self.target.exists():
+                self.work.rename(self.target)
+                return
+            for entry in list(self.target.iterdir()):
+                shutil.rmtree(entry)  # checked at open: earlier output of ours
+            for entry in list(self.work.iterdir()):
+                shutil.move(entry, self.target / entry.name)  # a copy across file systems
+            self.work.rmdir()
+        except OSError as e:
+            raise SimError(
+                f"{self.sink} sink: cannot move the output into {self.root}: {e.strerror}"
+            ) from None
 
     def keep_partial(self) -> None:
         if self.in_place:  # what was flushed stays; each file holds whole records only
             return
-        partial = self.root.parent / f"{self.root.name}.partial"
-        if partial.exists():
-            shutil.rmtree(partial)
-        self.work.rename(partial)
+        partial = partial_dir(self.root)
+        try:
+            if partial.exists():
+                shutil.rmtree(partial)
+            if self.work.exists():
+                self.work.rename(partial)
+        except OSError as e:
+            raise SimError(
+                f"{self.sink} sink: cannot keep what was sent as {partial}: {e.strerror}"
+            ) from None
+
+
+def partial_dir(root: Path) -> Path:
+    """Where a failed run leaves what it sent: DIR.partial beside DIR (the directory itself,
+    through symlinks, `.` and `..`)."""
+    target = Path(os.path.realpath(root))
+    return target.parent / f"{target.name}.partial"
 
 
 class StagedSink(LocalSink):
@@ -79,10 +107,10 @@ class StagedSink(LocalSink):
     def close(self) -> None:
         try:
             self._finish()
+            self.staging.commit()
         except BaseException:
             self.staging.keep_partial()
             raise
-        self.staging.commit()
 
     def abort(self) -> None:
         try:

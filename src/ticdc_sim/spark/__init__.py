@@ -127,7 +127,9 @@ def generate(
         if spark is None:
             try:
                 spark = session(master, conf)
-            except Exception as e:  # a master that is not there, a bad setting ...
+            except SimError:  # the JVM's own reason it did not start (a bad --conf ...)
+                raise
+            except Exception as e:  # a master that is not there ...
                 raise SimError(f"spark master {master}: {job.failure(e)}") from None
         plan = _plan(spark, spec, feed, driver_sink, warnings)
         if scheme == "blackhole":

@@ -880,8 +880,13 @@ class _Relay(threading.Thread):
             self.kept.append(text.decode("utf-8", "replace").strip())
 
     def last(self) -> str:
-        """The last line kept that says something (an error, else the last)."""
-        for line in reversed(self.kept):
+        """The last line kept that says something (an error, else the last): a Java
+        exception's message, not a frame of its stack (`at ...SparkSubmitArguments.error`)."""
+        said = [line for line in self.kept if not _JAVA_FRAME.match(line)]
+        for line in reversed(said):
             if "error" in line.lower() or "exception" in line.lower():
-                return line
-        return self.kept[-1] if self.kept else "no output"
+                return line.removeprefix('Exception in thread "main" ')
+        return said[-1] if said else "no output"
+
+
+_JAVA_FRAME = re.compile(r"at [\w$.<>]+\(|\.\.\. \d+ more$")

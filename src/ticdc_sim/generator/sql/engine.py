@@ -243,6 +243,7 @@ class ResultSet(NamedTuple):
 @dataclass
 class Transaction:
     start_ts: int
+    location: Location | None = None  # the statement that began it
     # per table, each written key's row as it was before the transaction (None: no row)
     first: dict[TableData, dict[Any, Row | None]] = field(default_factory=dict)
     undo: list[_Write | _BulkInsert] = field(default_factory=list)
@@ -422,9 +423,10 @@ class Engine:
         """Execute statements in order, yielding events as their transactions commit.
 
         Split-off statements (`script.split_script`) go through the shape cache first; an
-        explicit transaction still open at the end is rolled back, as when a client leaves.
-        What a statement committed before it failed (the implicit commit of a bad DDL, say)
-        is yielded before its error is raised.
+        explicit transaction still open at the end is rolled back, as when a client leaves,
+        with a warning when it wrote rows (they are not sent). What a statement committed
+        before it failed (the implicit commit of a bad DDL, say) is yielded before its error
+        is raised.
         """
         for stmt in statements:
             error = self.step(stmt)
@@ -436,6 +438,13 @@ class Engine:
                     self._abort()
                     raise error from None
                 self.errors.append(str(error))
+        if self.txn is not None and any(self.txn.first.values()):
+            self.warnings.warn(
+                "uncommitted",
+                "a transaction was still open at the end: rolled back, as when a client"
+                " disconnects, and its rows not sent (end it with COMMIT)",
+                self.txn.location,
+            )
         self._abort()
 
     def step(self, stmt: Statement | RawStatement) -> SQLError | None:
@@ -606,7 +615,7 @@ class Engine:
     def _begin(self) -> Transaction:
         if self.txn is None:
             self.catalog.clock.pause()  # simulated time moves on between transactions
-            self.txn = Transaction(start_ts=self.catalog.clock.next())
+            self.txn = Transaction(self.catalog.clock.next(), self.location)
         return self.txn
 
     def _commit(self) -> None:

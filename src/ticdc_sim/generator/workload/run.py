@@ -703,6 +703,9 @@ class Generator:
         if owned is not None:
             keep &= owned
         k = np.flatnonzero(keep)
+        if not len(k):  # every update and delete found no live row, or no row is owned
+            none = np.empty(0, dtype=np.int64)
+            return Writes(list(states), none, none, none, none, none, none, none, [], [])
         txn_of = np.repeat(np.arange(len(block.sizes)), block.sizes)
         t, r, kind, txn = block.tables[k], planned.rows[k], planned.kinds[k], txn_of[k]
         order = np.lexsort((k, r, t))  # by row, then event

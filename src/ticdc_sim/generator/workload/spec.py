@@ -88,7 +88,10 @@ class SpecError(SimError):
         return SpecError, (self.message, self.path, self.where, self.more)
 
     def line(self) -> str:
-        head = [p for p in (self.where, dotted(self.path) if self.path else None) if p]
+        path = dotted(self.path) if self.path else None
+        if self.where == f"--set {path}":  # the option names the path already
+            path = None
+        head = [p for p in (self.where, path) if p]
         return ": ".join([*head, self.message])
 
     def __str__(self) -> str:
