@@ -89,3 +89,27 @@ def test_decode_reads_parquet_as_it_reads_jsonl(tmp_path: Path) -> None:
     from_jsonl = runner.invoke(app, ["decode", f"jsonl://{tmp_path / 'j'}?{PARAMS}"])
     assert from_parquet.exit_code == 0, from_parquet.output
     assert from_parquet.output == from_jsonl.output and from_parquet.output
+
+
+def test_a_dataset_of_many_files_reads_with_few_file_descriptors(tmp_path: Path) -> None:
+    """A service's changefeed finishes a file at each checkpoint: reading its thousands of
+    files opens one at a time (all at once ran out of descriptors)."""
+    import resource
+    import subprocess
+    import sys
+
+    sink = ParquetSink(str(tmp_path / "many"), in_place=True)
+    for n in range(300):
+        sink.send("t", 0, [Message(None, f"v{n}".encode(), n + 1)])
+        sink.flush()
+    sink.close()
+    assert len(list((tmp_path / "many" / "topic=t" / "partition=0").iterdir())) == 300
+    program = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))\n"
+        "from ticdc_sim.sinks.parquet import read_parquet\n"
+        "values = [r.value for r in read_parquet(sys.argv[1])]\n"
+        "assert values == [f'v{n}'.encode() for n in range(300)], values[:3]\n"
+    )
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] >= 128
+    subprocess.run([sys.executable, "-c", program, str(tmp_path / "many")], check=True)

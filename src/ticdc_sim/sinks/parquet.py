@@ -216,18 +216,28 @@ def read_parquet(directory: str) -> Iterator[Record]:
         parts = [p for p in topic_dir.iterdir() if _PARTITION_DIR.fullmatch(p.name)]
         for part_dir in sorted(parts, key=lambda p: int(p.name.split("=", 1)[1])):
             partition = int(part_dir.name.split("=", 1)[1])
-            files = [_open(f) for f in part_dir.iterdir() if _PART.fullmatch(f.name)]
+            # files follow each other by offset; each is opened only while it is read (a
+            # service's changefeed may have written thousands)
+            files = [_first_offset(f) for f in part_dir.iterdir() if _PART.fullmatch(f.name)]
             expected = 0
-            for _, path, file in sorted(files, key=lambda found: found[0]):
-                for record in _read_file(path, file, topic, partition):
-                    if record.offset != expected:
-                        raise SimError(f"{path}: offset {record.offset}, expected {expected}")
-                    expected += 1
-                    yield record
+            for _, path in sorted(files):
+                with _open(path) as file:
+                    for record in _read_file(path, file, topic, partition):
+                        if record.offset != expected:
+                            raise SimError(f"{path}: offset {record.offset}, expected {expected}")
+                        expected += 1
+                        yield record
 
 
-def _open(path: Path) -> tuple[int, Path, pq.ParquetFile]:
-    """A record file, with its first offset (files follow each other by offset)."""
+def _first_offset(path: Path) -> tuple[int, Path]:
+    with _open(path) as file:
+        if not file.num_row_groups:
+            return -1, path
+        return file.read_row_group(0, columns=["offset"]).column(0)[0].as_py(), path
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    """A record file of ours, checked."""
     try:
         file = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
@@ -238,13 +248,9 @@ def _open(path: Path) -> tuple[int, Path, pq.ParquetFile]:
         and not (pa.types.is_map(f.type) and pa.types.is_map(found.field(f.name).type))
         for f in SCHEMA
     ):
+        file.close()
         raise SimError(f"{path}: not a ticdc-sim record file (schema {found})")
-    first = (
-        file.read_row_group(0, columns=["offset"]).column(0)[0].as_py()
-        if (file.num_row_groups)
-        else -1
-    )
-    return first, path, file
+    return file
 
 
 def _read_file(path: Path, file: pq.ParquetFile, topic: str, partition: int) -> Iterator[Record]:
