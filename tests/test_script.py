@@ -208,3 +208,44 @@ def test_nesting_is_bounded_with_a_located_syntax_error(
         f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
         " (expressions nest more than 100 levels deep)"
     )
+
+
+def test_the_mysql_clients_delimiter_command_in_a_script() -> None:
+    """A script file's `DELIMITER //` (as mysqldump writes around triggers and routines)
+    makes `//` end statements until `DELIMITER ;`, as the mysql client reads it; a `;`
+    between is text, a delimiter inside quotes or comments is not one. It was sent on as
+    SQL: ERROR 1064 ... (Required keyword: 'expression' missing for <class '...Div'>)."""
+    lines = [
+        "SELECT 1;\n",
+        "DELIMITER $$\n",
+        "CREATE PROCEDURE p() BEGIN SELECT 'a;$$'; SELECT 2; END$$\n",
+        "/* $$ */ SELECT 3 -- $$\n",
+        "$$ SELECT 4$$\n",
+        "delimiter ;\r\n",
+        "SELECT 5;\n",
+        '\\d "//"\n',
+        "SELECT 6//\n",
+    ]
+    assert list(split_script(lines, "s.sql", client=True)) == [
+        RawStatement("SELECT 1", Location("s.sql", 1, 1)),
+        RawStatement(
+            "CREATE PROCEDURE p() BEGIN SELECT 'a;$$'; SELECT 2; END", Location("s.sql", 3, 1)
+        ),
+        RawStatement("SELECT 3 -- $$", Location("s.sql", 4, 10)),
+        RawStatement("SELECT 4", Location("s.sql", 5, 4)),
+        RawStatement("SELECT 5", Location("s.sql", 7, 1)),
+        RawStatement("SELECT 6", Location("s.sql", 9, 1)),
+    ]
+    # what a client sends a server is SQL: there DELIMITER is a syntax error, as in TiDB
+    assert [raw.text for raw in split_script(lines[:3], "q")] == [
+        "SELECT 1",
+        "DELIMITER $$\nCREATE PROCEDURE p() BEGIN SELECT 'a;$$'",
+        "SELECT 2",
+        "END$$",
+    ]
+    with pytest.raises(SQLError) as refused:
+        list(split_script(["DELIMITER '\n"], "s.sql", client=True))
+    assert str(refused.value) == (
+        's.sql:1:1: ERROR 1064 (42000): DELIMITER "\'": a delimiter is a word without quotes,'
+        " backslashes or comment starts, e.g. DELIMITER //"
+    )

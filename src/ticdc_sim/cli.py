@@ -243,7 +243,7 @@ def _statements(
         with handle:
             lines = _text_lines(handle, path) if _piped(path) else handle
             try:
-                yield from split_script(lines, str(path))
+                yield from split_script(lines, str(path), client=True)
             except SQLError as e:
                 if skipped is None:
                     raise
