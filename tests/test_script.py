@@ -249,3 +249,15 @@ def test_the_mysql_clients_delimiter_command_in_a_script() -> None:
         's.sql:1:1: ERROR 1064 (42000): DELIMITER "\'": a delimiter is a word without quotes,'
         " backslashes or comment starts, e.g. DELIMITER //"
     )
+
+
+def test_a_syntax_errors_reason_names_no_python_class() -> None:
+    """sqlglot's reason is kept, its node class by name (it read `<class
+    'sqlglot.expressions.core.Div'>`)."""
+    with pytest.raises(SQLError) as refused:
+        list(script.parse_statements("SELECT 1 /", "s.sql"))
+    assert str(refused.value) == (
+        "s.sql:1:10: ERROR 1064 (42000): You have an error in your SQL syntax; check the manual"
+        " that corresponds to your TiDB version for the right syntax to use line 1 column 10"
+        " near \"/\" (Required keyword: 'expression' missing for Div)\n  in: SELECT 1 /"
+    )

@@ -116,12 +116,17 @@ def command_kind(text: str) -> str | None:
 
 
 def syntax_error(line: int, col: int, near: str, reason: str) -> str:
-    """TiDB's wording of a syntax error (ERROR 1064), with the reason after it."""
+    """TiDB's wording of a syntax error (ERROR 1064), with the reason after it (sqlglot's,
+    its node classes by name: `Div`, not `<class 'sqlglot.expressions.core.Div'>`)."""
+    named = _PYTHON_CLASS.sub(lambda found: found.group(1), reason)
     return (
         "You have an error in your SQL syntax; check the manual that corresponds to your"
         f' TiDB version for the right syntax to use line {line} column {col} near "{near}"'
-        f" ({reason})"
+        f" ({named})"
     )
+
+
+_PYTHON_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 
 def nesting(tokens: list[Token]) -> tuple[int, Token | None]:
