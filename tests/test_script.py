@@ -116,6 +116,8 @@ def reference_split(text: str) -> list[str]:
             current.append(c)
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
+            if end < 0 and _normal("".join(current)):  # a statement cut off inside it
+                raise SQLError("unterminated")
             end = n if end < 0 else end + 2
             current.append(text[i:end])
             i = end - 1
@@ -261,3 +263,18 @@ def test_a_syntax_errors_reason_names_no_python_class() -> None:
         " that corresponds to your TiDB version for the right syntax to use line 1 column 10"
         " near \"/\" (Required keyword: 'expression' missing for Div)\n  in: SELECT 1 /"
     )
+
+
+def test_a_statement_cut_off_inside_a_comment_is_said_where_the_comment_opened() -> None:
+    """As a statement cut off inside a quote: located at the `/*` (it was sqlglot's
+    "Error tokenizing 'INSERT ...'" at line 1 column 1); a comment alone at the end is
+    no statement, as the mysql client reads it."""
+    lines = ["SELECT 1;\n", "INSERT INTO t VALUES (1) /* to be\n", "continued\n"]
+    with pytest.raises(SQLError) as refused:
+        list(split_script(lines, "s.sql"))
+    assert str(refused.value) == (
+        "s.sql:2:26: ERROR 1064 (42000): unterminated /* comment at end of script"
+    )
+    assert [raw.text for raw in split_script(["SELECT 1;\n", "/* the end\n"], "s.sql")] == [
+        "SELECT 1"
+    ]

@@ -315,6 +315,7 @@ def split_script(
     """
     quote = ""  # the open quote character, or "" outside quotes
     block = False  # inside /* ... */
+    opened = Location(file, 1, 1)  # where the last /* opened
     pending: list[str] = []
     start: Location | None = None
     delimiter, special = ";", _SPLIT_SPECIAL
@@ -377,7 +378,7 @@ def split_script(
                     start = Location(file, number, match.start() + 1)
                     pending, chunk_start = [], match.start()
             elif token == "/*":
-                block = True
+                block, opened = True, Location(file, number, match.start() + 1)
             elif token in ("--", "#"):
                 break  # the rest of the line is a comment
             elif token == delimiter:
@@ -388,6 +389,8 @@ def split_script(
                 pending, start, chunk_start = [], None, pos
         pending.append(line[chunk_start:])
     text = "".join(pending).strip()
+    if block and start is not None:  # cut off, as an open quote is (alone, it is no statement)
+        raise SQLError("unterminated /* comment at end of script", location=opened, code=1064)
     if text and start is not None and not quote:
         yield RawStatement(text, start)
     elif quote:
