@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -131,23 +132,19 @@ def test_a_rerun_replaces_the_earlier_expected_state_and_foreign_files_stop_it(
     assert pq.read_table(out / "accounts.parquet").to_pylist() == [{"a": 1}]
 
 
+def replay_expecting(script: Path, out: Path) -> Any:
+    """`replay SCRIPT --expect OUT` into a memory sink."""
+    uri = "memory://?protocol=canal-json"
+    return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, "--expect", str(out)])
+
+
 def test_a_failed_run_leaves_its_history_marked_partial(tmp_path: Path) -> None:
     script = tmp_path / "s.sql"
     script.write_text(
         "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\nINSERT INTO nope VALUES (2);\n"
     )
     out = tmp_path / "expect"
-    result = CliRunner().invoke(
-        app,
-        [
-            "replay",
-            str(script),
-            "--sink-uri",
-            "memory://?protocol=canal-json",
-            "--expect",
-            str(out),
-        ],
-    )
+    result = replay_expecting(script, out)
     assert result.exit_code == 1 and "doesn't exist" in result.output
     assert sorted(p.name for p in out.iterdir()) == ["history.partial"]
     (history,) = (out / "history.partial").iterdir()
@@ -167,17 +164,7 @@ def test_table_names_are_file_names_that_stay_in_the_directory(tmp_path: Path) -
         "CREATE TABLE `a.b%` (id INT PRIMARY KEY);\nINSERT INTO `a.b%` VALUES (2);\n"
     )
     out = tmp_path / "expect"
-    result = CliRunner().invoke(
-        app,
-        [
-            "replay",
-            str(script),
-            "--sink-uri",
-            "memory://?protocol=canal-json",
-            "--expect",
-            str(out),
-        ],
-    )
+    result = replay_expecting(script, out)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
         "history",
