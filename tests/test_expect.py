@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -131,24 +132,49 @@ def test_a_rerun_replaces_the_earlier_expected_state_and_foreign_files_stop_it(
     assert pq.read_table(out / "accounts.parquet").to_pylist() == [{"a": 1}]
 
 
+def replay_expecting(script: Path, out: Path) -> Any:
+    """`replay SCRIPT --expect OUT` into a memory sink."""
+    uri = "memory://?protocol=canal-json"
+    return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, "--expect", str(out)])
+
+
 def test_a_failed_run_leaves_its_history_marked_partial(tmp_path: Path) -> None:
     script = tmp_path / "s.sql"
     script.write_text(
         "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\nINSERT INTO nope VALUES (2);\n"
     )
     out = tmp_path / "expect"
-    result = CliRunner().invoke(
-        app,
-        [
-            "replay",
-            str(script),
-            "--sink-uri",
-            "memory://?protocol=canal-json",
-            "--expect",
-            str(out),
-        ],
-    )
+    result = replay_expecting(script, out)
     assert result.exit_code == 1 and "doesn't exist" in result.output
     assert sorted(p.name for p in out.iterdir()) == ["history.partial"]
     (history,) = (out / "history.partial").iterdir()
     assert [r["_op"] for r in pq.read_table(history).to_pylist()] == ["reset", "insert"]
+
+
+def test_table_names_are_file_names_that_stay_in_the_directory(tmp_path: Path) -> None:
+    """A `/`, `\\`, `.` or `%` in a schema or table name is written %XX in the file names
+    (`../evil` made --expect fail: 'No such file or directory', and could reach outside it;
+    `a.b` of test read as table b of schema test.a); the history reads them back."""
+    from ticdc_sim.sinks.expect import History
+
+    script = tmp_path / "s.sql"
+    script.write_text(
+        "CREATE TABLE `../evil` (id INT PRIMARY KEY, v INT);\n"
+        "INSERT INTO `../evil` VALUES (1, 10);\n"
+        "CREATE TABLE `a.b%` (id INT PRIMARY KEY);\nINSERT INTO `a.b%` VALUES (2);\n"
+    )
+    out = tmp_path / "expect"
+    result = replay_expecting(script, out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "history",
+        "test.%2E%2E%2Fevil.parquet",
+        "test.a%2Eb%25.parquet",
+    ]
+    assert sorted(p.name for p in (out / "history").iterdir()) == [
+        "test.%2E%2E%2Fevil.0.parquet",
+        "test.a%2Eb%25.0.parquet",
+    ]
+    assert pq.read_table(out / "test.%2E%2E%2Fevil.parquet").to_pylist() == [{"id": 1, "v": 10}]
+    row = History(out).row_at("test", "../evil", 2**63 - 1, {"id": 1})
+    assert row is not None and (row["id"], row["v"]) == (1, 10)

@@ -116,6 +116,8 @@ def reference_split(text: str) -> list[str]:
             current.append(c)
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
+            if end < 0 and _normal("".join(current)):  # a statement cut off inside it
+                raise SQLError("unterminated")
             end = n if end < 0 else end + 2
             current.append(text[i:end])
             i = end - 1
@@ -208,3 +210,71 @@ def test_nesting_is_bounded_with_a_located_syntax_error(
         f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
         " (expressions nest more than 100 levels deep)"
     )
+
+
+def test_the_mysql_clients_delimiter_command_in_a_script() -> None:
+    """A script file's `DELIMITER //` (as mysqldump writes around triggers and routines)
+    makes `//` end statements until `DELIMITER ;`, as the mysql client reads it; a `;`
+    between is text, a delimiter inside quotes or comments is not one. It was sent on as
+    SQL: ERROR 1064 ... (Required keyword: 'expression' missing for <class '...Div'>)."""
+    lines = [
+        "SELECT 1;\n",
+        "DELIMITER $$\n",
+        "CREATE PROCEDURE p() BEGIN SELECT 'a;$$'; SELECT 2; END$$\n",
+        "/* $$ */ SELECT 3 -- $$\n",
+        "$$ SELECT 4$$\n",
+        "delimiter ;\r\n",
+        "SELECT 5;\n",
+        '\\d "//"\n',
+        "SELECT 6//\n",
+    ]
+    assert list(split_script(lines, "s.sql", client=True)) == [
+        RawStatement("SELECT 1", Location("s.sql", 1, 1)),
+        RawStatement(
+            "CREATE PROCEDURE p() BEGIN SELECT 'a;$$'; SELECT 2; END", Location("s.sql", 3, 1)
+        ),
+        RawStatement("SELECT 3 -- $$", Location("s.sql", 4, 10)),
+        RawStatement("SELECT 4", Location("s.sql", 5, 4)),
+        RawStatement("SELECT 5", Location("s.sql", 7, 1)),
+        RawStatement("SELECT 6", Location("s.sql", 9, 1)),
+    ]
+    # what a client sends a server is SQL: there DELIMITER is a syntax error, as in TiDB
+    assert [raw.text for raw in split_script(lines[:3], "q")] == [
+        "SELECT 1",
+        "DELIMITER $$\nCREATE PROCEDURE p() BEGIN SELECT 'a;$$'",
+        "SELECT 2",
+        "END$$",
+    ]
+    with pytest.raises(SQLError) as refused:
+        list(split_script(["DELIMITER '\n"], "s.sql", client=True))
+    assert str(refused.value) == (
+        's.sql:1:1: ERROR 1064 (42000): DELIMITER "\'": a delimiter is a word without quotes,'
+        " backslashes or comment starts, e.g. DELIMITER //"
+    )
+
+
+def test_a_syntax_errors_reason_names_no_python_class() -> None:
+    """sqlglot's reason is kept, its node class by name (it read `<class
+    'sqlglot.expressions.core.Div'>`)."""
+    with pytest.raises(SQLError) as refused:
+        list(script.parse_statements("SELECT 1 /", "s.sql"))
+    assert str(refused.value) == (
+        "s.sql:1:10: ERROR 1064 (42000): You have an error in your SQL syntax; check the manual"
+        " that corresponds to your TiDB version for the right syntax to use line 1 column 10"
+        " near \"/\" (Required keyword: 'expression' missing for Div)\n  in: SELECT 1 /"
+    )
+
+
+def test_a_statement_cut_off_inside_a_comment_is_said_where_the_comment_opened() -> None:
+    """As a statement cut off inside a quote: located at the `/*` (it was sqlglot's
+    "Error tokenizing 'INSERT ...'" at line 1 column 1); a comment alone at the end is
+    no statement, as the mysql client reads it."""
+    lines = ["SELECT 1;\n", "INSERT INTO t VALUES (1) /* to be\n", "continued\n"]
+    with pytest.raises(SQLError) as refused:
+        list(split_script(lines, "s.sql"))
+    assert str(refused.value) == (
+        "s.sql:2:26: ERROR 1064 (42000): unterminated /* comment at end of script"
+    )
+    assert [raw.text for raw in split_script(["SELECT 1;\n", "/* the end\n"], "s.sql")] == [
+        "SELECT 1"
+    ]

@@ -1200,6 +1200,11 @@ def test_initial_rows_from_a_file_are_consistent(tmp_path: Path) -> None:
         ([{"owner": "x"}], {}, "needs the primary key column id"),
         ([{"id": 1, "owner": "much too long"}], {}, "row 1, column owner: ERROR 1406"),
         ([{"id": 1}], {"rows": 5}, "`rows` or `initial_from`"),
+        (  # its Python repr was stored as the text "['a']"
+            [{"id": 1, "owner": ["a"]}],
+            {},
+            "column owner: a list<element: string> column; a column of the file holds plain values",
+        ),
     ],
 )
 def test_initial_rows_from_a_file_are_checked(
@@ -1210,6 +1215,37 @@ def test_initial_rows_from_a_file_are_checked(
     with pytest.raises(SpecError, match=re.escape(message)):
         spec = parse(_seeded(tmp_path, rows, **table))
         Generator(spec, read_datasets(spec))
+
+
+def test_initial_instants_are_read_in_utc(tmp_path: Path) -> None:
+    """A file's timestamp with a zone is the instant, in the session's zone (UTC), as Spark
+    reads it (its wall time was taken in the file's zone: 8 hours off for +08:00, and the
+    Spark engine, reading in the JVM's zone, disagreed)."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ticdc_sim.datasets import read_datasets
+
+    path = tmp_path / "at.parquet"
+    at = dt.datetime(2024, 1, 1, 8, tzinfo=dt.timezone(dt.timedelta(hours=8)))
+    stamps = pa.array([at, None], pa.timestamp("us", tz="+08:00"))
+    pq.write_table(pa.table({"id": [1, 2], "t": stamps, "ts": stamps}), path)
+    spec = parse(
+        {
+            "tables": [
+                {
+                    "ddl": "CREATE TABLE a (id BIGINT PRIMARY KEY, t DATETIME, ts TIMESTAMP)",
+                    "initial_from": {"path": str(path)},
+                }
+            ],
+            "operations": {"events": 0},
+        }
+    )
+    stream = Generator(spec, read_datasets(spec)).events()
+    rows = [e.columns[1:] for e in stream if isinstance(e, RowChangedEvent)]
+    assert rows == [("2024-01-01 00:00:00",) * 2, (None, None)]
 
 
 def test_initial_rows_need_a_file(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import re
+import stat
 import sys
 import time
 import tomllib
@@ -176,9 +177,13 @@ def ddl(
 
 
 def _check_scripts(scripts: list[Path]) -> None:
-    """Every script readable and text, before anything is opened or written."""
+    """Every script readable and text, before anything is opened or written. A pipe
+    (`/dev/stdin`, `<(zcat dump.sql.gz)`) can be read once only: it is checked as it
+    streams (`_statements`)."""
     for path in scripts:
         try:
+            if _piped(path):
+                continue
             with path.open("rb") as handle:
                 head = handle.read(1 << 16)
         except OSError as e:
@@ -187,6 +192,20 @@ def _check_scripts(scripts: list[Path]) -> None:
             raise SQLError(
                 f"{path} is not a SQL script: binary data (a NUL byte at offset {head.index(0)})"
             )
+
+
+def _piped(path: Path) -> bool:
+    """A FIFO, a character device or a socket: what a first read would consume."""
+    mode = path.stat().st_mode
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
+    """A piped script's lines, checked as `_check_scripts` checks a file's start."""
+    for number, line in enumerate(lines, 1):
+        if "\0" in line:
+            raise SQLError(f"{path} is not a SQL script: binary data (a NUL byte on line {number})")
+        yield line
 
 
 def _check_session(time_zone: str, database: str) -> None:
@@ -222,8 +241,9 @@ def _statements(
         except OSError as e:
             raise SQLError(f"cannot read {path}: {e.strerror}") from None
         with handle:
+            lines = _text_lines(handle, path) if _piped(path) else handle
             try:
-                yield from split_script(handle, str(path))
+                yield from split_script(lines, str(path), client=True)
             except SQLError as e:
                 if skipped is None:
                     raise

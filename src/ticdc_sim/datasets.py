@@ -37,10 +37,35 @@ def file_format(dataset: Dataset) -> str:
     return dataset.kind
 
 
+def check_columns(dataset: Dataset, kind: str) -> None:
+    """The file's columns named once each, as a table's are (case aside): two of one name
+    would fill one column (pyarrow refuses to pick one, Spark renames them)."""
+    path = dataset.path
+    try:
+        if kind == "parquet":
+            names = pq.read_schema(path).names
+        else:
+            names = pacsv.open_csv(path).schema.names
+    except (OSError, pa.ArrowException) as e:
+        raise SpecError(f"{path}: {e}", ("path",)) from None
+    seen: dict[str, str] = {}
+    for name in names:
+        first = seen.get(name.lower())
+        if first is not None:
+            twice = (
+                f"column {name!r} is there twice"
+                if first == name
+                else f"columns {first!r} and {name!r} are one column (names ignore case)"
+            )
+            raise SpecError(f"{path}: {twice}", ("path",))
+        seen[name.lower()] = name
+
+
 def read_dataset(dataset: Dataset) -> pa.Table:
     """The file's rows (errors at paths within `initial_from`)."""
     path = dataset.path
     kind = file_format(dataset)
+    check_columns(dataset, kind)
     try:
         if kind == "parquet":
             return pq.read_table(path)

@@ -260,6 +260,17 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
         id="set-bad-yaml",
     ),
     pytest.param(
+        [*GENERATE, "--set", "operations.mix={{insert: 1, insert: 2}}"],
+        "--set operations.mix={{insert: 1, insert: 2}}: the value is not YAML: key 'insert'"
+        " given twice (first on line 1)",
+        id="set-key-twice",  # the last one won, as the spec's file refuses
+    ),
+    pytest.param(
+        [*GENERATE, "--set", "operations.keys=&a [*a]"],
+        "--set operations.keys=&a [*a]: the value: an alias that contains itself",
+        id="set-alias-loop",
+    ),
+    pytest.param(
         [*GENERATE, "--set", "tables[0].ddl=DROP TABLE t"],
         "--set tables[0].ddl: line 1 column 1: ERROR 1051 (42S02): Unknown table 'test.t'",
         id="set-ddl",
@@ -536,3 +547,17 @@ def test_decode_with_another_protocol_says_which_one_reads_it(files: Path) -> No
         f"error: {files}/j/ticdc/partition-0.jsonl offset 0: not a canal-json message: `isDdl`"
         " is missing (it reads as protocol=simple: decode needs the writer's sink URI)\n"
     )
+
+
+def test_a_set_value_reads_as_in_the_spec_file(files: Path) -> None:
+    """`--set operations.events=2e1` is 20, as `events: 2e1` in the file (YAML 1.2's
+    float; it was "expected integer, not '2e1'")."""
+    by_file = files / "e.yaml"
+    by_file.write_text(SPEC.replace("events: 10", "events: 2e1"))
+    result = run([*GENERATE, "--set", "operations.events=2e1"], files)
+    assert (
+        result.exit_code == 0
+        and result.stdout
+        == run(["generate", "--workload", str(by_file), "--no-progress"], files).stdout
+    )
+    assert len(result.stdout.splitlines()) > 14  # the DDL, 3 rows and more than 10 events

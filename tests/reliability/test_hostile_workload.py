@@ -57,6 +57,15 @@ def generate(path: Path, *args: str) -> Any:
 
 Spec = str | bytes | Callable[[Path], str]
 
+
+def _with_file(directory: Path, name: str, data: bytes) -> str:
+    """A spec whose table's initial rows come from `name`, written with `data`."""
+    (directory / name).write_bytes(data)
+    return BASE.replace("rows: 5", f"initial_from: {{path: {name}}}").replace(
+        ", UNIQUE KEY (s)", ""
+    )
+
+
 REFUSED: list[Any] = [
     # -- not a YAML mapping ------------------------------------------------------------------
     pytest.param(
@@ -411,6 +420,17 @@ REFUSED: list[Any] = [
         "{spec}:3:26: tables[0].initial_from.path: {dir}/nowhere.csv is not there: one file (its"
         " order is the rows')",
         id="initial-file-missing",
+    ),
+    pytest.param(
+        lambda d: _with_file(d, "a.csv", b"id,v,v\n1,2,3\n"),
+        "{spec}:3:26: tables[0].initial_from.path: {dir}/a.csv: column 'v' is there twice",
+        id="initial-file-column-twice",  # was a traceback (pyarrow's KeyError)
+    ),
+    pytest.param(
+        lambda d: _with_file(d, "a.csv", b"id,v,V\n1,2,3\n"),
+        "{spec}:3:26: tables[0].initial_from.path: {dir}/a.csv: columns 'v' and 'V' are one"
+        " column (names ignore case)",
+        id="initial-file-column-twice-by-case",  # one of them was dropped without a word
     ),
 ]
 

@@ -7,6 +7,7 @@ strings as binary, every other value (dates and times as TiDB prints them, TIMES
 TiCDC's time zone; ENUM and SET members; JSON) as string. The file's key-value metadata says
 which table version it is: `ticdc-sim.table-id`, `ticdc-sim.update-ts` (the table's schema
 version ts), `ticdc-sim.schema-version` and `ticdc-sim.checkpoint-ts` (the run's last).
+Names are written as `table_file` writes them (`test.a%2Fb` for table `a/b`).
 
 `DIR/history/<schema>.<table>.<n>.parquet` is the upstream's MVCC history, the rows TiCDC's
 consumer would read back with `tidb_snapshot` for a handle-key-only message: one file per
@@ -21,6 +22,7 @@ holds every replicated table's rows at each checkpoint the run sent, as the fina
 
 from __future__ import annotations
 
+import re
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
@@ -89,6 +91,20 @@ def _columns(info: TableInfo, rows: Iterable[Row | None]) -> list[list[Any]]:
         for out, column, value in zip(data, columns, values, strict=True):
             out.append(None if row is None else value(row[column.offset]))
     return data
+
+
+def table_file(schema: str, table: str) -> str:
+    """`<schema>.<table>`, the name of a table's files: a `%`, `/`, `\\`, `.` or control
+    character in a name is written `%XX`, so no name reaches outside the directory or reads
+    as another's."""
+    return f"{_FILE_UNSAFE.sub(_escaped, schema)}.{_FILE_UNSAFE.sub(_escaped, table)}"
+
+
+_FILE_UNSAFE = re.compile(r"[%/\\.\x00-\x1f\x7f]")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"%{ord(found.group()):02X}"
 
 
 def _mkdir(path: Path) -> None:
@@ -161,7 +177,7 @@ def write_expected(
     }
     return [
         _write(
-            root / f"{info.schema}.{info.name}.parquet",
+            root / f"{table_file(info.schema, info.name)}.parquet",
             pa.table(_columns(info, rows), schema=_schema(info, metadata)),
         )
         for info, rows in tables
@@ -243,7 +259,7 @@ class Recorder:
             found.close()
         part = self._parts.get(name, 0)
         self._parts[name] = part + 1
-        path = self.root / "history" / f"{name[0]}.{name[1]}.{part}.parquet"
+        path = self.root / "history" / f"{table_file(*name)}.{part}.parquet"
         version = self._open[name] = _Version(path, info)
         return version
 
@@ -307,7 +323,7 @@ class Recorder:
         for (schema, table), (info, rows) in sorted(self._state.items()):
             ordered = [rows[k] for k in sorted(rows, key=_sortable)]
             data = pa.table(_columns(info, ordered), schema=_schema(info, metadata))
-            _write(directory / f"{schema}.{table}.parquet", data)
+            _write(directory / f"{table_file(schema, table)}.parquet", data)
 
     def close(self, failed: bool = False) -> None:
         """Finish the files; after a failed run the history is `history.partial`: what
@@ -343,11 +359,11 @@ class History:
         found = self._tables.get(name)
         if found is not None:
             return found
-        prefix = f"{schema}.{table}."
+        prefix = f"{table_file(schema, table)}."
         paths = sorted(
             (
                 p  # not another table whose name has this one's as a prefix
-                for p in self.root.glob(f"{_glob_escape(schema)}.{_glob_escape(table)}.*.parquet")
+                for p in self.root.glob(f"{_glob_escape(prefix)}*.parquet")
                 if p.stem.removeprefix(prefix).isdigit()
             ),
             key=lambda p: int(p.stem.removeprefix(prefix)),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ticdc_sim.config import Changefeed, changefeed
-from ticdc_sim.datasets import file_format
+from ticdc_sim.datasets import check_columns, file_format
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.generator.workload import check, load
 from ticdc_sim.generator.workload.spec import SpecError, Workload
@@ -217,6 +217,7 @@ def _read_datasets(spark: SparkSession, spec: Workload) -> dict[int, pa.Table]:
         path = dataset.path
         try:
             kind = file_format(dataset)
+            check_columns(dataset, kind)
         except SpecError as e:
             raise SpecError(e.message, ("tables", i, "initial_from", *e.path)) from None
         try:

@@ -116,12 +116,17 @@ def command_kind(text: str) -> str | None:
 
 
 def syntax_error(line: int, col: int, near: str, reason: str) -> str:
-    """TiDB's wording of a syntax error (ERROR 1064), with the reason after it."""
+    """TiDB's wording of a syntax error (ERROR 1064), with the reason after it (sqlglot's,
+    its node classes by name: `Div`, not `<class 'sqlglot.expressions.core.Div'>`)."""
+    named = _PYTHON_CLASS.sub(lambda found: found.group(1), reason)
     return (
         "You have an error in your SQL syntax; check the manual that corresponds to your"
         f' TiDB version for the right syntax to use line {line} column {col} near "{near}"'
-        f" ({reason})"
+        f" ({named})"
     )
+
+
+_PYTHON_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 
 def nesting(tokens: list[Token]) -> tuple[int, Token | None]:
@@ -237,10 +242,8 @@ class RawStatement:
 
 # What matters for splitting: whole one-line quoted strings (skipped in one step), quotes,
 # comment starts and ends, escapes and `;`.
-_SPLIT_SPECIAL = re.compile(
-    r"""'(?:[^'\\\n]|\\.|'')*'(?!')|"(?:[^"\\\n]|\\.|"")*"(?!")|`[^`\n]*`(?!`)"""
-    r"""|['"`;\\]|/\*|\*/|--|#"""
-)
+_QUOTED = r"""'(?:[^'\\\n]|\\.|'')*'(?!')|"(?:[^"\\\n]|\\.|"")*"(?!")|`[^`\n]*`(?!`)"""
+_SPLIT_SPECIAL = re.compile(_QUOTED + r"""|['"`;\\]|/\*|\*/|--|#""")
 
 
 # What can end a string or comment that spans lines: its closer, or an escape before one.
@@ -274,18 +277,56 @@ def _ends_one_statement(line: str) -> bool:
 _HARD = ('"', "`", "\\", "#", "--", "/*")
 
 
-def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawStatement]:
+# the mysql client's `DELIMITER x` (or `\\d x`) where a statement would start: its argument
+_DELIMITER_COMMAND = re.compile(r"[ \t]*(?:delimiter[ \t]+|\\d[ \t]*)(.*)", re.IGNORECASE)
+
+
+def _delimiter(argument: str, at: Location) -> str:
+    """The new delimiter: the argument's first word, or a quoted string (mysql.cc
+    com_delimiter); no quote, backslash or comment start can be one (they would hide it)."""
+    text = argument.strip()
+    quoted = re.match(r"(['\"`])(.+?)\1", text)
+    word = quoted.group(2) if quoted else text.split()[0] if text else ""
+    if not word or any(c in word for c in "'\"`\\") or word.startswith(("--", "#", "/*")):
+        raise SQLError(
+            f"DELIMITER {text!r}: a delimiter is a word without quotes, backslashes or comment"
+            " starts, e.g. DELIMITER //",
+            location=at,
+            code=1064,
+        )
+    return word
+
+
+def _special(delimiter: str) -> re.Pattern[str]:
+    """`_SPLIT_SPECIAL` with `delimiter` where `;` ends a statement."""
+    return re.compile(_QUOTED + "|" + re.escape(delimiter) + r"""|['"`\\]|/\*|\*/|--|#""")
+
+
+def split_script(
+    lines: Iterable[str], file: str = "<sql>", *, client: bool = False
+) -> Iterator[RawStatement]:
     """Split a script into statement texts lazily, line by line, as the mysql client does.
 
     Only the statement being read is held in memory. Quotes (with backslash and doubled
-    escapes), backquotes and comments hide `;`.
+    escapes), backquotes and comments hide `;`. With `client` (a script file, which the
+    mysql client reads; not what a client sends a server), its `DELIMITER //` command where
+    a statement would start makes `//` end statements until `DELIMITER ;` (mysql.cc
+    com_delimiter: the rest of the line's first word, quotes allowed).
     """
     quote = ""  # the open quote character, or "" outside quotes
     block = False  # inside /* ... */
+    opened = Location(file, 1, 1)  # where the last /* opened
     pending: list[str] = []
     start: Location | None = None
+    delimiter, special = ";", _SPLIT_SPECIAL
     for number, line in enumerate(lines, start=1):
-        if not quote and not block and _ends_one_statement(line):  # nothing to scan for
+        if client and start is None and not quote and not block:
+            command = _DELIMITER_COMMAND.match(line)
+            if command is not None:
+                delimiter = _delimiter(command.group(1), Location(file, number, 1))
+                special = _SPLIT_SPECIAL if delimiter == ";" else _special(delimiter)
+                continue
+        if delimiter == ";" and not quote and not block and _ends_one_statement(line):
             if start is None:
                 stripped = len(line) - len(line.lstrip())
                 start, pending = Location(file, number, stripped + 1), []
@@ -305,14 +346,14 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
                     if not rest.startswith(("--", "#", "/*")) or rest.startswith(("/*!", "/*T!")):
                         start = Location(file, number, stripped + 1)
                         pending, chunk_start = [], stripped  # drop leading comments
-            if start is not None and not quote and not block:
+            if start is not None and not quote and not block and delimiter == ";":
                 plain = _PLAIN_RUN.match(line, pos)  # skip what cannot end a statement
                 if plain is not None:
                     pos = plain.end()
             if quote or block:  # only the closer (or an escape) matters inside
                 match = _INSIDE[quote or "*/"].search(line, pos)
             else:
-                match = _SPLIT_SPECIAL.search(line, pos)
+                match = special.search(line, pos)
             if match is None:
                 break
             token, pos = match.group(0), match.end()
@@ -337,10 +378,10 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
                     start = Location(file, number, match.start() + 1)
                     pending, chunk_start = [], match.start()
             elif token == "/*":
-                block = True
+                block, opened = True, Location(file, number, match.start() + 1)
             elif token in ("--", "#"):
                 break  # the rest of the line is a comment
-            elif token == ";":
+            elif token == delimiter:
                 pending.append(line[chunk_start : match.start()])
                 text = "".join(pending).strip()
                 if text and start is not None:
@@ -348,6 +389,8 @@ def split_script(lines: Iterable[str], file: str = "<sql>") -> Iterator[RawState
                 pending, start, chunk_start = [], None, pos
         pending.append(line[chunk_start:])
     text = "".join(pending).strip()
+    if block and start is not None:  # cut off, as an open quote is (alone, it is no statement)
+        raise SQLError("unterminated /* comment at end of script", location=opened, code=1064)
     if text and start is not None and not quote:
         yield RawStatement(text, start)
     elif quote:

@@ -456,12 +456,11 @@ class Override:
         if not equals or not name.strip():
             raise SpecError("expected PATH=VALUE (e.g. operations.events=5000)", where=label)
         path = split_path(name.strip(), label)
-        try:
-            parsed = yaml.safe_load(value) if value.strip() else ""
-        except yaml.YAMLError as e:
-            raise SpecError(
-                f"the value is not YAML: {getattr(e, 'problem', e)}", where=label
-            ) from None
+        try:  # read as the spec's file is (1e6 a number, no key twice, no alias bomb)
+            parsed = read_yaml(value.encode(), label)[0] if value.strip() else ""
+        except SpecError as e:
+            head = "the value is" if e.message.startswith("not ") else "the value:"
+            raise SpecError(f"{head} {e.message}", where=label) from None
         return cls(path, parsed, f"--set {name.strip()}")
 
     @classmethod

@@ -447,6 +447,12 @@ class Generator:
             raise SpecError(f"needs the primary key column {key.name}", where)
         for lower, name in names.items():
             col = by_name[lower]
+            kind = data.schema.field(name).type
+            if pa.types.is_nested(kind):  # its Python repr would be stored as text
+                raise SpecError(
+                    f"column {name}: a {kind} column; a column of the file holds plain values",
+                    where,
+                )
             convert = column_converter(col, lambda: dt.UTC)
             values = []
             for row, value in enumerate(data.column(name).to_pylist()):
@@ -1175,7 +1181,9 @@ def primary_key(info: TableInfo) -> list[int]:
 
 def _plain(value: Any) -> Any:
     """A value read from a file, as a SQL literal would give it."""
-    if isinstance(value, dt.datetime):
+    if isinstance(value, dt.datetime):  # an instant (a zone given) as UTC, the session's
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
         return value.replace(tzinfo=None).isoformat(sep=" ")
     if isinstance(value, dt.date):
         return value.isoformat()
