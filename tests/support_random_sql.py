@@ -264,10 +264,9 @@ def literal(draw: Draw, tp: ColumnType, nullable: bool | int = True) -> str:
 
 
 @st.composite
-def tables(draw: Draw, name: str, wide: bool = False) -> tuple[Table, str]:
-    """A table and its CREATE TABLE statement: a primary key, and either (`wide`) up to three
-    secondary indexes of one to three columns, unique or not, or at most one unique column
-    and one non-unique index of up to two columns (the workload tests' menu)."""
+def tables(draw: Draw, name: str) -> tuple[Table, str]:
+    """A table and its CREATE TABLE statement: a primary key, and up to three secondary
+    indexes of one to three columns, unique or not."""
     count = draw(st.integers(2, 6))
     chosen = draw(st.lists(st.sampled_from(TYPES), min_size=count, max_size=count))
     columns = [("id", draw(st.sampled_from(KEY_TYPES)))]
@@ -278,18 +277,10 @@ def tables(draw: Draw, name: str, wide: bool = False) -> tuple[Table, str]:
         pk = ["id"] if second == "id" else ["id", second]
     indexable = [c for c, tp in columns if tp in KEY_TYPES]
     keys = []
-    if wide:
-        for number in range(draw(st.integers(0, 3))):
-            unique = draw(st.booleans())
-            parts = draw(st.lists(st.sampled_from(indexable), min_size=1, max_size=3, unique=True))
-            keys.append((f"{'uk' if unique else 'k'}{number}", unique, parts))
-    else:
-        candidates = [c for c, tp in columns[1:] if tp in KEY_TYPES and c not in pk]
-        if candidates and draw(st.booleans()):
-            keys.append(("uk", True, [draw(st.sampled_from(candidates))]))
-        index = draw(st.lists(st.sampled_from(indexable), max_size=2, unique=True))
-        if index:
-            keys.append(("k", False, index))
+    for number in range(draw(st.integers(0, 3))):
+        unique = draw(st.booleans())
+        parts = draw(st.lists(st.sampled_from(indexable), min_size=1, max_size=3, unique=True))
+        keys.append((f"{'uk' if unique else 'k'}{number}", unique, parts))
     table = Table(name, columns, pk, keys)
     defaults = {}
     for name, tp in columns[1:]:  # TiDB refuses defaults on TEXT and BLOB (1101)

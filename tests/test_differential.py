@@ -39,7 +39,7 @@ def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
     conn = source.connect()
     try:
         source.reset(conn)
-        table, create = data.draw(rs.tables("t", wide=True), label="table")
+        table, create = data.draw(rs.tables("t"), label="table")
         assume(_accepted(conn, create))
         kept = [create]
         for _ in range(data.draw(st.integers(1, 8), label="transactions")):
