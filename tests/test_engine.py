@@ -644,6 +644,23 @@ def test_zero_in_date_values_in_permissive_sql_mode() -> None:
     assert info.value.code == 1292
 
 
+def test_a_multi_row_insert_converts_under_the_utf8_check_in_force() -> None:
+    # the batch converters of a multi-row INSERT's shape were cached by the sql_mode's names
+    # only: after SET tidb_skip_utf8_check = 0 a byte that is not UTF-8 still went in
+    from ticdc_sim.generator.sql.script import split_script
+
+    bad = b"\xff".decode("utf-8", "surrogateescape")
+    script = (
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(8)); SET sql_mode = '';\n"
+        f"SET tidb_skip_utf8_check = 1; INSERT INTO t VALUES (1, '{bad}'), (2, 'a');\n"
+        f"SET tidb_skip_utf8_check = 0; INSERT INTO t VALUES (3, '{bad}'), (4, 'b');\n"
+    )
+    engine = Engine()
+    events = list(engine.run(split_script(script.splitlines(keepends=True), "t.sql")))
+    rows = [e.columns for e in events if isinstance(e, RowChangedEvent)]
+    assert rows == [(1, bad), (2, "a"), (3, "?"), (4, "b")]  # non-strict: replaced by '?'
+
+
 def test_sequences_hand_out_values_per_row_and_per_select() -> None:
     engine, events = run(
         "CREATE SEQUENCE s START WITH 5 INCREMENT BY 2 MAXVALUE 11 NOCACHE CYCLE;"

@@ -287,6 +287,7 @@ class Engine:
         # when it took none (TiDB `StmtCtx.InsertID`)
         self.insert_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
+        self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
         self.client_codec: str | None = None  # None: UTF-8
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
@@ -412,9 +413,7 @@ class Engine:
         self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
 
     def _use_mode(self, mode: SqlMode) -> None:
-        self.sql_mode = self.catalog.sql_mode = mode
-        for table in self.tables.values():
-            table.set_mode(self.sql_mode)
+        self.sql_mode = mode  # tables convert values under it from now on (`TableData.mode`)
 
     # -- running scripts ---------------------------------------------------------------------
 
@@ -578,6 +577,9 @@ class Engine:
         if is_ddl(node):
             self._commit()
             self.plans.clear()  # plans hold tables and the current database
+            # checked under the settings of the session running it (sessions share a catalog)
+            self.catalog.sql_mode = self.sql_mode
+            self.catalog.clustered_index = self.clustered_index
             for event in self.catalog.apply(node, source):
                 self._sync_table(event)
                 self.outbox.append(event)
@@ -857,7 +859,7 @@ class Engine:
             return
         data = self.tables.get(after.id)
         if data is None:
-            self.tables[after.id] = TableData(after, lambda: self.zone, self.sql_mode)
+            self.tables[after.id] = self._new_table_data(after)
             return
         if before is not None and _drops_rows(event):
             data.rows.clear()
@@ -894,11 +896,16 @@ class Engine:
             for t in schema.tables.values()
             if t.id == lost
         )
-        swapped = TableData(other_info, lambda: self.zone, self.sql_mode)
+        swapped = self._new_table_data(other_info)
         swapped.next_id = other.next_id if other is not None else swapped.next_id
         for handle, row in leaving:
             swapped.put(handle, row)
         self.tables[other_info.id] = swapped
+
+    def _new_table_data(self, info: TableInfo) -> TableData:
+        # values are converted in the time zone and sql_mode of the session running the
+        # statement, read at each use
+        return TableData(info, lambda: self.zone, lambda: self.sql_mode)
 
     def table_data(self, table: exp.Table) -> TableData:
         info = self.catalog.table(table.text("db") or None, table.name)
@@ -906,7 +913,7 @@ class Engine:
             raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
         data = self.tables.get(info.id)
         if data is None:
-            data = self.tables[info.id] = TableData(info, lambda: self.zone, self.sql_mode)
+            data = self.tables[info.id] = self._new_table_data(info)
         return data
 
     # -- row building ------------------------------------------------------------------------
@@ -1474,7 +1481,7 @@ def _set_clustered_index(engine: Engine, value: Any) -> None:
             f"Variable 'tidb_enable_clustered_index' can't be set to the value of '{value}'",
             code=1231,
         )
-    engine.catalog.clustered_index = mode
+    engine.clustered_index = mode
 
 
 def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
