@@ -814,6 +814,54 @@ def test_set_accepts_bare_words_and_skips_global_variables() -> None:
     ]
 
 
+def test_set_default_restores_the_servers_value_and_at_at_reads_every_session_variable() -> None:
+    # issue 25: `= DEFAULT` was parsed as the value 'DEFAULT' (1231), and
+    # @@tidb_skip_utf8_check was unknown (1193)
+    engine, _ = run(
+        "SET sql_mode = '', autocommit = 0, tidb_skip_utf8_check = 1, time_zone = '+08:00',"
+        " tidb_enable_clustered_index = INT_ONLY, character_set_client = gbk;"
+    )
+    read = (
+        "SELECT @@sql_mode, @@autocommit, @@tidb_skip_utf8_check, @@time_zone,"
+        " @@tidb_enable_clustered_index, @@character_set_client"
+    )
+    assert engine.query(parse_one(read), read).rows == [("", 0, 1, "+08:00", "INT_ONLY", "gbk")]
+    for stmt in parse_statements(
+        "SET sql_mode = DEFAULT, @@session.autocommit = DEFAULT, tidb_skip_utf8_check = DEFAULT;"
+        "SET SESSION time_zone = default, tidb_enable_clustered_index = DEFAULT;"
+        "SET character_set_client = DEFAULT;"
+    ):
+        engine.execute(stmt.expression, stmt.text)
+    assert engine.query(parse_one(read), read).rows == [
+        (
+            "ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,"
+            "NO_ZERO_IN_DATE,ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES",
+            1,
+            0,
+            "UTC",
+            "ON",
+            "utf8mb4",
+        )
+    ]
+    # a word that is no value of the variable is still refused
+    with pytest.raises(SQLError) as info:
+        run("SET autocommit = DEFAULTS;")
+    assert (info.value.code, info.value.message) == (
+        1231,
+        "Variable 'autocommit' can't be set to the value of 'DEFAULTS'",
+    )
+
+
+def test_show_variables_shows_the_session_values() -> None:
+    from ticdc_sim.generator.sql import show
+
+    engine, _ = run("SET tidb_skip_utf8_check = ON, autocommit = OFF;")
+    text = "SHOW VARIABLES WHERE Variable_name IN ('autocommit', 'tidb_skip_utf8_check')"
+    result = show.answer(engine, text, [])
+    assert result is not None
+    assert result.rows == [("autocommit", "OFF"), ("tidb_skip_utf8_check", "ON")]
+
+
 def test_generated_not_null_primary_key() -> None:
     _, events = run(
         "CREATE TABLE t8 (a INT, b VARCHAR(255) AS (CONCAT(a, 'test')) STORED, PRIMARY KEY (b));"

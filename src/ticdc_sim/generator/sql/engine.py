@@ -72,6 +72,7 @@ from ticdc_sim.generator.sql.store import (
 )
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
+    TIDB_DEFAULT_SQL_MODE,
     SqlMode,
     as_text,
     column_converter,
@@ -117,7 +118,7 @@ _CLIENT_CODECS: dict[str, str | None] = {
     "gbk": "gbk",
     "gb18030": "gb18030",
 }
-# accepted without effect here (those with an effect are in _SESSION_VARIABLES)
+# accepted without effect here (those with an effect are in SESSION_VARIABLES)
 _KNOWN_VARIABLES = {
     "names",
     "character_set_results",
@@ -339,16 +340,18 @@ class Engine:
 
     def variable(self, name: str) -> Any:
         """@@name; also DATABASE(), USER() and CONNECTION_ID() by their pseudo names."""
-        values = {
-            "sql_mode": str(self.sql_mode),
-            "time_zone": self.zone_name,
-            "autocommit": int(self.autocommit),
+        own = SESSION_VARIABLES.get(name)
+        if own is not None:
+            value = own.get(self)
+            # a boolean reads as 1 or 0 (TiDB `SysVar.GetNativeValType`)
+            return int(value) if isinstance(value, bool) else value
+        pseudo = {
             "database()": self.catalog.current_schema,
             "user()": self.user,
             "connection_id()": self.connection_id,
         }
-        if name in values:
-            return values[name]
+        if name in pseudo:
+            return pseudo[name]
         if name in SERVER_VARIABLES:
             return SERVER_VARIABLES[name]
         raise SQLError(f"Unknown system variable '{name}'", code=1193)
@@ -1438,13 +1441,15 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
                 f"SET GLOBAL {name} changes no session of this script; accepted and skipped",
             )
             continue
+        own = SESSION_VARIABLES.get(name)
         if isinstance(value_node, exp.Column | exp.Var) and not value_node.args.get("table"):
             value: Any = value_node.name  # a bare word: ON, OFF, utf8, SYSTEM ...
+            if own is not None and value.upper() == "DEFAULT":  # the server's value
+                value = own.default(engine)
         else:
             value = evaluate_constant(value_node, engine)
-        setter = _SESSION_VARIABLES.get(name)
-        if setter is not None:
-            setter(engine, value)
+        if own is not None:
+            own.set(engine, value)
         elif name not in _KNOWN_VARIABLES:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
@@ -1490,13 +1495,36 @@ def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
     engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
 
 
-_SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
-    "tidb_skip_utf8_check": _set_skip_utf8_check,
-    "tidb_enable_clustered_index": _set_clustered_index,
-    "autocommit": _set_autocommit,
-    "time_zone": _set_time_zone,
-    "sql_mode": lambda engine, value: engine.set_sql_mode(as_text(value)),
-    "character_set_client": lambda engine, value: engine.set_client_charset(as_text(value)),
+class SessionVariable(NamedTuple):
+    """A system variable with an effect here: its session value (booleans as bool), how SET
+    applies a value to it, and the server's value, which SET ... = DEFAULT restores."""
+
+    get: Callable[[Engine], Any]
+    set: Callable[[Engine, Any], None]
+    default: Callable[[Engine], Any]
+
+
+SESSION_VARIABLES: dict[str, SessionVariable] = {
+    "autocommit": SessionVariable(lambda e: e.autocommit, _set_autocommit, lambda e: True),
+    "sql_mode": SessionVariable(
+        lambda e: str(e.sql_mode),
+        lambda e, value: e.set_sql_mode(as_text(value)),
+        lambda e: TIDB_DEFAULT_SQL_MODE,
+    ),
+    "tidb_skip_utf8_check": SessionVariable(
+        lambda e: not e.sql_mode.check_utf8, _set_skip_utf8_check, lambda e: False
+    ),
+    "tidb_enable_clustered_index": SessionVariable(
+        lambda e: e.clustered_index, _set_clustered_index, lambda e: "ON"
+    ),
+    "time_zone": SessionVariable(
+        lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
+    ),
+    "character_set_client": SessionVariable(
+        lambda e: next(name for name, c in _CLIENT_CODECS.items() if c == e.client_codec),
+        lambda e, value: e.set_client_charset(as_text(value)),
+        lambda e: SERVER_VARIABLES["character_set_client"],
+    ),
 }
 
 

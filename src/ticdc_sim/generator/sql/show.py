@@ -31,7 +31,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from ticdc_sim.encoders.types import full_type
 from ticdc_sim.errors import SQLError, WarningEntry
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.engine import SERVER_VARIABLES, Engine, ResultSet
+from ticdc_sim.generator.sql.engine import SERVER_VARIABLES, SESSION_VARIABLES, Engine, ResultSet
 from ticdc_sim.generator.sql.evaluate import Context, Scope, compile_expr, like, truth
 from ticdc_sim.generator.sql.script import parse_one
 from ticdc_sim.generator.sql.values import as_text
@@ -397,12 +397,10 @@ def _show_databases(session: Session, reader: _Reader, options: _Options) -> Res
 def _show_variables(session: Session, reader: _Reader, options: _Options) -> ResultSet:
     found = _filter(reader)
     names = ["Variable_name", "Value"]
-    session_names = ("autocommit", "sql_mode", "time_zone")
     rows = []
-    for name in sorted({*SERVER_VARIABLES, *session_names}):
-        value = session.variable(name)
-        if name == "autocommit":
-            value = "ON" if value else "OFF"
+    for name in sorted({*SERVER_VARIABLES, *SESSION_VARIABLES}):
+        own = SESSION_VARIABLES.get(name)
+        value = own.get(session) if own is not None else SERVER_VARIABLES[name]
         rows.append((name, _variable_text(value)))
     return ResultSet(names, found.apply(session, names, rows), [None, None])
 
