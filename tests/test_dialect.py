@@ -52,6 +52,23 @@ def test_tidb_executable_comments_keep_their_meaning() -> None:
     assert d.find(exp.Property) is None
 
 
+def test_between_binds_a_following_predicate_to_its_upper_bound() -> None:
+    # TiDB parser.y: BitExpr BETWEEN BitExpr AND PredicateExpr (MariaDB answers alike:
+    # test_select_differential.py); sqlglot chained the second BETWEEN on the first
+    chained = parse_one("SELECT 1 BETWEEN 0 AND 2 BETWEEN 0 AND 1").expressions[0]
+    assert chained == exp.Between(
+        this=exp.Literal.number(1),
+        low=exp.Literal.number(0),
+        high=exp.Between(
+            this=exp.Literal.number(2), low=exp.Literal.number(0), high=exp.Literal.number(1)
+        ),
+    )
+    # and is written back with the parentheses that keep it so
+    assert chained.sql(dialect=TiDB) == "1 BETWEEN 0 AND (2 BETWEEN 0 AND 1)"
+    both = "SELECT a BETWEEN 1 AND 2 AND b BETWEEN 3 AND 4"  # AND after a bound: a conjunction
+    assert parse_one(both).sql(dialect=TiDB) == both
+
+
 def test_corpus_parses_without_errors_or_commands(capsys: pytest.CaptureFixture[str]) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")

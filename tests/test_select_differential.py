@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import support_random_sql as rs
 from support_mariadb import MariaDB
 from test_differential import random_script, run_bounded
+from test_engine import CHAINS
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import parse_one, split_script
@@ -78,7 +79,7 @@ def test_result_sets_are_mariadb_s(
                     cur.execute(query)
                     expected = [tuple(map(_value, row)) for row in cur.fetchall()]
                     try:
-                        rows = engine.query(parse_one(query)).rows
+                        rows = engine.query(parse_one(query), query).rows
                     except SQLError as e:
                         raise AssertionError(f"{query}: {e}") from None
                     assert [tuple(map(_value, r)) for r in rows] == expected, query
@@ -86,3 +87,23 @@ def test_result_sets_are_mariadb_s(
             conn.close()
 
     run_bounded(request, case, 4)
+
+
+def test_operator_chains_are_mariadbs(mariadb: MariaDB) -> None:
+    """Every operator of test_engine.py's flat chains, chained three and four times (where
+    a chain's value alternates, both parities), and BETWEEN's: MariaDB's values."""
+    engine = Engine()
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            # BETWEEN's chains nest to the right: `a BETWEEN b AND (c BETWEEN d AND e)`
+            right_deep = [" BETWEEN 0 AND 2", " NOT BETWEEN 1 AND 2", " BETWEEN 0 AND 2 LIKE 1"]
+            for piece in [p for p, _ in CHAINS] + right_deep:
+                for terms in (3, 4):
+                    query = "SELECT 1" + piece * (terms - 1)
+                    cur.execute(query)
+                    expected = [tuple(map(_value, row)) for row in cur.fetchall()]
+                    rows = engine.query(parse_one(query), query).rows
+                    assert [tuple(map(_value, r)) for r in rows] == expected, query
+    finally:
+        conn.close()

@@ -462,11 +462,12 @@ class Engine:
             return _unexpected(e).with_context(stmt.location, stmt.text)
         return None
 
-    def query(self, node: exp.Select, text: str = "") -> ResultSet:
+    def query(self, node: exp.Select, text: str) -> ResultSet:
         """A SELECT's result set (of one table, or of constants): column names (labelled
-        as TiDB labels them from the statement's `text`), rows as a client of TiDB reads
-        them, and each column's type where it is a table's column or an aggregate. Nothing
-        is written; what the engine cannot answer is an SQLError."""
+        as TiDB labels them from the statement's `text`, as written: never regenerated from
+        `node`, which can be deeper than generating SQL may recurse), rows as a client of
+        TiDB reads them, and each column's type where it is a table's column or an
+        aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
         try:
             return self._query(node, text)
         except (SQLError, MemoryError):
@@ -1542,7 +1543,7 @@ def _select(engine: Engine, node: exp.Select, source: str) -> None:
     out of range, an unknown column); what the engine cannot answer is skipped."""
     if not _has_side_effects(node):
         try:
-            engine.query(node)
+            engine.query(node, source)
         except SQLError as e:
             if e.code != 1105 or e.message.startswith(_UNEXPECTED):
                 raise
