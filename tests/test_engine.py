@@ -1136,6 +1136,75 @@ def test_a_partial_index_is_kept_as_an_index() -> None:
     assert [ix.name for ix in info.indices if not ix.primary] == ["k1", "k2"]
 
 
+def test_expressions_without_columns_beside_aggregates() -> None:
+    # issue 25: refused with 1140 (expressions without columns are allowed beside aggregates
+    # under ONLY_FULL_GROUP_BY), which failed a script's replay
+    from ticdc_sim.generator.sql.script import split_script
+
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 10);")
+    script = (
+        "SELECT 1+1, COUNT(*) FROM t; SELECT 'a' AS x, COUNT(*) FROM t;\n"
+        "SELECT NOW(), COUNT(*) FROM t; SELECT COUNT(*), 2 * 3 INTO @n, @six FROM t;\n"
+    )
+    for stmt in split_script(script.splitlines(keepends=True), "agg.sql"):
+        assert engine.step(stmt) is None
+    assert (engine.user_variables["n"], engine.user_variables["six"]) == (1, 6)
+    assert answer(engine, "SELECT 1+1, COUNT(*), 'a', SUM(v) FROM t WHERE id > 5") == [
+        (2, 0, "a", None)  # no row: still one, the constants' values
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "rows"),
+    [
+        # TiDB's ONLY_FULL_GROUP_BY check without GROUP BY (tidb_enable_new_only_full_group_by
+        # _check OFF): a column pinned by the WHERE clause, or all of a NOT NULL unique key
+        ("SELECT v, COUNT(*) FROM t WHERE v = 20", [(20, 1)]),
+        ("SELECT v, COUNT(*) FROM t WHERE -20 = v", [(None, 0)]),
+        ("SELECT w, COUNT(*) FROM t WHERE u = 100", [(1, 1)]),
+        ("SELECT w, COUNT(*) FROM t WHERE (u = x AND x = 200)", [(2, 1)]),
+        ("SELECT ANY_VALUE(v), COUNT(*), MIN(v) FROM t", [(10, 2, 10)]),
+        # refused: the first column outside the aggregates, as written, and its field
+        ("SELECT COUNT(*), V + 1 FROM t", 2),
+        ("SELECT T.v, COUNT(*) FROM t WHERE v > 1", 1),
+        ("SELECT *, COUNT(*) FROM t", 1),  # `*` is its columns, the first is named
+        ("SELECT w, COUNT(*) FROM t WHERE u = 100 OR u = 200", 1),
+        ("SELECT w, COUNT(*) FROM t WHERE n = 1", 1),  # n's key takes NULL: no key
+        # an integer primary key is TiDB's handle, not one of its indices: no key either
+        ("SELECT w, COUNT(*) FROM t WHERE id = 1", 1),
+    ],
+)
+def test_columns_beside_aggregates_as_tidb_checks_them(query: str, rows: Any) -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT, u INT NOT NULL, x INT NOT NULL,"
+        " n INT, UNIQUE KEY (u), UNIQUE KEY (n));"
+        "INSERT INTO t VALUES (1, 10, 1, 100, 100, 1), (2, 20, 2, 200, 200, 2);"
+    )
+    if isinstance(rows, list):
+        assert answer(engine, query) == rows
+        return
+    with pytest.raises(SQLError) as info:
+        answer(engine, query)
+    named = query.split()[rows].rstrip(",").split(".")[-1].removesuffix("*") or "id"
+    assert (info.value.code, info.value.sqlstate, info.value.message) == (
+        8123,
+        "HY000",
+        f"In aggregated query without GROUP BY, expression #{rows} of SELECT list contains"
+        f" nonaggregated column '{named}'; this is incompatible with sql_mode=only_full_group_by",
+    )
+
+
+def test_without_only_full_group_by_a_column_beside_aggregates_is_its_first_rows() -> None:
+    engine, _ = run(
+        "SET sql_mode = 'STRICT_TRANS_TABLES'; CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (2, 20), (1, NULL), (3, 30);"
+    )
+    # TiDB's firstrow: the first row in key order, NULL too; no row: NULL
+    assert answer(engine, "SELECT v, COUNT(v), v + 1 FROM t") == [(None, 2, None)]
+    assert answer(engine, "SELECT v, COUNT(*) FROM t WHERE id > 1") == [(20, 2)]
+    assert answer(engine, "SELECT v, COUNT(*) FROM t WHERE id > 5") == [(None, 0)]
+
+
 def test_not_like_is_the_negation_of_like() -> None:
     # sqlglot marks NOT LIKE as a LIKE node with `negate`, which was read as LIKE: a DELETE
     # ... WHERE name NOT LIKE deleted the rows it should have kept

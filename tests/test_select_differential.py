@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pymysql
 import pytest
 from hypothesis import note
 from hypothesis import strategies as st
@@ -107,3 +108,50 @@ def test_operator_chains_are_mariadbs(mariadb: MariaDB) -> None:
                     assert [tuple(map(_value, r)) for r in rows] == expected, query
     finally:
         conn.close()
+
+
+FULL_GROUP_BY = [  # (query, sql_mode has ONLY_FULL_GROUP_BY)
+    ("SELECT 1 + 1, COUNT(*) FROM g", True),
+    ("SELECT 'a' AS x, COUNT(*), SUM(v) FROM g", True),
+    ("SELECT COUNT(*), CONCAT('x', 2) FROM g WHERE v > 100", True),
+    ("SELECT v, COUNT(*) FROM g", True),
+    ("SELECT COUNT(*), v + 1 FROM g", True),
+    ("SELECT COUNT(*), MAX(v), v FROM g", False),  # the first row's, where the mode allows
+    ("SELECT v, COUNT(*) FROM g WHERE v > 100", False),
+]
+
+
+@pytest.mark.parametrize(("query", "full"), FULL_GROUP_BY)
+def test_columns_beside_aggregates_are_answered_or_refused_as_mariadb_does(
+    mariadb: MariaDB, query: str, full: bool
+) -> None:
+    """Issue 25: expressions without columns beside aggregates were refused (1140). MariaDB
+    refuses a bare column under ONLY_FULL_GROUP_BY with its 1140; TiDB's error is 8123
+    (test_engine.py holds its wording and the WHERE clauses that let a column through)."""
+    mode = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES" if full else "STRICT_TRANS_TABLES"
+    setup = [
+        f"SET sql_mode = '{mode}'",
+        "CREATE TABLE g (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO g VALUES (1, 10), (2, 20)",
+    ]
+    engine = Engine()
+    for stmt in split_script([s + ";\n" for s in setup], "g.sql"):
+        assert engine.step(stmt) is None
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            mariadb.reset(conn)
+            for sql in setup:
+                cur.execute(sql)
+            try:
+                cur.execute(query)
+                expected: Any = [tuple(map(_value, row)) for row in cur.fetchall()]
+            except pymysql.MySQLError as e:
+                expected = e.args[0]
+    finally:
+        conn.close()
+    try:
+        answered: Any = [tuple(map(_value, r)) for r in engine.query(parse_one(query), query).rows]
+    except SQLError as e:
+        answered = e.code
+    assert (answered, expected) == ((8123, 1140) if expected == 1140 else (expected, expected))

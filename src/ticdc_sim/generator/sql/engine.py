@@ -478,8 +478,7 @@ class Engine:
     def _query(self, node: exp.Select, text: str) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
-        source = select_source(node)
-        table = self.table_data(source.this) if source is not None else None
+        table = self._source_table(node)
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
         types: list[MySQLType | None] = []
@@ -491,11 +490,20 @@ class Engine:
                 continue
             names.append(label)
             types.append(aggregate.result_type(e.unalias(), columns))
-        if aggregate.is_aggregate(node):
-            inner, folds = aggregate.split(node)
-            rows = [aggregate.fold(compile_select(self, inner)([]), folds)]
-            return ResultSet(names, rows, types)
-        return ResultSet(names, compile_select(self, node)([]), types)
+        return ResultSet(names, self._rows(node, table), types)
+
+    def _source_table(self, node: exp.Select) -> TableData | None:
+        source = select_source(node)
+        return self.table_data(source.this) if source is not None else None
+
+    def _rows(self, node: exp.Select, table: TableData | None) -> list[Row]:
+        """A SELECT's rows; with aggregates (and no GROUP BY), its one row."""
+        if not aggregate.is_aggregate(node):
+            return compile_select(self, node)([])
+        if table is not None and "ONLY_FULL_GROUP_BY" in self.sql_mode.names:
+            aggregate.check_full_group_by(node, table.info)
+        inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
+        return [aggregate.fold(compile_select(self, inner)([]), folds)]
 
     def _execute_raw(self, raw: RawStatement) -> None:
         if len(raw.text) < _LONG_STATEMENT or not gc.isenabled():
@@ -1555,7 +1563,7 @@ def _select(engine: Engine, node: exp.Select, source: str) -> None:
         raise SQLError("SELECT ... INTO takes user variables (@x) only here", code=1105)
     query = node.copy()
     query.set("into", None)
-    rows = compile_select(engine, query)([])
+    rows = engine._rows(query, engine._source_table(query))
     if into is None:
         return
     names = [t.name.lower() for t in targets]
