@@ -5,8 +5,16 @@ from pathlib import Path
 import pytest
 from sqlglot import exp
 
+from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.dialect import TiDB
-from ticdc_sim.generator.sql.script import parse_one, parse_statements, read_script, split_tokens
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import (
+    parse_one,
+    parse_statements,
+    read_script,
+    split_script,
+    split_tokens,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -95,3 +103,31 @@ def test_corpus_parses_without_errors_or_commands(capsys: pytest.CaptureFixture[
         )
     assert failures == [], f"{len(failures)} of {statements} statements failed"
     assert statements > 3000
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"), [("~~1", 1), ("~~~1", 18446744073709551614), ("~ ~ 5", 5)]
+)
+def test_operators_read_as_tidbs_lexer_reads_them(expression: str, value: int) -> None:
+    # issue 25: `~~` was Postgres' LIKE, a syntax error (1064)
+    engine = Engine()
+    (raw,) = split_script([f"SELECT {expression} INTO @v\n"], "ops.sql")
+    assert engine.step(raw) is None
+    assert engine.user_variables["v"] == value
+    # `#` starts a comment, `#>` too (sqlglot read it as a JSON path operator)
+    assert parse_one("SELECT 1 #> 2\n, 3") == parse_one("SELECT 1, 3")
+
+
+@pytest.mark.parametrize(
+    ("expression", "near"),
+    [("1 == 1", "= 1"), ("1::int", "::int"), ("1 -|- 1", "|- 1"), ("1 ~* 2", "~* 2")],
+)
+def test_other_dialects_operators_are_syntax_errors(expression: str, near: str) -> None:
+    with pytest.raises(SQLError) as error:
+        list(parse_statements(f"SELECT {expression}", "ops.sql"))
+    column = len("SELECT ") + expression.index(near) + 1
+    assert (error.value.code, error.value.location.col if error.value.location else None) == (
+        1064,
+        column,
+    )
+    assert f'line 1 column {column} near "{near}"' in error.value.message

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ticdc_sim.errors import SQLError
+from ticdc_sim.errors import Location, SQLError
 from ticdc_sim.generator.sql import script
-from ticdc_sim.generator.sql.script import Location, RawStatement, split_script
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import RawStatement, split_script
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -207,4 +208,33 @@ def test_nesting_is_bounded_with_a_located_syntax_error(
     assert error.value.message.endswith(
         f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
         " (expressions nest more than 100 levels deep)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "LOAD DATA LOCAL INFILE '/tmp/rows.csv' INTO TABLE t FIELDS TERMINATED BY ','",
+            "LOAD DATA is not simulated: insert the rows with INSERT",
+        ),
+        (
+            "load data infile 'rows.csv' into table t",
+            "LOAD DATA is not simulated: insert the rows with INSERT",
+        ),
+        (
+            "IMPORT INTO t FROM 's3://bucket/rows.csv'",
+            "IMPORT INTO is not simulated: insert the rows with INSERT",
+        ),
+    ],
+)
+def test_statements_that_load_files_are_refused_clearly(statement: str, message: str) -> None:
+    # issue 25: LOAD DATA was a syntax error near its file name (1064)
+    raw = list(split_script(["SELECT 1;\n", f"  {statement};\n"], "load.sql"))[1]
+    error = Engine().step(raw)
+    assert error is not None
+    assert (error.code, error.message, error.location) == (
+        1105,
+        message,
+        Location("load.sql", 2, 3),
     )

@@ -106,6 +106,14 @@ NO_DATA_COMMANDS = frozenset(
 )
 
 
+# Statements of TiDB's that move data in from outside, which a script cannot hand the
+# simulator; the parser would report a syntax error somewhere inside them instead
+_NOT_SIMULATED: dict[tuple[str, ...], str] = {
+    ("LOAD", "DATA"): "LOAD DATA is not simulated: insert the rows with INSERT",
+    ("IMPORT", "INTO"): "IMPORT INTO is not simulated: insert the rows with INSERT",
+}
+
+
 def command_kind(text: str) -> str | None:
     """The kind of a statement in NO_DATA_COMMANDS (`GRANT`, `CREATE USER` ...), else None."""
     words = [w.upper() for w in text.split(None, 2)[:2]]
@@ -193,6 +201,9 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
     """Parse every statement of a script; the first bad one raises a located SQLError."""
     for tokens, stmt_text in split_tokens(text, file):
         location = Location(file, *_line_col(text, tokens[0].start))
+        refusal = _NOT_SIMULATED.get(tuple(t.text.upper() for t in tokens[:2]))
+        if refusal is not None:
+            raise SQLError(refusal, location=location, statement=stmt_text, code=1105)
         depth, past = nesting(tokens)
         if past is not None:
             raise _too_deep(text, file, past, stmt_text)
