@@ -238,3 +238,63 @@ def test_statements_that_load_files_are_refused_clearly(statement: str, message:
         message,
         Location("load.sql", 2, 3),
     )
+
+
+# Thread A parses a deep statement, held inside its parse until thread B, started meanwhile,
+# is deeper than the old limit (which A's raised limit allows); then A's parse ends and B
+# goes deeper still.
+_TWO_THREADS = """
+import sys, threading
+from sqlglot import exp
+from ticdc_sim.generator.sql import script
+
+inside, release, deep, go = (threading.Event() for _ in range(4))
+real_parser = script._DIALECT.parser
+
+class Held:
+    def __init__(self, **options):
+        self.inner = real_parser(**options)
+    def parse(self, tokens, text):
+        inside.set()
+        release.wait(10)
+        return [exp.Select()]
+
+script._DIALECT.parser = Held
+limit = sys.getrecursionlimit()
+outcome = []
+
+def descend(levels, then=None):
+    if levels:
+        return descend(levels - 1, then) + 1
+    if then is not None:
+        deep.set()
+        then.wait(10)
+        return descend(50)
+    return 0
+
+def thread_b():
+    inside.wait(10)
+    try:
+        outcome.append(descend(limit + 100, go))
+    except RecursionError as e:
+        outcome.append(repr(e))
+
+a = threading.Thread(target=lambda: list(script.parse_statements("SELECT " + "(" * 30 + "1")))
+b = threading.Thread(target=thread_b)
+a.start(); b.start()
+deep.wait(10); release.set(); a.join(10); go.set(); b.join(10)
+print(outcome == [limit + 150], sys.getrecursionlimit() > limit)
+"""
+
+
+def test_a_deep_parse_never_lowers_the_recursion_limit_under_another_thread() -> None:
+    """Issue 25: the limit raised for a deep statement was put back when its parse ended,
+    under another thread deeper than the old limit at that moment: the interpreter aborted
+    (a fatal stack overflow, the whole service with it). In a process of its own."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _TWO_THREADS], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "True True"), done.stderr[-500:]
