@@ -1205,6 +1205,33 @@ def test_without_only_full_group_by_a_column_beside_aggregates_is_its_first_rows
     assert answer(engine, "SELECT v, COUNT(*) FROM t WHERE id > 5") == [(None, 0)]
 
 
+def test_a_scripts_select_skips_what_the_engine_cannot_answer_but_never_its_own_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # both are code 1105: told apart by class (UnexpectedError), not by message prefix
+    from ticdc_sim.generator.sql import engine as engine_module
+    from ticdc_sim.generator.sql.script import split_script
+
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY);")
+    (unanswerable,) = split_script(["SELECT 1 REGEXP 1 FROM t\n"], "s.sql")
+    assert engine.step(unanswerable) is None
+    assert (
+        engine.warnings.messages()[-1] == "SELECT has no effect on data here; accepted and skipped"
+    )
+
+    def broken(*args: Any) -> Any:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(engine_module, "compile_select", broken)
+    (stmt,) = split_script(["SELECT id FROM t\n"], "s.sql")
+    error = engine.step(stmt)
+    assert isinstance(error, engine_module.UnexpectedError)  # kept through with_context
+    assert (error.code, error.message) == (
+        1105,
+        "internal error (KeyError: 'a bug'); please report this statement",
+    )
+
+
 def test_not_like_is_the_negation_of_like() -> None:
     # sqlglot marks NOT LIKE as a LIKE node with `negate`, which was read as LIKE: a DELETE
     # ... WHERE name NOT LIKE deleted the rows it should have kept
