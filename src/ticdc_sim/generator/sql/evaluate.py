@@ -613,8 +613,8 @@ def _not_of(value: Any) -> int | None:
 
 
 def _not(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
-    # a step, not a prefix operator only: `x IS NOT NULL`, `NOT BETWEEN` and `NOT REGEXP`
-    # chain through it, their NOT above the predicate and the next one's left operand
+    # a step, not a prefix operator only: `x IS NOT NULL`, `NOT BETWEEN` and `NOT IN` chain
+    # through it, their NOT above the predicate and the next one's left operand
     return node.this, lambda ctx, value: _not_of(value)
 
 
@@ -713,6 +713,15 @@ def _membership(scope: Scope, probes: list[exp.Expr], options: list[list[exp.Exp
     in MySQL's three-valued logic."""
     keys, members = _members(scope, probes, options)
     probe_fns = [_keyed(compile_expr(p, scope), key) for p, key in zip(probes, keys, strict=True)]
+    if len(probe_fns) == 1:
+        (single,) = probe_fns
+
+        def run_one(ctx: Context) -> int | None:
+            value = single(ctx)
+            return None if value is None else members(ctx).contains((value,))
+
+        return run_one
+
     return lambda ctx: members(ctx).contains(tuple(fn(ctx) for fn in probe_fns))
 
 
@@ -1665,8 +1674,8 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
 
 
 # Operators compiled as steps of a left-deep chain (`_chain`): every binary operator, the
-# predicates that take their left operand first, and NOT (which IS NOT and NOT LIKE chain
-# through).
+# predicates that take their left operand first, and NOT (which IS NOT, NOT BETWEEN and NOT
+# IN chain through).
 _STEPS: dict[type, StepBuilder] = {
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
