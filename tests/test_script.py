@@ -188,30 +188,6 @@ def test_a_statement_sqlglot_cannot_parse_is_our_error_alone(
 
 
 @pytest.mark.parametrize(
-    ("opener", "closer", "counted"),
-    [("(", ")", 0), ("abs(", ")", 3), ("CASE WHEN 1 THEN ", " END", 0), ("NOT ", "", 0)],
-    ids=["parentheses", "calls", "case", "not"],
-)
-def test_nesting_is_bounded_with_a_located_syntax_error(
-    opener: str, closer: str, counted: int
-) -> None:
-    deepest = script.MAX_NESTING
-    statement = f"SELECT {opener * deepest}1{closer * deepest}"
-    (parsed,) = script.parse_statements(statement)  # the limit itself parses
-    assert parsed.text == statement
-    deeper = f"SELECT {opener * (deepest + 1)}1{closer * (deepest + 1)}"
-    with pytest.raises(SQLError) as error:
-        list(script.parse_statements(f"SELECT 1;\n{deeper}", "deep.sql"))
-    column = len("SELECT ") + len(opener) * deepest + counted + 1  # the token past the limit
-    assert error.value.code == 1064
-    assert error.value.location == Location("deep.sql", 2, column)
-    assert error.value.message.endswith(
-        f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
-        " (expressions nest more than 100 levels deep)"
-    )
-
-
-@pytest.mark.parametrize(
     ("statement", "message"),
     [
         (
@@ -298,3 +274,27 @@ def test_a_deep_parse_never_lowers_the_recursion_limit_under_another_thread() ->
         [sys.executable, "-c", _TWO_THREADS], capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stdout.strip()) == (0, "True True"), done.stderr[-500:]
+
+
+@pytest.mark.parametrize(
+    ("opener", "closer", "counted"),
+    [("(", ")", 0), ("abs(", ")", 3), ("CASE WHEN 1 THEN ", " END", 0), ("NOT ", "", 0)],
+    ids=["parentheses", "calls", "case", "not"],
+)
+def test_nesting_is_bounded_with_a_located_syntax_error(
+    opener: str, closer: str, counted: int
+) -> None:
+    deepest = script.MAX_NESTING
+    statement = f"SELECT {opener * deepest}1{closer * deepest}"
+    (parsed,) = script.parse_statements(statement)  # the limit itself parses
+    assert parsed.text == statement
+    deeper = f"SELECT {opener * (deepest + 1)}1{closer * (deepest + 1)}"
+    with pytest.raises(SQLError) as error:
+        list(script.parse_statements(f"SELECT 1;\n{deeper}", "deep.sql"))
+    column = len("SELECT ") + len(opener) * deepest + counted + 1  # the token past the limit
+    assert error.value.code == 1064
+    assert error.value.location == Location("deep.sql", 2, column)
+    assert error.value.message.endswith(
+        f'line 2 column {column} near "{deeper[column - 1 : column + 19]}"'
+        " (expressions nest more than 100 levels deep)"
+    )
