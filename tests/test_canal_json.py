@@ -13,7 +13,6 @@ import pytest
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS, Decoder, Encoder
 from ticdc_sim.encoders.types import (
-    full_type,
     java_type,
     promoted_java_type,
     short_type,
@@ -24,6 +23,7 @@ from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.golang.json import EASYJSON, dumps
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.type_names import full_type
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "canal_json.json").read_text())
 C4 = VECTORS["C4"]

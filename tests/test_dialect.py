@@ -5,8 +5,16 @@ from pathlib import Path
 import pytest
 from sqlglot import exp
 
+from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.dialect import TiDB
-from ticdc_sim.generator.sql.script import parse_one, parse_statements, read_script, split_tokens
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import (
+    parse_one,
+    parse_statements,
+    read_script,
+    split_script,
+    split_tokens,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -52,6 +60,23 @@ def test_tidb_executable_comments_keep_their_meaning() -> None:
     assert d.find(exp.Property) is None
 
 
+def test_between_binds_a_following_predicate_to_its_upper_bound() -> None:
+    # TiDB parser.y: BitExpr BETWEEN BitExpr AND PredicateExpr (MariaDB answers alike:
+    # test_select_differential.py); sqlglot chained the second BETWEEN on the first
+    chained = parse_one("SELECT 1 BETWEEN 0 AND 2 BETWEEN 0 AND 1").expressions[0]
+    assert chained == exp.Between(
+        this=exp.Literal.number(1),
+        low=exp.Literal.number(0),
+        high=exp.Between(
+            this=exp.Literal.number(2), low=exp.Literal.number(0), high=exp.Literal.number(1)
+        ),
+    )
+    # and is written back with the parentheses that keep it so
+    assert chained.sql(dialect=TiDB) == "1 BETWEEN 0 AND (2 BETWEEN 0 AND 1)"
+    both = "SELECT a BETWEEN 1 AND 2 AND b BETWEEN 3 AND 4"  # AND after a bound: a conjunction
+    assert parse_one(both).sql(dialect=TiDB) == both
+
+
 def test_corpus_parses_without_errors_or_commands(capsys: pytest.CaptureFixture[str]) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
@@ -78,3 +103,31 @@ def test_corpus_parses_without_errors_or_commands(capsys: pytest.CaptureFixture[
         )
     assert failures == [], f"{len(failures)} of {statements} statements failed"
     assert statements > 3000
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"), [("~~1", 1), ("~~~1", 18446744073709551614), ("~ ~ 5", 5)]
+)
+def test_operators_read_as_tidbs_lexer_reads_them(expression: str, value: int) -> None:
+    # issue 25: `~~` was Postgres' LIKE, a syntax error (1064)
+    engine = Engine()
+    (raw,) = split_script([f"SELECT {expression} INTO @v\n"], "ops.sql")
+    assert engine.step(raw) is None
+    assert engine.user_variables["v"] == value
+    # `#` starts a comment, `#>` too (sqlglot read it as a JSON path operator)
+    assert parse_one("SELECT 1 #> 2\n, 3") == parse_one("SELECT 1, 3")
+
+
+@pytest.mark.parametrize(
+    ("expression", "near"),
+    [("1 == 1", "= 1"), ("1::int", "::int"), ("1 -|- 1", "|- 1"), ("1 ~* 2", "~* 2")],
+)
+def test_other_dialects_operators_are_syntax_errors(expression: str, near: str) -> None:
+    with pytest.raises(SQLError) as error:
+        list(parse_statements(f"SELECT {expression}", "ops.sql"))
+    column = len("SELECT ") + expression.index(near) + 1
+    assert (error.value.code, error.value.location.col if error.value.location else None) == (
+        1064,
+        column,
+    )
+    assert f'line 1 column {column} near "{near}"' in error.value.message

@@ -34,6 +34,11 @@ def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]]:
     return sorted(engine.tables[info.id].rows.values(), key=repr)
 
 
+def answer(engine: Engine, sql: str) -> list[tuple[Any, ...]]:
+    """The rows a SELECT answers."""
+    return [tuple(row) for row in engine.query(parse_one(sql), sql).rows]
+
+
 # -- transactions and folding ------------------------------------------------------------------
 
 
@@ -264,7 +269,7 @@ def test_sum_and_avg_keep_every_digit_of_wide_decimals() -> None:
         "CREATE TABLE t (id DECIMAL(40,1) PRIMARY KEY);"
         "INSERT INTO t VALUES ('1000000000000000000000000000.00'), (0.1), (-5);"
     )
-    rows = engine.query(parse_one("SELECT SUM(id), AVG(id) FROM t")).rows
+    rows = answer(engine, "SELECT SUM(id), AVG(id) FROM t")
     assert rows == [
         (Decimal("999999999999999999999999995.1"), Decimal("333333333333333333333333331.70000"))
     ]
@@ -644,6 +649,23 @@ def test_zero_in_date_values_in_permissive_sql_mode() -> None:
     assert info.value.code == 1292
 
 
+def test_a_multi_row_insert_converts_under_the_utf8_check_in_force() -> None:
+    # the batch converters of a multi-row INSERT's shape were cached by the sql_mode's names
+    # only: after SET tidb_skip_utf8_check = 0 a byte that is not UTF-8 still went in
+    from ticdc_sim.generator.sql.script import split_script
+
+    bad = b"\xff".decode("utf-8", "surrogateescape")
+    script = (
+        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(8)); SET sql_mode = '';\n"
+        f"SET tidb_skip_utf8_check = 1; INSERT INTO t VALUES (1, '{bad}'), (2, 'a');\n"
+        f"SET tidb_skip_utf8_check = 0; INSERT INTO t VALUES (3, '{bad}'), (4, 'b');\n"
+    )
+    engine = Engine()
+    events = list(engine.run(split_script(script.splitlines(keepends=True), "t.sql")))
+    rows = [e.columns for e in events if isinstance(e, RowChangedEvent)]
+    assert rows == [(1, bad), (2, "a"), (3, "?"), (4, "b")]  # non-strict: replaced by '?'
+
+
 def test_sequences_hand_out_values_per_row_and_per_select() -> None:
     engine, events = run(
         "CREATE SEQUENCE s START WITH 5 INCREMENT BY 2 MAXVALUE 11 NOCACHE CYCLE;"
@@ -795,6 +817,54 @@ def test_set_accepts_bare_words_and_skips_global_variables() -> None:
         "SET GLOBAL tidb_enable_exchange_partition changes no session of this script;"
         " accepted and skipped"
     ]
+
+
+def test_set_default_restores_the_servers_value_and_at_at_reads_every_session_variable() -> None:
+    # issue 25: `= DEFAULT` was parsed as the value 'DEFAULT' (1231), and
+    # @@tidb_skip_utf8_check was unknown (1193)
+    engine, _ = run(
+        "SET sql_mode = '', autocommit = 0, tidb_skip_utf8_check = 1, time_zone = '+08:00',"
+        " tidb_enable_clustered_index = INT_ONLY, character_set_client = gbk;"
+    )
+    read = (
+        "SELECT @@sql_mode, @@autocommit, @@tidb_skip_utf8_check, @@time_zone,"
+        " @@tidb_enable_clustered_index, @@character_set_client"
+    )
+    assert answer(engine, read) == [("", 0, 1, "+08:00", "INT_ONLY", "gbk")]
+    for stmt in parse_statements(
+        "SET sql_mode = DEFAULT, @@session.autocommit = DEFAULT, tidb_skip_utf8_check = DEFAULT;"
+        "SET SESSION time_zone = default, tidb_enable_clustered_index = DEFAULT;"
+        "SET character_set_client = DEFAULT;"
+    ):
+        engine.execute(stmt.expression, stmt.text)
+    assert answer(engine, read) == [
+        (
+            "ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,"
+            "NO_ZERO_IN_DATE,ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES",
+            1,
+            0,
+            "UTC",
+            "ON",
+            "utf8mb4",
+        )
+    ]
+    # a word that is no value of the variable is still refused
+    with pytest.raises(SQLError) as info:
+        run("SET autocommit = DEFAULTS;")
+    assert (info.value.code, info.value.message) == (
+        1231,
+        "Variable 'autocommit' can't be set to the value of 'DEFAULTS'",
+    )
+
+
+def test_show_variables_shows_the_session_values() -> None:
+    from ticdc_sim.generator.sql import show
+
+    engine, _ = run("SET tidb_skip_utf8_check = ON, autocommit = OFF;")
+    text = "SHOW VARIABLES WHERE Variable_name IN ('autocommit', 'tidb_skip_utf8_check')"
+    result = show.answer(engine, text, [])
+    assert result is not None
+    assert result.rows == [("autocommit", "OFF"), ("tidb_skip_utf8_check", "ON")]
 
 
 def test_generated_not_null_primary_key() -> None:
@@ -1066,6 +1136,118 @@ def test_a_partial_index_is_kept_as_an_index() -> None:
     assert [ix.name for ix in info.indices if not ix.primary] == ["k1", "k2"]
 
 
+def test_expressions_without_columns_beside_aggregates() -> None:
+    # issue 25: refused with 1140 (expressions without columns are allowed beside aggregates
+    # under ONLY_FULL_GROUP_BY), which failed a script's replay
+    from ticdc_sim.generator.sql.script import split_script
+
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 10);")
+    script = (
+        "SELECT 1+1, COUNT(*) FROM t; SELECT 'a' AS x, COUNT(*) FROM t;\n"
+        "SELECT NOW(), COUNT(*) FROM t; SELECT COUNT(*), 2 * 3 INTO @n, @six FROM t;\n"
+    )
+    for stmt in split_script(script.splitlines(keepends=True), "agg.sql"):
+        assert engine.step(stmt) is None
+    assert (engine.user_variables["n"], engine.user_variables["six"]) == (1, 6)
+    assert answer(engine, "SELECT 1+1, COUNT(*), 'a', SUM(v) FROM t WHERE id > 5") == [
+        (2, 0, "a", None)  # no row: still one, the constants' values
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "rows"),
+    [
+        # TiDB's ONLY_FULL_GROUP_BY check without GROUP BY (tidb_enable_new_only_full_group_by
+        # _check OFF): a column pinned by the WHERE clause, or all of a NOT NULL unique key
+        ("SELECT v, COUNT(*) FROM t WHERE v = 20", [(20, 1)]),
+        ("SELECT v, COUNT(*) FROM t WHERE -20 = v", [(None, 0)]),
+        ("SELECT w, COUNT(*) FROM t WHERE u = 100", [(1, 1)]),
+        ("SELECT w, COUNT(*) FROM t WHERE (u = x AND x = 200)", [(2, 1)]),
+        ("SELECT ANY_VALUE(v), COUNT(*), MIN(v) FROM t", [(10, 2, 10)]),
+        # refused: the first column outside the aggregates, as written, and its field
+        ("SELECT COUNT(*), V + 1 FROM t", 2),
+        ("SELECT T.v, COUNT(*) FROM t WHERE v > 1", 1),
+        ("SELECT *, COUNT(*) FROM t", 1),  # `*` is its columns, the first is named
+        ("SELECT w, COUNT(*) FROM t WHERE u = 100 OR u = 200", 1),
+        ("SELECT w, COUNT(*) FROM t WHERE n = 1", 1),  # n's key takes NULL: no key
+        # an integer primary key is TiDB's handle, not one of its indices: no key either
+        ("SELECT w, COUNT(*) FROM t WHERE id = 1", 1),
+    ],
+)
+def test_columns_beside_aggregates_as_tidb_checks_them(query: str, rows: Any) -> None:
+    engine, _ = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT, u INT NOT NULL, x INT NOT NULL,"
+        " n INT, UNIQUE KEY (u), UNIQUE KEY (n));"
+        "INSERT INTO t VALUES (1, 10, 1, 100, 100, 1), (2, 20, 2, 200, 200, 2);"
+    )
+    if isinstance(rows, list):
+        assert answer(engine, query) == rows
+        return
+    with pytest.raises(SQLError) as info:
+        answer(engine, query)
+    named = query.split()[rows].rstrip(",").split(".")[-1].removesuffix("*") or "id"
+    assert (info.value.code, info.value.sqlstate, info.value.message) == (
+        8123,
+        "HY000",
+        f"In aggregated query without GROUP BY, expression #{rows} of SELECT list contains"
+        f" nonaggregated column '{named}'; this is incompatible with sql_mode=only_full_group_by",
+    )
+
+
+def test_without_only_full_group_by_a_column_beside_aggregates_is_its_first_rows() -> None:
+    engine, _ = run(
+        "SET sql_mode = 'STRICT_TRANS_TABLES'; CREATE TABLE t (id INT PRIMARY KEY, v INT);"
+        "INSERT INTO t VALUES (2, 20), (1, NULL), (3, 30);"
+    )
+    # TiDB's firstrow: the first row in key order, NULL too; no row: NULL
+    assert answer(engine, "SELECT v, COUNT(v), v + 1 FROM t") == [(None, 2, None)]
+    assert answer(engine, "SELECT v, COUNT(*) FROM t WHERE id > 1") == [(20, 2)]
+    assert answer(engine, "SELECT v, COUNT(*) FROM t WHERE id > 5") == [(None, 0)]
+
+
+def test_a_scripts_select_skips_what_the_engine_cannot_answer_but_never_its_own_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # both are code 1105: told apart by class (UnexpectedError), not by message prefix
+    from ticdc_sim.generator.sql import engine as engine_module
+    from ticdc_sim.generator.sql.script import split_script
+
+    engine, _ = run("CREATE TABLE t (id INT PRIMARY KEY);")
+    (unanswerable,) = split_script(["SELECT 1 REGEXP 1 FROM t\n"], "s.sql")
+    assert engine.step(unanswerable) is None
+    assert (
+        engine.warnings.messages()[-1] == "SELECT has no effect on data here; accepted and skipped"
+    )
+
+    def broken(*args: Any) -> Any:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(engine_module, "compile_select", broken)
+    (stmt,) = split_script(["SELECT id FROM t\n"], "s.sql")
+    error = engine.step(stmt)
+    assert isinstance(error, engine_module.UnexpectedError)  # kept through with_context
+    assert (error.code, error.message) == (
+        1105,
+        "internal error (KeyError: 'a bug'); please report this statement",
+    )
+
+
+def test_not_like_is_the_negation_of_like() -> None:
+    # sqlglot marks NOT LIKE as a LIKE node with `negate`, which was read as LIKE: a DELETE
+    # ... WHERE name NOT LIKE deleted the rows it should have kept
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(8));"
+        "INSERT INTO t VALUES (1, 'apple'), (2, 'banana'), (3, NULL);"
+        "DELETE FROM t WHERE name NOT LIKE 'a%';"
+    )
+    assert changes(events)[3:] == [("delete", (2, "banana"), None)]
+    assert answer(
+        engine,
+        "SELECT 'abc' NOT LIKE 'a%', 'abc' NOT LIKE 'b%', NULL NOT LIKE 'a',"
+        " 'a%' NOT LIKE 'a!%' ESCAPE '!', 'A' NOT LIKE 'a'",
+    ) == [(0, 1, None, 0, 1)]  # utf8mb4_bin: case matters
+
+
 def test_long_flat_chains_neither_recurse_nor_slow_down() -> None:
     # `1+1+...` and ORMs' long ORs are left-deep trees as deep as they are long: 600 terms
     # were a RecursionError, 400 ORs refused as "nested too deeply"
@@ -1075,7 +1257,88 @@ def test_long_flat_chains_neither_recurse_nor_slow_down() -> None:
         f"SELECT {'+'.join(['1'] * terms)}, {' OR '.join(['0'] * terms)},"
         f" {' AND '.join(['1'] * terms)}, 1 {'- 1 ' * terms}, 2 {'* 1 ' * terms}"
     )
-    assert engine.query(parse_one(select)).rows == [(terms, 0, 1, 1 - terms, 2)]
-    assert engine.query(parse_one("SELECT NULL OR 0 OR 1, NULL AND 1 AND 0")).rows == [(1, 0)]
+    assert answer(engine, select) == [(terms, 0, 1, 1 - terms, 2)]
+    assert answer(engine, "SELECT NULL OR 0 OR 1, NULL AND 1 AND 0") == [(1, 0)]
     dates = "SELECT '2024-01-31' + INTERVAL 1 DAY + INTERVAL 2 HOUR - INTERVAL 1 MONTH"
-    assert engine.query(parse_one(dates)).rows == [("2024-01-01 02:00:00",)]
+    assert answer(engine, dates) == [("2024-01-01 02:00:00",)]
+
+
+CHAIN_TERMS = 1_500  # past the interpreter's default recursion limit
+# Every binary operator and postfix predicate chained on 1: (what follows `1`, repeated
+# CHAIN_TERMS - 1 times, and the chain's value). Each operator's value at three and four
+# terms is MariaDB's (test_select_differential.py's test_operator_chains_are_mariadbs).
+# BETWEEN is not here: its upper bound is a predicate, so its chains nest to the right.
+# Issue 25: comparisons and predicates compiled a level at a time ("nested too deeply" from
+# about 150 terms); DIV, MOD, IS NOT NULL and REGEXP were regenerated as SQL for a label.
+CHAINS = [
+    (" + 1", CHAIN_TERMS),
+    (" - 1", 2 - CHAIN_TERMS),
+    (" * 1", 1),
+    (" / 1", 1),
+    (" DIV 1", 1),
+    (" % 1", 0),
+    (" MOD 1", 0),
+    (" & 1", 1),
+    (" | 1", 1),
+    (" ^ 1", 0),
+    (" << 1", 0),
+    (" >> 1", 0),
+    (" AND 1", 1),
+    (" && 1", 1),
+    (" OR 1", 1),
+    (" || 1", 1),
+    (" XOR 1", 0),
+    (" = 1", 1),
+    (" <> 1", 0),
+    (" != 1", 0),
+    (" < 1", 0),
+    (" <= 1", 1),
+    (" > 1", 0),
+    (" >= 1", 1),
+    (" <=> 1", 1),
+    (" LIKE 1", 1),
+    (" NOT LIKE 1", 0),
+    (" LIKE 1 ESCAPE '!'", 1),
+    (" IS NULL", 0),
+    (" IS NOT NULL", 1),
+    (" IS TRUE", 1),
+    (" IS NOT TRUE", 0),
+    (" IS FALSE", 0),
+    (" IS UNKNOWN", 0),
+    (" IS NOT UNKNOWN", 1),
+    (" IN (1)", 1),
+    (" NOT IN (1)", 0),
+]
+
+
+@pytest.mark.parametrize(("piece", "value"), CHAINS, ids=[p.strip() for p, _ in CHAINS])
+def test_every_operator_chains_flat(piece: str, value: int) -> None:
+    from ticdc_sim.generator.sql.script import split_script
+
+    chain = "1" + piece * (CHAIN_TERMS - 1)
+    engine = Engine()
+    script = f"SELECT {chain};\nSELECT {chain} INTO @r;\n"
+    for stmt in split_script(script.splitlines(keepends=True), "chain.sql"):
+        assert engine.step(stmt) is None  # a script's SELECT is evaluated, then dropped
+    assert engine.user_variables["r"] == value
+
+
+def test_errors_in_a_long_chain_quote_it_abridged_not_nested_too_deeply() -> None:
+    from ticdc_sim.generator.sql.script import split_script
+
+    chain = "1" + " REGEXP 1" * (CHAIN_TERMS - 1)
+    engine = Engine()
+    (stmt,) = split_script([f"SELECT {chain};\n"], "chain.sql")
+    assert engine.step(stmt) is None  # what the engine cannot answer is skipped
+    with pytest.raises(SQLError) as info:
+        answer(engine, f"SELECT {chain}")
+    assert info.value.code == 1105
+    assert info.value.message == "unsupported expression: " + ("REGEXP_LIKE(" * 7)[:80]
+    # a value out of range at the top of a long chain quotes it, its far end as `...`
+    chain = "0" + " + 0" * CHAIN_TERMS + " + 18446744073709551615 + 1"
+    with pytest.raises(SQLError) as info:
+        answer(engine, f"SELECT {chain}")
+    assert (info.value.code, info.value.message) == (
+        1690,
+        f"BIGINT UNSIGNED value is out of range in '...{' + 0' * 22} + 18446744073709551615 + 1'",
+    )

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ticdc_sim.errors import SQLError
+from ticdc_sim.errors import Location, SQLError
 from ticdc_sim.generator.sql import script
-from ticdc_sim.generator.sql.script import Location, RawStatement, split_script
+from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.script import RawStatement, split_script
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -186,6 +187,95 @@ def test_a_statement_sqlglot_cannot_parse_is_our_error_alone(
         "  in: SHOW FOOBAR BAZ"
     )
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "LOAD DATA LOCAL INFILE '/tmp/rows.csv' INTO TABLE t FIELDS TERMINATED BY ','",
+            "LOAD DATA is not simulated: insert the rows with INSERT",
+        ),
+        (
+            "load data infile 'rows.csv' into table t",
+            "LOAD DATA is not simulated: insert the rows with INSERT",
+        ),
+        (
+            "IMPORT INTO t FROM 's3://bucket/rows.csv'",
+            "IMPORT INTO is not simulated: insert the rows with INSERT",
+        ),
+    ],
+)
+def test_statements_that_load_files_are_refused_clearly(statement: str, message: str) -> None:
+    # issue 25: LOAD DATA was a syntax error near its file name (1064)
+    raw = list(split_script(["SELECT 1;\n", f"  {statement};\n"], "load.sql"))[1]
+    error = Engine().step(raw)
+    assert error is not None
+    assert (error.code, error.message, error.location) == (
+        1105,
+        message,
+        Location("load.sql", 2, 3),
+    )
+
+
+# Thread A parses a deep statement, held inside its parse until thread B, started meanwhile,
+# is deeper than the old limit (which A's raised limit allows); then A's parse ends and B
+# goes deeper still.
+_TWO_THREADS = """
+import sys, threading
+from sqlglot import exp
+from ticdc_sim.generator.sql import script
+
+inside, release, deep, go = (threading.Event() for _ in range(4))
+real_parser = script._DIALECT.parser
+
+class Held:
+    def __init__(self, **options):
+        self.inner = real_parser(**options)
+    def parse(self, tokens, text):
+        inside.set()
+        release.wait(10)
+        return [exp.Select()]
+
+script._DIALECT.parser = Held
+limit = sys.getrecursionlimit()
+outcome = []
+
+def descend(levels, then=None):
+    if levels:
+        return descend(levels - 1, then) + 1
+    if then is not None:
+        deep.set()
+        then.wait(10)
+        return descend(50)
+    return 0
+
+def thread_b():
+    inside.wait(10)
+    try:
+        outcome.append(descend(limit + 100, go))
+    except RecursionError as e:
+        outcome.append(repr(e))
+
+a = threading.Thread(target=lambda: list(script.parse_statements("SELECT " + "(" * 30 + "1")))
+b = threading.Thread(target=thread_b)
+a.start(); b.start()
+deep.wait(10); release.set(); a.join(10); go.set(); b.join(10)
+print(outcome == [limit + 150], sys.getrecursionlimit() > limit)
+"""
+
+
+def test_a_deep_parse_never_lowers_the_recursion_limit_under_another_thread() -> None:
+    """Issue 25: the limit raised for a deep statement was put back when its parse ended,
+    under another thread deeper than the old limit at that moment: the interpreter aborted
+    (a fatal stack overflow, the whole service with it). In a process of its own."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _TWO_THREADS], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "True True"), done.stderr[-500:]
 
 
 @pytest.mark.parametrize(

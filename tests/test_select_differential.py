@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pymysql
 import pytest
 from hypothesis import note
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import support_random_sql as rs
 from support_mariadb import MariaDB
 from test_differential import random_script, run_bounded
+from test_engine import CHAINS
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import parse_one, split_script
@@ -78,7 +80,7 @@ def test_result_sets_are_mariadb_s(
                     cur.execute(query)
                     expected = [tuple(map(_value, row)) for row in cur.fetchall()]
                     try:
-                        rows = engine.query(parse_one(query)).rows
+                        rows = engine.query(parse_one(query), query).rows
                     except SQLError as e:
                         raise AssertionError(f"{query}: {e}") from None
                     assert [tuple(map(_value, r)) for r in rows] == expected, query
@@ -86,3 +88,70 @@ def test_result_sets_are_mariadb_s(
             conn.close()
 
     run_bounded(request, case, 4)
+
+
+def test_operator_chains_are_mariadbs(mariadb: MariaDB) -> None:
+    """Every operator of test_engine.py's flat chains, chained three and four times (where
+    a chain's value alternates, both parities), and BETWEEN's: MariaDB's values."""
+    engine = Engine()
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            # BETWEEN's chains nest to the right: `a BETWEEN b AND (c BETWEEN d AND e)`
+            right_deep = [" BETWEEN 0 AND 2", " NOT BETWEEN 1 AND 2", " BETWEEN 0 AND 2 LIKE 1"]
+            for piece in [p for p, _ in CHAINS] + right_deep:
+                for terms in (3, 4):
+                    query = "SELECT 1" + piece * (terms - 1)
+                    cur.execute(query)
+                    expected = [tuple(map(_value, row)) for row in cur.fetchall()]
+                    rows = engine.query(parse_one(query), query).rows
+                    assert [tuple(map(_value, r)) for r in rows] == expected, query
+    finally:
+        conn.close()
+
+
+FULL_GROUP_BY = [  # (query, sql_mode has ONLY_FULL_GROUP_BY)
+    ("SELECT 1 + 1, COUNT(*) FROM g", True),
+    ("SELECT 'a' AS x, COUNT(*), SUM(v) FROM g", True),
+    ("SELECT COUNT(*), CONCAT('x', 2) FROM g WHERE v > 100", True),
+    ("SELECT v, COUNT(*) FROM g", True),
+    ("SELECT COUNT(*), v + 1 FROM g", True),
+    ("SELECT COUNT(*), MAX(v), v FROM g", False),  # the first row's, where the mode allows
+    ("SELECT v, COUNT(*) FROM g WHERE v > 100", False),
+]
+
+
+@pytest.mark.parametrize(("query", "full"), FULL_GROUP_BY)
+def test_columns_beside_aggregates_are_answered_or_refused_as_mariadb_does(
+    mariadb: MariaDB, query: str, full: bool
+) -> None:
+    """Issue 25: expressions without columns beside aggregates were refused (1140). MariaDB
+    refuses a bare column under ONLY_FULL_GROUP_BY with its 1140; TiDB's error is 8123
+    (test_engine.py holds its wording and the WHERE clauses that let a column through)."""
+    mode = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES" if full else "STRICT_TRANS_TABLES"
+    setup = [
+        f"SET sql_mode = '{mode}'",
+        "CREATE TABLE g (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO g VALUES (1, 10), (2, 20)",
+    ]
+    engine = Engine()
+    for stmt in split_script([s + ";\n" for s in setup], "g.sql"):
+        assert engine.step(stmt) is None
+    conn = mariadb.connect()
+    try:
+        with conn.cursor() as cur:
+            mariadb.reset(conn)
+            for sql in setup:
+                cur.execute(sql)
+            try:
+                cur.execute(query)
+                expected: Any = [tuple(map(_value, row)) for row in cur.fetchall()]
+            except pymysql.MySQLError as e:
+                expected = e.args[0]
+    finally:
+        conn.close()
+    try:
+        answered: Any = [tuple(map(_value, r)) for r in engine.query(parse_one(query), query).rows]
+    except SQLError as e:
+        answered = e.code
+    assert (answered, expected) == ((8123, 1140) if expected == 1140 else (expected, expected))

@@ -100,16 +100,24 @@ def sqlstate(code: int | None) -> str:
     return SQLSTATE.get(code, "HY000") if code else "HY000"
 
 
-_UNPRINTABLE = re.compile("[\ud800-\udfff]")
+# What text holds where its bytes were not UTF-8: the surrogate escapes of bytes decoded
+# with `surrogateescape` (a script's, `script.decode_script`; a client's), or other lone
+# surrogates. The one definition of it, for every check and message.
+NOT_UTF8 = re.compile("[\ud800-\udfff]")
+
+
+def not_utf8(text: str) -> bool:
+    """Whether text holds what is not UTF-8 (`NOT_UTF8`); ASCII text costs nothing."""
+    return not text.isascii() and NOT_UTF8.search(text) is not None
 
 
 def printable(text: str) -> str:
     """Text that can be printed and sent as JSON: the bytes of a script that are not UTF-8
     (kept as surrogate escapes) shown as `\\xNN`, as MySQL shows them, other lone
     surrogates as `\\uNNNN`."""
-    if text.isascii() or _UNPRINTABLE.search(text) is None:
+    if not not_utf8(text):
         return text
-    return _UNPRINTABLE.sub(_escape, text)
+    return NOT_UTF8.sub(_escape, text)
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -147,8 +155,9 @@ class SQLError(SimError):
         return sqlstate(self.code)
 
     def with_context(self, location: Location, statement: str) -> SQLError:
-        """The same error, located at `location` (kept if already set) in `statement`."""
-        return SQLError(
+        """The same error (of the same class), located at `location` (kept if already set)
+        in `statement`."""
+        return type(self)(
             self.message,
             location=self.location or location,
             statement=self.statement or statement,

@@ -4,11 +4,11 @@ values JSON cannot hold are strings (DECIMAL) or `{"$binary": base64}` (binary s
 from __future__ import annotations
 
 import base64
-import re
 from decimal import Decimal
 from typing import Any
 
 from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL
+from ticdc_sim.errors import not_utf8
 from ticdc_sim.generator.sql.values import raw_bytes
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 
@@ -41,13 +41,10 @@ def json_value(value: object) -> object:
         return str(value)
     if isinstance(value, bytes):
         return {"$binary": base64.b64encode(value).decode()}
-    if isinstance(value, str) and not value.isascii() and _NOT_UTF8.search(value):
+    if isinstance(value, str) and not_utf8(value):
         # a string stored with tidb_skip_utf8_check: U+FFFD for its bytes, as Go's JSON does
         return raw_bytes(value).decode("utf-8", "replace")
     return value
-
-
-_NOT_UTF8 = re.compile("[\ud800-\udfff]")
 
 
 def row_record(event: RowChangedEvent) -> dict[str, Any]:

@@ -27,3 +27,14 @@ INSERT INTO moved VALUES
 INSERT INTO moved VALUES
     (8, ADDDATE('2024-01-31', INTERVAL 1 MONTH)), (9, ADDDATE('2024-01-31', 3)),
     (10, SUBDATE('2024-03-01 10:00:00', 1)), (11, SUBDATE('2024-03-01', INTERVAL 2 HOUR));
+-- aggregates beside expressions without columns, under ONLY_FULL_GROUP_BY (TiDB's default);
+-- their values go into a table, so the oracle compares them
+SET sql_mode = 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+SELECT 1 + 1, COUNT(*) FROM calc;
+SELECT 'a' AS x, COUNT(*) FROM calc;
+SELECT NOW(), COUNT(*) FROM calc WHERE id > 100;
+SELECT 2 * 3, COUNT(*), 'k', SUM(id) INTO @six, @rows, @k, @ids FROM calc;
+SELECT COUNT(*), MAX(id) INTO @none, @top FROM calc WHERE id > 100;
+CREATE TABLE aggregated (six INT, n INT, k VARCHAR(4), ids INT, none INT, top INT);
+INSERT INTO aggregated VALUES (@six, @rows, @k, @ids, @none, @top);
+SET sql_mode = DEFAULT;

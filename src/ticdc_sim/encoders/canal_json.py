@@ -35,9 +35,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.reading import Fields, json_document
 from ticdc_sim.encoders.types import (
-    BLOB_TYPES,
     DDL_TYPES,
-    full_type,
     java_type,
     promoted_java_type,
     short_type,
@@ -47,10 +45,11 @@ from ticdc_sim.errors import DecodeError, shown
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
+from ticdc_sim.model.mysql import BLOB_TYPES, ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
+from ticdc_sim.model.type_names import full_type
 
 PROTOCOL = "canal-json"
 # from commit to encoding: TiCDC's resolved-ts interval and sink batching, simulated

@@ -30,13 +30,12 @@ import orjson
 
 from ticdc_sim.encoders import MAX_RECORD_OVERHEAD, NO_HEADERS, Message, large
 from ticdc_sim.encoders.large import Claim
-from ticdc_sim.encoders.types import INTEGER_TYPES
 from ticdc_sim.errors import EncodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import format_f, json_number
 from ticdc_sim.model.events import RowChangedEvent
 from ticdc_sim.model.mounted import mounter
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import INTEGER_TYPES, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 
 Texts = list[bytes]  # one JSON text per value or per record

@@ -37,13 +37,12 @@ from ticdc_sim.encoders import (
     columnar,
 )
 from ticdc_sim.encoders.columnar import INSERT, UPDATE
-from ticdc_sim.encoders.types import INTEGER_TYPES
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, uvarint, varint
 from ticdc_sim.errors import ConfigError, DecodeError, EncodeError, shown
 from ticdc_sim.golang.strconv import float32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
-from ticdc_sim.model.mysql import ColumnFlag
+from ticdc_sim.model.mysql import INTEGER_TYPES, ColumnFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 

@@ -36,12 +36,11 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.encoders.columnar import DELETE, UPDATE, Texts, Writer
 from ticdc_sim.encoders.reading import Fields, json_document, not_a
-from ticdc_sim.encoders.types import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.errors import DecodeError, EncodeError
 from ticdc_sim.golang import json as gj
 from ticdc_sim.golang.strconv import float32, go_quote_inner, go_unquote_inner
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import ColumnFlag
+from ticdc_sim.model.mysql import BLOB_TYPES, INTEGER_TYPES, ColumnFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 

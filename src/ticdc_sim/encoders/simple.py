@@ -55,7 +55,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Texts, Writer
 from ticdc_sim.encoders.reading import Fields, json_document
-from ticdc_sim.encoders.types import BLOB_TYPES, DDL_TYPES, type_to_str
+from ticdc_sim.encoders.types import DDL_TYPES
 from ticdc_sim.encoders.varints import SMALL_LIMIT as _SMALL_LIMIT
 from ticdc_sim.encoders.varints import SMALL_VARINTS as _SMALL
 from ticdc_sim.encoders.varints import varint
@@ -65,10 +65,11 @@ from ticdc_sim.golang.strconv import float32, format_f
 from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mounted import mounter
-from ticdc_sim.model.mysql import ColumnFlag, TiDBFlag
+from ticdc_sim.model.mysql import BLOB_TYPES, ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
+from ticdc_sim.model.type_names import type_to_str
 
 VERSION = 1  # message.go defaultVersion
 TIME_ZONE = "UTC"  # TiCDC's --tz: TIMESTAMP values are rendered (and named) in it

@@ -1,8 +1,9 @@
-"""Type names and codes the encoders write: TiDB's type strings and Java SQL types.
+"""Type names and codes the encoders write: canal-json's short type name, Java SQL types and
+DDL event types (TiDB's own type names are `model/type_names.py`).
 
-Tables from TiDB `pkg/parser/types/etc.go` (`TypeToStr`), `pkg/parser/types/field_type.go`
-(`CompactStr`, `InfoSchemaStr`), tiflow `pkg/sink/codec/internal/java.go`
-(`MySQLType2JavaType`) and `pkg/sink/codec/canal/canal_entry.go` (unsigned promotion).
+Tables from tiflow `pkg/sink/codec/internal/java.go` (`MySQLType2JavaType`),
+`pkg/sink/codec/canal/canal_entry.go` (unsigned promotion, DDL event types) and
+`pkg/sink/codec/simple/message.go` (DDL types).
 """
 
 from __future__ import annotations
@@ -10,96 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from ticdc_sim.model.actions import ActionType as A
+from ticdc_sim.model.mysql import BLOB_TYPES
 from ticdc_sim.model.mysql import MySQLType as M
-from ticdc_sim.model.mysql import TiDBFlag
 from ticdc_sim.model.table import ColumnInfo
-
-TYPE_NAMES: dict[M, str] = {
-    M.BIT: "bit",
-    M.TINY: "tinyint",
-    M.SHORT: "smallint",
-    M.INT24: "mediumint",
-    M.LONG: "int",
-    M.LONGLONG: "bigint",
-    M.FLOAT: "float",
-    M.DOUBLE: "double",
-    M.NEWDECIMAL: "decimal",
-    M.DATE: "date",
-    M.NEWDATE: "date",
-    M.DATETIME: "datetime",
-    M.TIMESTAMP: "timestamp",
-    M.DURATION: "time",
-    M.YEAR: "year",
-    M.VARCHAR: "varchar",
-    M.VAR_STRING: "var_string",
-    M.STRING: "char",
-    M.TINY_BLOB: "tinytext",
-    M.BLOB: "text",
-    M.MEDIUM_BLOB: "mediumtext",
-    M.LONG_BLOB: "longtext",
-    M.ENUM: "enum",
-    M.SET: "set",
-    M.JSON: "json",
-    M.TIDB_VECTOR_FLOAT32: "vector",
-    M.GEOMETRY: "geometry",
-    M.NULL: "null",
-}
-# `TypeToStr` with the binary charset
-_BINARY_NAMES = {
-    "tinytext": "tinyblob",
-    "text": "blob",
-    "mediumtext": "mediumblob",
-    "longtext": "longblob",
-    "char": "binary",
-    "varchar": "varbinary",
-}
-
-INTEGER_TYPES = frozenset({M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG})
-BLOB_TYPES = frozenset({M.TINY_BLOB, M.BLOB, M.MEDIUM_BLOB, M.LONG_BLOB})
-_TIME_TYPES = frozenset({M.DATETIME, M.TIMESTAMP, M.DURATION})
-
-
-def type_to_str(col: ColumnInfo) -> str:
-    name = TYPE_NAMES.get(col.tp, "unknown")
-    return _BINARY_NAMES.get(name, name) if col.is_binary_charset else name
-
-
-def _sign_suffix(col: ColumnInfo) -> str:
-    suffix = ""
-    if col.flag & TiDBFlag.UNSIGNED and col.tp not in (M.BIT, M.YEAR):
-        suffix += " unsigned"
-    if col.flag & TiDBFlag.ZEROFILL and col.tp != M.YEAR:
-        suffix += " zerofill"
-    return suffix
+from ticdc_sim.model.type_names import sign_suffix, type_to_str
 
 
 def short_type(col: ColumnInfo) -> str:
     """canal-json `mysqlType` by default: the type name with unsigned/zerofill."""
-    return type_to_str(col) + _sign_suffix(col)
-
-
-def full_type(col: ColumnInfo) -> str:
-    """`ColumnInfo.GetTypeDesc()`: canal-json `mysqlType` with content-compatible."""
-    name = type_to_str(col)
-    tp = col.tp
-    if tp in (M.ENUM, M.SET):
-        members = ",".join(
-            "'" + e.replace("\\", "\\\\").replace("'", "''") + "'" for e in col.elems
-        )
-        body = f"{name}({members})"
-    elif tp in _TIME_TYPES:
-        body = f"{name}({col.decimal})" if col.decimal > 0 else name
-    elif tp in (M.FLOAT, M.DOUBLE):
-        body = f"{name}({col.flen},{col.decimal})" if col.decimal >= 0 else name
-    elif tp == M.NEWDECIMAL:
-        body = f"{name}({col.flen},{col.decimal})"
-    elif tp in INTEGER_TYPES or tp in (M.BIT, M.YEAR, M.VARCHAR, M.STRING, M.VAR_STRING):
-        body = f"{name}({col.flen})"
-    elif tp == M.TIDB_VECTOR_FLOAT32:
-        body = f"{name}({col.flen})" if col.flen > 0 else name
-    else:
-        body = name
-    return body + _sign_suffix(col)
+    return type_to_str(col) + sign_suffix(col)
 
 
 # MySQLType2JavaType; (text charset, binary charset) where they differ

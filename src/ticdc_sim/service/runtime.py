@@ -148,7 +148,8 @@ _SESSION_ATTRS = (
     "txn",
     "autocommit",
     "user_variables",
-    "sql_mode",
+    "sql_mode",  # with tidb_skip_utf8_check: how the session's values are converted
+    "clustered_index",
     "zone",
     "zone_name",
     "client_codec",

@@ -1,7 +1,8 @@
 """SELECT with aggregates and no GROUP BY, as clients send to check a table: COUNT, SUM,
-MIN, MAX, AVG over the rows the WHERE clause keeps, with MySQL's result types (SUM of
-integers and AVG of exact numbers are DECIMAL, AVG four digits finer than its argument:
-`div_precision_increment`)."""
+MIN, MAX, AVG and ANY_VALUE over the rows the WHERE clause keeps, with MySQL's result types
+(SUM of integers and AVG of exact numbers are DECIMAL, AVG four digits finer than its
+argument: `div_precision_increment`). Beside them, an expression without columns has its one
+value, and one with columns its first row's where TiDB allows it (`check_full_group_by`)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from typing import Any
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.evaluate import sql_text
 from ticdc_sim.generator.sql.values import WIDE
 from ticdc_sim.model.mysql import MySQLType
-from ticdc_sim.model.table import ColumnInfo
+from ticdc_sim.model.table import ColumnInfo, TableInfo
 
 Aggregate = Callable[[list[Any]], Any]
 
@@ -52,13 +53,24 @@ def _avg(values: list[Any]) -> Any:
     return sum(float(v) for v in values) / len(values)
 
 
-# function -> (how its values are folded); NULLs are left out first, as in MySQL
+def _non_null(aggregate: Aggregate) -> Aggregate:
+    return lambda values: aggregate([v for v in values if v is not None])
+
+
+def _first(values: list[Any]) -> Any:
+    """TiDB's `firstrow`: the first row's value, NULL where no row is."""
+    return values[0] if values else None
+
+
+# function -> how a result column is folded from its argument's values, one per row; the
+# aggregates leave NULLs out, as in MySQL
 AGGREGATES: dict[type[exp.Expr], Aggregate] = {
-    exp.Count: len,
-    exp.Sum: _sum,
-    exp.Avg: _avg,
-    exp.Min: lambda vs: min(vs, default=None),
-    exp.Max: lambda vs: max(vs, default=None),
+    exp.Count: _non_null(len),
+    exp.Sum: _non_null(_sum),
+    exp.Avg: _non_null(_avg),
+    exp.Min: _non_null(lambda vs: min(vs, default=None)),
+    exp.Max: _non_null(lambda vs: max(vs, default=None)),
+    exp.AnyValue: _first,
 }
 
 
@@ -70,7 +82,7 @@ def result_type(node: exp.Expr, columns: dict[str, ColumnInfo]) -> MySQLType | N
         return found.tp if found else None
     if isinstance(node, exp.Count):
         return MySQLType.LONGLONG
-    if isinstance(node, exp.Min | exp.Max):
+    if isinstance(node, exp.Min | exp.Max | exp.AnyValue):
         return result_type(node.this, columns)
     if isinstance(node, exp.Sum | exp.Avg):
         argument = result_type(node.this, columns)
@@ -86,26 +98,32 @@ def is_aggregate(node: exp.Select) -> bool:
     ) or any(node.find_all(*AGGREGATES))
 
 
-def split(node: exp.Select) -> tuple[exp.Select, list[Aggregate]]:
-    """The SELECT of the aggregates' arguments (COUNT(*): a constant) and their folds."""
+def split(
+    node: exp.Select, constant: Callable[[exp.Expr], Any]
+) -> tuple[exp.Select, list[Aggregate]]:
+    """The SELECT of the aggregates' arguments (COUNT(*): a constant) and each result
+    column's fold; `constant` evaluates an expression without columns, once."""
     if node.args.get("group") is not None or node.args.get("having") is not None:
         raise SQLError("GROUP BY and HAVING are not supported here", code=1105)
-    arguments, folds = [], []
-    for number, projection in enumerate(node.expressions, 1):
-        call = projection.this if isinstance(projection, exp.Alias) else projection
+    arguments: list[exp.Expr] = []
+    folds: list[Aggregate] = []
+    for projection in node.expressions:
+        call = projection.unalias()
         fold = AGGREGATES.get(type(call))
         if fold is None and any(call.find_all(*AGGREGATES)):
             raise SQLError(
-                f"only plain aggregates are supported here, not '{call.sql(dialect=d.TiDB)}'",
-                code=1105,
+                f"only plain aggregates are supported here, not '{sql_text(call)}'", code=1105
             )
-        if fold is None:
-            raise SQLError(
-                f"In aggregated query without GROUP BY, expression #{number} of SELECT list"
-                f" contains nonaggregated column '{call.sql(dialect=d.TiDB)}'; this is"
-                " incompatible with sql_mode=only_full_group_by",
-                code=1140,
-            )
+        if isinstance(call, exp.Star):
+            raise SQLError("SELECT * beside aggregates is not supported here", code=1105)
+        if fold is None and call.find(exp.Column) is None:
+            arguments.append(exp.Null())
+            folds.append(functools.partial(_once, constant, call))
+            continue
+        if fold is None:  # a column the check let through: its first row's value
+            arguments.append(call.copy())
+            folds.append(_first)
+            continue
         if call.args.get("distinct") is not None or isinstance(call.this, exp.Distinct):
             raise SQLError("aggregates over DISTINCT are not supported here", code=1105)
         argument = call.this
@@ -120,5 +138,88 @@ def split(node: exp.Select) -> tuple[exp.Select, list[Aggregate]]:
     return inner, folds
 
 
+def _once(constant: Callable[[exp.Expr], Any], expression: exp.Expr, values: list[Any]) -> Any:
+    return constant(expression)
+
+
 def fold(rows: list[tuple[Any, ...]], folds: list[Aggregate]) -> tuple[Any, ...]:
-    return tuple(f([r[i] for r in rows if r[i] is not None]) for i, f in enumerate(folds))
+    return tuple(f([r[i] for r in rows]) for i, f in enumerate(folds))
+
+
+def check_full_group_by(node: exp.Select, table: TableInfo) -> None:
+    """ONLY_FULL_GROUP_BY for an aggregated query without GROUP BY, as TiDB checks it by
+    default (pkg/planner/core/logical_plan_builder.go `checkOnlyFullGroupByWithOutGroupClause`,
+    `tidb_enable_new_only_full_group_by_check` OFF): a column outside the aggregates must be
+    pinned to a value by the WHERE clause (`col = value`), or every column of a NOT NULL unique
+    index be pinned (directly or through `col = other` where the other is), which determines the
+    row. Else TiDB's error 8123, naming the field and the column as written."""
+    where = node.args.get("where")
+    pinned, equal = _pinned(where.this) if where is not None else (set(), {})
+    determined = any(
+        index.unique
+        and not (index.primary and table.pk_is_handle)  # TiDB's Indices hold no int handle
+        and all(
+            table.columns[ic.offset].not_null
+            and (
+                table.columns[ic.offset].name.lower() in pinned
+                or equal.get(table.columns[ic.offset].name.lower()) in pinned
+            )
+            for ic in index.columns
+        )
+        for index in table.indices
+    )
+    for number, projection in enumerate(node.expressions, 1):
+        for name in _outside_aggregates(projection, table):
+            if determined or name.lower() in pinned:
+                continue
+            raise SQLError(
+                f"In aggregated query without GROUP BY, expression #{number} of SELECT list"
+                f" contains nonaggregated column '{name}'; this is incompatible with"
+                " sql_mode=only_full_group_by",
+                code=8123,
+            )
+
+
+def _outside_aggregates(node: exp.Expr, table: TableInfo) -> list[str]:
+    """The columns an expression reads outside its aggregates, in the order written and as
+    written (`*`: the table's columns)."""
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, exp.Star):
+            found += [c.name for c in table.columns if not c.hidden]
+        elif isinstance(current, exp.Column) and not isinstance(current.this, exp.Star):
+            found.append(current.name)
+        elif not isinstance(current, tuple(AGGREGATES)):
+            stack.extend(reversed(list(current.iter_expressions())))
+    return found
+
+
+_VALUES = (exp.Literal, exp.Null, exp.Boolean, exp.HexString, exp.BitString, exp.Introducer)
+
+
+def _pinned(where: exp.Expr) -> tuple[set[str], dict[str, str]]:
+    """Columns the WHERE clause's conjuncts pin to a value (`col = 1`, `-1 = col`), and the
+    pairs of columns they say are equal (TiDB `extractSingeValueColNamesFromWhere`,
+    `buildWhereFuncDepend`), by lower-case name."""
+    pinned: set[str] = set()
+    equal: dict[str, str] = {}
+    stack = [where]
+    while stack:  # the conjuncts, through parentheses (TiDB `splitWhere`)
+        term = stack.pop().unnest()
+        if isinstance(term, exp.And):
+            stack += [term.expression, term.this]
+            continue
+        if not isinstance(term, exp.EQ):
+            continue
+        left, right = term.this, term.expression
+        if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+            equal[left.name.lower()] = right.name.lower()
+            equal[right.name.lower()] = left.name.lower()
+            continue
+        for column, value in ((left, right), (right, left)):
+            value = value.this if isinstance(value, exp.Neg) else value
+            if isinstance(column, exp.Column) and isinstance(value, _VALUES):
+                pinned.add(column.name.lower())
+    return pinned, equal

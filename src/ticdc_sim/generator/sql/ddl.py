@@ -136,8 +136,10 @@ class Catalog:
     schema_version: int = 0
     current_schema: str | None = None
     dropped: list[TableInfo] = field(default_factory=list)  # for RECOVER TABLE, newest last
-    sql_mode: SqlMode = DEFAULT_SQL_MODE  # the session's, for checking literal defaults
-    # the session's tidb_enable_clustered_index: ON (TiDB's default), INT_ONLY or OFF
+    # the settings of the session applying DDL (the engine sets them before each): its
+    # sql_mode, for checking literal defaults, and tidb_enable_clustered_index (ON, TiDB's
+    # default, INT_ONLY or OFF)
+    sql_mode: SqlMode = DEFAULT_SQL_MODE
     clustered_index: str = "ON"
 
     def __post_init__(self) -> None:

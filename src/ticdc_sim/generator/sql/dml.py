@@ -257,7 +257,8 @@ def _bulk_insert(
     ):
         return None
     indexes = [item.this for item in items]
-    batches: dict[tuple[str, ...], list[Any]] = {}  # batch converters by literal kinds
+    # batch converters by literal kinds and sql_mode (tidb_skip_utf8_check included)
+    batches: dict[tuple[Any, ...], list[Any]] = {}
 
     def run(engine: Engine, lexed: Lexed) -> bool:
         head, width = lexed.head, lexed.width
@@ -280,7 +281,7 @@ def _bulk_insert(
         kinds: list[str],
     ) -> bool:
         """All rows column by column; False (nothing written) when a row needs the row path."""
-        key = (*kinds, str(engine.sql_mode))
+        key = (*kinds, engine.sql_mode)
         if key not in batches:
             batches[key] = [
                 _column_batch(columns[o], kind, engine.sql_mode, table.converters[o])

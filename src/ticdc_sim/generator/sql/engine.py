@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from sqlglot import exp
 
-from ticdc_sim.errors import Location, SQLError, Warnings
+from ticdc_sim.errors import Location, SQLError, Warnings, not_utf8
 from ticdc_sim.generator.capture import key_order
 from ticdc_sim.generator.sql import aggregate, labels
 from ticdc_sim.generator.sql import dialect as d
@@ -72,6 +72,7 @@ from ticdc_sim.generator.sql.store import (
 )
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
+    TIDB_DEFAULT_SQL_MODE,
     SqlMode,
     as_text,
     column_converter,
@@ -117,7 +118,7 @@ _CLIENT_CODECS: dict[str, str | None] = {
     "gbk": "gbk",
     "gb18030": "gb18030",
 }
-# accepted without effect here (those with an effect are in _SESSION_VARIABLES)
+# accepted without effect here (those with an effect are in SESSION_VARIABLES)
 _KNOWN_VARIABLES = {
     "names",
     "character_set_results",
@@ -288,6 +289,7 @@ class Engine:
         # when it took none (TiDB `StmtCtx.InsertID`)
         self.insert_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
+        self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
         self.client_codec: str | None = None  # None: UTF-8
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
@@ -339,16 +341,18 @@ class Engine:
 
     def variable(self, name: str) -> Any:
         """@@name; also DATABASE(), USER() and CONNECTION_ID() by their pseudo names."""
-        values = {
-            "sql_mode": str(self.sql_mode),
-            "time_zone": self.zone_name,
-            "autocommit": int(self.autocommit),
+        own = SESSION_VARIABLES.get(name)
+        if own is not None:
+            value = own.get(self)
+            # a boolean reads as 1 or 0 (TiDB `SysVar.GetNativeValType`)
+            return int(value) if isinstance(value, bool) else value
+        pseudo = {
             "database()": self.catalog.current_schema,
             "user()": self.user,
             "connection_id()": self.connection_id,
         }
-        if name in values:
-            return values[name]
+        if name in pseudo:
+            return pseudo[name]
         if name in SERVER_VARIABLES:
             return SERVER_VARIABLES[name]
         raise SQLError(f"Unknown system variable '{name}'", code=1193)
@@ -413,9 +417,7 @@ class Engine:
         self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
 
     def _use_mode(self, mode: SqlMode) -> None:
-        self.sql_mode = self.catalog.sql_mode = mode
-        for table in self.tables.values():
-            table.set_mode(self.sql_mode)
+        self.sql_mode = mode  # tables convert values under it from now on (`TableData.mode`)
 
     # -- running scripts ---------------------------------------------------------------------
 
@@ -469,11 +471,12 @@ class Engine:
             return _unexpected(e).with_context(stmt.location, stmt.text)
         return None
 
-    def query(self, node: exp.Select, text: str = "") -> ResultSet:
+    def query(self, node: exp.Select, text: str) -> ResultSet:
         """A SELECT's result set (of one table, or of constants): column names (labelled
-        as TiDB labels them from the statement's `text`), rows as a client of TiDB reads
-        them, and each column's type where it is a table's column or an aggregate. Nothing
-        is written; what the engine cannot answer is an SQLError."""
+        as TiDB labels them from the statement's `text`, as written: never regenerated from
+        `node`, which can be deeper than generating SQL may recurse), rows as a client of
+        TiDB reads them, and each column's type where it is a table's column or an
+        aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
         try:
             return self._query(node, text)
         except (SQLError, MemoryError):
@@ -484,8 +487,7 @@ class Engine:
     def _query(self, node: exp.Select, text: str) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
-        source = select_source(node)
-        table = self.table_data(source.this) if source is not None else None
+        table = self._source_table(node)
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
         types: list[MySQLType | None] = []
@@ -497,11 +499,20 @@ class Engine:
                 continue
             names.append(label)
             types.append(aggregate.result_type(e.unalias(), columns))
-        if aggregate.is_aggregate(node):
-            inner, folds = aggregate.split(node)
-            rows = [aggregate.fold(compile_select(self, inner)([]), folds)]
-            return ResultSet(names, rows, types)
-        return ResultSet(names, compile_select(self, node)([]), types)
+        return ResultSet(names, self._rows(node, table), types)
+
+    def _source_table(self, node: exp.Select) -> TableData | None:
+        source = select_source(node)
+        return self.table_data(source.this) if source is not None else None
+
+    def _rows(self, node: exp.Select, table: TableData | None) -> list[Row]:
+        """A SELECT's rows; with aggregates (and no GROUP BY), its one row."""
+        if not aggregate.is_aggregate(node):
+            return compile_select(self, node)([])
+        if table is not None and "ONLY_FULL_GROUP_BY" in self.sql_mode.names:
+            aggregate.check_full_group_by(node, table.info)
+        inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
+        return [aggregate.fold(compile_select(self, inner)([]), folds)]
 
     def _execute_raw(self, raw: RawStatement) -> None:
         if len(raw.text) < _LONG_STATEMENT or not gc.isenabled():
@@ -568,7 +579,7 @@ class Engine:
 
     def execute(self, node: exp.Expr, source: str = "") -> None:
         """Execute one parsed statement; what it commits goes to `outbox`."""
-        if not source.isascii() and _NOT_UTF8.search(source):
+        if not_utf8(source):
             _check_text(node)
         if node.args.get("returning") is not None:  # PostgreSQL's and MariaDB's, not TiDB's
             at = source.upper().rfind("RETURNING")
@@ -587,6 +598,9 @@ class Engine:
         if is_ddl(node):
             self._commit()
             self.plans.clear()  # plans hold tables and the current database
+            # checked under the settings of the session running it (sessions share a catalog)
+            self.catalog.sql_mode = self.sql_mode
+            self.catalog.clustered_index = self.clustered_index
             for event in self.catalog.apply(node, source):
                 self._sync_table(event)
                 self.outbox.append(event)
@@ -866,7 +880,7 @@ class Engine:
             return
         data = self.tables.get(after.id)
         if data is None:
-            self.tables[after.id] = TableData(after, lambda: self.zone, self.sql_mode)
+            self.tables[after.id] = self._new_table_data(after)
             return
         if before is not None and _drops_rows(event):
             data.rows.clear()
@@ -903,11 +917,16 @@ class Engine:
             for t in schema.tables.values()
             if t.id == lost
         )
-        swapped = TableData(other_info, lambda: self.zone, self.sql_mode)
+        swapped = self._new_table_data(other_info)
         swapped.next_id = other.next_id if other is not None else swapped.next_id
         for handle, row in leaving:
             swapped.put(handle, row)
         self.tables[other_info.id] = swapped
+
+    def _new_table_data(self, info: TableInfo) -> TableData:
+        # values are converted in the time zone and sql_mode of the session running the
+        # statement, read at each use
+        return TableData(info, lambda: self.zone, lambda: self.sql_mode)
 
     def table_data(self, table: exp.Table) -> TableData:
         info = self.catalog.table(table.text("db") or None, table.name)
@@ -915,7 +934,7 @@ class Engine:
             raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
         data = self.tables.get(info.id)
         if data is None:
-            data = self.tables[info.id] = TableData(info, lambda: self.zone, self.sql_mode)
+            data = self.tables[info.id] = self._new_table_data(info)
         return data
 
     # -- row building ------------------------------------------------------------------------
@@ -1059,18 +1078,20 @@ def _check_entry(table: TableData, handle: Any, row: Row) -> None:
         raise entry_too_large(size)
 
 
-def _unexpected(error: Exception) -> SQLError:
-    """An exception that is not an SQLError, as the statement's error: a nesting deeper
-    than the interpreter's stack, or a bug of ours."""
+class UnexpectedError(SQLError):
+    """A statement's error that is no SQL error of its own: a nesting deeper than the
+    interpreter's stack, or a bug of ours. Code 1105 as what the engine cannot answer, but a
+    script's SELECT never skips one as such (`_select`)."""
+
+
+def _unexpected(error: Exception) -> UnexpectedError:
+    """An exception that is not an SQLError, as the statement's error."""
     if isinstance(error, RecursionError):
-        return SQLError(f"{_UNEXPECTED[0]} deeply", code=1105)
-    return SQLError(
-        f"{_UNEXPECTED[1]} ({type(error).__name__}: {error}); please report this statement",
+        return UnexpectedError("the statement is nested too deeply", code=1105)
+    return UnexpectedError(
+        f"internal error ({type(error).__name__}: {error}); please report this statement",
         code=1105,
     )
-
-
-_UNEXPECTED = ("the statement is nested too", "internal error")
 
 
 def _incremental_bits(column: ColumnInfo) -> int:
@@ -1339,11 +1360,8 @@ def _check_text(node: exp.Expr) -> None:
         text = found.this if isinstance(found, exp.Identifier | exp.Literal) else None
         if not isinstance(text, str) or (isinstance(found, exp.Literal) and not ddl):
             continue
-        if not text.isascii() and _NOT_UTF8.search(text):
+        if not_utf8(text):
             raise SQLError(f"Invalid utf8mb4 character string: '{text}'", code=1300)
-
-
-_NOT_UTF8 = re.compile("[\ud800-\udfff]")  # script bytes that are not UTF-8, escaped
 
 
 def is_ddl(node: exp.Expr) -> bool:
@@ -1440,13 +1458,15 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
                 f"SET GLOBAL {name} changes no session of this script; accepted and skipped",
             )
             continue
+        own = SESSION_VARIABLES.get(name)
         if isinstance(value_node, exp.Column | exp.Var) and not value_node.args.get("table"):
             value: Any = value_node.name  # a bare word: ON, OFF, utf8, SYSTEM ...
+            if own is not None and value.upper() == "DEFAULT":  # the server's value
+                value = own.default(engine)
         else:
             value = evaluate_constant(value_node, engine)
-        setter = _SESSION_VARIABLES.get(name)
-        if setter is not None:
-            setter(engine, value)
+        if own is not None:
+            own.set(engine, value)
         elif name not in _KNOWN_VARIABLES:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
@@ -1483,7 +1503,7 @@ def _set_clustered_index(engine: Engine, value: Any) -> None:
             f"Variable 'tidb_enable_clustered_index' can't be set to the value of '{value}'",
             code=1231,
         )
-    engine.catalog.clustered_index = mode
+    engine.clustered_index = mode
 
 
 def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
@@ -1492,13 +1512,36 @@ def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
     engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
 
 
-_SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
-    "tidb_skip_utf8_check": _set_skip_utf8_check,
-    "tidb_enable_clustered_index": _set_clustered_index,
-    "autocommit": _set_autocommit,
-    "time_zone": _set_time_zone,
-    "sql_mode": lambda engine, value: engine.set_sql_mode(as_text(value)),
-    "character_set_client": lambda engine, value: engine.set_client_charset(as_text(value)),
+class SessionVariable(NamedTuple):
+    """A system variable with an effect here: its session value (booleans as bool), how SET
+    applies a value to it, and the server's value, which SET ... = DEFAULT restores."""
+
+    get: Callable[[Engine], Any]
+    set: Callable[[Engine, Any], None]
+    default: Callable[[Engine], Any]
+
+
+SESSION_VARIABLES: dict[str, SessionVariable] = {
+    "autocommit": SessionVariable(lambda e: e.autocommit, _set_autocommit, lambda e: True),
+    "sql_mode": SessionVariable(
+        lambda e: str(e.sql_mode),
+        lambda e, value: e.set_sql_mode(as_text(value)),
+        lambda e: TIDB_DEFAULT_SQL_MODE,
+    ),
+    "tidb_skip_utf8_check": SessionVariable(
+        lambda e: not e.sql_mode.check_utf8, _set_skip_utf8_check, lambda e: False
+    ),
+    "tidb_enable_clustered_index": SessionVariable(
+        lambda e: e.clustered_index, _set_clustered_index, lambda e: "ON"
+    ),
+    "time_zone": SessionVariable(
+        lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
+    ),
+    "character_set_client": SessionVariable(
+        lambda e: next(name for name, c in _CLIENT_CODECS.items() if c == e.client_codec),
+        lambda e, value: e.set_client_charset(as_text(value)),
+        lambda e: SERVER_VARIABLES["character_set_client"],
+    ),
 }
 
 
@@ -1516,9 +1559,9 @@ def _select(engine: Engine, node: exp.Select, source: str) -> None:
     out of range, an unknown column); what the engine cannot answer is skipped."""
     if not _has_side_effects(node):
         try:
-            engine.query(node)
+            engine.query(node, source)
         except SQLError as e:
-            if e.code != 1105 or e.message.startswith(_UNEXPECTED):
+            if e.code != 1105 or isinstance(e, UnexpectedError):
                 raise
         engine.no_effect("SELECT")
         return
@@ -1528,7 +1571,7 @@ def _select(engine: Engine, node: exp.Select, source: str) -> None:
         raise SQLError("SELECT ... INTO takes user variables (@x) only here", code=1105)
     query = node.copy()
     query.set("into", None)
-    rows = compile_select(engine, query)([])
+    rows = engine._rows(query, engine._source_table(query))
     if into is None:
         return
     names = [t.name.lower() for t in targets]

@@ -339,10 +339,6 @@ def like(value: Any, pattern: Any, escape: str, ci: bool) -> bool | None:
 
 def compile_expr(node: exp.Expr, scope: Scope) -> Compiled:
     if type(node) in _STEPS:
-        points = _point_set(node) if isinstance(node, exp.Or) else None
-        if points is not None:
-            columns, rows = points
-            return _membership(scope, list(columns), rows)
         return _chain(node, scope)
     builder = _BUILDERS.get(type(node))
     if builder is not None:
@@ -356,16 +352,34 @@ def compile_expr(node: exp.Expr, scope: Scope) -> Compiled:
 
 def sql_text(node: exp.Expr, params: list[Any] | None = None) -> str:
     """A node's SQL for a message: a statement shape's parameters as their values, or as
-    `?` where the values are not at hand."""
-    if node.find(Param) is not None:
-        node = node.transform(
-            lambda n: (
-                (exp.Placeholder() if params is None else _as_literal(params[n.this]))
-                if isinstance(n, Param)
-                else n
-            )
-        )
+    `?` where the values are not at hand; what nests deeper than a message needs as `...`
+    (generating SQL recurses a level at a time, and a chain of terms is as deep as long)."""
+    deep = _nested_past(node, _SHOWN_LEVELS)
+    if deep or node.find(Param) is not None:
+        node = node.copy()
+        for far in _nested_past(node, _SHOWN_LEVELS):
+            far.replace(exp.var("..."))
+        for param in list(node.find_all(Param)):
+            shown = exp.Placeholder() if params is None else _as_literal(params[param.this])
+            param.replace(shown)
     return node.sql(dialect=d.TiDB)
+
+
+_SHOWN_LEVELS = 24
+
+
+def _nested_past(node: exp.Expr, levels: int) -> list[exp.Expr]:
+    """The nodes `levels` below `node` that have nodes below them, found without recursion."""
+    found: list[exp.Expr] = []
+    stack = [(node, 0)]
+    while stack:
+        current, level = stack.pop()
+        children = list(current.iter_expressions())
+        if level == levels and children:
+            found.append(current)
+        elif level < levels:
+            stack.extend((child, level + 1) for child in children)
+    return found
 
 
 def collation_of(node: exp.Expr, scope: Scope) -> str:
@@ -377,8 +391,16 @@ def collation_of(node: exp.Expr, scope: Scope) -> str:
     return ""
 
 
+def _operand_collation(node: exp.Expr, scope: Scope) -> str:
+    """An operand's collation: its first column's, but none for an operator of a chain,
+    whose value is a number (so a long chain is not walked again at every operator)."""
+    while type(node) is exp.Paren:
+        node = node.this
+    return "" if type(node) in _STEPS else collation_of(node, scope)
+
+
 def _is_ci(*nodes: exp.Expr, scope: Scope) -> bool:
-    return any(collation_of(n, scope).endswith("_ci") for n in nodes)
+    return any(_operand_collation(n, scope).endswith("_ci") for n in nodes)
 
 
 def _literal(node: exp.Literal, scope: Scope) -> Compiled:
@@ -401,24 +423,45 @@ def _column(node: exp.Column, scope: Scope) -> Compiled:
 
 # -- left-deep chains ---------------------------------------------------------------------------
 #
-# `a + b - c ...` and `x OR y OR ...` reach us as left-deep trees, one level a term (an ORM's
-# 10,000-term OR is 10,000 levels). They are compiled along their left spine into one loop
-# of steps, so neither compiling nor running them recurses per term. A step is the value of
-# one operator given its left operand's value; it evaluates its right operand itself.
+# `a + b - c ...`, `x OR y OR ...`, `a = b = c ...` and `x IS NOT NULL IS NOT NULL ...` reach
+# us as left-deep trees, one level a term (an ORM's 10,000-term OR is 10,000 levels). Every
+# binary operator and postfix predicate is compiled along its left spine into one loop of
+# steps, so neither compiling nor running them recurses per term. A step is the value of one
+# operator given its left operand's value; it evaluates its other operands itself.
 
 Step = Callable[["Context", Any], Any]
 
 
 def _chain(node: exp.Expr, scope: Scope) -> Compiled:
     steps: list[Step] = []
-    while type(node) in _STEPS:
-        node, step = _STEPS[type(node)](node, scope)
+    before: type | None = None  # the operator of the previous step
+    while True:
+        kind = type(node)
+        if kind is exp.Paren:  # the parser puts them around predicates it chains
+            node = node.this
+            continue
+        build = _STEPS.get(kind)
+        if build is None:
+            first = compile_expr(node, scope)
+            break
+        # a run of ORs that pin columns to constants is one membership test (`_point_set`)
+        points = _point_set(node) if isinstance(node, exp.Or) and before is not exp.Or else None
+        if points is not None:
+            columns, rows = points
+            first = _membership(scope, list(columns), rows)
+            break
+        node, step = build(node, scope)
         steps.append(step)
-    first = compile_expr(node, scope)
+        before = kind
     steps.reverse()
+    if not steps:
+        return first
     if len(steps) == 1:
         (only,) = steps
         return lambda ctx: only(ctx, first(ctx))
+    if len(steps) == 2:  # `NOT a = 1`, `a + 1 > b`: as common, without the loop
+        inner, outer = steps
+        return lambda ctx: outer(ctx, inner(ctx, first(ctx)))
 
     def run(ctx: Context) -> Any:
         value = first(ctx)
@@ -461,59 +504,67 @@ def _divisor(ctx: Context, a: Any, b: Any) -> None:
         raise SQLError("Division by 0", code=1365)
 
 
-def _operands(node: exp.Expr, scope: Scope) -> tuple[bool, Compiled, Compiled]:
-    """A comparison's two sides, and whether they compare case-insensitively."""
-    ci = _is_ci(node.this, node.expression, scope=scope)
-    left, right = _compared(scope, node.this, node.expression)
-    return ci, left, right
-
-
-def _compared(scope: Scope, *nodes: exp.Expr) -> list[Compiled]:
-    """Operands compiled to the values they are compared as: when one is a column with
-    comparison keys (temporal, YEAR, ENUM, SET), such columns give their stored key and every
-    other operand is read as a value of that column's type (`values.comparison_keys`)."""
-    compiled = [compile_expr(n, scope) for n in nodes]
+def _comparison_keys(scope: Scope, nodes: list[exp.Expr]) -> list[Key | None]:
+    """The key each operand is compared as (None: its value as it is): when one is a column
+    with comparison keys (temporal, YEAR, ENUM, SET), such columns give their stored key and
+    every other operand is read as a value of that column's type (`values.comparison_keys`)."""
     keys = [
         scope.comparison_keys.get(scope.resolve(n)[0]) if isinstance(n, exp.Column) else None
         for n in nodes
     ]
     pair = next((k for k in keys if k is not None), None)
     if pair is None:
-        return compiled
+        return [None] * len(nodes)
     stored_key, other_key = pair
-    return [
-        _keyed(fn, other_key if key is None else stored_key)
-        for fn, key in zip(compiled, keys, strict=True)
-    ]
+    return [other_key if key is None else stored_key for key in keys]
 
 
-def _keyed(fn: Compiled, key: Key) -> Compiled:
+def _compared(scope: Scope, *nodes: exp.Expr) -> list[Compiled]:
+    """Operands compiled to the values they are compared as (`_comparison_keys`)."""
+    keys = _comparison_keys(scope, list(nodes))
+    return [_keyed(compile_expr(n, scope), key) for n, key in zip(nodes, keys, strict=True)]
+
+
+def _keyed(fn: Compiled, key: Key | None) -> Compiled:
+    if key is None:
+        return fn
     return lambda ctx: key(fn(ctx))
 
 
-def _comparison(test: Callable[[int], bool]) -> Callable[[exp.Expr, Scope], Compiled]:
-    def build(node: exp.Expr, scope: Scope) -> Compiled:
-        ci, left, right = _operands(node, scope)
+def _predicate(
+    node: exp.Expr, scope: Scope, others: list[exp.Expr]
+) -> tuple[bool, Key | None, list[Compiled]]:
+    """A predicate over its left operand and `others`: whether it compares case-insensitively,
+    the key its left operand's value is compared as, and the others compiled."""
+    ci = _is_ci(node.this, *others, scope=scope)
+    left_key, *keys = _comparison_keys(scope, [node.this, *others])
+    compiled = [_keyed(compile_expr(n, scope), k) for n, k in zip(others, keys, strict=True)]
+    return ci, left_key, compiled
 
-        def run(ctx: Context) -> int | None:
-            result = compare(left(ctx), right(ctx), ci)
+
+def _comparison(test: Callable[[int], bool]) -> StepBuilder:
+    def build(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+        ci, key, (right,) = _predicate(node, scope, [node.expression])
+
+        def step(ctx: Context, a: Any) -> int | None:
+            result = compare(a if key is None else key(a), right(ctx), ci)
             return None if result is None else int(test(result))
 
-        return run
+        return node.this, step
 
     return build
 
 
-def _null_safe_eq(node: exp.Expr, scope: Scope) -> Compiled:
-    ci, left, right = _operands(node, scope)
+def _null_safe_eq(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    ci, key, (right,) = _predicate(node, scope, [node.expression])
 
-    def run(ctx: Context) -> int:
-        a, b = left(ctx), right(ctx)
+    def step(ctx: Context, a: Any) -> int:
+        a, b = a if key is None else key(a), right(ctx)
         if a is None or b is None:
             return int(a is None and b is None)
         return int(compare(a, b, ci) == 0)
 
-    return run
+    return node.this, step
 
 
 def _and(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
@@ -556,14 +607,15 @@ def _xor(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
     return node.this, step
 
 
-def _not(node: exp.Expr, scope: Scope) -> Compiled:
-    inner = compile_expr(node.this, scope)
+def _not_of(value: Any) -> int | None:
+    truthy = truth(value)
+    return None if truthy is None else int(not truthy)
 
-    def run(ctx: Context) -> int | None:
-        value = truth(inner(ctx))
-        return None if value is None else int(not value)
 
-    return run
+def _not(node: exp.Expr, scope: Scope) -> tuple[exp.Expr, Step]:
+    # a step, not a prefix operator only: `x IS NOT NULL`, `NOT BETWEEN` and `NOT IN` chain
+    # through it, their NOT above the predicate and the next one's left operand
+    return node.this, lambda ctx, value: _not_of(value)
 
 
 def _neg(node: exp.Expr, scope: Scope) -> Compiled:
@@ -591,24 +643,30 @@ def _paren(node: exp.Expr, scope: Scope) -> Compiled:
     return compile_expr(node.this, scope)
 
 
-def _is(node: exp.Is, scope: Scope) -> Compiled:
-    inner = compile_expr(node.this, scope)
-    target = node.expression
+def _is(node: exp.Is, scope: Scope) -> tuple[exp.Expr, Step]:
+    """IS [NOT] NULL / UNKNOWN / TRUE / FALSE (sqlglot marks some negations `negate`)."""
+    target, negate = node.expression, bool(node.args.get("negate"))
     if isinstance(target, exp.Null):
-        return lambda ctx: int(inner(ctx) is None)
+        return node.this, lambda ctx, value: int((value is None) != negate)
     wanted = bool(target.this) if isinstance(target, exp.Boolean) else True
 
-    def run(ctx: Context) -> int:
-        value = truth(inner(ctx))
-        return int(value is not None and value == wanted)
+    def step(ctx: Context, value: Any) -> int:
+        truthy = truth(value)
+        return int((truthy is not None and truthy == wanted) != negate)
 
-    return run
+    return node.this, step
 
 
-def _in(node: exp.In, scope: Scope) -> Compiled:
+def _in(node: exp.In, scope: Scope) -> tuple[exp.Expr, Step]:
     if node.args.get("query") is not None:
         raise SQLError("IN (subquery) is not supported", code=1235)
-    return _membership(scope, [node.this], [[option] for option in node.expressions])
+    (key,), members = _members(scope, [node.this], [[option] for option in node.expressions])
+
+    def step(ctx: Context, value: Any) -> int | None:
+        value = value if key is None else key(value)
+        return None if value is None else members(ctx).contains((value,))
+
+    return node.this, step
 
 
 def _point_set(node: exp.Or) -> tuple[list[exp.Column], list[list[exp.Expr]]] | None:
@@ -651,17 +709,38 @@ def is_constant(node: exp.Expr) -> bool:
 
 
 def _membership(scope: Scope, probes: list[exp.Expr], options: list[list[exp.Expr]]) -> Compiled:
-    """Whether the probes' values equal one of the option rows (IN, an OR of point
-    equalities), in MySQL's three-valued logic. Constant options are evaluated once per
-    statement and hashed (`_Members`), so a 10,000-item list costs a lookup a row."""
-    probe_fns: list[Compiled] = []
+    """Whether the probes' values equal one of the option rows (an OR of point equalities),
+    in MySQL's three-valued logic."""
+    keys, members = _members(scope, probes, options)
+    probe_fns = [_keyed(compile_expr(p, scope), key) for p, key in zip(probes, keys, strict=True)]
+    if len(probe_fns) == 1:
+        (single,) = probe_fns
+
+        def run_one(ctx: Context) -> int | None:
+            value = single(ctx)
+            return None if value is None else members(ctx).contains((value,))
+
+        return run_one
+
+    return lambda ctx: members(ctx).contains(tuple(fn(ctx) for fn in probe_fns))
+
+
+def _members(
+    scope: Scope, probes: list[exp.Expr], options: list[list[exp.Expr]]
+) -> tuple[list[Key | None], Callable[[Context], _Members]]:
+    """The option rows of a membership test (IN, an OR of point equalities), and the key
+    each probe's value is compared as. Constant options are evaluated once per statement
+    and hashed (`_Members`), so a 10,000-item list costs a lookup a row."""
+    keys: list[Key | None] = []
     columns: list[list[Compiled]] = []
     cis: list[bool] = []
     for at, probe in enumerate(probes):
         values = [row[at] for row in options]
-        needle, *compared = _compared(scope, probe, *values)
-        probe_fns.append(needle)
-        columns.append(compared)
+        probe_key, *value_keys = _comparison_keys(scope, [probe, *values])
+        keys.append(probe_key)
+        columns.append(
+            [_keyed(compile_expr(v, scope), k) for v, k in zip(values, value_keys, strict=True)]
+        )
         cis.append(_is_ci(probe, *values, scope=scope))
     option_fns = [list(row) for row in zip(*columns, strict=True)]
     constant = all(is_constant(v) for row in options for v in row)
@@ -680,16 +759,7 @@ def _membership(scope: Scope, probes: list[exp.Expr], options: list[list[exp.Exp
             )
         return found[1]
 
-    if len(probe_fns) == 1:
-        (single,) = probe_fns
-
-        def run_one(ctx: Context) -> int | None:
-            value = single(ctx)
-            return None if value is None else members(ctx).contains((value,))
-
-        return run_one
-
-    return lambda ctx: members(ctx).contains(tuple(fn(ctx) for fn in probe_fns))
+    return keys, members
 
 
 def _hash_kind(value: Any) -> str | None:
@@ -738,31 +808,35 @@ class _Members:
         return None if saw_null else 0
 
 
-def _between(node: exp.Between, scope: Scope) -> Compiled:
-    ci = _is_ci(node.this, node.args["low"], node.args["high"], scope=scope)
-    value, low, high = _compared(scope, node.this, node.args["low"], node.args["high"])
+def _between(node: exp.Between, scope: Scope) -> tuple[exp.Expr, Step]:
+    ci, key, (low, high) = _predicate(node, scope, [node.args["low"], node.args["high"]])
 
-    def run(ctx: Context) -> int | None:
-        v = value(ctx)
+    def step(ctx: Context, v: Any) -> int | None:
+        v = v if key is None else key(v)
         a, b = compare(v, low(ctx), ci), compare(v, high(ctx), ci)
         if a is None or b is None:
             return 0 if (a is not None and a < 0) or (b is not None and b > 0) else None
         return int(a >= 0 and b <= 0)
 
-    return run
+    return node.this, step
 
 
-def _like(node: exp.Expr, scope: Scope, escape: str = "\\") -> Compiled:
-    """LIKE (sqlglot wraps `... ESCAPE c` around the Like node as exp.Escape)."""
-    target, pattern_node = node.this, node.expression
-    ci = _is_ci(target, pattern_node, scope=scope)
-    value, pattern = compile_expr(target, scope), compile_expr(pattern_node, scope)
+def _like(node: exp.Expr, scope: Scope, escape: str = "\\") -> tuple[exp.Expr, Step]:
+    """[NOT] LIKE: sqlglot marks NOT LIKE `negate`, and wraps `... ESCAPE c` around the
+    node as exp.Escape (`_escape`)."""
+    ci = _is_ci(node.this, node.expression, scope=scope)
+    pattern = compile_expr(node.expression, scope)
+    negate = bool(node.args.get("negate"))
 
-    def run(ctx: Context) -> int | None:
-        result = like(value(ctx), pattern(ctx), escape, ci)
-        return None if result is None else int(result)
+    def step(ctx: Context, value: Any) -> int | None:
+        result = like(value, pattern(ctx), escape, ci)
+        return None if result is None else int(result != negate)
 
-    return run
+    return node.this, step
+
+
+def _escape(node: exp.Escape, scope: Scope) -> tuple[exp.Expr, Step]:
+    return _like(node.this, scope, node.expression.this)
 
 
 def _case(node: exp.Case, scope: Scope) -> Compiled:
@@ -808,7 +882,8 @@ def _coalesce(node: exp.Expr, scope: Scope) -> Compiled:
 
 
 def _nullif(node: exp.Expr, scope: Scope) -> Compiled:
-    ci, left, right = _operands(node, scope)
+    ci = _is_ci(node.this, node.expression, scope=scope)
+    left, right = _compared(scope, node.this, node.expression)
 
     def run(ctx: Context) -> Any:
         a = left(ctx)
@@ -1563,20 +1638,6 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.BitwiseNot: lambda node, scope: _strict(lambda a: ~_uint64(a) & _UINT64_MASK, node)(
         [compile_expr(node.this, scope)]
     ),
-    exp.EQ: _comparison(lambda r: r == 0),
-    exp.NEQ: _comparison(lambda r: r != 0),
-    exp.GT: _comparison(lambda r: r > 0),
-    exp.GTE: _comparison(lambda r: r >= 0),
-    exp.LT: _comparison(lambda r: r < 0),
-    exp.LTE: _comparison(lambda r: r <= 0),
-    exp.NullSafeEQ: _null_safe_eq,
-    exp.Not: _not,
-    exp.Is: _is,
-    exp.In: _in,
-    exp.Between: _between,
-    exp.Like: _like,
-    exp.Escape: lambda node, scope: _like(node.this, scope, node.expression.this),
-    exp.ILike: _like,
     exp.Case: _case,
     exp.If: _if,
     exp.Coalesce: _coalesce,
@@ -1612,7 +1673,9 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
 }
 
 
-# Binary operators compiled as steps of a left-deep chain (`_chain`).
+# Operators compiled as steps of a left-deep chain (`_chain`): every binary operator, the
+# predicates that take their left operand first, and NOT (which IS NOT, NOT BETWEEN and NOT
+# IN chain through).
 _STEPS: dict[type, StepBuilder] = {
     exp.Add: _interval_arith(1),
     exp.Sub: _interval_arith(-1),
@@ -1628,6 +1691,20 @@ _STEPS: dict[type, StepBuilder] = {
     exp.And: _and,
     exp.Or: _or,
     exp.Xor: _xor,
+    exp.EQ: _comparison(lambda r: r == 0),
+    exp.NEQ: _comparison(lambda r: r != 0),
+    exp.GT: _comparison(lambda r: r > 0),
+    exp.GTE: _comparison(lambda r: r >= 0),
+    exp.LT: _comparison(lambda r: r < 0),
+    exp.LTE: _comparison(lambda r: r <= 0),
+    exp.NullSafeEQ: _null_safe_eq,
+    exp.Like: _like,
+    exp.ILike: _like,
+    exp.Escape: _escape,
+    exp.Is: _is,
+    exp.In: _in,
+    exp.Between: _between,
+    exp.Not: _not,
 }
 
 

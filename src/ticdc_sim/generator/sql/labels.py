@@ -22,6 +22,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from ticdc_sim.generator.sql import dialect as d
+from ticdc_sim.generator.sql.evaluate import sql_text
 
 MAX_LABEL_BYTES = 256
 
@@ -45,7 +46,7 @@ def select_labels(text: str, node: exp.Select) -> list[str]:
     text cannot be split into the same fields (it always can for what the parser read)."""
     fields = field_texts(text)
     if fields is None or len(fields) != len(node.expressions):
-        fields = [e.sql(dialect=d.TiDB) for e in node.expressions]
+        fields = [sql_text(e) for e in node.expressions]
     return [label(e, written) for e, written in zip(node.expressions, fields, strict=True)]
 
 

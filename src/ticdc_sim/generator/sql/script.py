@@ -8,7 +8,6 @@ is known, as a server would.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 import threading
@@ -30,7 +29,7 @@ _DIALECT = TiDB()
 # operators counted as levels. TiDB's parser bounds nesting too (pingcap/tidb#70192); ORMs
 # stay far below this. sqlglot's recursive-descent parser takes up to about 40 Python frames
 # a level, so a statement that nests deeply is parsed with the interpreter's recursion
-# limit raised for it (`_frames_for`); every later pass over the tree takes a few a level.
+# limit raised for it (`_headroom`); every later pass over the tree takes a few a level.
 MAX_NESTING = 100
 _FRAMES_PER_LEVEL = 48
 _OPENERS = frozenset({TokenType.L_PAREN, TokenType.CASE})
@@ -106,6 +105,14 @@ NO_DATA_COMMANDS = frozenset(
 )
 
 
+# Statements of TiDB's that move data in from outside, which a script cannot hand the
+# simulator; the parser would report a syntax error somewhere inside them instead
+_NOT_SIMULATED: dict[tuple[str, ...], str] = {
+    ("LOAD", "DATA"): "LOAD DATA is not simulated: insert the rows with INSERT",
+    ("IMPORT", "INTO"): "IMPORT INTO is not simulated: insert the rows with INSERT",
+}
+
+
 def command_kind(text: str) -> str | None:
     """The kind of a statement in NO_DATA_COMMANDS (`GRANT`, `CREATE USER` ...), else None."""
     words = [w.upper() for w in text.split(None, 2)[:2]]
@@ -146,37 +153,24 @@ def nesting(tokens: list[Token]) -> tuple[int, Token | None]:
     return deepest, None
 
 
-class _Headroom:
-    """The interpreter's recursion limit, raised while deeply nested statements are parsed
-    (by any thread) and put back when the last of them is done."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.users = 0
-        self.saved = 0
-
-    @contextlib.contextmanager
-    def frames(self, needed: int) -> Iterator[None]:
-        frame: FrameType | None = sys._getframe()
-        depth = 0
-        while frame is not None:
-            frame, depth = frame.f_back, depth + 1
-        with self.lock:
-            if self.users == 0:
-                self.saved = sys.getrecursionlimit()
-            self.users += 1
-            if depth + needed > sys.getrecursionlimit():
-                sys.setrecursionlimit(depth + needed)
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.users -= 1
-                if self.users == 0:
-                    sys.setrecursionlimit(self.saved)
+_HEADROOM_LOCK = threading.Lock()
 
 
-_HEADROOM = _Headroom()
+def _headroom(needed: int) -> None:
+    """Room for `needed` more frames below this one: the interpreter's recursion limit is
+    raised for a deeply nested statement, and never put back down. The limit is the whole
+    process's, and a service parses on many threads: putting it back when one parse ends
+    would fail another thread that is deep in its own (a parse, or a later pass over a tree
+    it parsed under the raised limit). Only raising is safe, and it costs little: nesting is
+    bounded before parsing (MAX_NESTING), so the limit stops at what the deepest statement
+    allowed needs."""
+    frame: FrameType | None = sys._getframe()
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    with _HEADROOM_LOCK:
+        if depth + needed > sys.getrecursionlimit():
+            sys.setrecursionlimit(depth + needed)
 
 
 def _too_deep(text: str, file: str, token: Token, stmt_text: str) -> SQLError:
@@ -198,15 +192,16 @@ def parse_statements(text: str, file: str = "<sql>") -> Iterator[Statement]:
     """Parse every statement of a script; the first bad one raises a located SQLError."""
     for tokens, stmt_text in split_tokens(text, file):
         location = Location(file, *_line_col(text, tokens[0].start))
+        refusal = _NOT_SIMULATED.get(tuple(t.text.upper() for t in tokens[:2]))
+        if refusal is not None:
+            raise SQLError(refusal, location=location, statement=stmt_text, code=1105)
         depth, past = nesting(tokens)
         if past is not None:
             raise _too_deep(text, file, past, stmt_text)
         try:
             if depth > 12:
-                with _HEADROOM.frames(200 + depth * _FRAMES_PER_LEVEL):
-                    parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
-            else:
-                parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
+                _headroom(200 + depth * _FRAMES_PER_LEVEL)
+            parsed = _DIALECT.parser(error_level=ErrorLevel.RAISE).parse(tokens, text)
         except RecursionError:  # a nesting `nesting` does not count
             raise _too_deep(text, file, tokens[0], stmt_text) from None
         except ParseError as e:

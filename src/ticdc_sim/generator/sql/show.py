@@ -28,30 +28,20 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from ticdc_sim.encoders.types import full_type
 from ticdc_sim.errors import SQLError, WarningEntry
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.engine import SERVER_VARIABLES, Engine, ResultSet
+from ticdc_sim.generator.sql.engine import SERVER_VARIABLES, SESSION_VARIABLES, Engine, ResultSet
 from ticdc_sim.generator.sql.evaluate import Context, Scope, compile_expr, like, truth
 from ticdc_sim.generator.sql.script import parse_one
 from ticdc_sim.generator.sql.values import as_text
-from ticdc_sim.model.mysql import STRING_TYPES, MySQLType, TiDBFlag
+from ticdc_sim.model.mysql import DEFAULT_COLLATION_OF, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
+from ticdc_sim.model.type_names import full_type
 
 Row = tuple[Any, ...]
 Session = Engine  # the engine, in the session's state
 
 
-# TiDB's default collation of each charset (`pkg/parser/charset` `GetDefaultCollation`)
-DEFAULT_COLLATIONS = {
-    "utf8mb4": "utf8mb4_bin",
-    "utf8": "utf8_bin",
-    "ascii": "ascii_bin",
-    "latin1": "latin1_bin",
-    "binary": "binary",
-    "gbk": "gbk_chinese_ci",
-    "gb18030": "gb18030_chinese_ci",
-}
 # what the first words after SHOW may be in TiDB's grammar without an answer here: empty
 _OTHER_SHOWS = frozenset(
     {"CHARSET", "CHARACTER", "COLLATION", "CONFIG", "ENGINES", "GRANTS", "MASTER", "BINARY",
@@ -397,12 +387,10 @@ def _show_databases(session: Session, reader: _Reader, options: _Options) -> Res
 def _show_variables(session: Session, reader: _Reader, options: _Options) -> ResultSet:
     found = _filter(reader)
     names = ["Variable_name", "Value"]
-    session_names = ("autocommit", "sql_mode", "time_zone")
     rows = []
-    for name in sorted({*SERVER_VARIABLES, *session_names}):
-        value = session.variable(name)
-        if name == "autocommit":
-            value = "ON" if value else "OFF"
+    for name in sorted({*SERVER_VARIABLES, *SESSION_VARIABLES}):
+        own = SESSION_VARIABLES.get(name)
+        value = own.get(session) if own is not None else SERVER_VARIABLES[name]
         rows.append((name, _variable_text(value)))
     return ResultSet(names, found.apply(session, names, rows), [None, None])
 
@@ -586,7 +574,7 @@ def _next_id(session: Session, info: TableInfo) -> int:
 def create_table(info: TableInfo, session: Session, next_id: int) -> str:
     """`ConstructResultOfShowCreateTable`."""
     charset = info.charset or "utf8mb4"
-    collation = info.collation or DEFAULT_COLLATIONS.get(charset, "")
+    collation = info.collation or DEFAULT_COLLATION_OF.get(charset, "")
     lines = [
         _column_definition(col, info, charset, collation, session)
         for col in info.columns
@@ -625,7 +613,7 @@ def _column_definition(
     if _has_charset(col):
         if col.charset != charset:
             text += f" CHARACTER SET {col.charset}"
-        if col.collation != collation or DEFAULT_COLLATIONS.get(col.charset) != col.collation:
+        if col.collation != collation or DEFAULT_COLLATION_OF.get(col.charset) != col.collation:
             text += f" COLLATE {col.collation}"
     if col.generated_expr is not None:
         kind = "STORED" if col.generated_stored else "VIRTUAL"
@@ -751,7 +739,7 @@ def create_database(name: str, charset: str, collation: str, if_not_exists: bool
     text = "CREATE DATABASE " + ("IF NOT EXISTS " if if_not_exists else "") + escape_name(name)
     if charset:
         text += f" /*!40100 DEFAULT CHARACTER SET {charset} "
-        if collation and collation != DEFAULT_COLLATIONS.get(charset):
+        if collation and collation != DEFAULT_COLLATION_OF.get(charset):
             text += f"COLLATE {collation} "
         text += "*/"
     return text

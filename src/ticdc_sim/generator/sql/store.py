@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sortedcontainers import SortedList
 
@@ -141,44 +141,78 @@ def _for_input(columns: Iterable[ColumnInfo], converters: list[Converter]) -> li
     ]
 
 
-class TableData:
-    """One table's rows (by handle), its indexes and its id allocator."""
+class ConverterSet(NamedTuple):
+    """A table's value converters under one sql_mode, by column offset."""
 
-    converters: list[Converter]
-    input_converters: list[Converter]
-    ignore_converters: list[Converter]
-    ignore_input_converters: list[Converter]
+    plain: list[Converter]
+    # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped or
+    # truncated as in non-strict mode (MySQL and TiDB alike)
+    ignore: list[Converter]
+    # a new row's: generated columns are computed after the others, so they are left be
+    plain_input: list[Converter]
+    ignore_input: list[Converter]
+
+
+def _converter_set(
+    columns: tuple[ColumnInfo, ...], zone: Callable[[], dt.tzinfo], mode: SqlMode
+) -> ConverterSet:
+    plain = [column_converter(c, zone, mode) for c in columns]
+    lenient = mode.without_strict()
+    ignore = [column_converter(c, zone, lenient) for c in columns]
+    return ConverterSet(plain, ignore, _for_input(columns, plain), _for_input(columns, ignore))
+
+
+class TableData:
+    """One table's rows (by handle), its indexes and its id allocator.
+
+    Values are converted under the sql_mode of the session running the statement (`mode`,
+    read at each use: a service's sessions take turns on one engine), with one converter
+    set per mode seen, built when first needed."""
+
     router: tuple[PartitionInfo, Callable[[Row], int]] | None = None  # built on first use
 
     def __init__(
-        self, info: TableInfo, zone: Callable[[], dt.tzinfo], mode: SqlMode = DEFAULT_SQL_MODE
+        self,
+        info: TableInfo,
+        zone: Callable[[], dt.tzinfo],
+        mode: Callable[[], SqlMode] = lambda: DEFAULT_SQL_MODE,
     ) -> None:
         self.rows: dict[Any, Row] = {}
         self.next_id = max(info.auto_increment_base, 1)
         self.zone = zone
         self.mode = mode
+        self._sets: dict[SqlMode, ConverterSet] = {}
         self.bind(info)
 
-    def set_mode(self, mode: SqlMode) -> None:
-        self.mode = mode
-        self._build_converters()
+    def converter_set(self) -> ConverterSet:
+        """The converters under the running session's sql_mode."""
+        mode = self.mode()
+        found = self._sets.get(mode)
+        if found is None:
+            found = self._sets[mode] = _converter_set(self.info.columns, self.zone, mode)
+        return found
 
-    def _build_converters(self) -> None:
-        columns = self.info.columns
-        self.converters = [column_converter(c, self.zone, self.mode) for c in columns]
-        # INSERT IGNORE turns strict mode's value errors into warnings: values are clipped
-        # or truncated as in non-strict mode (MySQL and TiDB alike)
-        lenient = self.mode.without_strict()
-        self.ignore_converters = [column_converter(c, self.zone, lenient) for c in columns]
-        # generated columns are computed after the others, so a new row leaves them be
-        self.input_converters = _for_input(columns, self.converters)
-        self.ignore_input_converters = _for_input(columns, self.ignore_converters)
+    @property
+    def converters(self) -> list[Converter]:
+        return self.converter_set().plain
+
+    @property
+    def ignore_converters(self) -> list[Converter]:
+        return self.converter_set().ignore
+
+    @property
+    def input_converters(self) -> list[Converter]:
+        return self.converter_set().plain_input
+
+    @property
+    def ignore_input_converters(self) -> list[Converter]:
+        return self.converter_set().ignore_input
 
     def bind(self, info: TableInfo) -> None:
         """(Re)derive everything that depends on the table's schema."""
         self.info = info
         self.next_id = max(self.next_id, info.auto_increment_base)  # ALTER ... AUTO_INCREMENT
-        self._build_converters()
+        self._sets.clear()  # of the columns as they were
         self.scope = Scope(
             {c.name.lower(): (i, c.collation) for i, c in enumerate(info.columns)},
             info.name,

@@ -27,7 +27,7 @@ from decimal import Context as DecimalContext
 from itertools import repeat
 from typing import Any
 
-from ticdc_sim.errors import SQLError
+from ticdc_sim.errors import NOT_UTF8, SQLError, not_utf8
 from ticdc_sim.model.mysql import INTEGER_RANGES, MySQLType
 from ticdc_sim.model.table import ColumnInfo
 
@@ -347,11 +347,9 @@ def format_double(value: float) -> str:
     return text
 
 
-# What a character column cannot hold: script bytes that are not UTF-8 (kept as surrogate
-# escapes, see script.decode_script) and lone surrogates; utf8 (utf8mb3) columns also refuse
-# characters beyond the BMP (TiDB's check-mb4-value-in-utf8).
-_NOT_UTF8MB4 = re.compile("[\ud800-\udfff]")
-_NOT_UTF8MB3 = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+# What a character column cannot hold: what is not UTF-8 (errors.NOT_UTF8); utf8 (utf8mb3)
+# columns also refuse characters beyond the BMP (TiDB's check-mb4-value-in-utf8).
+_NOT_UTF8MB3 = re.compile(f"{NOT_UTF8.pattern}|[\U00010000-\U0010ffff]")
 
 
 def raw_bytes(text: str) -> bytes:
@@ -390,7 +388,7 @@ def checked_text(text: str, col: ColumnInfo) -> str:
     """Text stored into a character column: valid in the column's charset, or TiDB's error
     1366 naming the first bad character's bytes (table `convertToIncorrectStringErr`)."""
     mb3 = col.charset in ("utf8", "utf8mb3")
-    if text.isascii() or (_NOT_UTF8MB3 if mb3 else _NOT_UTF8MB4).search(text) is None:
+    if text.isascii() or (_NOT_UTF8MB3 if mb3 else NOT_UTF8).search(text) is None:
         return text
     data = raw_bytes(text)
     at = _first_invalid(data, mb3)
@@ -533,7 +531,7 @@ def parse_json(text: str, where: str, code: int = 3140) -> Any:
     encoding/json), numbers past a double's range, NaN and Infinity are not JSON, and
     containers nest at most MAX_JSON_DEPTH deep (error 3157). Invalid text is error `code`
     (3140 in a column's value, 3141 in a function's argument), saying `where`."""
-    if not text.isascii() and _NOT_UTF8MB4.search(text):
+    if not_utf8(text):
         text = raw_bytes(text).decode("utf-8", "replace")
     try:
         doc = json.loads(text, parse_float=Decimal, parse_constant=_not_json)
@@ -1074,7 +1072,7 @@ def batch_converter(col: ColumnInfo, kind: str, mode: SqlMode) -> BatchConverter
 
         return integers
     text_types = (M.VARCHAR, M.STRING, M.VAR_STRING)
-    not_held = _NOT_UTF8MB3 if col.charset in ("utf8", "utf8mb3") else _NOT_UTF8MB4
+    not_held = _NOT_UTF8MB3 if col.charset in ("utf8", "utf8mb3") else NOT_UTF8
     if kind == "hex" and col.charset == "binary" and (tp in text_types or tp in _BLOB_LIMITS):
         byte_limit, pad = _BLOB_LIMITS.get(tp, col.flen), tp == M.STRING
 

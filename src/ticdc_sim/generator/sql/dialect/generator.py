@@ -40,6 +40,16 @@ class TiDBGenerator(MySQLGenerator):
         TTLProperty: exp.Properties.Location.POST_SCHEMA,
     }
 
+    def between_sql(self, expression: exp.Between) -> str:
+        # an upper bound that is a predicate keeps its parentheses: `a BETWEEN b AND (c
+        # BETWEEN d AND e)` reads back the same (TiDB's grammar binds it so anyway, see
+        # TiDBParser._parse_between; other parsers may chain the second BETWEEN on the first)
+        high = expression.args.get("high")
+        if isinstance(high, exp.Predicate | exp.Not):
+            expression = expression.copy()
+            expression.set("high", exp.Paren(this=expression.args["high"]))
+        return super().between_sql(expression)
+
     def autorandomcolumnconstraint_sql(self, expression: exp.Expr) -> str:
         args = [a for a in (expression.this, expression.expression) if a is not None]
         return "AUTO_RANDOM" + (f"({', '.join(self.sql(a) for a in args)})" if args else "")

@@ -161,6 +161,20 @@ class TiDBParser(MySQLParser):
         TokenType.DEFAULT: lambda self, token: self._parse_default_value(),
     }
 
+    # -- expressions -------------------------------------------------------------------------
+
+    def _parse_between(self, this: exp.Expr | None) -> exp.Between:
+        # TiDB's grammar (parser.y `PredicateExpr`): BitExpr BETWEEN BitExpr AND
+        # PredicateExpr, so a predicate after the upper bound binds to it: `a BETWEEN b AND c
+        # BETWEEN d AND e` is `a BETWEEN b AND (c BETWEEN d AND e)`, as in MySQL (sqlglot
+        # reads the upper bound as a BitExpr and chains the next BETWEEN on the first)
+        if isinstance(this, exp.Is | exp.NullSafeEQ):
+            this = exp.Paren(this=this)
+        low = self._parse_bitwise()
+        self._match(TokenType.AND)
+        high = self._parse_range()
+        return self.expression(exp.Between(this=this, low=low, high=high))
+
     # -- statements --------------------------------------------------------------------------
 
     def _parse_default_value(self) -> exp.Expr:

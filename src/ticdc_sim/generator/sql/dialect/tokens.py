@@ -31,9 +31,19 @@ TIDB_FEATURE_IDS = frozenset(
 )
 
 
+# Operators sqlglot's MySQL tokenizer takes from other dialects, which TiDB's lexer does not
+# have (pkg/parser/lexer.go): with them `~~1` (two bitwise NOTs) was Postgres' LIKE and
+# `1 #> 2` (a comment) a JSON path operator; the rest read what TiDB refuses.
+_NOT_TIDB_OPERATORS = frozenset(
+    {"~~", "~~~", "~~*", "~*", "#>", "#>>", "==", "::", "?::", "<->", "<<->>", "-|-", "&<", "&>",
+     "|>", "=>", "??"}
+)  # fmt: skip
+
+
 class TiDBTokenizer(MySQL.Tokenizer):
     # RENAME and REPLACE are statements TiDB parses, not opaque commands.
     COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME, TokenType.REPLACE}
+    KEYWORDS = {k: v for k, v in MySQL.Tokenizer.KEYWORDS.items() if k not in _NOT_TIDB_OPERATORS}
 
     def tokenize(self, sql: str) -> list[Token]:
         """Tokenize, treating executable comments as code.
