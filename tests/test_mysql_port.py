@@ -13,7 +13,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -179,6 +179,42 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
         "Lock wait timeout exceeded; try restarting transaction",
     )
     assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize(
+    ("end", "code", "message"),
+    [
+        (Cluster.stop, 1053, "Server shutdown in progress"),
+        (Cluster.close, 1105, "cluster 't' has been removed"),
+    ],
+    ids=["service-stopping", "cluster-removed"],
+)
+def test_a_session_waiting_for_a_lock_stops_waiting_when_the_cluster_ends(
+    end: Callable[[Cluster], object], code: int, message: str
+) -> None:
+    """A stop or a removal wakes the sessions waiting for a lock (they waited out
+    lock_wait_s), and refuses their statements from then on."""
+    c = cluster(lock_wait_s=30)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY)")
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1)")
+    waited: list[tuple[int | None, str, float]] = []
+
+    def waits() -> None:
+        started = time.monotonic()
+        error = failure(c, b, "INSERT INTO t VALUES (2)")
+        waited.append((error.code, error.message, time.monotonic() - started))
+
+    waiter = threading.Thread(target=waits)
+    waiter.start()
+    time.sleep(0.2)
+    end(c)
+    waiter.join(5)
+    assert [(code_, said) for code_, said, _ in waited] == [(code, message)]
+    assert waited[0][2] < 5
+    error = failure(c, c.session(), "SELECT 1")
+    assert (error.code, error.message) == (code, message)
 
 
 def test_a_transaction_that_wrote_nothing_holds_nothing() -> None:

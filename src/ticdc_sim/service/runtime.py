@@ -482,6 +482,7 @@ class Cluster:
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
         self.closed = False
+        self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()
         self.free = threading.Condition(self.lock)  # notified when no session owns a txn
         self.owner: SessionState | None = None
@@ -562,8 +563,7 @@ class Cluster:
             owner = self.owner
             beside = owner is not None and owner is not session and _writes_nothing(stmt)
             try:
-                if self.closed:  # removed while a client was still connected to it
-                    raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
+                self._check_open()
                 if not beside:
                     self._acquire(session)
             except SQLError as e:
@@ -643,9 +643,18 @@ class Cluster:
             session.store(self.engine)
             self._release(session)
 
+    def _check_open(self) -> None:
+        """A statement of a cluster removed while its client was still connected, or of a
+        service that is stopping, is refused (TiDB refuses statements once it shuts down)."""
+        if self.closed:
+            raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
+        if self.stopping:
+            raise SQLError("Server shutdown in progress", code=1053)
+
     def _acquire(self, session: SessionState) -> None:
         deadline = time.monotonic() + self.lock_wait_s
         while self.owner is not None and self.owner is not session:
+            self._check_open()  # woken by a removal or a stop: no lock to wait for
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SQLError("Lock wait timeout exceeded; try restarting transaction", code=1205)
@@ -756,11 +765,19 @@ class Cluster:
         feed.close()
         Heap.release()
 
+    def stop(self) -> None:
+        """The service is stopping: a script stops before its next statement, a session
+        waiting for a lock stops waiting, and both answer 1053; what runs now finishes."""
+        self.stopping = True  # seen by a script between statements, without the lock
+        with self.free:
+            self.free.notify_all()
+
     def close(self) -> list[str]:
         """Every changefeed goes, its sink flushed and closed; what went where."""
-        with self.lock:
+        with self.free:
             self.closed = True
             feeds, self.feeds = list(self.feeds.values()), {}
+            self.free.notify_all()  # sessions waiting for a lock of a removed cluster
         return close_all((f"changefeed {self.id}/{feed.spec.id}", feed.close) for feed in feeds)
 
 
@@ -938,6 +955,13 @@ class Registry:
 
     def __iter__(self) -> Iterator[Cluster]:
         return iter(list(self.clusters.values()))
+
+    def stop(self) -> None:
+        """The service is stopping: every cluster refuses statements from now on."""
+        for cluster in self:  # every script stops now, not once the one before it has
+            cluster.stopping = True
+        for cluster in self:
+            cluster.stop()
 
     def close(self) -> list[str]:
         """Every cluster goes, its sinks flushed and closed; what went where."""
