@@ -97,14 +97,14 @@ class Server:
         found: dict[str, Any] = response.json()
         return found
 
-    def inserted(self, table: str) -> list[Any]:
-        """The `id` of each insert into `table` the default changefeed sent, in order."""
+    def inserted(self, table: str, column: str = "id") -> list[Any]:
+        """The `column` of each insert into `table` the default changefeed sent, in order."""
         page = httpx.get(
             f"{self.http}/sim/v1/clusters/default/changefeeds/default/messages",
             params={"limit": 10_000},
         ).json()["messages"]
         return [
-            d["columns"]["id"]
+            d["columns"][column]
             for m in page
             for d in m["decoded"]
             if d["type"] == "insert" and d["table"] == table

@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import mysql.connector
 import pymysql
 import pytest
 
@@ -179,6 +180,31 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
         "Lock wait timeout exceeded; try restarting transaction",
     )
     assert time.monotonic() - started >= 0.2
+
+
+def test_set_names_and_the_charset_variables_answer_what_was_set() -> None:
+    """@@character_set_client, _connection and _results answer the session's (they
+    answered utf8mb4 whatever SET NAMES said); results may be NULL, as JDBC sets it."""
+    c = cluster()
+    a, other = c.session(), c.session()
+    query = "SELECT @@character_set_client, @@character_set_connection, @@character_set_results"
+    run(c, a, "SET NAMES gbk")
+    assert run(c, a, query).rows == [("gbk", "gbk", "gbk")]
+    run(c, a, "SET character_set_client = latin1")
+    run(c, a, "SET character_set_results = NULL")
+    assert run(c, a, query).rows == [("latin1", "gbk", None)]
+    assert run(c, a, "SHOW VARIABLES LIKE 'character_set_c%'").rows == [
+        ("character_set_client", "latin1"),
+        ("character_set_connection", "gbk"),
+    ]
+    assert run(c, other, query).rows == [("utf8mb4", "utf8mb4", "utf8mb4")]
+    run(c, a, "SET NAMES DEFAULT")
+    assert run(c, a, query).rows == [("utf8mb4", "utf8mb4", "utf8mb4")]
+    error = failure(c, a, "SET character_set_connection = NULL")
+    assert (error.code, error.message) == (
+        1231,
+        "Variable 'character_set_connection' can't be set to the value of 'NULL'",
+    )
 
 
 @pytest.mark.parametrize(
@@ -667,6 +693,38 @@ def test_connecting_beside_an_open_transaction(server: Server) -> None:
         assert cur.fetchall() == ((11,),)
     other.close()
     holder.close()
+
+
+@pytest.mark.parametrize(
+    ("charset", "word", "prepared"),
+    [("latin1", "café €", False), ("gbk", "中文", False), ("latin1", "naïve", True)],
+)
+def test_a_client_in_another_charset_reads_back_what_it_wrote(
+    server: Server, charset: str, word: str, prepared: bool
+) -> None:
+    """A client connected in latin1 or GBK (its handshake's collation, so the session's SET
+    NAMES): what it writes is stored and emitted as the text it meant, its WHERE finds it,
+    and it reads it back in its charset, by text and by prepared statements. (A latin1
+    client read 'cafÃ©' back and its WHERE found nothing; a GBK one could not decode
+    the answer.)"""
+    table = f"cs_{charset}_{int(prepared)}"
+    if prepared:
+        conn = mysql.connector.connect(
+            host="127.0.0.1", port=server.mysql_port, user="root", database="test",
+            charset=charset, collation=f"{charset}_swedish_ci", autocommit=True,
+        )  # fmt: skip
+        cur = conn.cursor(prepared=True)
+    else:
+        conn = server.mysql(charset=charset, autocommit=True)
+        cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, s VARCHAR(20))")
+    cur.execute(f"INSERT INTO {table} VALUES (1, %s)", (word,))
+    cur.execute(f"SELECT s, CHAR_LENGTH(s) FROM {table} WHERE s = %s", (word,))
+    assert [tuple(row) for row in cur.fetchall()] == [(word, len(word))]
+    cur.execute("SELECT @@character_set_client, @@character_set_results")
+    assert [tuple(row) for row in cur.fetchall()] == [(charset, charset)]
+    conn.close()
+    assert server.inserted(table, "s") == [word]
 
 
 def test_lastrowid_and_errors_through_pymysql(server: Server) -> None:

@@ -43,7 +43,7 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.service.mysql_wire import (
     MAX_PACKET,
     MAX_PREPARED,
@@ -201,7 +201,17 @@ class SimSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         outcome = await self.query_one(sql)
-        return result_set(outcome) if outcome is not None and outcome.columns else None
+        return (
+            result_set(outcome, self.results_charset())
+            if outcome is not None and outcome.columns
+            else None
+        )
+
+    def results_charset(self) -> str | None:
+        """character_set_results: what result text is sent in (None: as stored)."""
+        charsets = self.state.values.get("charsets") or {}
+        found: str | None = charsets.get("character_set_results", "utf8mb4")
+        return found
 
     def status(self) -> ServerStatus:
         """The server status flags of an OK or EOF packet."""
@@ -248,25 +258,36 @@ def _duration(text: str) -> dt.timedelta:
     return sign * dt.timedelta(hours=int(hours), minutes=int(minutes), seconds=float(seconds))
 
 
-def result_set(outcome: Outcome) -> ResultSet:
+def result_set(outcome: Outcome, results: str | None = None) -> ResultSet:
+    """An outcome's rows as the client reads them: text in the session's
+    character_set_results (`results`; None, as NULL asks: as stored, UTF-8)."""
     assert outcome.columns is not None
     rows = [list(row) for row in outcome.rows or []]
     types = outcome.types or [None] * len(outcome.columns)
+    codec = CHARSET_CODECS.get(results) if results else None
+    charset = CharacterSet[results] if codec is not None and results else CharacterSet.utf8mb4
+    text = _text if codec is None else _text_in(codec)
     columns = [
-        _column(name, tp, [r[i] for r in rows])
+        _column(name, tp, [r[i] for r in rows], charset, text)
         for i, (name, tp) in enumerate(zip(outcome.columns, types, strict=True))
     ]
     return ResultSet(rows, columns)
 
 
-def _column(name: str, tp: MySQLType | None, values: list[Any]) -> ResultColumn:
+def _column(
+    name: str,
+    tp: MySQLType | None,
+    values: list[Any],
+    text_charset: CharacterSet,
+    text: Callable[[ResultColumn, Any], bytes],
+) -> ResultColumn:
     if tp is None or tp == MySQLType.BIT:  # BIT: the engine answers its number
         sample = next((v for v in values if v is not None), None)
         kind = next((k for t, k in _BY_VALUE if isinstance(sample, t)), ColumnType.VAR_STRING)
     else:
         kind = ColumnType(int(tp))
     binary_string = kind in _BINARY_CHARSET or any(isinstance(v, bytes) for v in values)
-    charset = CharacterSet.binary if binary_string else CharacterSet.utf8mb4
+    charset = CharacterSet.binary if binary_string else text_charset
     binary = None
     parse = _PARSE.get(kind)
     if parse is not None:
@@ -279,17 +300,25 @@ def _column(name: str, tp: MySQLType | None, values: list[Any]) -> ResultColumn:
                 return b"\x00"
 
     elif kind in (ColumnType.VAR_STRING, ColumnType.STRING, ColumnType.VARCHAR):
-        binary = _binary_text
+
+        def binary(col: ResultColumn, value: Any) -> bytes:
+            return uint_len(len(encoded := text(col, value))) + encoded
+
     shown = to_wire(name).decode("utf-8", "replace")  # a label from undecodable bytes
-    return ResultColumn(shown, kind, charset, text_encoder=_text, binary_encoder=binary)
+    return ResultColumn(shown, kind, charset, text_encoder=text, binary_encoder=binary)
 
 
 def _text(col: ResultColumn, value: Any) -> bytes:
     return value if isinstance(value, bytes) else to_wire(str(value))
 
 
-def _binary_text(col: ResultColumn, value: Any) -> bytes:
-    return uint_len(len(encoded := _text(col, value))) + encoded
+def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
+    """Text in another charset than UTF-8; what it cannot hold is `?`, as TiDB writes it."""
+
+    def text(col: ResultColumn, value: Any) -> bytes:
+        return value if isinstance(value, bytes) else str(value).encode(codec, "replace")
+
+    return text
 
 
 # -- the connection ---------------------------------------------------------------------------
@@ -485,7 +514,7 @@ class SimConnection(Connection):
             await self.stream.write(self._ok(outcome.affected_rows, outcome.insert_id, more))
             return
         self._ok(more=more)  # the status flags of the EOF/OK that ends the rows
-        await self.write_text_resultset(result_set(outcome))
+        await self.write_text_resultset(result_set(outcome, self.session.results_charset()))
 
     async def com_field_list(self, data: bytes) -> None:
         p = Packet(data)
@@ -611,7 +640,8 @@ class SimConnection(Connection):
             return
         if stmt.labels is not None and len(stmt.labels) == len(outcome.columns):
             outcome.columns = stmt.labels
-        await self._binary_rows(stmt, result_set(outcome), use_cursor=bool(flags & 0x01))
+        results = result_set(outcome, self.session.results_charset())
+        await self._binary_rows(stmt, results, use_cursor=bool(flags & 0x01))
 
     async def _binary_rows(self, stmt: Prepared, results: ResultSet, use_cursor: bool) -> None:
         columns = results.columns

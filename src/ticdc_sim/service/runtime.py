@@ -151,7 +151,7 @@ _SESSION_ATTRS = (
     "sql_mode",
     "zone",
     "zone_name",
-    "client_codec",
+    "charsets",
     "last_id",
     "user",
     "connection_id",
@@ -612,6 +612,7 @@ class Cluster:
         """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
         into `outcome`; False for the rest."""
         try:
+            stmt = self.engine.as_client_sent(stmt)  # as the engine reads what it runs
             result = show.answer(self.engine, stmt.text, session.last_warnings)
             if result is None:
                 query = _select_query(stmt)
