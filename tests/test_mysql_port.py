@@ -926,6 +926,29 @@ def test_reset_connection_rolls_back_and_lets_go(server: Server) -> None:
     conn.close()
 
 
+def test_connection_id_is_the_handshakes_and_a_reset_keeps_it(server: Server) -> None:
+    """CONNECTION_ID() is the id the handshake gave (it was a per-cluster count of its own),
+    distinct per connection, and COM_RESET_CONNECTION and COM_CHANGE_USER keep it, as
+    MySQL's do (a pooled connection's id changed at each checkout)."""
+    connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
+    conn = connector.connect(host="127.0.0.1", port=server.mysql_port, user="root")
+    other = server.mysql()
+    cur = conn.cursor()
+    said = []
+    for reset in (lambda: None, conn.cmd_reset_connection, lambda: conn.cmd_change_user("root")):
+        reset()
+        cur = conn.cursor()
+        cur.execute("SELECT CONNECTION_ID()")
+        said += cur.fetchall()
+    assert said == [(conn.connection_id,)] * 3
+    with other.cursor() as c2:
+        c2.execute("SELECT CONNECTION_ID()")
+        assert c2.fetchall() == ((other.thread_id(),),)
+    assert other.thread_id() != conn.connection_id
+    other.close()
+    conn.close()
+
+
 def test_a_client_gone_mid_transaction_lets_others_write_and_emits_nothing(
     server: Server,
 ) -> None:

@@ -73,7 +73,13 @@ from ticdc_sim.service.mysql_wire import (
     text,
     to_wire,
 )
-from ticdc_sim.service.runtime import Cluster, Outcome, Registry, SessionState
+from ticdc_sim.service.runtime import (
+    Cluster,
+    Outcome,
+    Registry,
+    SessionState,
+    next_connection_id,
+)
 from ticdc_sim.service.settings import Settings
 
 T = TypeVar("T")
@@ -135,6 +141,7 @@ class SimSession(BaseSession):
         self._cluster: Cluster | None = None
         self._state: SessionState | None = None
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="mysql-session")
+        self.connection_id = next_connection_id()  # the handshake's, and CONNECTION_ID()
 
     @property
     def cluster(self) -> Cluster:
@@ -154,7 +161,8 @@ class SimSession(BaseSession):
             raise MysqlError(f"Unknown cluster for user {username}", 1045)
         self._cluster = cluster
         database, self.database = self.database, None
-        self._state = cluster.session(f"{username}@127.0.0.1")
+        # the connection's id, kept by COM_RESET_CONNECTION and COM_CHANGE_USER (MySQL)
+        self._state = cluster.session(f"{username}@127.0.0.1", self.connection_id)
         self.state.database = None
         charset = str(self.variables.get("character_set_client"))
         if charset not in ("utf8mb4", "utf8", "utf8mb3", "binary"):  # as SET NAMES would
@@ -831,12 +839,10 @@ class SimServer(MysqlServer):
         super().__init__(identity_provider=_Users(clusters, password))
         self.clusters = clusters
         self.connections: set[asyncio.Task[None]] = set()
-        self.next_id = 0
 
     async def _client_connected_cb(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self.next_id += 1
         connection = SimConnection(
             stream=Stream(MysqlStream(reader, writer)),
             session=SimSession(self.clusters),
@@ -844,7 +850,7 @@ class SimServer(MysqlServer):
             server_capabilities=self.capabilities,
             identity_provider=self.identity_provider,
         )
-        connection.connection_id = self.next_id
+        connection.connection_id = connection.session.connection_id
         task = asyncio.current_task()
         if task is not None:
             self.connections.add(task)

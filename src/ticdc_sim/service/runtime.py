@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import logging
 import threading
 import time
@@ -194,6 +195,11 @@ class SessionState:
     def txn(self) -> Transaction | None:
         found: Transaction | None = self.values.get("txn")
         return found
+
+
+# connection ids, one sequence for the service's sessions, MySQL connections and HTTP
+# requests alike (CONNECTION_ID() is the id the MySQL handshake gave)
+next_connection_id = itertools.count(1).__next__
 
 
 def _has_writes(txn: Transaction | None) -> bool:
@@ -492,16 +498,14 @@ class Cluster:
         self.history: deque[Change] = deque()
         self.history_events = history_events
         self.gc_safepoint = 0
-        self._connections = 0
         self.statements = 0
         self.errors = 0
         self.transactions = 0
         self.events = 0
 
-    def session(self, user: str = "root@127.0.0.1") -> SessionState:
-        with self.lock:
-            self._connections += 1
-            return SessionState(self._connections, user)
+    def session(self, user: str = "root@127.0.0.1", connection_id: int = 0) -> SessionState:
+        """A new session; `connection_id`: its MySQL connection's (an HTTP request's is new)."""
+        return SessionState(connection_id or next_connection_id(), user)
 
     # -- running statements ----------------------------------------------------------------
 
