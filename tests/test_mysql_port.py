@@ -337,6 +337,77 @@ def test_insert_ids_as_mariadb_gives_them(mariadb: MariaDB) -> None:
     assert found == INSERT_IDS
 
 
+# -- the OK packet's affected rows --------------------------------------------------------------
+
+# what MariaDB's OK packet says each statement affected (TiDB alike), without and with the
+# client's CLIENT_FOUND_ROWS (an UPDATE counts the rows it matched)
+AFFECTED = [
+    ("INSERT INTO a VALUES (1, 1, 1), (2, 2, 2), (3, 3, 3)", 3, 3),
+    ("UPDATE a SET v = v", 0, 3),
+    ("UPDATE a SET v = 2 WHERE id <= 2", 1, 2),
+    ("INSERT INTO a VALUES (1, 9, 9) ON DUPLICATE KEY UPDATE v = 9", 2, 2),  # updated: 2
+    ("INSERT INTO a VALUES (1, 9, 9) ON DUPLICATE KEY UPDATE v = 9", 0, 1),  # unchanged
+    ("INSERT INTO a VALUES (4, 4, 4), (2, 0, 0) ON DUPLICATE KEY UPDATE v = v + 1", 3, 3),
+    ("UPDATE a SET id = 10 WHERE id = 1", 1, 1),  # a new key: one row, not two
+    ("UPDATE a SET id = id + 100", 4, 4),
+    ("INSERT INTO a VALUES (102, 0, 0) ON DUPLICATE KEY UPDATE id = 5", 2, 2),
+    ("REPLACE INTO a VALUES (5, 1, 2)", 2, 2),  # a delete and an insert
+    ("REPLACE INTO a VALUES (6, 6, 6)", 1, 1),
+    ("INSERT IGNORE INTO a VALUES (6, 6, 6), (7, 7, 7)", 1, 1),
+    ("DELETE FROM a WHERE id > 1000", 0, 0),
+    ("DELETE FROM a", 6, 6),
+]
+AFFECTED_TABLE = "CREATE TABLE a (id INT PRIMARY KEY, v INT, u INT UNIQUE)"
+
+
+@pytest.mark.parametrize("found_rows", [False, True])
+def test_affected_rows_in_process(found_rows: bool) -> None:
+    """(ON DUPLICATE KEY UPDATE counted an update 1, an UPDATE of the key 2 a row, and
+    CLIENT_FOUND_ROWS was neither offered nor honoured: SQLAlchemy's rowcount checks
+    failed on an UPDATE that changed nothing.)"""
+    c = cluster()
+    s = c.session()
+    s.found_rows = found_rows
+    run(c, s, AFFECTED_TABLE)
+    said = [(sql, run(c, s, sql).affected_rows) for sql, *_ in AFFECTED]
+    assert said == [(sql, counts[found_rows]) for sql, *counts in AFFECTED]
+
+
+@pytest.mark.parametrize("found_rows", [False, True])
+def test_affected_rows_over_the_port_as_mariadb_gives_them(
+    server: Server, mariadb: MariaDB, found_rows: bool
+) -> None:
+    flag = pymysql.constants.CLIENT.FOUND_ROWS if found_rows else 0
+    _maria(mariadb).close()
+    said = {}
+    for name, port in (("mariadb", mariadb.port), ("ours", server.mysql_port)):
+        conn = pymysql.connect(
+            host="127.0.0.1", port=port, user="root", database="test", client_flag=flag
+        )
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS a")
+            cur.execute(AFFECTED_TABLE)
+            said[name] = [(sql, cur.execute(sql)) for sql, *_ in AFFECTED]
+        conn.commit()
+        conn.close()
+    expected = [(sql, counts[found_rows]) for sql, *counts in AFFECTED]
+    assert said == {"mariadb": expected, "ours": expected}
+
+
+def test_several_statements_in_one_query_when_the_client_asks(server: Server) -> None:
+    """The server offers CLIENT_MULTI_STATEMENTS (TiDB's defaultCapability): a client that
+    asks runs several statements in one query (all were refused with 8130)."""
+    conn = server.mysql(client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE multi (id INT PRIMARY KEY); INSERT INTO multi VALUES (1), (2)")
+        assert cur.nextset() and cur.rowcount == 2
+        cur.execute("SELECT 1 AS one; SELECT id FROM multi ORDER BY id")
+        assert cur.fetchall() == ((1,),)
+        assert cur.nextset() and cur.fetchall() == ((1,), (2,))
+        assert not cur.nextset()
+    conn.close()
+
+
 # -- column labels --------------------------------------------------------------------------
 
 LABELS = [  # (select list, labels): as MariaDB and TiDB both label them

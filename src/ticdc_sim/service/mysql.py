@@ -36,6 +36,7 @@ from mysql_mimic.auth import AuthInfo, AuthState, IdentityProvider, Success, Use
 from mysql_mimic.auth import NativePasswordAuthPlugin as NativePassword
 from mysql_mimic.charset import CharacterSet
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import DEFAULT_SERVER_CAPABILITIES
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.results import ResultColumn, ResultSet
 from mysql_mimic.session import BaseSession
@@ -142,6 +143,7 @@ class SimSession(BaseSession):
         self._state: SessionState | None = None
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="mysql-session")
         self.connection_id = next_connection_id()  # the handshake's, and CONNECTION_ID()
+        self.found_rows = False  # the client's CLIENT_FOUND_ROWS: UPDATE counts matched rows
 
     @property
     def cluster(self) -> Cluster:
@@ -163,6 +165,9 @@ class SimSession(BaseSession):
         database, self.database = self.database, None
         # the connection's id, kept by COM_RESET_CONNECTION and COM_CHANGE_USER (MySQL)
         self._state = cluster.session(f"{username}@127.0.0.1", self.connection_id)
+        if connection is not None:
+            self.found_rows = Capabilities.CLIENT_FOUND_ROWS in connection.capabilities
+        self.state.found_rows = self.found_rows
         self.state.database = None
         charset = str(self.variables.get("character_set_client"))
         if charset not in ("utf8mb4", "utf8", "utf8mb3", "binary"):  # as SET NAMES would
@@ -830,13 +835,24 @@ _COMMANDS: dict[int, Callable[[SimConnection, bytes], Any]] = {
 
 # -- the server ------------------------------------------------------------------------------
 
+# what the server offers: mimic's, and TiDB's (`pkg/server/server.go` defaultCapability)
+# multi-statements, transactions and found rows (no LOAD DATA LOCAL: no local files)
+CAPABILITIES = (
+    DEFAULT_SERVER_CAPABILITIES
+    | Capabilities.CLIENT_LONG_FLAG
+    | Capabilities.CLIENT_TRANSACTIONS
+    | Capabilities.CLIENT_FOUND_ROWS
+    | Capabilities.CLIENT_MULTI_STATEMENTS
+    | Capabilities.CLIENT_MULTI_RESULTS
+)
+
 
 class SimServer(MysqlServer):
     """mimic's server with connections of ours; closing it ends every connection (each
     rolls back its open transaction) instead of leaving them to the event loop's end."""
 
     def __init__(self, clusters: Registry, password: str | None) -> None:
-        super().__init__(identity_provider=_Users(clusters, password))
+        super().__init__(identity_provider=_Users(clusters, password), capabilities=CAPABILITIES)
         self.clusters = clusters
         self.connections: set[asyncio.Task[None]] = set()
 

@@ -157,6 +157,7 @@ _SESSION_ATTRS = (
     "user",
     "connection_id",
     "warnings",
+    "found_rows",
 )
 
 
@@ -166,6 +167,7 @@ class SessionState:
 
     connection_id: int
     user: str = "root@127.0.0.1"
+    found_rows: bool = False  # the MySQL client's CLIENT_FOUND_ROWS
     database: str | None = "test"
     values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
     last_warnings: list[WarningEntry] = field(default_factory=list)  # SHOW WARNINGS
@@ -174,7 +176,9 @@ class SessionState:
         if not self.values:  # a new session: the server's defaults
             fresh = Engine(engine.config, catalog=engine.catalog)
             self.values = {name: getattr(fresh, name) for name in _SESSION_ATTRS}
-            self.values.update(user=self.user, connection_id=self.connection_id)
+            self.values.update(
+                user=self.user, connection_id=self.connection_id, found_rows=self.found_rows
+            )
             self.values["warnings"] = Warnings()
         for name, value in self.values.items():
             setattr(engine, name, value)

@@ -287,6 +287,11 @@ class Engine:
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
         self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
+        # CLIENT_FOUND_ROWS: an UPDATE counts the rows it matched, not those it changed
+        self.found_rows = False
+        # affected rows the statement's writes do not show: a row whose key changed (two
+        # writes, one row), an ON DUPLICATE KEY UPDATE (MySQL counts 2), a found row
+        self.affected_adjust = 0
         self.max_txn_rows = (
             0  # rows one transaction may write (TiDB's txn-total-size-limit); 0: any
         )
@@ -678,6 +683,7 @@ class Engine:
         txn = self._begin()
         mark = len(txn.undo)
         self.ids_this_statement = False
+        self.affected_adjust = 0
         try:
             body()
             if self.max_txn_rows:
@@ -688,7 +694,7 @@ class Engine:
                 self.txn = None
             raise
         if self.count_affected:
-            self.affected_rows = self._affected(txn, mark)
+            self.affected_rows = self._affected(txn, mark) + self.affected_adjust
         if implicit:
             self._commit()
 
@@ -703,8 +709,8 @@ class Engine:
 
     @staticmethod
     def _affected(txn: Transaction, mark: int) -> int:
-        """MySQL's affected rows, closely enough: keys whose row changed (a REPLACE that
-        deletes one row and writes another counts both)."""
+        """The statement's writes whose key's row changed (a REPLACE that deletes one row
+        and writes another counts both); `affected_adjust` makes that MySQL's count."""
         count = 0
         for entry in txn.undo[mark:]:
             if isinstance(entry, _BulkInsert):
