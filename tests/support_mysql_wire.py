@@ -63,6 +63,7 @@ class Answer:
     names: list[str] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     raw: bytes = b""
+    packets: list[bytes] = field(default_factory=list)  # the rows as sent
 
 
 def _lenenc(data: bytes, at: int) -> tuple[int, int]:
@@ -179,13 +180,14 @@ class Wire:
                 at += size
             names.append(parts[4].decode("utf-8", "replace"))
         self.read()  # EOF after the column definitions
-        rows = []
+        rows, packets = [], []
         while True:
             row = self.read()
             if row[:1] == b"\xfe" and len(row) < 9:
                 break
             if row[:1] == b"\xff":
                 return parse_error(row)
+            packets.append(row)
             values: list[Any] = []
             at = 1 + (count + 9) // 8 if binary else 0  # the header and NULL bitmap
             while at < len(row):
@@ -197,7 +199,7 @@ class Wire:
                 values.append(row[at : at + size].decode("utf-8", "replace"))
                 at += size
             rows.append(tuple(values))
-        return Answer("rows", names=names, rows=rows)
+        return Answer("rows", names=names, rows=rows, packets=packets)
 
     def prepare(self, sql: str) -> tuple[int, int]:
         """COM_STMT_PREPARE: (statement id, parameter count); the definitions are read."""

@@ -74,9 +74,11 @@ class Server:
         process.kill()
         raise AssertionError(f"serve was not ready within 60 s: {log.read_text()}")
 
-    def stop(self) -> str:
-        """Stop it as Ctrl-C does; what it printed."""
-        self.process.send_signal(signal.SIGINT)
+    def stop(self, sig: signal.Signals = signal.SIGINT, times: int = 1) -> str:
+        """Stop it as Ctrl-C does (or `sig`, sent `times`); what it printed."""
+        for _ in range(times):
+            self.process.send_signal(sig)
+            time.sleep(0.2)
         self.process.wait(timeout=60)
         printed = self.log.read_text()
         assert self.process.returncode == 0, printed
@@ -95,14 +97,14 @@ class Server:
         found: dict[str, Any] = response.json()
         return found
 
-    def inserted(self, table: str) -> list[Any]:
-        """The `id` of each insert into `table` the default changefeed sent, in order."""
+    def inserted(self, table: str, column: str = "id") -> list[Any]:
+        """The `column` of each insert into `table` the default changefeed sent, in order."""
         page = httpx.get(
             f"{self.http}/sim/v1/clusters/default/changefeeds/default/messages",
             params={"limit": 10_000},
         ).json()["messages"]
         return [
-            d["columns"]["id"]
+            d["columns"][column]
             for m in page
             for d in m["decoded"]
             if d["type"] == "insert" and d["table"] == table

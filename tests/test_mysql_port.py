@@ -10,18 +10,21 @@ import datetime as dt
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import mysql.connector
 import pymysql
 import pytest
 
 from support_mariadb import MariaDB
+from support_mysql_wire import Wire
 from support_service import Server
 from ticdc_sim.errors import SQLSTATE, SQLError, sqlstate
 from ticdc_sim.generator.sql.script import split_script
@@ -181,6 +184,67 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
     assert time.monotonic() - started >= 0.2
 
 
+def test_set_names_and_the_charset_variables_answer_what_was_set() -> None:
+    """@@character_set_client, _connection and _results answer the session's (they
+    answered utf8mb4 whatever SET NAMES said); results may be NULL, as JDBC sets it."""
+    c = cluster()
+    a, other = c.session(), c.session()
+    query = "SELECT @@character_set_client, @@character_set_connection, @@character_set_results"
+    run(c, a, "SET NAMES gbk")
+    assert run(c, a, query).rows == [("gbk", "gbk", "gbk")]
+    run(c, a, "SET character_set_client = latin1")
+    run(c, a, "SET character_set_results = NULL")
+    assert run(c, a, query).rows == [("latin1", "gbk", None)]
+    assert run(c, a, "SHOW VARIABLES LIKE 'character_set_c%'").rows == [
+        ("character_set_client", "latin1"),
+        ("character_set_connection", "gbk"),
+    ]
+    assert run(c, other, query).rows == [("utf8mb4", "utf8mb4", "utf8mb4")]
+    run(c, a, "SET NAMES DEFAULT")
+    assert run(c, a, query).rows == [("utf8mb4", "utf8mb4", "utf8mb4")]
+    error = failure(c, a, "SET character_set_connection = NULL")
+    assert (error.code, error.message) == (
+        1231,
+        "Variable 'character_set_connection' can't be set to the value of 'NULL'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("end", "code", "message"),
+    [
+        (Cluster.stop, 1053, "Server shutdown in progress"),
+        (Cluster.close, 1105, "cluster 't' has been removed"),
+    ],
+    ids=["service-stopping", "cluster-removed"],
+)
+def test_a_session_waiting_for_a_lock_stops_waiting_when_the_cluster_ends(
+    end: Callable[[Cluster], object], code: int, message: str
+) -> None:
+    """A stop or a removal wakes the sessions waiting for a lock (they waited out
+    lock_wait_s), and refuses their statements from then on."""
+    c = cluster(lock_wait_s=30)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY)")
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1)")
+    waited: list[tuple[int | None, str, float]] = []
+
+    def waits() -> None:
+        started = time.monotonic()
+        error = failure(c, b, "INSERT INTO t VALUES (2)")
+        waited.append((error.code, error.message, time.monotonic() - started))
+
+    waiter = threading.Thread(target=waits)
+    waiter.start()
+    time.sleep(0.2)
+    end(c)
+    waiter.join(5)
+    assert [(code_, said) for code_, said, _ in waited] == [(code, message)]
+    assert waited[0][2] < 5
+    error = failure(c, c.session(), "SELECT 1")
+    assert (error.code, error.message) == (code, message)
+
+
 def test_a_transaction_that_wrote_nothing_holds_nothing() -> None:
     """BEGIN alone takes no lock (TiDB's are taken by writes): two sessions may both begin,
     and the first to write is the one the other waits for; a session that goes without
@@ -336,6 +400,77 @@ def test_insert_ids_as_mariadb_gives_them(mariadb: MariaDB) -> None:
             found.append((sql, cur.lastrowid))
     conn.close()
     assert found == INSERT_IDS
+
+
+# -- the OK packet's affected rows --------------------------------------------------------------
+
+# what MariaDB's OK packet says each statement affected (TiDB alike), without and with the
+# client's CLIENT_FOUND_ROWS (an UPDATE counts the rows it matched)
+AFFECTED = [
+    ("INSERT INTO a VALUES (1, 1, 1), (2, 2, 2), (3, 3, 3)", 3, 3),
+    ("UPDATE a SET v = v", 0, 3),
+    ("UPDATE a SET v = 2 WHERE id <= 2", 1, 2),
+    ("INSERT INTO a VALUES (1, 9, 9) ON DUPLICATE KEY UPDATE v = 9", 2, 2),  # updated: 2
+    ("INSERT INTO a VALUES (1, 9, 9) ON DUPLICATE KEY UPDATE v = 9", 0, 1),  # unchanged
+    ("INSERT INTO a VALUES (4, 4, 4), (2, 0, 0) ON DUPLICATE KEY UPDATE v = v + 1", 3, 3),
+    ("UPDATE a SET id = 10 WHERE id = 1", 1, 1),  # a new key: one row, not two
+    ("UPDATE a SET id = id + 100", 4, 4),
+    ("INSERT INTO a VALUES (102, 0, 0) ON DUPLICATE KEY UPDATE id = 5", 2, 2),
+    ("REPLACE INTO a VALUES (5, 1, 2)", 2, 2),  # a delete and an insert
+    ("REPLACE INTO a VALUES (6, 6, 6)", 1, 1),
+    ("INSERT IGNORE INTO a VALUES (6, 6, 6), (7, 7, 7)", 1, 1),
+    ("DELETE FROM a WHERE id > 1000", 0, 0),
+    ("DELETE FROM a", 6, 6),
+]
+AFFECTED_TABLE = "CREATE TABLE a (id INT PRIMARY KEY, v INT, u INT UNIQUE)"
+
+
+@pytest.mark.parametrize("found_rows", [False, True])
+def test_affected_rows_in_process(found_rows: bool) -> None:
+    """(ON DUPLICATE KEY UPDATE counted an update 1, an UPDATE of the key 2 a row, and
+    CLIENT_FOUND_ROWS was neither offered nor honoured: SQLAlchemy's rowcount checks
+    failed on an UPDATE that changed nothing.)"""
+    c = cluster()
+    s = c.session()
+    s.found_rows = found_rows
+    run(c, s, AFFECTED_TABLE)
+    said = [(sql, run(c, s, sql).affected_rows) for sql, *_ in AFFECTED]
+    assert said == [(sql, counts[found_rows]) for sql, *counts in AFFECTED]
+
+
+@pytest.mark.parametrize("found_rows", [False, True])
+def test_affected_rows_over_the_port_as_mariadb_gives_them(
+    server: Server, mariadb: MariaDB, found_rows: bool
+) -> None:
+    flag = pymysql.constants.CLIENT.FOUND_ROWS if found_rows else 0
+    _maria(mariadb).close()
+    said = {}
+    for name, port in (("mariadb", mariadb.port), ("ours", server.mysql_port)):
+        conn = pymysql.connect(
+            host="127.0.0.1", port=port, user="root", database="test", client_flag=flag
+        )
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS a")
+            cur.execute(AFFECTED_TABLE)
+            said[name] = [(sql, cur.execute(sql)) for sql, *_ in AFFECTED]
+        conn.commit()
+        conn.close()
+    expected = [(sql, counts[found_rows]) for sql, *counts in AFFECTED]
+    assert said == {"mariadb": expected, "ours": expected}
+
+
+def test_several_statements_in_one_query_when_the_client_asks(server: Server) -> None:
+    """The server offers CLIENT_MULTI_STATEMENTS (TiDB's defaultCapability): a client that
+    asks runs several statements in one query (all were refused with 8130)."""
+    conn = server.mysql(client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE multi (id INT PRIMARY KEY); INSERT INTO multi VALUES (1), (2)")
+        assert cur.nextset() and cur.rowcount == 2
+        cur.execute("SELECT 1 AS one; SELECT id FROM multi ORDER BY id")
+        assert cur.fetchall() == ((1,),)
+        assert cur.nextset() and cur.fetchall() == ((1,), (2,))
+        assert not cur.nextset()
+    conn.close()
 
 
 # -- column labels --------------------------------------------------------------------------
@@ -704,6 +839,38 @@ def test_connecting_beside_an_open_transaction(server: Server) -> None:
     holder.close()
 
 
+@pytest.mark.parametrize(
+    ("charset", "word", "prepared"),
+    [("latin1", "café €", False), ("gbk", "中文", False), ("latin1", "naïve", True)],
+)
+def test_a_client_in_another_charset_reads_back_what_it_wrote(
+    server: Server, charset: str, word: str, prepared: bool
+) -> None:
+    """A client connected in latin1 or GBK (its handshake's collation, so the session's SET
+    NAMES): what it writes is stored and emitted as the text it meant, its WHERE finds it,
+    and it reads it back in its charset, by text and by prepared statements. (A latin1
+    client read 'cafÃ©' back and its WHERE found nothing; a GBK one could not decode
+    the answer.)"""
+    table = f"cs_{charset}_{int(prepared)}"
+    if prepared:
+        conn = mysql.connector.connect(
+            host="127.0.0.1", port=server.mysql_port, user="root", database="test",
+            charset=charset, collation=f"{charset}_swedish_ci", autocommit=True,
+        )  # fmt: skip
+        cur = conn.cursor(prepared=True)
+    else:
+        conn = server.mysql(charset=charset, autocommit=True)
+        cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, s VARCHAR(20))")
+    cur.execute(f"INSERT INTO {table} VALUES (1, %s)", (word,))
+    cur.execute(f"SELECT s, CHAR_LENGTH(s) FROM {table} WHERE s = %s", (word,))
+    assert [tuple(row) for row in cur.fetchall()] == [(word, len(word))]
+    cur.execute("SELECT @@character_set_client, @@character_set_results")
+    assert [tuple(row) for row in cur.fetchall()] == [(charset, charset)]
+    conn.close()
+    assert server.inserted(table, "s") == [word]
+
+
 def test_lastrowid_and_errors_through_pymysql(server: Server) -> None:
     conn = server.mysql(autocommit=True)
     with conn.cursor() as cur:
@@ -799,6 +966,85 @@ def test_the_binary_protocol_binds_every_type(server: Server) -> None:
     conn.close()
 
 
+BINARY_TABLE = (
+    "CREATE TABLE bin (id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED,"
+    " su SMALLINT UNSIGNED, mi MEDIUMINT, iu INT UNSIGNED, bu BIGINT UNSIGNED, bi BIGINT,"
+    " t TIME(1), t0 TIME, d DATE, dt DATETIME(6))"
+)
+BINARY_ROWS = (
+    "INSERT INTO bin VALUES"
+    " (1, -5, 200, 60000, -8000000, 4000000000, 18446744073709551615, -9223372036854775808,"
+    " '-01:00:00.5', '-838:59:59', '1000-01-01', '2024-02-29 01:02:03.000004'),"
+    " (2, 127, 0, 0, 8388607, 0, 0, 0, '00:00:00', '12:00:00', '2024-02-29',"
+    " '2024-01-01 00:00:00')"
+)
+BINARY_COLUMNS = ["ti", "tu", "su", "mi", "iu", "bu", "bi", "t", "t0", "d", "dt"]
+
+
+def _prepared_reads(conn: Any) -> dict[str, Any]:
+    """What mysql-connector's prepared statements read of each column, and its UNSIGNED
+    flag (the client's own quirks, such as how it reads a negative TIME, are the same
+    whichever server answers)."""
+    cur = conn.cursor(prepared=True)
+    for sql in ("DROP TABLE IF EXISTS bin", BINARY_TABLE, BINARY_ROWS):
+        cur.execute(sql)
+    found = {}
+    for column in BINARY_COLUMNS:
+        cur.execute(f"SELECT {column} FROM bin WHERE id > ? ORDER BY id", (0,))
+        found[column] = (cur.fetchall(), bool(cur.description[0][7] & 32))
+    conn.commit()
+    conn.close()
+    return found
+
+
+def test_prepared_statements_read_as_from_mariadb(server: Server, mariadb: MariaDB) -> None:
+    """Prepared statements' rows, in the binary protocol, as MariaDB sends them: TINYINT
+    was sent as a boolean (-5 and 200 read as 1), an unsigned value past the signed range
+    was an internal error (struct.error), a negative TIME had its days counted twice."""
+    connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
+    _maria(mariadb).close()  # `test` exists
+    theirs = _prepared_reads(
+        connector.connect(host="127.0.0.1", port=mariadb.port, user="root", database="test")
+    )
+    ours = _prepared_reads(
+        connector.connect(host="127.0.0.1", port=server.mysql_port, user="root", database="test")
+    )
+    assert ours == theirs
+
+
+def test_binary_rows_are_tidbs_bytes(server: Server) -> None:
+    """A binary row's bytes (TiDB `dump.BinaryTime`, `BinaryDateTime`; YEAR a two-byte
+    integer, INT24 four; an expression's integer past BIGINT's range as DECIMAL's text):
+    the header and NULL bitmap, then each value."""
+    w = Wire(server.mysql_port)
+    assert w.login().kind == "ok"
+    for sql in (
+        "SET sql_mode = ''",
+        "CREATE TABLE raw (id INT PRIMARY KEY, y YEAR, t TIME(1), t0 TIME, m MEDIUMINT,"
+        " d DATETIME, z DATE)",
+        "INSERT INTO raw VALUES (1, 2024, '-01:00:00.5', '-838:59:59', -2, '2024-02-29 01:02:03',"
+        " '0000-00-00')",
+    ):
+        assert w.query(sql).kind == "ok", sql
+    stmt_id, _ = w.prepare("SELECT y, t, t0, m, d, z FROM raw")
+    w.command(b"\x17" + struct.pack("<IBI", stmt_id, 0, 1))
+    assert w.answer(binary=True).packets == [
+        b"\x00\x00"  # the header, the NULL bitmap (6 + 2 bits)
+        + b"\xe8\x07"  # YEAR 2024
+        + b"\x0c\x01" + bytes(4) + b"\x01\x00\x00" + (500000).to_bytes(4, "little")
+        + b"\x08\x01" + (34).to_bytes(4, "little") + b"\x16\x3b\x3b"  # -34 days 22:59:59
+        + (-2).to_bytes(4, "little", signed=True)
+        + b"\x07" + (2024).to_bytes(2, "little") + b"\x02\x1d\x01\x02\x03"
+        + b"\x00"  # the zero date
+    ]  # fmt: skip
+    # integers that no one integer type holds go as DECIMAL (text)
+    assert w.query("INSERT INTO raw (id) VALUES (2)").kind == "ok"
+    stmt_id, _ = w.prepare("SELECT IF(id = 1, -1, 18446744073709551615) FROM raw ORDER BY id")
+    w.command(b"\x17" + struct.pack("<IBI", stmt_id, 0, 1))
+    assert w.answer(binary=True).rows == [("-1",), ("18446744073709551615",)]
+    w.close()
+
+
 def test_reset_connection_rolls_back_and_lets_go(server: Server) -> None:
     connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
     conn = connector.connect(
@@ -818,6 +1064,29 @@ def test_reset_connection_rolls_back_and_lets_go(server: Server) -> None:
         c2.execute("INSERT INTO resets VALUES (2)")  # no wait: nothing is held
         c2.execute("SELECT id FROM resets")
         assert c2.fetchall() == ((2,),)
+    other.close()
+    conn.close()
+
+
+def test_connection_id_is_the_handshakes_and_a_reset_keeps_it(server: Server) -> None:
+    """CONNECTION_ID() is the id the handshake gave (it was a per-cluster count of its own),
+    distinct per connection, and COM_RESET_CONNECTION and COM_CHANGE_USER keep it, as
+    MySQL's do (a pooled connection's id changed at each checkout)."""
+    connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
+    conn = connector.connect(host="127.0.0.1", port=server.mysql_port, user="root")
+    other = server.mysql()
+    cur = conn.cursor()
+    said = []
+    for reset in (lambda: None, conn.cmd_reset_connection, lambda: conn.cmd_change_user("root")):
+        reset()
+        cur = conn.cursor()
+        cur.execute("SELECT CONNECTION_ID()")
+        said += cur.fetchall()
+    assert said == [(conn.connection_id,)] * 3
+    with other.cursor() as c2:
+        c2.execute("SELECT CONNECTION_ID()")
+        assert c2.fetchall() == ((other.thread_id(),),)
+    assert other.thread_id() != conn.connection_id
     other.close()
     conn.close()
 

@@ -155,7 +155,10 @@ def test_prepared_statements_read_the_binary_protocol(server: Server) -> None:
         " b VARBINARY(4), f DOUBLE, p DECIMAL(6,2), s VARCHAR(8))"
     )
     prepared.execute(
-        "INSERT INTO prep VALUES (%s, '2024-02-29', '2024-02-29 10:00:00.125', '-10:00:00.5',"
+        # a positive TIME: mysql-connector reads a negative one's binary form wrongly (it
+        # negates the days alone), whichever server sends it (test_mysql_port holds that
+        # to MariaDB, and the bytes to TiDB's)
+        "INSERT INTO prep VALUES (%s, '2024-02-29', '2024-02-29 10:00:00.125', '10:00:00.5',"
         " x'00ff', %s, 3.25, %s)",
         (1, 1.5, "héllo"),  # mysql-mimic reads no DECIMAL or DATE parameters
     )
@@ -171,7 +174,7 @@ def test_prepared_statements_read_the_binary_protocol(server: Server) -> None:
                 1,
                 dt.date(2024, 2, 29),
                 dt.datetime(2024, 2, 29, 10, 0, 0, 125000),
-                -dt.timedelta(hours=10, microseconds=500000),
+                dt.timedelta(hours=10, microseconds=500000),
                 b"\x00\xff",
                 1.5,
                 Decimal("3.25"),

@@ -621,6 +621,31 @@ ENCODINGS = [
         rows=(("café",),),
     ),
     Case(
+        "set-names-latin1-bytes-windows-leaves-undefined",  # MySQL's latin1 reads 0x81 as
+        # U+0081 (was 1105 "not valid cp1252: character maps to <undefined>")
+        T.encode() + b"SET NAMES latin1;\nINSERT INTO t (id, s) VALUES (1, 'a\x81\x9db')",
+        check="SELECT s, LENGTH(s) FROM t",
+        rows=(("a\x81\x9db", 6),),
+    ),
+    Case(
+        "set-names-gbk-not-gbk",  # TiDB names the character's two bytes (was 1105)
+        T.encode() + b"SET NAMES gbk;\nINSERT INTO t (id, s) VALUES (1, '\x81\x30')",
+        1300,
+        "Invalid gbk character string: '8130'",
+    ),
+    Case(
+        "set-names-ascii-not-ascii",
+        T.encode() + b"SET NAMES ascii;\nINSERT INTO t (id, s) VALUES (1, 'caf\xe9')",
+        1300,
+        "Invalid ascii character string: 'E9'",
+    ),
+    Case(
+        "set-character-set-client-unknown",
+        "SET character_set_client = klingon",
+        1115,
+        "Unknown character set: 'klingon'",
+    ),
+    Case(
         "skip-utf8-check",  # TiDB's tidb_skip_utf8_check stores the bytes unchecked; what
         # the CLI prints of them is U+FFFD, as Go's JSON writes them (was a TypeError)
         b"SET tidb_skip_utf8_check = 1;\n"

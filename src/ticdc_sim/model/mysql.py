@@ -8,6 +8,7 @@ tiflow `cdc/model/sink.go` (TiCDC flags).
 
 from __future__ import annotations
 
+import codecs
 from enum import IntEnum, IntFlag
 
 
@@ -160,6 +161,37 @@ DEFAULT_COLLATION_OF: dict[str, str] = {
     "gbk": "gbk_chinese_ci",
     "gb18030": "gb18030_chinese_ci",
 }
+
+
+# How text in each charset TiDB knows becomes bytes and back: Python's codec (None: UTF-8, as
+# scripts are read; binary too). MySQL's latin1 is Windows-1252 with the five bytes Windows
+# leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) as the C1 controls of their number, as
+# MySQL's table and TiDB's golang.org/x/text charmap read them: `mysql_latin1`, below.
+CHARSET_CODECS: dict[str, str | None] = {
+    "utf8mb4": None,
+    "utf8": None,
+    "utf8mb3": None,
+    "binary": None,
+    "ascii": "ascii",
+    "latin1": "mysql_latin1",
+    "gbk": "gbk",
+    "gb18030": "gb18030",
+}
+_LATIN1 = "".join(bytes([b]).decode("cp1252", "ignore") or chr(b) for b in range(256))
+_LATIN1_ENCODING = codecs.charmap_build(_LATIN1)
+
+
+def _search_codec(name: str) -> codecs.CodecInfo | None:
+    if name != "mysql_latin1":
+        return None
+    return codecs.CodecInfo(
+        name=name,
+        encode=lambda text, errors="strict": codecs.charmap_encode(text, errors, _LATIN1_ENCODING),
+        decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, _LATIN1),
+    )
+
+
+codecs.register(_search_codec)
 
 
 def charset_of_collation(collation: str) -> str | None:

@@ -6,6 +6,7 @@ resource."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -104,7 +105,7 @@ def create_app(
     async def index() -> RedirectResponse:
         return RedirectResponse("/static/index.html")
 
-    app.add_middleware(Guard, settings=settings, metrics=state.metrics)
+    app.add_middleware(Guard, state=state)
     _handlers(app)
     return app
 
@@ -157,9 +158,11 @@ class Guard:
     body is held to it too) and the request metrics. Plain ASGI: Starlette's
     BaseHTTPMiddleware costs a task and a stream per request."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, metrics: Metrics) -> None:
-        self.app, self.settings, self.metrics = app, settings, metrics
-        self.bearer = f"Bearer {settings.token}".encode() if settings.token else None
+    def __init__(self, app: ASGIApp, state: State) -> None:
+        self.app, self.state = app, state
+        self.settings, self.metrics = state.settings, state.metrics
+        token = state.settings.token
+        self.bearer = f"Bearer {token}".encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -191,19 +194,32 @@ class Guard:
                 status, started_response = message["status"], True
             await send(message)
 
+        async def cut_short(answer: JSONResponse) -> None:
+            """The request ends here: answered, or a stream under way (a tail) ended."""
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                if not started_response:
+                    await answer(scope, receive, send)
+                else:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
         try:
             await self.app(scope, limited, sending)
         except ClientDisconnect:  # gone before its body arrived: no one to answer
             status = 499  # nginx's "client closed request", for the metrics
+        except asyncio.CancelledError:
+            if not self.state.stopping:
+                raise
+            # the service stopped first (a second Ctrl-C, or a request slower than the
+            # grace period): said in one line and answered, not a traceback
+            status = 503
+            LOG.warning("%s %s: cut short, the service is stopping", scope["method"], path)
+            message = "the service stopped before the request finished"
+            await cut_short(_error(503, message, "SIM:ServiceStopping"))
         except Exception as e:  # a bug of ours: said once, in one line, and answered as JSON
             status = 500
             LOG.error("%s %s: %s", scope["method"], path, unexpected(e))
-            if not started_response:
-                message = f"{unexpected(e)}; this is a bug in ticdc-sim, please report it"
-                await _error(500, message, "CDC:ErrInternalServerError")(scope, receive, send)
-            else:  # a stream already under way (a tail): end it
-                with contextlib.suppress(Exception):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            message = f"{unexpected(e)}; this is a bug in ticdc-sim, please report it"
+            await cut_short(_error(500, message, "CDC:ErrInternalServerError"))
         finally:
             route = scope.get("route")
             self.metrics.request(

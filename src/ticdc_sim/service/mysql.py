@@ -22,9 +22,12 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
 import socket
+import struct
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -33,17 +36,25 @@ from mysql_mimic.auth import AuthInfo, AuthState, IdentityProvider, Success, Use
 from mysql_mimic.auth import NativePasswordAuthPlugin as NativePassword
 from mysql_mimic.charset import CharacterSet
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import DEFAULT_SERVER_CAPABILITIES
 from mysql_mimic.errors import MysqlError
 from mysql_mimic.results import ResultColumn, ResultSet
 from mysql_mimic.session import BaseSession
 from mysql_mimic.stream import MysqlStream
-from mysql_mimic.types import Capabilities, ColumnType, Commands, ServerStatus, uint_len
+from mysql_mimic.types import (
+    Capabilities,
+    ColumnDefinition,
+    ColumnType,
+    Commands,
+    ServerStatus,
+    uint_len,
+)
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.service.mysql_wire import (
     MAX_PACKET,
     MAX_PREPARED,
@@ -63,11 +74,18 @@ from ticdc_sim.service.mysql_wire import (
     text,
     to_wire,
 )
-from ticdc_sim.service.runtime import Cluster, Outcome, Registry, SessionState
+from ticdc_sim.service.runtime import (
+    Cluster,
+    Outcome,
+    Registry,
+    SessionState,
+    next_connection_id,
+)
 from ticdc_sim.service.settings import Settings
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+_ROWS_A_WRITE = 10_000
 
 # -- users ---------------------------------------------------------------------------------
 
@@ -124,6 +142,8 @@ class SimSession(BaseSession):
         self._cluster: Cluster | None = None
         self._state: SessionState | None = None
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="mysql-session")
+        self.connection_id = next_connection_id()  # the handshake's, and CONNECTION_ID()
+        self.found_rows = False  # the client's CLIENT_FOUND_ROWS: UPDATE counts matched rows
 
     @property
     def cluster(self) -> Cluster:
@@ -143,7 +163,11 @@ class SimSession(BaseSession):
             raise MysqlError(f"Unknown cluster for user {username}", 1045)
         self._cluster = cluster
         database, self.database = self.database, None
-        self._state = cluster.session(f"{username}@127.0.0.1")
+        # the connection's id, kept by COM_RESET_CONNECTION and COM_CHANGE_USER (MySQL)
+        self._state = cluster.session(f"{username}@127.0.0.1", self.connection_id)
+        if connection is not None:
+            self.found_rows = Capabilities.CLIENT_FOUND_ROWS in connection.capabilities
+        self.state.found_rows = self.found_rows
         self.state.database = None
         charset = str(self.variables.get("character_set_client"))
         if charset not in ("utf8mb4", "utf8", "utf8mb3", "binary"):  # as SET NAMES would
@@ -201,7 +225,16 @@ class SimSession(BaseSession):
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> Any:
         outcome = await self.query_one(sql)
-        return result_set(outcome) if outcome is not None and outcome.columns else None
+        if outcome is None or not outcome.columns:
+            return None
+        found = result_set(outcome, self.results_charset())
+        return ResultSet(found.rows, found.columns)
+
+    def results_charset(self) -> str | None:
+        """character_set_results: what result text is sent in (None: as stored)."""
+        charsets = self.state.values.get("charsets") or {}
+        found: str | None = charsets.get("character_set_results", "utf8mb4")
+        return found
 
     def status(self) -> ServerStatus:
         """The server status flags of an OK or EOF packet."""
@@ -232,14 +265,62 @@ _BY_VALUE: list[tuple[type, ColumnType]] = [
 _BINARY_CHARSET = frozenset(
     {ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB}
 )
-# the engine answers these as text, as TiDB's text protocol sends them; the binary protocol
-# (prepared statements) wants them as Python's values
-_PARSE: dict[ColumnType, Callable[[str], Any]] = {
-    ColumnType.DATE: dt.date.fromisoformat,
-    ColumnType.DATETIME: dt.datetime.fromisoformat,
-    ColumnType.TIMESTAMP: dt.datetime.fromisoformat,
-    ColumnType.TIME: lambda text: _duration(text),
+# the binary protocol's integers (TiDB `pkg/server/internal/column` dumpBinaryRow): the
+# struct format of each integer type, signed; an unsigned column's is the capital
+_INTEGERS: dict[ColumnType, str] = {
+    ColumnType.TINY: "b",
+    ColumnType.SHORT: "h",
+    ColumnType.YEAR: "h",
+    ColumnType.INT24: "i",
+    ColumnType.LONG: "i",
+    ColumnType.LONGLONG: "q",
 }
+_DATETIME = re.compile(r"(\d+)-(\d+)-(\d+)(?:[ T](\d+):(\d+):(\d+)(?:\.(\d{1,6}))?)?")
+
+
+@dataclass
+class Results:
+    """A result set as a client reads it: rows, columns, and the flags (UNSIGNED) of each
+    column's definition (mimic's columns, compiled, carry none)."""
+
+    rows: list[list[Any]]
+    columns: list[ResultColumn]
+    flags: list[ColumnDefinition]
+
+
+def _binary_datetime(col: ResultColumn, value: Any) -> bytes:
+    """A DATE, DATETIME or TIMESTAMP as the engine prints it, in the binary protocol (TiDB
+    `pkg/server/internal/dump` BinaryDateTime): read from its text, so the zero date and
+    years Python has no date for are sent as they are."""
+    found = _DATETIME.match(str(value))
+    if found is None:
+        raise ValueError(f"not a date: {value!r}")
+    year, month, day, hour, minute, second = (int(f or 0) for f in found.groups()[:6])
+    micro = int((found.group(7) or "0").ljust(6, "0"))
+    if micro:
+        body = struct.pack("<HBBBBBI", year, month, day, hour, minute, second, micro)
+    elif hour or minute or second:
+        body = struct.pack("<HBBBBB", year, month, day, hour, minute, second)
+    elif year or month or day:
+        body = struct.pack("<HBB", year, month, day)
+    else:
+        body = b""
+    return bytes([len(body)]) + body
+
+
+def _binary_time(col: ResultColumn, value: Any) -> bytes:
+    """A TIME as the engine prints it (`-838:59:59.5`), in the binary protocol (TiDB
+    `pkg/server/internal/dump` BinaryTime): sign, days, hours, minutes, seconds, micros."""
+    delta = _duration(value) if isinstance(value, str) else value
+    if not delta:
+        return b"\x00"
+    negative, delta = delta < dt.timedelta(0), abs(delta)
+    minutes, seconds = divmod(delta.seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    body = struct.pack("<BIBBB", negative, delta.days, hours, minutes, seconds)
+    if delta.microseconds:
+        body += struct.pack("<I", delta.microseconds)
+    return bytes([len(body)]) + body
 
 
 def _duration(text: str) -> dt.timedelta:
@@ -248,48 +329,87 @@ def _duration(text: str) -> dt.timedelta:
     return sign * dt.timedelta(hours=int(hours), minutes=int(minutes), seconds=float(seconds))
 
 
-def result_set(outcome: Outcome) -> ResultSet:
+_BINARY_ENCODERS: dict[ColumnType, Callable[[ResultColumn, Any], bytes]] = {
+    ColumnType.DATE: _binary_datetime,
+    ColumnType.DATETIME: _binary_datetime,
+    ColumnType.TIMESTAMP: _binary_datetime,
+    ColumnType.TIME: _binary_time,
+}
+
+
+def result_set(outcome: Outcome, results: str | None = None) -> Results:
+    """An outcome's rows as the client reads them: text in the session's
+    character_set_results (`results`; None, as NULL asks: as stored, UTF-8)."""
     assert outcome.columns is not None
     rows = [list(row) for row in outcome.rows or []]
     types = outcome.types or [None] * len(outcome.columns)
+    codec = CHARSET_CODECS.get(results) if results else None
+    charset = CharacterSet[results] if codec is not None and results else CharacterSet.utf8mb4
+    text = _text if codec is None else _text_in(codec)
     columns = [
-        _column(name, tp, [r[i] for r in rows])
+        _column(name, tp, [r[i] for r in rows], charset, text)
         for i, (name, tp) in enumerate(zip(outcome.columns, types, strict=True))
     ]
-    return ResultSet(rows, columns)
+    return Results(rows, [c for c, _ in columns], [f for _, f in columns])
 
 
-def _column(name: str, tp: MySQLType | None, values: list[Any]) -> ResultColumn:
+def _column(
+    name: str,
+    tp: MySQLType | None,
+    values: list[Any],
+    text_charset: CharacterSet,
+    text: Callable[[ResultColumn, Any], bytes],
+) -> tuple[ResultColumn, ColumnDefinition]:
     if tp is None or tp == MySQLType.BIT:  # BIT: the engine answers its number
         sample = next((v for v in values if v is not None), None)
         kind = next((k for t, k in _BY_VALUE if isinstance(sample, t)), ColumnType.VAR_STRING)
     else:
         kind = ColumnType(int(tp))
     binary_string = kind in _BINARY_CHARSET or any(isinstance(v, bytes) for v in values)
-    charset = CharacterSet.binary if binary_string else CharacterSet.utf8mb4
-    binary = None
-    parse = _PARSE.get(kind)
-    if parse is not None:
-        default = ResultColumn(name, kind).binary_encoder
+    charset = CharacterSet.binary if binary_string else text_charset
+    flags = ColumnDefinition(0)
+    binary = _BINARY_ENCODERS.get(kind)
+    if kind in _INTEGERS:
+        kind, flags, binary = _integers(kind, values)
+    elif kind in (ColumnType.VAR_STRING, ColumnType.STRING, ColumnType.VARCHAR):
 
         def binary(col: ResultColumn, value: Any) -> bytes:
-            try:
-                return default(col, parse(value) if isinstance(value, str) else value)
-            except ValueError:  # a zero date: no Python value, the empty binary form
-                return b"\x00"
+            return uint_len(len(encoded := text(col, value))) + encoded
 
-    elif kind in (ColumnType.VAR_STRING, ColumnType.STRING, ColumnType.VARCHAR):
-        binary = _binary_text
     shown = to_wire(name).decode("utf-8", "replace")  # a label from undecodable bytes
-    return ResultColumn(shown, kind, charset, text_encoder=_text, binary_encoder=binary)
+    column = ResultColumn(shown, kind, charset, text_encoder=text, binary_encoder=binary)
+    return column, flags
+
+
+def _integers(
+    kind: ColumnType, values: list[Any]
+) -> tuple[ColumnType, ColumnDefinition, Callable[[ResultColumn, Any], bytes] | None]:
+    """An integer column's type, flags and binary form: UNSIGNED when a value needs it (a
+    client reads the binary integer as the flag says); values no integer of the type
+    holds (an expression's) go as DECIMAL, in text."""
+    signed = _INTEGERS[kind]
+    bits = struct.calcsize(signed) * 8
+    numbers = [int(v) for v in values if v is not None]
+    unsigned = any(n >= 1 << (bits - 1) for n in numbers)
+    low, high = (0, 1 << bits) if unsigned else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if not all(low <= n < high for n in numbers):
+        return ColumnType.NEWDECIMAL, ColumnDefinition(0), None
+    form = struct.Struct("<" + (signed.upper() if unsigned else signed))
+    flags = ColumnDefinition.UNSIGNED_FLAG if unsigned else ColumnDefinition(0)
+    return kind, flags, lambda col, value: form.pack(int(value))
 
 
 def _text(col: ResultColumn, value: Any) -> bytes:
     return value if isinstance(value, bytes) else to_wire(str(value))
 
 
-def _binary_text(col: ResultColumn, value: Any) -> bytes:
-    return uint_len(len(encoded := _text(col, value))) + encoded
+def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
+    """Text in another charset than UTF-8; what it cannot hold is `?`, as TiDB writes it."""
+
+    def text(col: ResultColumn, value: Any) -> bytes:
+        return value if isinstance(value, bytes) else str(value).encode(codec, "replace")
+
+    return text
 
 
 # -- the connection ---------------------------------------------------------------------------
@@ -485,7 +605,33 @@ class SimConnection(Connection):
             await self.stream.write(self._ok(outcome.affected_rows, outcome.insert_id, more))
             return
         self._ok(more=more)  # the status flags of the EOF/OK that ends the rows
-        await self.write_text_resultset(result_set(outcome))
+        await self._text_rows(result_set(outcome, self.session.results_charset()))
+
+    def _definitions(self, results: Results) -> list[bytes]:
+        return [
+            packets.make_column_definition_41(
+                server_charset=self.server_charset,
+                name=column.name,
+                column_type=column.type,
+                character_set=column.character_set,
+                flags=flags,
+            )
+            for column, flags in zip(results.columns, results.flags, strict=True)
+        ]
+
+    async def _text_rows(self, results: Results) -> None:
+        """mimic's write_text_resultset, with each column's flags in its definition."""
+        columns, rows = results.columns, results.rows
+        count = packets.make_column_count(self.capabilities, len(columns))
+        header = [count, *self._definitions(results)]
+        if not self.deprecate_eof():
+            header.append(self.eof())
+        self.stream.write_many(header)
+        for i in range(0, len(rows), _ROWS_A_WRITE):
+            self.stream.write_text_rows(rows[i : i + _ROWS_A_WRITE], columns)
+            await asyncio.sleep(0)  # others' turn between batches
+        await self.stream.write(self.ok_or_eof(affected_rows=len(rows)), drain=False)
+        await self.stream.drain()
 
     async def com_field_list(self, data: bytes) -> None:
         p = Packet(data)
@@ -611,21 +757,14 @@ class SimConnection(Connection):
             return
         if stmt.labels is not None and len(stmt.labels) == len(outcome.columns):
             outcome.columns = stmt.labels
-        await self._binary_rows(stmt, result_set(outcome), use_cursor=bool(flags & 0x01))
+        results = result_set(outcome, self.session.results_charset())
+        await self._binary_rows(stmt, results, use_cursor=bool(flags & 0x01))
 
-    async def _binary_rows(self, stmt: Prepared, results: ResultSet, use_cursor: bool) -> None:
+    async def _binary_rows(self, stmt: Prepared, results: Results, use_cursor: bool) -> None:
         columns = results.columns
         await self.stream.write(uint_len(len(columns)), drain=False)
-        for column in columns:
-            await self.stream.write(
-                packets.make_column_definition_41(
-                    server_charset=self.server_charset,
-                    name=column.name,
-                    column_type=column.type,
-                    character_set=column.character_set,
-                ),
-                drain=False,
-            )
+        for definition in self._definitions(results):
+            await self.stream.write(definition, drain=False)
         rows = [packets.make_binary_resultrow(r, columns) for r in results.rows]
         if use_cursor:
             stmt.cursor = _iterate(rows)
@@ -696,21 +835,30 @@ _COMMANDS: dict[int, Callable[[SimConnection, bytes], Any]] = {
 
 # -- the server ------------------------------------------------------------------------------
 
+# what the server offers: mimic's, and TiDB's (`pkg/server/server.go` defaultCapability)
+# multi-statements, transactions and found rows (no LOAD DATA LOCAL: no local files)
+CAPABILITIES = (
+    DEFAULT_SERVER_CAPABILITIES
+    | Capabilities.CLIENT_LONG_FLAG
+    | Capabilities.CLIENT_TRANSACTIONS
+    | Capabilities.CLIENT_FOUND_ROWS
+    | Capabilities.CLIENT_MULTI_STATEMENTS
+    | Capabilities.CLIENT_MULTI_RESULTS
+)
+
 
 class SimServer(MysqlServer):
     """mimic's server with connections of ours; closing it ends every connection (each
     rolls back its open transaction) instead of leaving them to the event loop's end."""
 
     def __init__(self, clusters: Registry, password: str | None) -> None:
-        super().__init__(identity_provider=_Users(clusters, password))
+        super().__init__(identity_provider=_Users(clusters, password), capabilities=CAPABILITIES)
         self.clusters = clusters
         self.connections: set[asyncio.Task[None]] = set()
-        self.next_id = 0
 
     async def _client_connected_cb(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        self.next_id += 1
         connection = SimConnection(
             stream=Stream(MysqlStream(reader, writer)),
             session=SimSession(self.clusters),
@@ -718,7 +866,7 @@ class SimServer(MysqlServer):
             server_capabilities=self.capabilities,
             identity_provider=self.identity_provider,
         )
-        connection.connection_id = self.next_id
+        connection.connection_id = connection.session.connection_id
         task = asyncio.current_task()
         if task is not None:
             self.connections.add(task)

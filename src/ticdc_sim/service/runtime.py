@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import logging
 import threading
 import time
@@ -152,11 +153,12 @@ _SESSION_ATTRS = (
     "clustered_index",
     "zone",
     "zone_name",
-    "client_codec",
+    "charsets",
     "last_id",
     "user",
     "connection_id",
     "warnings",
+    "found_rows",
 )
 
 
@@ -166,6 +168,7 @@ class SessionState:
 
     connection_id: int
     user: str = "root@127.0.0.1"
+    found_rows: bool = False  # the MySQL client's CLIENT_FOUND_ROWS
     database: str | None = "test"
     values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
     last_warnings: list[WarningEntry] = field(default_factory=list)  # SHOW WARNINGS
@@ -174,7 +177,9 @@ class SessionState:
         if not self.values:  # a new session: the server's defaults
             fresh = Engine(engine.config, catalog=engine.catalog)
             self.values = {name: getattr(fresh, name) for name in _SESSION_ATTRS}
-            self.values.update(user=self.user, connection_id=self.connection_id)
+            self.values.update(
+                user=self.user, connection_id=self.connection_id, found_rows=self.found_rows
+            )
             self.values["warnings"] = Warnings()
         for name, value in self.values.items():
             setattr(engine, name, value)
@@ -195,6 +200,11 @@ class SessionState:
     def txn(self) -> Transaction | None:
         found: Transaction | None = self.values.get("txn")
         return found
+
+
+# connection ids, one sequence for the service's sessions, MySQL connections and HTTP
+# requests alike (CONNECTION_ID() is the id the MySQL handshake gave)
+next_connection_id = itertools.count(1).__next__
 
 
 def _has_writes(txn: Transaction | None) -> bool:
@@ -483,6 +493,7 @@ class Cluster:
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
         self.closed = False
+        self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()
         self.free = threading.Condition(self.lock)  # notified when no session owns a txn
         self.owner: SessionState | None = None
@@ -492,16 +503,14 @@ class Cluster:
         self.history: deque[Change] = deque()
         self.history_events = history_events
         self.gc_safepoint = 0
-        self._connections = 0
         self.statements = 0
         self.errors = 0
         self.transactions = 0
         self.events = 0
 
-    def session(self, user: str = "root@127.0.0.1") -> SessionState:
-        with self.lock:
-            self._connections += 1
-            return SessionState(self._connections, user)
+    def session(self, user: str = "root@127.0.0.1", connection_id: int = 0) -> SessionState:
+        """A new session; `connection_id`: its MySQL connection's (an HTTP request's is new)."""
+        return SessionState(connection_id or next_connection_id(), user)
 
     # -- running statements ----------------------------------------------------------------
 
@@ -563,8 +572,7 @@ class Cluster:
             owner = self.owner
             beside = owner is not None and owner is not session and _writes_nothing(stmt)
             try:
-                if self.closed:  # removed while a client was still connected to it
-                    raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
+                self._check_open()
                 if not beside:
                     self._acquire(session)
             except SQLError as e:
@@ -613,6 +621,7 @@ class Cluster:
         """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
         into `outcome`; False for the rest."""
         try:
+            stmt = self.engine.as_client_sent(stmt)  # as the engine reads what it runs
             result = show.answer(self.engine, stmt.text, session.last_warnings)
             if result is None:
                 query = _select_query(stmt)
@@ -644,9 +653,18 @@ class Cluster:
             session.store(self.engine)
             self._release(session)
 
+    def _check_open(self) -> None:
+        """A statement of a cluster removed while its client was still connected, or of a
+        service that is stopping, is refused (TiDB refuses statements once it shuts down)."""
+        if self.closed:
+            raise SQLError(f"cluster {self.id!r} has been removed", code=1105)
+        if self.stopping:
+            raise SQLError("Server shutdown in progress", code=1053)
+
     def _acquire(self, session: SessionState) -> None:
         deadline = time.monotonic() + self.lock_wait_s
         while self.owner is not None and self.owner is not session:
+            self._check_open()  # woken by a removal or a stop: no lock to wait for
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SQLError("Lock wait timeout exceeded; try restarting transaction", code=1205)
@@ -757,11 +775,19 @@ class Cluster:
         feed.close()
         Heap.release()
 
+    def stop(self) -> None:
+        """The service is stopping: a script stops before its next statement, a session
+        waiting for a lock stops waiting, and both answer 1053; what runs now finishes."""
+        self.stopping = True  # seen by a script between statements, without the lock
+        with self.free:
+            self.free.notify_all()
+
     def close(self) -> list[str]:
         """Every changefeed goes, its sink flushed and closed; what went where."""
-        with self.lock:
+        with self.free:
             self.closed = True
             feeds, self.feeds = list(self.feeds.values()), {}
+            self.free.notify_all()  # sessions waiting for a lock of a removed cluster
         return close_all((f"changefeed {self.id}/{feed.spec.id}", feed.close) for feed in feeds)
 
 
@@ -939,6 +965,13 @@ class Registry:
 
     def __iter__(self) -> Iterator[Cluster]:
         return iter(list(self.clusters.values()))
+
+    def stop(self) -> None:
+        """The service is stopping: every cluster refuses statements from now on."""
+        for cluster in self:  # every script stops now, not once the one before it has
+            cluster.stopping = True
+        for cluster in self:
+            cluster.stop()
 
     def close(self) -> list[str]:
         """Every cluster goes, its sinks flushed and closed; what went where."""

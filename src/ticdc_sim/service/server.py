@@ -1,14 +1,17 @@
 """`ticdc-sim serve`: the app on uvicorn, the MySQL port in the same event loop, a banner
-saying where everything is and, once stopped, what each changefeed flushed where."""
+saying where everything is and, once stopped (Ctrl-C, SIGTERM), what each changefeed flushed
+where."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import errno
 import os
 import socket
 import sys
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -65,13 +68,44 @@ def run(overrides: dict[str, Any]) -> None:
     settings = settings.model_copy(update=bound)
     app = create_app(settings, mysql)
     print(banner(settings), file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", log_config=_logging())
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C, raised again once shut down
-        uvicorn.Server(config).run(sockets=[http])
     state: State = app.state.sim
+    config = uvicorn.Config(
+        app, log_level="warning", log_config=_logging(), timeout_graceful_shutdown=GRACE_S
+    )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while starting
+        _Server(config, state).run(sockets=[http])
     print(stopped(state), file=sys.stderr, flush=True)
     if state.close_error is not None:
         raise SimError(f"shutting down: {state.close_error}")
+
+
+GRACE_S = 10  # how long a stop waits for a request still under way
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped as a service should be. The first signal ends what is open
+    (`State.stop`: tails at once, scripts and MySQL sessions at their next statement), so
+    the wait for connections is short; a request still under way after `GRACE_S` (a body
+    that never arrives) is cancelled, and answered 503. A second signal ends the wait at
+    once. Either way every sink is then flushed and closed (uvicorn skips that on a
+    second signal), and the signal is not raised again (uvicorn does: SIGTERM would end
+    the process before it said what it flushed, Ctrl-C with tracebacks)."""
+
+    def __init__(self, config: uvicorn.Config, state: State) -> None:
+        super().__init__(config)
+        self.state = state
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.force_exit = self.should_exit
+        self.should_exit = True
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await asyncio.to_thread(self.state.stop)  # waits for statements under way
+        await super().shutdown(sockets)
+        if self.force_exit:
+            for task in self.server_state.tasks:
+                task.cancel()
+            await self.lifespan.shutdown()
 
 
 def _listen(host: str, port: int, option: str) -> socket.socket:

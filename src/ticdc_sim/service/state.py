@@ -73,8 +73,16 @@ class State:
     registry: Registry
     metrics: Metrics
     ready: bool = False
+    stopping: bool = False  # a tail ends, a script stops before its next statement
     closed: list[str] = field(default_factory=list)  # at shutdown: what went where
     close_error: str | None = None
+
+    def stop(self) -> None:
+        """The service is stopping: what is open ends soon (tails at once, scripts and
+        sessions at their next statement), so the shutdown that follows need not wait
+        for clients."""
+        self.stopping = True
+        self.registry.stop()
 
     def new_cluster(self, cluster_id: str, seed: int) -> Cluster:
         settings = self.settings

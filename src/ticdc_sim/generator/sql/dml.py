@@ -441,7 +441,10 @@ def _insert_row(
         existing = conflicts[0]
         try:
             updates = _Updates(engine, table, assignments, params, ignore)
-            _update_row(engine, table, existing, table.rows[existing], updates, inserted=row)
+            if _update_row(engine, table, existing, table.rows[existing], updates, row):
+                engine.affected_adjust += 1  # an updated row counts 2 (MySQL)
+            elif engine.found_rows:
+                engine.affected_adjust += 1  # an unchanged one 1, with CLIENT_FOUND_ROWS
         except SQLError as e:  # IGNORE turns the update's own duplicate into a warning
             if not (ignore and e.code == 1062):
                 raise
@@ -576,6 +579,7 @@ def _update_row(
                 raise engine.unique_error(table, unique, new)
     if new_handle != handle:
         engine.write(table, handle, None)
+        engine.affected_adjust -= 1  # two writes, one row
     engine.write(table, new_handle, new)
     return True
 
@@ -945,8 +949,11 @@ def _compile_update(engine: Engine, node: exp.Update) -> Plan:
             updates = _Updates(engine, table, assignments, params)
             for handle, _ in match(engine, params):
                 current = table.rows.get(handle)
-                if current is not None:
-                    _update_row(engine, table, handle, current, updates)
+                changed = current is not None and _update_row(
+                    engine, table, handle, current, updates
+                )
+                if not changed and engine.found_rows:
+                    engine.affected_adjust += 1  # matched, with CLIENT_FOUND_ROWS
 
     return plan
 

@@ -25,11 +25,11 @@ import random
 import re
 import zlib
 import zoneinfo
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from sqlglot import exp
 
@@ -81,7 +81,7 @@ from ticdc_sim.generator.sql.values import (
 )
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import TSOClock, compose_ts, physical_ms
 
@@ -107,22 +107,11 @@ BULK_EVENT_FIELDS = (
 if RowChangedEvent._fields != BULK_EVENT_FIELDS:  # pragma: no cover - a programming error
     raise ImportError(f"_insert_events builds {BULK_EVENT_FIELDS}, not {RowChangedEvent._fields}")
 _LONG_STATEMENT = 64 * 1024  # characters; see Engine._execute_raw
-# MySQL client charsets -> Python codecs (None: the scripts' own UTF-8).
-_CLIENT_CODECS: dict[str, str | None] = {
-    "utf8mb4": None,
-    "utf8": None,
-    "utf8mb3": None,
-    "binary": None,
-    "ascii": "ascii",
-    "latin1": "cp1252",  # MySQL's latin1 is Windows-1252
-    "gbk": "gbk",
-    "gb18030": "gb18030",
-}
+_Stmt = TypeVar("_Stmt", bound=Statement | RawStatement)
+_CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
 # accepted without effect here (those with an effect are in SESSION_VARIABLES)
 _KNOWN_VARIABLES = {
     "names",
-    "character_set_results",
-    "character_set_connection",
     "collation_connection",
     "foreign_key_checks",
     "unique_checks",
@@ -290,7 +279,8 @@ class Engine:
         self.insert_id = 0
         self.sql_mode = DEFAULT_SQL_MODE
         self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
-        self.client_codec: str | None = None  # None: UTF-8
+        # character_set_client (how statements are read), _connection and _results
+        self.charsets: dict[str, str | None] = {name: "utf8mb4" for name in _CHARSET_VARIABLES}
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
@@ -300,6 +290,11 @@ class Engine:
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
         self.outbox: list[Event] = []  # committed, not yet yielded by `run`
         self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
+        # CLIENT_FOUND_ROWS: an UPDATE counts the rows it matched, not those it changed
+        self.found_rows = False
+        # affected rows the statement's writes do not show: a row whose key changed (two
+        # writes, one row), an ON DUPLICATE KEY UPDATE (MySQL counts 2), a found row
+        self.affected_adjust = 0
         self.max_txn_rows = (
             0  # rows one transaction may write (TiDB's txn-total-size-limit); 0: any
         )
@@ -350,6 +345,7 @@ class Engine:
             "database()": self.catalog.current_schema,
             "user()": self.user,
             "connection_id()": self.connection_id,
+            **self.charsets,
         }
         if name in pseudo:
             return pseudo[name]
@@ -395,23 +391,43 @@ class Engine:
     def no_effect(self, kind: str) -> None:
         self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
 
-    def set_client_charset(self, name: str) -> None:
-        """SET NAMES / character_set_client: how the bytes of later statements are read."""
-        charset = name.lower()
-        if charset not in _CLIENT_CODECS:
-            raise SQLError(f"Unknown character set: '{name}'", code=1115)
-        self.client_codec = _CLIENT_CODECS[charset]
+    def set_charset(self, variables: Sequence[str], value: Any) -> None:
+        """SET NAMES (`variables`: client, connection and results) or one character_set_
+        variable; the client's is how the bytes of later statements are read. Results may
+        be NULL (no conversion: what JDBC asks for)."""
+        charset = None if value is None else as_text(value).lower()
+        if charset == "default":  # the server's
+            charset = str(SERVER_VARIABLES["character_set_server"])
+        if charset is None and list(variables) != ["character_set_results"]:
+            message = f"Variable '{variables[0]}' can't be set to the value of 'NULL'"
+            raise SQLError(message, code=1231)
+        if charset is not None and charset not in CHARSET_CODECS:
+            raise SQLError(f"Unknown character set: '{as_text(value)}'", code=1115)
+        for name in variables:
+            self.charsets[name] = charset
         self.plans.clear()
 
-    def _as_client_text(self, text: str) -> str:
-        """Statement text as the client charset reads it: scripts are decoded as UTF-8 with
-        surrogate escapes, so their bytes come back exactly and decode again here."""
-        if self.client_codec is None:
+    def as_client_sent(self, stmt: _Stmt) -> _Stmt | RawStatement:
+        """The statement as the client charset reads it (itself in UTF-8)."""
+        text = self.as_client_text(stmt.text)
+        return stmt if text is stmt.text else RawStatement(text, stmt.location)
+
+    def as_client_text(self, text: str) -> str:
+        """A statement's text as the client charset reads it (`text` itself in UTF-8):
+        scripts are decoded as UTF-8 with surrogate escapes, so their bytes come back
+        exactly and decode again here. Bytes the charset does not read are TiDB's error
+        1300, naming them in hex (parser `charset.generateEncodingErr`)."""
+        charset = str(self.charsets["character_set_client"])
+        codec = CHARSET_CODECS[charset]
+        if codec is None:
             return text
         try:
-            return text.encode("utf-8", "surrogateescape").decode(self.client_codec)
+            return text.encode("utf-8", "surrogateescape").decode(codec)
         except UnicodeDecodeError as e:
-            raise SQLError(f"the statement is not valid {self.client_codec}: {e.reason}") from None
+            # TiDB's GBK takes two bytes for any character from 0x80 up (encodingGBK.Peek)
+            end = e.start + 2 if charset == "gbk" else e.end
+            bad = e.object[e.start : end].hex().upper()
+            raise SQLError(f"Invalid {charset} character string: '{bad}'", code=1300) from None
 
     def set_sql_mode(self, text: str) -> None:
         self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
@@ -457,8 +473,7 @@ class Engine:
         self.affected_rows = 0
         self.ids_this_statement, self.insert_id = False, 0
         try:
-            if self.client_codec is not None:  # re-read the bytes in the client charset
-                stmt = RawStatement(self._as_client_text(stmt.text), stmt.location)
+            stmt = self.as_client_sent(stmt)
             if isinstance(stmt, RawStatement):
                 self._execute_raw(stmt)
             else:
@@ -691,6 +706,7 @@ class Engine:
         txn = self._begin()
         mark = len(txn.undo)
         self.ids_this_statement = False
+        self.affected_adjust = 0
         try:
             body()
             if self.max_txn_rows:
@@ -701,7 +717,7 @@ class Engine:
                 self.txn = None
             raise
         if self.count_affected:
-            self.affected_rows = self._affected(txn, mark)
+            self.affected_rows = self._affected(txn, mark) + self.affected_adjust
         if implicit:
             self._commit()
 
@@ -716,8 +732,8 @@ class Engine:
 
     @staticmethod
     def _affected(txn: Transaction, mark: int) -> int:
-        """MySQL's affected rows, closely enough: keys whose row changed (a REPLACE that
-        deletes one row and writes another counts both)."""
+        """The statement's writes whose key's row changed (a REPLACE that deletes one row
+        and writes another counts both); `affected_adjust` makes that MySQL's count."""
         count = 0
         for entry in txn.undo[mark:]:
             if isinstance(entry, _BulkInsert):
@@ -1438,7 +1454,7 @@ def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
 def _set(engine: Engine, node: exp.Set, source: str) -> None:
     for item in node.expressions:
         if item.text("kind").upper() == "NAMES":
-            engine.set_client_charset(item.this.name)
+            engine.set_charset(_CHARSET_VARIABLES, item.this.name)
             continue
         assignment = item.this
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
@@ -1521,6 +1537,15 @@ class SessionVariable(NamedTuple):
     default: Callable[[Engine], Any]
 
 
+def _charset_variable(name: str) -> SessionVariable:
+    """character_set_client, _connection or _results: SET NAMES sets all three."""
+    return SessionVariable(
+        lambda e: e.charsets[name],
+        lambda e, value: e.set_charset([name], value),
+        lambda e: SERVER_VARIABLES[name],
+    )
+
+
 SESSION_VARIABLES: dict[str, SessionVariable] = {
     "autocommit": SessionVariable(lambda e: e.autocommit, _set_autocommit, lambda e: True),
     "sql_mode": SessionVariable(
@@ -1537,11 +1562,7 @@ SESSION_VARIABLES: dict[str, SessionVariable] = {
     "time_zone": SessionVariable(
         lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
     ),
-    "character_set_client": SessionVariable(
-        lambda e: next(name for name, c in _CLIENT_CODECS.items() if c == e.client_codec),
-        lambda e, value: e.set_client_charset(as_text(value)),
-        lambda e: SERVER_VARIABLES["character_set_client"],
-    ),
+    **{name: _charset_variable(name) for name in _CHARSET_VARIABLES},
 }
 
 

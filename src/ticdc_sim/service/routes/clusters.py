@@ -198,14 +198,20 @@ async def tail(
 ) -> StreamingResponse:
     """Server-Sent Events: each record the changefeed sends from now on (or, with
     `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded). When the
-    changefeed goes (removed, or rebuilt by an update), an `end` event ends the stream."""
+    changefeed goes (removed, or rebuilt by an update) or the service stops, an `end` event
+    ends the stream."""
     feed = _feed(request, cluster_id, changefeed_id)
     start = 0 if from_start else feed.log.total
-    registry = state_of(request).registry
+    state = state_of(request)
 
-    def gone() -> bool:
-        cluster = registry.clusters.get(cluster_id)
-        return cluster is None or cluster.feeds.get(changefeed_id) is not feed
+    def ended() -> bytes | None:
+        """Why the tail ends (the `end` event's reason), if it does."""
+        if state.stopping:
+            return b"the service is stopping"
+        cluster = state.registry.clusters.get(cluster_id)
+        if cluster is None or cluster.feeds.get(changefeed_id) is not feed:
+            return b"the changefeed was removed or updated"
+        return None
 
     async def events() -> AsyncIterator[bytes]:
         cursor, quiet = start, 0.0
@@ -218,8 +224,9 @@ async def tail(
             if records:
                 quiet = 0.0
                 continue
-            if gone():
-                yield b'event: end\ndata: {"reason":"the changefeed was removed or updated"}\n\n'
+            reason = ended()
+            if reason is not None:
+                yield b'event: end\ndata: {"reason":"' + reason + b'"}\n\n'
                 return
             await asyncio.sleep(0.05)
             quiet += 0.05
