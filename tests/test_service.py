@@ -301,13 +301,14 @@ def test_a_file_changefeed_writes_in_place_at_each_checkpoint(tmp_path: Path) ->
 
 
 def test_an_update_on_the_same_directory_hands_it_over(tmp_path: Path) -> None:
-    """PUT on a stopped file changefeed keeping its directory: the old sink closes before
-    the new one opens (they would clash), and the folder then holds what the rebuilt
-    changefeed sends, as its messages do. Another changefeed's directory is refused."""
+    """PUT on a stopped file changefeed keeping its directory: the old sink writes on for
+    the rebuilt changefeed, so what was sent stays and offsets run on (it was deleted), and
+    the folder holds what its messages show. Another changefeed's directory is refused."""
     with service(tmp_path) as client:
         body = {"changefeed_id": "files", "sink_uri": "jsonl://files?protocol=canal-json"}
         assert client.post("/api/v2/changefeeds", json=body).status_code == 200
         sql(client, "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);")
+        before = feed_messages(client, feed="files", limit=10_000)["messages"]
         client.post("/api/v2/changefeeds/files/pause")
         taken = {"sink_uri": "jsonl://default?protocol=canal-json"}
         refused = client.put("/api/v2/changefeeds/files", json=taken)
@@ -323,8 +324,13 @@ def test_an_update_on_the_same_directory_hands_it_over(tmp_path: Path) -> None:
         folder = tmp_path / "data" / "files"
         landed = [base64.b64encode(r.value or b"").decode() for r in read_jsonl(str(folder))]
         assert landed == [m["value"] for m in sent] and landed
-        inserted = [d["columns"]["id"] for m in sent for d in m["decoded"] if d["type"] == "insert"]
-        assert inserted == [2]
+        at = {(m["partition"], m["offset"]): m for m in sent}
+        assert len(at) == len(sent) > len(before)  # offsets ran on, none taken twice
+        assert all(at[(m["partition"], m["offset"])]["value"] == m["value"] for m in before)
+        # the records since are open protocol (those before stay canal-json)
+        kept = {(m["partition"], m["offset"]) for m in before}
+        later = [d for where, m in at.items() if where not in kept for d in m["decoded"]]
+        assert [d["columns"]["id"] for d in later if d["type"] == "insert"] == [2]
 
 
 def test_file_sinks_land_when_their_changefeed_goes(tmp_path: Path) -> None:
@@ -820,3 +826,18 @@ def test_a_union_is_refused_rather_than_answered_with_nothing(client: TestClient
         1105,
         "UNION result sets are not simulated yet: query each SELECT on its own",
     )
+
+
+def test_a_service_started_again_says_it_replaced_the_earlier_output(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with service(tmp_path) as client:
+        sql(client, "CREATE TABLE again (id INT PRIMARY KEY); INSERT INTO again VALUES (1)")
+    assert not [r for r in caplog.records if "replaced" in r.getMessage()]
+    with service(tmp_path) as client:
+        status = client.get("/api/v2/changefeeds/default/status").json()
+    folder = (tmp_path / "data" / "default").resolve()
+    assert status["warnings"] == [f"earlier output in {folder} replaced"]
+    assert [r.getMessage() for r in caplog.records if "replaced" in r.getMessage()] == [
+        f"changefeed default: earlier output in {folder} replaced"
+    ]

@@ -328,9 +328,11 @@ class Feed:
         open_sink_: Callable[[Changefeed], Sink],
         retain: int,
         since: Feed | None = None,
+        kept: tuple[Sink, FeedLog] | None = None,
     ):
         """`since`: the changefeed this one rebuilds (an update): its creation time and
-        checkpoint carry over."""
+        checkpoint carry over; `kept`: its sink and log, when they write on (the same
+        files), so that its records stay and offsets run on."""
         self.spec = spec
         self.created: float = since.created if since else time.time()
         # TiCDC's checkpoint starts at start-ts and never goes back
@@ -341,8 +343,20 @@ class Feed:
         self.changefeed = build_changefeed(spec)
         # one decoder a feed: simple's learns table schemas from the records as they are sent
         self.decoder = decoder_for(self.changefeed.codec)
-        self.log = FeedLog(retain, getattr(self.decoder, "learn", None))
-        self.sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+        learn = getattr(self.decoder, "learn", None)
+        if kept is None:
+            self.log = FeedLog(retain, learn)
+            self.sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+            inner = self.sink.inner
+            if isinstance(inner, StagedSink) and inner.staging.replaced:
+                # a new changefeed starts its files anew: the folder's earlier output (of a
+                # service started again, say) is another cluster's and is gone; said, not silent
+                where = inner.staging.root.resolve()
+                self.warnings.warn("replaced", f"earlier output in {where} replaced")
+        else:
+            self.log = kept[1]
+            self.log.learn = learn
+            self.sink = _LoggedSink(kept[0], self.log)
         logged: Sink = self.sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
@@ -417,6 +431,12 @@ class Feed:
         with self.lock:
             self.pipeline.close()
         return [f"{self.log.total} records to {where(self.changefeed)}"]
+
+    def handed_over(self) -> tuple[Sink, FeedLog]:
+        """A stopped changefeed's open sink and log, for the changefeed that replaces it
+        (nothing is pending: a stopped feed holds its events back, unsent)."""
+        with self.lock:
+            return self.sink.inner, self.log
 
 
 def where(feed: Changefeed) -> str:
@@ -739,8 +759,8 @@ class Cluster:
     ) -> Feed:
         """A stopped changefeed rebuilt from a new spec: still stopped, with what it held
         back, its creation time and its checkpoint. A spec that cannot be built changes
-        nothing. Files are written by one sink at a time: on the same directory the old
-        sink is closed first, and if the new one then cannot open, the changefeed is gone."""
+        nothing. On the same directory the old sink writes on for the new changefeed (its
+        files and offsets stay, as a TiCDC changefeed updated to a new protocol writes on)."""
         with self.lock:
             old = self.feed(spec.id)
             new, before = build_changefeed(spec).sink, old.changefeed.sink
@@ -748,14 +768,8 @@ class Cluster:
                 before.scheme,
                 before.target,
             )
-            if same_files:
-                old.close()
-            try:
-                feed = Feed(spec, open_sink_, retain, since=old)
-            except SimError:
-                if same_files:
-                    del self.feeds[spec.id]
-                raise
+            kept = old.handed_over() if same_files else None
+            feed = Feed(spec, open_sink_, retain, since=old, kept=kept)
             feed.state, feed.paused = "stopped", old.paused
             self.feeds[spec.id] = feed
         if not same_files:

@@ -37,11 +37,13 @@ class Staging:
         # the directory itself, through symlinks, `.` and `..`: the work goes beside it
         self.target = Path(os.path.realpath(root))
         self.work = root if in_place else self.target.parent / f".{self.target.name}.partial"
+        self.replaced = False  # whether earlier output of ours was there (and is gone)
         try:
             _check_target(root, sink, overwrite, ours)
             if in_place:
                 for entry in list(root.iterdir()) if root.exists() else []:
                     shutil.rmtree(entry)  # checked: earlier output of ours
+                    self.replaced = True
                 root.mkdir(parents=True, exist_ok=True)
                 return
             if self.work.exists():  # left by a run that was killed: ours to replace
