@@ -153,6 +153,7 @@ _SESSION_ATTRS = (
     "zone",
     "zone_name",
     "charsets",
+    "noop_values",
     "last_id",
     "user",
     "connection_id",
