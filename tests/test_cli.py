@@ -243,8 +243,8 @@ def test_the_options_read_as_documented() -> None:
 def test_a_statement_sqlglot_cannot_parse_gets_our_error_only(tmp_path: Path) -> None:
     """Issue 25: sqlglot's 'Falling back to parsing as a Command' warning is not printed
     before the error (the SQL engine's own message, located, is all the user sees)."""
-    script = tmp_path / "lock.sql"
-    script.write_text("LOCK TABLES t WRITE;\n")
+    script = tmp_path / "call.sql"
+    script.write_text("CALL p();\n")
     result = CliRunner().invoke(app, ["replay", str(script)])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {script}:1:1: ")

@@ -867,6 +867,50 @@ def test_show_variables_shows_the_session_values() -> None:
     assert result.rows == [("autocommit", "OFF"), ("tidb_skip_utf8_check", "ON")]
 
 
+def test_variables_without_effect_answer_what_the_session_set() -> None:
+    """What a mysqldump file saves and restores (`SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS,
+    UNIQUE_CHECKS=0`): reading unique_checks, foreign_key_checks or sql_notes was 1193, and
+    what was set did not read back."""
+    engine, _ = run(
+        "SET @saved = @@UNIQUE_CHECKS, UNIQUE_CHECKS = 0, foreign_key_checks = OFF;"
+        "SET sql_notes = 0, transaction_isolation = 'READ-COMMITTED';"
+    )
+    assert [engine.variable(n) for n in ("unique_checks", "foreign_key_checks", "sql_notes")] == [
+        0,
+        0,
+        0,
+    ]
+    assert engine.user_variable("saved") == 1
+    assert engine.variable("transaction_isolation") == "READ-COMMITTED"
+    assert Engine().variable("foreign_key_checks") == 1  # another session: the defaults
+    with pytest.raises(SQLError) as found:
+        run("SET unique_checks = 'maybe'")
+    assert (found.value.code, found.value.message) == (
+        1231,
+        "Variable 'unique_checks' can't be set to the value of 'maybe'",
+    )
+
+
+def test_table_locks_and_key_switches_are_accepted_without_effect() -> None:
+    """mysqldump's LOCK TABLES, UNLOCK TABLES and ALTER TABLE ... DISABLE/ENABLE KEYS, which
+    TiDB takes as no-ops (they were 1105 'statement not supported by the TiDB dialect')."""
+    engine, events = run(
+        "CREATE TABLE t (id INT PRIMARY KEY);"
+        "LOCK TABLES `t` WRITE; /*!40000 ALTER TABLE `t` DISABLE KEYS */;"
+        "INSERT INTO t VALUES (1); /*!40000 ALTER TABLE `t` ENABLE KEYS */; UNLOCK TABLES;"
+    )
+    assert [e.columns for e in events] == [(1,)]
+    assert engine.warnings.messages() == [
+        f"{kind} has no effect on data here; accepted and skipped"
+        for kind in (
+            "LOCK TABLES",
+            "ALTER TABLE ... DISABLE KEYS",
+            "ALTER TABLE ... ENABLE KEYS",
+            "UNLOCK TABLES",
+        )
+    ]
+
+
 def test_generated_not_null_primary_key() -> None:
     _, events = run(
         "CREATE TABLE t8 (a INT, b VARCHAR(255) AS (CONCAT(a, 'test')) STORED, PRIMARY KEY (b));"

@@ -154,6 +154,7 @@ _SESSION_ATTRS = (
     "zone",
     "zone_name",
     "charsets",
+    "noop_values",
     "last_id",
     "user",
     "connection_id",

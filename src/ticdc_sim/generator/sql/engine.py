@@ -109,16 +109,19 @@ if RowChangedEvent._fields != BULK_EVENT_FIELDS:  # pragma: no cover - a program
 _LONG_STATEMENT = 64 * 1024  # characters; see Engine._execute_raw
 _Stmt = TypeVar("_Stmt", bound=Statement | RawStatement)
 _CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
-# accepted without effect here (those with an effect are in SESSION_VARIABLES)
+# accepted without effect here, each session answering what it set (those with an effect
+# are in SESSION_VARIABLES); the switches answer 1 or 0, as MySQL does
 _KNOWN_VARIABLES = {
     "names",
     "collation_connection",
     "foreign_key_checks",
     "unique_checks",
+    "sql_notes",
     "tidb_txn_mode",
     "tx_isolation",
     "transaction_isolation",
 }
+_SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
 
 
 TIDB_RELEASE = "v8.5.0"
@@ -163,6 +166,11 @@ SERVER_VARIABLES: dict[str, Any] = {
     "have_ssl": "DISABLED",
     "port": 4000,
     "tidb_txn_mode": "pessimistic",
+    # what mysqldump's files save and restore (TiDB's noop sysvars, and foreign_key_checks
+    # as TiDB has it since v6.6)
+    "foreign_key_checks": 1,
+    "unique_checks": 1,
+    "sql_notes": 1,
 }
 
 
@@ -281,6 +289,7 @@ class Engine:
         self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
         # character_set_client (how statements are read), _connection and _results
         self.charsets: dict[str, str | None] = {name: "utf8mb4" for name in _CHARSET_VARIABLES}
+        self.noop_values: dict[str, Any] = {}  # _KNOWN_VARIABLES this session set
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
@@ -349,6 +358,8 @@ class Engine:
         }
         if name in pseudo:
             return pseudo[name]
+        if name in self.noop_values:
+            return self.noop_values[name]
         if name in SERVER_VARIABLES:
             return SERVER_VARIABLES[name]
         raise SQLError(f"Unknown system variable '{name}'", code=1193)
@@ -1483,7 +1494,10 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             value = evaluate_constant(value_node, engine)
         if own is not None:
             own.set(engine, value)
-        elif name not in _KNOWN_VARIABLES:
+        elif name in _KNOWN_VARIABLES:
+            switch = name in _SWITCH_VARIABLES
+            engine.noop_values[name] = int(_switch(name, value)) if switch else value
+        else:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
 

@@ -89,8 +89,11 @@ def split_tokens(text: str, file: str = "<sql>") -> Iterator[tuple[list[Token], 
         yield current, text[current[0].start :].rstrip()
 
 
-# TiDB statements that change no data (accounts, privileges, maintenance), which sqlglot
-# reads as a bare Command: accepted with the no-effect warning, named by their first words
+# TiDB statements that change no data (accounts, privileges, maintenance, and the table
+# locks and key switches every mysqldump file holds, which TiDB accepts as no-ops: its
+# executor/ddl.go executeLockTables without enable-table-lock, ddl's AlterTableDisableKeys),
+# which sqlglot reads as a bare Command: accepted with the no-effect warning, named by their
+# first words
 NO_DATA_COMMANDS = frozenset(
     {
         "GRANT",
@@ -101,8 +104,13 @@ NO_DATA_COMMANDS = frozenset(
         "CREATE ROLE",
         "DROP ROLE",
         "OPTIMIZE TABLE",
+        "LOCK TABLES",
+        "LOCK TABLE",
+        "UNLOCK TABLES",
+        "UNLOCK TABLE",
     }
 )
+_KEYS_SWITCH = re.compile(r"ALTER\s+TABLE\s+\S+\s+(DIS|EN)ABLE\s+KEYS\s*(\*/)?\s*", re.I)
 
 
 # Statements of TiDB's that move data in from outside, which a script cannot hand the
@@ -119,7 +127,8 @@ def command_kind(text: str) -> str | None:
     for n in (2, 1):
         if " ".join(words[:n]) in NO_DATA_COMMANDS:
             return " ".join(words[:n])
-    return None
+    found = _KEYS_SWITCH.fullmatch(text)
+    return f"ALTER TABLE ... {found.group(1).upper()}ABLE KEYS" if found else None
 
 
 def syntax_error(line: int, col: int, near: str, reason: str) -> str:
