@@ -255,8 +255,9 @@ class FeedLog:
     def counts(self) -> dict[str, dict[int, int]]:
         """Records sent per topic and partition (each partition's next offset)."""
         out: dict[str, dict[int, int]] = {}
-        for (topic, partition), records in sorted(self.partitions.items()):
-            out.setdefault(topic, {})[partition] = self.first[(topic, partition)] + len(records)
+        with self.changed:  # a partition's list and first offset move together in `add`
+            for (topic, partition), records in sorted(self.partitions.items()):
+                out.setdefault(topic, {})[partition] = self.first[(topic, partition)] + len(records)
         return out
 
     def read(

@@ -45,7 +45,9 @@ class Settings(BaseSettings):
         description="committed events a cluster keeps for changefeeds with a past start_ts",
     )
     retain_records: int = Field(
-        1_000_000, gt=0, description="records a changefeed keeps per partition for reading"
+        1_000_000,
+        gt=0,
+        description="records a changefeed keeps per partition for reading (and in all, for a tail)",
     )
 
 
