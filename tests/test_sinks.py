@@ -262,3 +262,12 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
         f"error: {tmp_path}/junk/t/partition-0.jsonl offset 0: not a canal-json message:"
         " not JSON at byte 0 (invalid literal, expected 'null')\n"
     )
+
+
+@pytest.mark.parametrize("field", ["key", "value"])
+def test_a_jsonl_record_whose_bytes_are_not_base64_is_refused(tmp_path: Path, field: str) -> None:
+    (tmp_path / "t").mkdir()
+    record = {"offset": 0, "key": None, "value": "e30=", "headers": {}, field: "!!!"}
+    (tmp_path / "t" / "partition-0.jsonl").write_bytes(orjson.dumps(record) + b"\n")
+    with pytest.raises(SimError, match=r"partition-0.jsonl:1: not a jsonl record \(Only base64"):
+        list(read_jsonl(str(tmp_path)))

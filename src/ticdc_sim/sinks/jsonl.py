@@ -142,6 +142,12 @@ def read_jsonl(directory: str) -> Iterator[Record]:
             yield from _read_partition(path, topic_dir.name, int(path.name[10:-6]))
 
 
+def _unb64(text: str) -> bytes:
+    """Standard base64 as the sink writes it; anything else is refused, not skipped over
+    (binascii's default drops characters it does not know)."""
+    return a2b_base64(text, strict_mode=True)
+
+
 def _read_partition(path: Path, topic: str, partition: int) -> Iterator[Record]:
     try:
         handle = path.open("rb")
@@ -155,13 +161,13 @@ def _read_partition(path: Path, topic: str, partition: int) -> Iterator[Record]:
             try:
                 doc = orjson.loads(line)
                 offset, key, value = doc["offset"], doc["key"], doc["value"]
-                headers = {k: a2b_base64(v) for k, v in doc.get("headers", {}).items()}
+                headers = {k: _unb64(v) for k, v in doc.get("headers", {}).items()}
                 record = Record(
                     topic,
                     partition,
                     offset,
-                    None if key is None else a2b_base64(key),
-                    None if value is None else a2b_base64(value),
+                    None if key is None else _unb64(key),
+                    None if value is None else _unb64(value),
                     headers,
                 )
             except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
