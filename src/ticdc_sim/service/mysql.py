@@ -415,6 +415,20 @@ def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
 # -- the connection ---------------------------------------------------------------------------
 
 
+def _preparable(session: SimSession, sql: str) -> tuple[list[tuple[int, int]], list[str] | None]:
+    """A statement COM_STMT_PREPARE may take: its `?` and its result's column names. TiDB
+    prepares one statement (8115) of at most 65535 parameters (1390), whose text it can
+    read (the statement's own error, as in TiDB)."""
+    if len(session.statements(sql)) > 1:
+        raise MysqlError("Can not prepare multiple statements", 8115)
+    marks = placeholders(sql)
+    if len(marks) > 0xFFFF:  # the count is two bytes in the OK packet
+        raise MysqlError("Prepared statement contains too many placeholders", 1390)
+    words = sql.lstrip().lstrip("(").split(None, 1)
+    select = bool(words) and words[0].upper() in ("SELECT", "WITH")
+    return marks, prepared_labels(sql) if select else None
+
+
 class SimConnection(Connection):
     """A client's connection: the handshake, then commands until it quits or goes."""
 
@@ -701,8 +715,10 @@ class SimConnection(Connection):
                 1461,
             )
         sql = text(data.removesuffix(b"\0"))
-        self.session.statements(sql)  # an unreadable statement fails here, as in TiDB
-        stmt = Prepared(self.next_statement, sql, placeholders(sql), prepared_labels(sql))
+        # reading a statement may take seconds (megabytes of it): not on the event loop,
+        # which every connection and HTTP request shares
+        marks, labels = await self.session.call(_preparable, self.session, sql)
+        stmt = Prepared(self.next_statement, sql, marks, labels)
         self.next_statement += 1
         self.prepared[stmt.id] = stmt
         count = len(stmt.placeholders)
