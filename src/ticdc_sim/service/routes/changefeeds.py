@@ -248,7 +248,8 @@ async def remove_changefeed(
 async def pause_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
-    _lookup(request, namespace, changefeed_id)[1].pause()
+    # the feed's lock is held while it sends: never waited for on the event loop
+    await run_in_threadpool(_lookup(request, namespace, changefeed_id)[1].pause)
     return Empty()
 
 

@@ -180,9 +180,13 @@ async def messages(
     """Records a changefeed sent, by topic, partition and offset: raw (base64) and, with
     `decode`, as `ticdc-sim decode` prints them."""
     feed = _feed(request, cluster_id, changefeed_id)
-    records = feed.log.read(topic, partition, from_offset, limit)
-    counts = {t: {str(p): n for p, n in ps.items()} for t, ps in feed.log.counts().items()}
-    return MessagePage(messages=[_message(feed, r, decode) for r in records], counts=counts)
+
+    def page() -> MessagePage:  # decoding 10,000 records is no work for the event loop
+        records = feed.log.read(topic, partition, from_offset, limit)
+        counts = {t: {str(p): n for p, n in ps.items()} for t, ps in feed.log.counts().items()}
+        return MessagePage(messages=[_message(feed, r, decode) for r in records], counts=counts)
+
+    return await run_in_threadpool(page)
 
 
 @router.get(
@@ -247,7 +251,7 @@ async def inject(
     and `duplicate` in the window of the next transaction, before its checkpoint, and
     `ddl-replay` on the next DDL. Labelled as the changefeed's [faults] `label` says."""
     feed = _feed(request, cluster_id, changefeed_id)
-    feed.arm(body.kind)
+    await run_in_threadpool(feed.arm, body.kind)  # the feed's lock: not on the event loop
     return FaultResult(injected=feed.faulty.injected)
 
 
