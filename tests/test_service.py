@@ -841,3 +841,16 @@ def test_a_service_started_again_says_it_replaced_the_earlier_output(
     assert [r.getMessage() for r in caplog.records if "replaced" in r.getMessage()] == [
         f"changefeed default: earlier output in {folder} replaced"
     ]
+
+
+def test_an_update_refuses_a_changefeed_resumed_meanwhile(client: TestClient) -> None:
+    """The route checks `stopped` before the rebuild takes the cluster's lock; the rebuild
+    checks again under it, so a resume in between is not replaced while it runs."""
+    from ticdc_sim.service.runtime import Conflict, FeedSpec
+
+    body = {"changefeed_id": "racy", "sink_uri": "memory://?protocol=canal-json"}
+    assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+    cluster = client.app.state.sim.registry.get("default")  # type: ignore[attr-defined]
+    spec = FeedSpec("racy", "memory://?protocol=open-protocol")
+    with pytest.raises(Conflict, match="only update changefeed config when it is stopped"):
+        cluster.replace_feed(spec, lambda feed: cluster.feed("racy").sink.inner, 10)

@@ -323,6 +323,14 @@ class FeedSpec:
     target_ts: int = 0  # 0: no end
 
 
+def update_refused() -> Conflict:
+    """TiCDC's answer to an update of a changefeed that is not stopped."""
+    return Conflict(
+        "changefeed update error: can only update changefeed config when it is stopped",
+        "CDC:ErrChangefeedUpdateRefused",
+    )
+
+
 class Feed:
     def __init__(
         self,
@@ -765,6 +773,8 @@ class Cluster:
         files and offsets stay, as a TiCDC changefeed updated to a new protocol writes on)."""
         with self.lock:
             old = self.feed(spec.id)
+            if old.state != "stopped":  # resumed since the request looked
+                raise update_refused()
             new, before = build_changefeed(spec).sink, old.changefeed.sink
             same_files = new.scheme in ("jsonl", "parquet") and (new.scheme, new.target) == (
                 before.scheme,

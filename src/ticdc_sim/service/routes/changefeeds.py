@@ -36,6 +36,7 @@ from ticdc_sim.service.runtime import (
     FeedSpec,
     InvalidParam,
     commit_time,
+    update_refused,
 )
 from ticdc_sim.service.settings import package_version
 from ticdc_sim.service.state import State, api_router, feed_sink, state_of
@@ -206,10 +207,7 @@ async def update_changefeed(
     state = state_of(request)
     cluster, old = _lookup(request, namespace, changefeed_id)
     if old.state != "stopped":
-        raise Conflict(
-            "changefeed update error: can only update changefeed config when it is stopped",
-            "CDC:ErrChangefeedUpdateRefused",
-        )
+        raise update_refused()
     spec = FeedSpec(
         changefeed_id,
         state.checked_uri(body.sink_uri, f"{cluster.id}/{changefeed_id}")
