@@ -1397,7 +1397,30 @@ def _use(engine: Engine, node: exp.Use, source: str) -> None:
     engine.plans.clear()
 
 
+# START TRANSACTION / BEGIN modes TiDB takes (its parser's BeginStmt); READ ONLY is a noop
+# function there, refused unless tidb_enable_noop_functions (executor/simple.go executeBegin)
+_TRANSACTION_MODES = frozenset(
+    {"READ WRITE", "WITH CONSISTENT SNAPSHOT", "WITH CAUSAL CONSISTENCY ONLY", "PESSIMISTIC",
+     "OPTIMISTIC"}
+)  # fmt: skip
+
+
+def _read_only() -> SQLError:
+    return SQLError(
+        "function READ ONLY has only noop implementation in tidb now, use"
+        " tidb_enable_noop_functions to enable these functions",
+        code=1235,
+    )
+
+
 def _transaction(engine: Engine, node: exp.Expr, source: str) -> None:
+    for mode in node.args.get("modes") or []:
+        if mode.upper() == "READ ONLY":
+            raise _read_only()
+        if mode.upper() not in _TRANSACTION_MODES:
+            at = source.upper().find(mode.split()[0].upper())
+            near = source[at:].strip()[:80]
+            raise SQLError(syntax_error(1, at + 1, near, "not a transaction mode"), code=1064)
     engine._commit()  # BEGIN commits an open transaction (MySQL)
     engine._begin()
 
@@ -1442,6 +1465,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             continue
         assignment = item.this
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
+            if any(e.name.upper() == "READ ONLY" for e in item.expressions):
+                raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
             engine.warn(
                 f"SET {item.sql(dialect=d.TiDB)}",
                 f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",
@@ -1513,6 +1538,11 @@ def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
     engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
 
 
+def _set_read_only(engine: Engine, value: Any) -> None:
+    if _switch("transaction_read_only", value):
+        raise _read_only()  # TiDB's checkReadOnly, without tidb_enable_noop_functions
+
+
 def _set_charset(name: str) -> Callable[[Engine, Any], None]:
     return lambda engine, value: engine.set_charset([name], value)
 
@@ -1524,6 +1554,8 @@ _SESSION_VARIABLES: dict[str, Callable[[Engine, Any], None]] = {
     "time_zone": _set_time_zone,
     "sql_mode": lambda engine, value: engine.set_sql_mode(as_text(value)),
     **{name: _set_charset(name) for name in _CHARSET_VARIABLES},
+    "tx_read_only": _set_read_only,
+    "transaction_read_only": _set_read_only,
 }
 
 
