@@ -1114,6 +1114,22 @@ def assert_quiet(text: str, caplog: pytest.LogCaptureFixture) -> None:
     assert problems == [], [r.getMessage() for r in problems]
 
 
+def test_head_is_get_without_the_body(
+    served: tuple[TestClient, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """HEAD answers as GET does, headers and all, without the body (`curl -I`, probes; it
+    was 405 everywhere); a path GET does not take answers 405 with its Allow."""
+    client, _ = served
+    with caplog.at_level(logging.INFO):
+        for path in ("/livez", "/api/v2/health", f"{CF}/quiet"):
+            got, head = client.get(path), client.head(path)
+            assert (head.status_code, head.content) == (got.status_code, b""), path
+            assert head.headers["content-length"] == got.headers["content-length"], path
+        refused = client.head(f"{SIM}/default/sql")
+    assert (refused.status_code, refused.headers["allow"], refused.content) == (405, "POST", b"")
+    assert_quiet("", caplog)
+
+
 def test_the_open_api_takes_json_sent_as_text(served: tuple[TestClient, Path]) -> None:
     """TiCDC reads a body as JSON whatever its Content-Type (gin's BindJSON), and its docs'
     curl commands send form-encoded: so does this service."""

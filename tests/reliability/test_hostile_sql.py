@@ -681,7 +681,20 @@ ENCODINGS = [
     ),
 ]
 
-CASES = SYNTAX + DEPTH + LIMITS + NUMBERS + ENCODINGS
+READ_ONLY = "function READ ONLY has only noop implementation in tidb now"
+TRANSACTIONS = [  # START TRANSACTION's and SET TRANSACTION's modes, as TiDB takes them
+    Case("start-transaction-read-only", "START TRANSACTION READ ONLY", 1235, READ_ONLY),
+    Case("set-transaction-read-only", "SET SESSION TRANSACTION READ ONLY", 1235, READ_ONLY),
+    Case("set-transaction-read-only-listed", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED,"
+         " READ ONLY", 1235, READ_ONLY),
+    Case("set-tx-read-only", "SET tx_read_only = ON", 1235, READ_ONLY),
+    Case("begin-unknown-mode", "BEGIN FOO", 1064, 'line 1 column 7 near "FOO"'),
+    Case("start-transaction-with-consistent-snapshot",  # was 1064
+         T + "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE;\n"
+         "INSERT INTO t (id) VALUES (1);\nCOMMIT", check="SELECT id FROM t", rows=((1,),)),
+]  # fmt: skip
+
+CASES = SYNTAX + DEPTH + LIMITS + NUMBERS + ENCODINGS + TRANSACTIONS
 
 
 # -- running a case ----------------------------------------------------------------------------

@@ -171,6 +171,9 @@ class Guard:
         started = time.perf_counter()
         path: str = scope["path"]
         headers = dict(scope["headers"])
+        method: str = scope["method"]
+        if method == "HEAD":  # GET without the body (RFC 9110 9.3.2): probes, `curl -I`
+            scope = {**scope, "method": "GET"}
         refused = self._refused(path, headers)
         if refused is not None:
             await refused(scope, receive, send)
@@ -192,6 +195,8 @@ class Guard:
             nonlocal status, started_response
             if message["type"] == "http.response.start":
                 status, started_response = message["status"], True
+            elif method == "HEAD":
+                message = {**message, "body": b""}
             await send(message)
 
         async def cut_short(answer: JSONResponse) -> None:
@@ -212,18 +217,18 @@ class Guard:
             # the service stopped first (a second Ctrl-C, or a request slower than the
             # grace period): said in one line and answered, not a traceback
             status = 503
-            LOG.warning("%s %s: cut short, the service is stopping", scope["method"], path)
+            LOG.warning("%s %s: cut short, the service is stopping", method, path)
             message = "the service stopped before the request finished"
             await cut_short(_error(503, message, "SIM:ServiceStopping"))
         except Exception as e:  # a bug of ours: said once, in one line, and answered as JSON
             status = 500
-            LOG.error("%s %s: %s", scope["method"], path, unexpected(e))
+            LOG.error("%s %s: %s", method, path, unexpected(e))
             message = f"{unexpected(e)}; this is a bug in ticdc-sim, please report it"
             await cut_short(_error(500, message, "CDC:ErrInternalServerError"))
         finally:
             route = scope.get("route")
             self.metrics.request(
-                scope["method"],
+                method,
                 getattr(route, "path", "unmatched"),
                 status,
                 time.perf_counter() - started,

@@ -1424,7 +1424,30 @@ def _use(engine: Engine, node: exp.Use, source: str) -> None:
     engine.plans.clear()
 
 
+# START TRANSACTION / BEGIN modes TiDB takes (its parser's BeginStmt); READ ONLY is a noop
+# function there, refused unless tidb_enable_noop_functions (executor/simple.go executeBegin)
+_TRANSACTION_MODES = frozenset(
+    {"READ WRITE", "WITH CONSISTENT SNAPSHOT", "WITH CAUSAL CONSISTENCY ONLY", "PESSIMISTIC",
+     "OPTIMISTIC"}
+)  # fmt: skip
+
+
+def _read_only() -> SQLError:
+    return SQLError(
+        "function READ ONLY has only noop implementation in tidb now, use"
+        " tidb_enable_noop_functions to enable these functions",
+        code=1235,
+    )
+
+
 def _transaction(engine: Engine, node: exp.Expr, source: str) -> None:
+    for mode in node.args.get("modes") or []:
+        if mode.upper() == "READ ONLY":
+            raise _read_only()
+        if mode.upper() not in _TRANSACTION_MODES:
+            at = source.upper().find(mode.split()[0].upper())
+            near = source[at:].strip()[:80]
+            raise SQLError(syntax_error(1, at + 1, near, "not a transaction mode"), code=1064)
     engine._commit()  # BEGIN commits an open transaction (MySQL)
     engine._begin()
 
@@ -1469,6 +1492,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             continue
         assignment = item.this
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
+            if any(e.name.upper() == "READ ONLY" for e in item.expressions):
+                raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
             engine.warn(
                 f"SET {item.sql(dialect=d.TiDB)}",
                 f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",
@@ -1560,6 +1585,11 @@ def _charset_variable(name: str) -> SessionVariable:
     )
 
 
+def _set_read_only(engine: Engine, value: Any) -> None:
+    if _switch("transaction_read_only", value):
+        raise _read_only()  # TiDB's checkReadOnly, without tidb_enable_noop_functions
+
+
 SESSION_VARIABLES: dict[str, SessionVariable] = {
     "autocommit": SessionVariable(lambda e: e.autocommit, _set_autocommit, lambda e: True),
     "sql_mode": SessionVariable(
@@ -1577,6 +1607,10 @@ SESSION_VARIABLES: dict[str, SessionVariable] = {
         lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
     ),
     **{name: _charset_variable(name) for name in _CHARSET_VARIABLES},
+    **{
+        name: SessionVariable(lambda e: False, _set_read_only, lambda e: False)
+        for name in ("tx_read_only", "transaction_read_only")
+    },
 }
 
 

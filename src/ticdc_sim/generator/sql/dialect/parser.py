@@ -218,6 +218,24 @@ class TiDBParser(MySQLParser):
                 return parser(self)
         return super()._parse_statement()
 
+    def _parse_transaction(self) -> exp.Transaction | exp.Command:
+        """BEGIN / START TRANSACTION and their modes, TiDB's `WITH CONSISTENT SNAPSHOT` and
+        `WITH CAUSAL CONSISTENCY ONLY` among them (sqlglot's stops at WITH, a keyword)."""
+        this = self._prev.text if self._match_texts(self.TRANSACTION_KIND) else None
+        self._match_texts(("TRANSACTION", "WORK"))
+        modes = []
+        while True:
+            words = []
+            if self._match(TokenType.WITH):
+                words.append("WITH")
+            while self._match(TokenType.VAR) or self._match(TokenType.NOT):
+                words.append(self._prev.text.upper())
+            if words:
+                modes.append(" ".join(words))
+            if not self._match(TokenType.COMMA):
+                break
+        return self.expression(exp.Transaction(this=this, modes=modes))
+
     def _parse_rename_tables(self) -> exp.Expr:
         self._match(TokenType.TABLE) or self._match_text_seq("TABLES")
 
