@@ -87,6 +87,12 @@ SYNTAX = [
     Case("not-a-statement", "FOO BAR", 1064, 'line 1 column 3 near "FOO BAR" (not a statement)'),
     Case("unknown-statement", "CALL p()", 1105, "not supported by the TiDB dialect"),
     Case(
+        "order-by-position-past-the-select-list",  # was ignored: rows in scan order
+        T + "SELECT id FROM t ORDER BY 2",
+        1054,
+        "Unknown column '2' in 'order clause'",
+    ),
+    Case(
         "insert-returning",
         T + "INSERT INTO t VALUES (1) RETURNING id",
         1064,
