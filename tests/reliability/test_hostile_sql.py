@@ -87,6 +87,14 @@ SYNTAX = [
     Case("not-a-statement", "FOO BAR", 1064, 'line 1 column 3 near "FOO BAR" (not a statement)'),
     Case("unknown-statement", "CALL p()", 1105, "not supported by the TiDB dialect"),
     Case(
+        "information-schema",  # said why (mysqldump and ORMs read it)
+        "SELECT table_name FROM information_schema.tables",
+        1049,
+        "Unknown database 'information_schema' (TiDB's system databases are not simulated"
+        " here; SHOW DATABASES, TABLES, COLUMNS, INDEX and CREATE TABLE answer from the"
+        " catalog)",
+    ),
+    Case(
         "order-by-position-past-the-select-list",  # was ignored: rows in scan order
         T + "SELECT id FROM t ORDER BY 2",
         1054,
