@@ -149,6 +149,28 @@ def test_sql_bodies(client: TestClient) -> None:
     assert "request.sql:2:1" in message and "no statement ran" in message
 
 
+def test_a_body_of_bytes_is_read_as_a_script_file_is(client: TestClient) -> None:
+    """`charset=binary`: the body's bytes as a script file holds them, as a mysqldump writes
+    a blob (without it, a body that is not UTF-8 is refused, saying how to send it); text
+    the answer quotes shows the bytes that are not UTF-8 as MySQL prints them."""
+    url = "/sim/v1/clusters/default/sql"
+    binary = {"content-type": "text/plain; charset=binary"}
+    script = b"CREATE TABLE blobs (id INT PRIMARY KEY, b BLOB, s VARCHAR(8));\n"
+    script += b"INSERT INTO blobs VALUES (1, '\x00\xff\xfe', 'ok');\n"
+    done = client.post(url, content=script, headers=binary).json()
+    assert done["ok"] is True
+    rows = sql(client, "SELECT b, s FROM blobs")["statements"][0]["rows"]
+    assert rows == [[{"$binary": "AP/+"}, "ok"]]
+    refused = client.post(url, content=b"INSERT INTO blobs VALUES (2, '\xe9', 'caf\xe9')",
+                          headers=binary).json()  # fmt: skip
+    assert (
+        refused["statements"][0]["statement"] == "INSERT INTO blobs VALUES (2, '\\xE9', 'caf\\xE9')"
+    )
+    assert refused["statements"][0]["error"]["message"] == (
+        "Incorrect string value '\\xE9' for column 's' at row 1"
+    )
+
+
 def test_aggregates(client: TestClient) -> None:
     sql(
         client,
