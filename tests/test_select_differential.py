@@ -1,6 +1,6 @@
 """Result sets against MariaDB: random tables and transactions (the statements MariaDB runs),
-then random single-table SELECTs and aggregates, answered by the engine and by MariaDB and
-compared. These are the reads the MySQL port and SQL over HTTP answer.
+then random single-table SELECTs (ordered by name, position or alias) and aggregates,
+answered by the engine and by MariaDB and compared. These are the reads the MySQL port and SQL over HTTP answer.
 
 Bounded and seeded like tests/test_differential.py (`--differential-examples`,
 `--differential-seed`). Values are compared where both servers agree on the type: exact
@@ -51,7 +51,18 @@ def _queries(draw: st.DrawFn, table: rs.Table) -> list[str]:
         if columns:
             shown = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=3, unique=True))
             names = ", ".join(f"`{n}`" for n, _ in shown)
+            # ORDER BY the key by name, by position in the select list, or by alias
+            # (the key then in the select list: where both servers' values compare)
+            keyed = all(tp.kind in COMPARABLE for n, tp in table.columns if n in table.pk)
+            style = draw(st.sampled_from(["names", "positions", "aliases"] if keyed else ["names"]))
+            if style == "positions":
+                names += "".join(f", `{k}`" for k in table.pk)
+                order = ", ".join(str(len(shown) + 1 + i) for i in range(len(table.pk)))
+            elif style == "aliases":
+                names += "".join(f", `{k}` AS `o{i}`" for i, k in enumerate(table.pk))
+                order = ", ".join(f"`o{i}` DESC" for i in range(len(table.pk)))
             out.append(f"SELECT {names} FROM `{table.name}`{where} ORDER BY {order}")
+            order = ", ".join(f"`{k}`" for k in table.pk)
         calls = ["COUNT(*)"]
         if exact:
             name = draw(st.sampled_from(exact))

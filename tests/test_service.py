@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from typer.testing import CliRunner
 from ticdc_sim.cli import app as cli
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.service.app import create_app
+from ticdc_sim.service.runtime import Cluster
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.parquet import read_parquet
@@ -147,6 +150,28 @@ def test_sql_bodies(client: TestClient) -> None:
         client.post(url, content="SELECT 1;\nSELECT 'abc", headers=TEXT), 400, "SIM:SQLSyntax"
     )
     assert "request.sql:2:1" in message and "no statement ran" in message
+
+
+def test_a_body_of_bytes_is_read_as_a_script_file_is(client: TestClient) -> None:
+    """`charset=binary`: the body's bytes as a script file holds them, as a mysqldump writes
+    a blob (without it, a body that is not UTF-8 is refused, saying how to send it); text
+    the answer quotes shows the bytes that are not UTF-8 as MySQL prints them."""
+    url = "/sim/v1/clusters/default/sql"
+    binary = {"content-type": "text/plain; charset=binary"}
+    script = b"CREATE TABLE blobs (id INT PRIMARY KEY, b BLOB, s VARCHAR(8));\n"
+    script += b"INSERT INTO blobs VALUES (1, '\x00\xff\xfe', 'ok');\n"
+    done = client.post(url, content=script, headers=binary).json()
+    assert done["ok"] is True
+    rows = sql(client, "SELECT b, s FROM blobs")["statements"][0]["rows"]
+    assert rows == [[{"$binary": "AP/+"}, "ok"]]
+    refused = client.post(url, content=b"INSERT INTO blobs VALUES (2, '\xe9', 'caf\xe9')",
+                          headers=binary).json()  # fmt: skip
+    assert (
+        refused["statements"][0]["statement"] == "INSERT INTO blobs VALUES (2, '\\xE9', 'caf\\xE9')"
+    )
+    assert refused["statements"][0]["error"]["message"] == (
+        "Incorrect string value '\\xE9' for column 's' at row 1"
+    )
 
 
 def test_aggregates(client: TestClient) -> None:
@@ -650,6 +675,27 @@ def test_limits_answer_413_and_mysql_errors(tmp_path: Path) -> None:
         slow = sql(client, "SELECT 1; SELECT 2; SELECT 3;")
         assert slow["ok"] is False
         assert slow["statements"][-1]["error"]["code"] == 3024
+
+
+def test_concurrent_requests_for_one_directory_give_it_one_changefeed(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two creates (or a create and an update) naming one directory at once: one gets it,
+    the other SIM:ErrSinkInUse. Both passed the check before either had built its
+    changefeed, and two sinks wrote the same files."""
+    slow = Cluster.add_feed
+
+    def slowly(*args: Any) -> Any:
+        time.sleep(0.3)  # a sink that takes a while to open
+        return slow(*args)
+
+    monkeypatch.setattr(Cluster, "add_feed", slowly)
+    uri = "jsonl://shared?protocol=canal-json"
+    asked = [{"changefeed_id": f"c{i}", "sink_uri": uri} for i in range(3)]
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(lambda body: client.post("/api/v2/changefeeds", json=body), asked))
+    codes = sorted((a.status_code, a.json().get("error_code")) for a in answers)
+    assert codes == [(200, None), (409, "SIM:ErrSinkInUse"), (409, "SIM:ErrSinkInUse")]
 
 
 def test_file_sinks_stay_under_the_data_directory(client: TestClient, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from ticdc_sim.errors import Warnings
 from ticdc_sim.generator.capture import Capture
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
+from ticdc_sim.model.mysql import SYSTEM_SCHEMAS as TIDB_SYSTEM_SCHEMAS
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 from ticdc_sim.partitioning.filter import TableFilter
@@ -52,18 +53,8 @@ BOOTSTRAP_INACTIVE_MS = 30 * 60_000  # defaultMaxInactiveDuration
 BATCH_INTERVAL_MS = 15  # worker.go batchInterval
 CHECKPOINT_INTERVAL_MS = 1000  # ddl_sink.go ticker
 
-# tidb-tools filter.IsSystemSchema, plus TiCDC's own bookkeeping schema
-SYSTEM_SCHEMAS = frozenset(
-    {
-        "mysql",
-        "sys",
-        "information_schema",
-        "performance_schema",
-        "metrics_schema",
-        "inspection_schema",
-        "tidb_cdc",
-    }
-)
+# TiDB's system databases, plus TiCDC's own bookkeeping schema
+SYSTEM_SCHEMAS = TIDB_SYSTEM_SCHEMAS | {"tidb_cdc"}
 _SCHEMA_ACTIONS = frozenset(
     {
         ActionType.CREATE_SCHEMA,

@@ -816,7 +816,8 @@ CASES = [
         SQL,
         400,
         "SIM:InvalidRequest",
-        "the body is not UTF-8 (byte 8)",
+        "the body is not UTF-8 (byte 8); to send bytes as a script file holds them (a"
+        " mysqldump's blobs), say charset=binary",
         content=b"SELECT '\xff'",
         headers=TEXT,
     ),
@@ -921,7 +922,8 @@ CASES = [
         SQL,
         400,
         "SIM:InvalidRequest",
-        "the body is not ASCII (byte 8)",
+        "the body is not ASCII (byte 8); to send bytes as a script file holds them (a"
+        " mysqldump's blobs), say charset=binary",
         content="SELECT 'é'".encode(),
         headers={"content-type": "text/plain; charset=ascii"},
     ),

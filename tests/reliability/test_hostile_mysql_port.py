@@ -551,3 +551,20 @@ def test_stopping_with_clients_connected(tmp_path: Path, sig: signal.Signals, ti
         f"  changefeed default/default: {len(sent)} records to jsonl files in {folder}\n"
     ), printed
     assert "Traceback" not in printed and "ERROR" not in printed, printed
+
+
+def test_a_plain_user_once_default_is_deleted_is_told_which_cluster(tmp_path: Path) -> None:
+    """Plain `root` reaches cluster `default`; once it is deleted, the refusal names it (it
+    named the user: "no cluster 'root'")."""
+    server = Server.start(tmp_path / "data")
+    assert httpx.delete(f"{server.http}/sim/v1/clusters/default").status_code == 204
+    w = Wire(server.mysql_port)
+    assert seen(w.login()) == (
+        "error",
+        1045,
+        "28000",
+        "Access denied for user 'root'@'%' (using password: NO) (no cluster 'default')",
+    )
+    w.close()
+    printed = server.stop()
+    assert "Traceback" not in printed, printed

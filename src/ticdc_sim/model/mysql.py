@@ -145,6 +145,18 @@ INTEGER_RANGES: dict[MySQLType, tuple[int, int, int]] = {
     MySQLType.LONGLONG: (-(2**63), 2**63 - 1, 2**64 - 1),
 }
 
+# TiDB's system databases (tidb-tools filter.IsSystemSchema)
+SYSTEM_SCHEMAS = frozenset(
+    {
+        "mysql",
+        "sys",
+        "information_schema",
+        "performance_schema",
+        "metrics_schema",
+        "inspection_schema",
+    }
+)
+
 BINARY_CHARSET = "binary"
 DEFAULT_CHARSET = "utf8mb4"
 DEFAULT_COLLATION = "utf8mb4_bin"

@@ -103,7 +103,7 @@ class ExecutionResult(BaseModel):
             statements=[_statement(o) for o in run.outcomes],
             transactions=[_transaction(c) for c in run.committed],
             messages=run.messages,
-            warnings=run.warnings,
+            warnings=[printable(w) for w in run.warnings],
         )
 
 
@@ -113,7 +113,7 @@ def _statement(outcome: Outcome) -> StatementResult:
         e = outcome.error
         location = e.location
         error = SQLError(
-            message=e.message,
+            message=printable(e.message),
             code=e.code or 1105,
             sqlstate=e.sqlstate,
             line=location.line if location else outcome.line,
@@ -121,20 +121,38 @@ def _statement(outcome: Outcome) -> StatementResult:
         )
     rows = None if outcome.rows is None else [[cell(v) for v in r] for r in outcome.rows]
     return StatementResult(
-        statement=outcome.statement,
+        statement=printable(outcome.statement),
         line=outcome.line,
         column=outcome.column,
         affected_rows=outcome.affected_rows,
         last_insert_id=outcome.insert_id,
         commit_ts=outcome.commit_ts,
-        columns=outcome.columns,
+        columns=None if outcome.columns is None else [printable(c) for c in outcome.columns],
         rows=rows,
         error=error,
     )
 
 
 def _transaction(committed: Committed) -> Transaction:
-    return Transaction(commit_ts=committed.commit_ts, rows=committed.rows, ddl=committed.ddl)
+    ddl = [printable(q) for q in committed.ddl]
+    return Transaction(commit_ts=committed.commit_ts, rows=committed.rows, ddl=ddl)
+
+
+def printable(value: str) -> str:
+    """Text of a script (a statement, a message quoting it) as JSON can carry it: bytes that
+    are not UTF-8 (kept as lone surrogates, Python's surrogateescape) as MySQL's messages
+    print them, `\\xE9`."""
+    if value.isascii():
+        return value
+    return _SURROGATE.sub(_escaped_byte, value)
+
+
+def _escaped_byte(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code - 0xDC00:02X}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def cell(value: Any) -> Any:

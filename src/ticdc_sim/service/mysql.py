@@ -116,14 +116,19 @@ class _NoCluster(User):
 def _denied(info: AuthInfo) -> str:
     """TiDB's refusal (1045, 28000), and why when the user names no cluster."""
     password = "YES" if info.data else "NO"
-    cluster = info.username.partition(".")[0]
+    cluster = cluster_name(info.username)
     reason = f" (no cluster {cluster!r})" if isinstance(info.user, _NoCluster) else ""
     return f"Access denied for user '{info.username}'@'%' (using password: {password}){reason}"
 
 
-def cluster_of(clusters: Registry, username: str) -> Cluster | None:
+def cluster_name(username: str) -> str:
+    """The cluster a user reaches: `<cluster>.<name>`'s, `default` for a plain name."""
     prefix, dot, _ = username.partition(".")
-    return clusters.clusters.get(prefix if dot else "default")
+    return prefix if dot else "default"
+
+
+def cluster_of(clusters: Registry, username: str) -> Cluster | None:
+    return clusters.clusters.get(cluster_name(username))
 
 
 # -- sessions ------------------------------------------------------------------------------

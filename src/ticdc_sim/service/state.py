@@ -3,11 +3,12 @@ changefeed gets its sink (checked against the settings first)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
@@ -27,6 +28,8 @@ from ticdc_sim.service.runtime import (
 )
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
+
+T = TypeVar("T")
 
 # what every API route may answer besides its result, in the OpenAPI document
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -76,6 +79,7 @@ class State:
     stopping: bool = False  # a tail ends, a script stops before its next statement
     closed: list[str] = field(default_factory=list)  # at shutdown: what went where
     close_error: str | None = None
+    placing: threading.Lock = field(default_factory=threading.Lock)  # see `place`
 
     def stop(self) -> None:
         """The service is stopping: what is open ends soon (tails at once, scripts and
@@ -95,6 +99,13 @@ class State:
             settings.max_changefeeds,
         )
         return self.registry.add(cluster)
+
+    def place(self, uri: str, changefeed: str | None, build: Callable[[str], T]) -> T:
+        """`build` a changefeed on sink URI `uri` once it is checked (`checked_uri`), both
+        under one lock: two requests naming one directory cannot both pass the check
+        before either has built its changefeed."""
+        with self.placing:
+            return build(self.checked_uri(uri, changefeed))
 
     def checked_uri(self, uri: str, changefeed: str | None = None) -> str:
         """The sink URI a changefeed (`changefeed`: "cluster/id" of one being updated) may

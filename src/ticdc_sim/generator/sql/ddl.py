@@ -33,6 +33,7 @@ from ticdc_sim.model.mysql import (
     DEFAULT_COLLATION_OF,
     DEFAULT_LENGTH_AND_DECIMAL,
     INTEGER_TYPES,
+    SYSTEM_SCHEMAS,
     UNSPECIFIED_LENGTH,
     MySQLType,
     TiDBFlag,
@@ -153,7 +154,8 @@ class Catalog:
             raise SQLError("No database selected", code=1046)
         found = self.schemas.get(name.lower())
         if found is None:
-            raise SQLError(f"Unknown database '{name}'", code=1049)
+            why = _NOT_SIMULATED if name.lower() in SYSTEM_SCHEMAS else ""
+            raise SQLError(f"Unknown database '{name}'{why}", code=1049)
         return found
 
     def table(self, schema: str | None, name: str) -> TableInfo:
@@ -612,6 +614,12 @@ class Catalog:
 
 # -- TiDB's limits on names and sizes ---------------------------------------------------------
 #
+# TiDB's system databases hold no rows a changefeed replicates: not simulated (what a client
+# asks them, SHOW answers from the catalog)
+_NOT_SIMULATED = (
+    " (TiDB's system databases are not simulated here; SHOW DATABASES, TABLES, COLUMNS,"
+    " INDEX and CREATE TABLE answer from the catalog)"
+)
 # pkg/parser/mysql/const.go (Max*Length, 64 characters) checked by pkg/ddl/executor.go
 # checkTooLong*; empty names and names ending in a space by pkg/planner/core/preprocess.go;
 # the column and index counts by pkg/ddl (config table-column-count-limit, index-limit).

@@ -1009,7 +1009,7 @@ def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list
             compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
             for e in node.expressions
         ]
-    match = _compile_matcher(engine, table, node)
+    match = _compile_matcher(engine, table, _select_order(node, table))
 
     def rows(params: list[Any]) -> list[Row]:
         ctx = Context(session=engine, params=params)
@@ -1020,6 +1020,34 @@ def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list
         return snapshot
 
     return rows
+
+
+def _select_order(node: exp.Select, table: TableData) -> exp.Select:
+    """A SELECT's ORDER BY as MySQL reads it: a number is the select list's item at that
+    position (1054 past its end), a name an item's alias before a column (MySQL searches
+    the select list first)."""
+    order = node.args.get("order")
+    if order is None:
+        return node
+    items: list[exp.Expr] = []
+    for e in node.expressions:
+        if isinstance(e, exp.Star):
+            items += [exp.column(c.name, quoted=True) for c in table.info.columns if not c.hidden]
+        else:
+            items.append(e.unalias())
+    aliases = {e.alias.lower(): e.this for e in node.expressions if isinstance(e, exp.Alias)}
+    order = order.copy()
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int:
+            if not 1 <= int(key.name) <= len(items):
+                raise SQLError(f"Unknown column '{key.name}' in 'order clause'", code=1054)
+            ordered.set("this", items[int(key.name) - 1].copy())
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
+            ordered.set("this", aliases[key.name.lower()].copy())
+    resolved = node.copy()
+    resolved.set("order", order)
+    return resolved
 
 
 def _row_item(index: int) -> Compiled:

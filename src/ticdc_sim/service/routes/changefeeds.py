@@ -39,7 +39,7 @@ from ticdc_sim.service.runtime import (
     update_refused,
 )
 from ticdc_sim.service.settings import package_version
-from ticdc_sim.service.state import State, api_router, feed_sink, state_of
+from ticdc_sim.service.state import api_router, feed_sink, state_of
 
 router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
@@ -149,13 +149,6 @@ async def list_changefeeds(
     return ChangefeedList(total=len(items), items=items)
 
 
-def _spec(state: State, body: ChangefeedCreate, feed_id: str) -> FeedSpec:
-    uri = state.checked_uri(body.sink_uri)
-    return FeedSpec(
-        feed_id, uri, body.replica_config or {}, start_ts=body.start_ts, target_ts=body.target_ts
-    )
-
-
 @router.post("/changefeeds")
 async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeFeedInfo:
     """A changefeed on the `namespace` cluster: what commits after `start_ts` (0: from
@@ -166,11 +159,13 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
     cluster = state.registry.get(_namespace(body.namespace))
     if feed_id in cluster.feeds:
         raise Conflict(f"changefeed already exists, {feed_id}")
-    spec = _spec(state, body, feed_id)
-    settings = state.settings
-    feed = await run_in_threadpool(
-        cluster.add_feed, spec, feed_sink(state), settings.retain_records
-    )
+
+    def add(uri: str) -> Feed:
+        config, start, target = body.replica_config or {}, body.start_ts, body.target_ts
+        spec = FeedSpec(feed_id, uri, config, start_ts=start, target_ts=target)
+        return cluster.add_feed(spec, feed_sink(state), state.settings.retain_records)
+
+    feed = await run_in_threadpool(state.place, body.sink_uri, None, add)
     return _info(cluster, feed)
 
 
@@ -208,23 +203,26 @@ async def update_changefeed(
     cluster, old = _lookup(request, namespace, changefeed_id)
     if old.state != "stopped":
         raise update_refused()
-    spec = FeedSpec(
-        changefeed_id,
-        state.checked_uri(body.sink_uri, f"{cluster.id}/{changefeed_id}")
-        if body.sink_uri
-        else old.spec.sink_uri,
-        body.replica_config if body.replica_config is not None else old.spec.replica_config,
-        start_ts=old.spec.start_ts,
-        target_ts=body.target_ts or old.spec.target_ts,
-    )
-    if spec.target_ts and spec.target_ts <= spec.start_ts:
+    target_ts = body.target_ts or old.spec.target_ts
+    if target_ts and target_ts <= old.spec.start_ts:
         raise InvalidParam(
-            f"can not update target_ts:{spec.target_ts} less than start_ts:{spec.start_ts}",
+            f"can not update target_ts:{target_ts} less than start_ts:{old.spec.start_ts}",
             "CDC:ErrChangefeedUpdateRefused",
         )
-    feed = await run_in_threadpool(
-        cluster.replace_feed, spec, feed_sink(state), state.settings.retain_records
-    )
+
+    def replace(uri: str) -> Feed:
+        config = body.replica_config
+        spec = FeedSpec(
+            changefeed_id,
+            uri,
+            config if config is not None else old.spec.replica_config,
+            start_ts=old.spec.start_ts,
+            target_ts=target_ts,
+        )
+        return cluster.replace_feed(spec, feed_sink(state), state.settings.retain_records)
+
+    uri, name = body.sink_uri or old.spec.sink_uri, f"{cluster.id}/{changefeed_id}"
+    feed = await run_in_threadpool(state.place, uri, name, replace)
     return _info(cluster, feed)
 
 

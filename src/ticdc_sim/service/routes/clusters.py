@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ticdc_sim.errors import SimError
+from ticdc_sim.generator.sql.script import decode_script
 from ticdc_sim.jsonout import decoded_record
 from ticdc_sim.service.models import (
     CheckpointResult,
@@ -107,7 +108,7 @@ async def execute(request: Request, cluster_id: str) -> Response:
 
 async def _sql(request: Request) -> str:
     """The script of a request: JSON `{"sql": ...}`, or the body itself, in the charset its
-    Content-Type names (UTF-8 unless it says)."""
+    Content-Type names (UTF-8 unless it says; `binary`: its bytes as a script file's)."""
     body = await request.body()
     header = email.message.Message()
     header["content-type"] = request.headers.get("content-type", "text/plain")
@@ -125,12 +126,17 @@ async def _sql(request: Request) -> str:
     if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded"):
         raise BadRequest(f'send the SQL as text/plain or as JSON {{"sql": ...}}, not {kind}')
     charset = str(header.get_param("charset", "utf-8"))
+    if charset.lower() == "binary":  # bytes as a script file's are read (a mysqldump's blobs)
+        return decode_script(body)
     try:
         return body.decode(codecs.lookup(charset).name)
     except LookupError:
         raise BadRequest(f"charset {charset!r} of the body is not one Python knows") from None
     except UnicodeDecodeError as e:
-        raise BadRequest(f"the body is not {charset.upper()} (byte {e.start})") from None
+        raise BadRequest(
+            f"the body is not {charset.upper()} (byte {e.start}); to send bytes as a script"
+            " file holds them (a mysqldump's blobs), say charset=binary"
+        ) from None
 
 
 # -- what changefeeds sent ---------------------------------------------------------------------
