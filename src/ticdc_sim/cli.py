@@ -87,14 +87,23 @@ def _shown(param: Any) -> str:
     return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
 
 
+# a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
+_LAST_START = (1 << 63) - 1
+StartTsOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        max=_LAST_START,
+        metavar="TSO",
+        help="TSO the simulated clock starts after (0: a fixed default)",
+    ),
+]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
         metavar="CHANGEFEED.toml", help="TiCDC's changefeed TOML (dispatchers, protocol ...)"
     ),
 ]
-# a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
-_LAST_START = (1 << 63) - 1
 
 
 def _version(value: bool) -> None:
@@ -135,15 +144,7 @@ def ddl(
             help="SQL scripts; their DDL (and USE) statements are applied",
         ),
     ],
-    start_ts: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=_LAST_START,
-            metavar="TSO",
-            help="TSO the simulated clock starts after (0: a fixed default)",
-        ),
-    ] = 0,
+    start_ts: StartTsOption = 0,
     database: Annotated[
         str, typer.Option(metavar="NAME", help="the database the session starts in")
     ] = "test",
@@ -276,15 +277,7 @@ def replay(
             help="seed for RAND(), UUID() and AUTO_RANDOM shards",
         ),
     ] = 0,
-    start_ts: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            max=_LAST_START,
-            metavar="TSO",
-            help="TSO the simulated clock starts after (0: a fixed default)",
-        ),
-    ] = 0,
+    start_ts: StartTsOption = 0,
     time_zone: Annotated[
         str,
         typer.Option(metavar="TZ", help="TiCDC's and the session's time zone (name or +hh:mm)"),
