@@ -24,3 +24,9 @@ INSERT INTO moved VALUES
     (3, '2024-01-31' + INTERVAL 24 HOUR), (4, DATE_ADD('2024-01-31', INTERVAL 1 WEEK)),
     (5, '2024-01-31 10:00' + INTERVAL 1 DAY), (6, DATE_SUB('2024-03-31', INTERVAL 1 MONTH)),
     (7, INTERVAL 2 MONTH + '2024-01-31 10:00:00');
+-- years before 1000 keep their four digits ('99-01-02' was read back as 1999); a DECIMAL as
+-- text has no exponent ('0E-7') and no sign on zero
+INSERT INTO moved VALUES
+    (8, DATE('0001-01-01') + INTERVAL 1 DAY), (9, DATE_ADD('0099-01-01', INTERVAL 1 DAY)),
+    (10, CAST('0099-01-01' AS DATE)), (11, DATE('0099-12-31 10:00:00')),
+    (12, CONCAT(0.000 / 1, '')), (13, CAST(-0.000 * 1 AS CHAR));
