@@ -7,6 +7,7 @@ binary protocol) and the mariadb client where a client reads it; MariaDB where i
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import shutil
 import socket
@@ -969,47 +970,64 @@ def test_the_binary_protocol_binds_every_type(server: Server) -> None:
 BINARY_TABLE = (
     "CREATE TABLE bin (id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED,"
     " su SMALLINT UNSIGNED, mi MEDIUMINT, iu INT UNSIGNED, bu BIGINT UNSIGNED, bi BIGINT,"
-    " t TIME(1), t0 TIME, d DATE, dt DATETIME(6))"
+    " t TIME(1), t0 TIME, d DATE, dt DATETIME(6), f FLOAT, tx TEXT, bl BLOB, s VARCHAR(8))"
+    " COLLATE utf8mb4_general_ci"  # (MariaDB flags a _bin column's strings BINARY)
 )
 BINARY_ROWS = (
     "INSERT INTO bin VALUES"
     " (1, -5, 200, 60000, -8000000, 4000000000, 18446744073709551615, -9223372036854775808,"
-    " '-01:00:00.5', '-838:59:59', '1000-01-01', '2024-02-29 01:02:03.000004'),"
+    " '-01:00:00.5', '-838:59:59', '1000-01-01', '2024-02-29 01:02:03.000004', 1.5,"
+    " 'text é', x'00ff', 'café 中'),"
     " (2, 127, 0, 0, 8388607, 0, 0, 0, '00:00:00', '12:00:00', '2024-02-29',"
-    " '2024-01-01 00:00:00')"
+    " '2024-01-01 00:00:00', -0.25, '', '', '')"
 )
-BINARY_COLUMNS = ["ti", "tu", "su", "mi", "iu", "bu", "bi", "t", "t0", "d", "dt"]
+BINARY_COLUMNS = [
+    "ti", "tu", "su", "mi", "iu", "bu", "bi", "t", "t0", "d", "dt", "f", "tx", "bl", "s",
+    "COALESCE(IF(id = 2, NULL, ti), 'z')", "IF(id = 1, -1, 'x')",
+]  # fmt: skip
 
 
-def _prepared_reads(conn: Any) -> dict[str, Any]:
-    """What mysql-connector's prepared statements read of each column, and its UNSIGNED
-    flag (the client's own quirks, such as how it reads a negative TIME, are the same
-    whichever server answers)."""
-    cur = conn.cursor(prepared=True)
+def _reads(connect: Callable[..., Any], charset: str) -> dict[str, Any]:
+    """What mysql-connector reads of each column in `charset`, by its prepared statements
+    (the binary protocol) and as text, with its UNSIGNED flag (the client's own quirks,
+    such as how it reads a negative TIME, are the same whichever server answers)."""
+    setup = connect(charset="utf8mb4", collation="utf8mb4_bin", autocommit=True)
     for sql in ("DROP TABLE IF EXISTS bin", BINARY_TABLE, BINARY_ROWS):
-        cur.execute(sql)
+        setup.cursor().execute(sql)
+    conn = connect(charset=charset, collation=f"{charset}_bin")
+    prepared, text = conn.cursor(prepared=True), conn.cursor()
     found = {}
     for column in BINARY_COLUMNS:
-        cur.execute(f"SELECT {column} FROM bin WHERE id > ? ORDER BY id", (0,))
-        found[column] = (cur.fetchall(), bool(cur.description[0][7] & 32))
-    conn.commit()
+        prepared.execute(f"SELECT {column} FROM bin WHERE id > ? ORDER BY id", (0,))
+        binary = prepared.fetchall(), bool(prepared.description[0][7] & 32)
+        text.execute(f"SELECT {column} FROM bin ORDER BY id")
+        found[column] = (binary, text.fetchall(), bool(text.description[0][7] & 32))
     conn.close()
+    setup.close()
     return found
 
 
-def test_prepared_statements_read_as_from_mariadb(server: Server, mariadb: MariaDB) -> None:
-    """Prepared statements' rows, in the binary protocol, as MariaDB sends them: TINYINT
-    was sent as a boolean (-5 and 200 read as 1), an unsigned value past the signed range
-    was an internal error (struct.error), a negative TIME had its days counted twice."""
+@pytest.mark.parametrize("charset", ["utf8mb4", "latin1"])
+def test_rows_read_as_from_mariadb(server: Server, mariadb: MariaDB, charset: str) -> None:
+    """Rows, in the binary protocol (prepared statements) and as text, as MariaDB sends
+    them: TINYINT was sent as a boolean (-5 and 200 read as 1), an unsigned value past the
+    signed range was an internal error (struct.error), a negative TIME had its days counted
+    twice, a TEXT was read as bytes and was an internal error in binary (LookupError:
+    unknown encoding: binary), a latin1 client's text latin1 cannot hold was one
+    (UnicodeEncodeError; it is `?`), and an expression of numbers and text
+    (`IF(id = 1, -1, 'x')`) another (ValueError)."""
     connector = pytest.importorskip("mysql.connector", reason="mysql-connector-python absent")
     _maria(mariadb).close()  # `test` exists
-    theirs = _prepared_reads(
-        connector.connect(host="127.0.0.1", port=mariadb.port, user="root", database="test")
-    )
-    ours = _prepared_reads(
-        connector.connect(host="127.0.0.1", port=server.mysql_port, user="root", database="test")
-    )
-    assert ours == theirs
+    said = {
+        name: _reads(
+            functools.partial(
+                connector.connect, host="127.0.0.1", port=port, user="root", database="test"
+            ),
+            charset,
+        )
+        for name, port in (("mariadb", mariadb.port), ("ours", server.mysql_port))
+    }
+    assert said["ours"] == said["mariadb"]
 
 
 def test_binary_rows_are_tidbs_bytes(server: Server) -> None:

@@ -389,6 +389,9 @@ STATEMENTS = [
       f'{SYNTAX} for the right syntax to use line 1 column 12 near "GARBAGE"', "open")),
     ("query-empty", _statements(""), ("ok", "open")),
     ("query-sleep", _statements("SELECT SLEEP(1)"), ("rows", ["SLEEP(1)"], [("0",)], "open")),
+    ("query-decimal-zero-as-mysql-prints-it",  # was '0E-7' and '-0.000'
+     _statements("SELECT 0.000 / 1 AS q, -0.000 * 1 AS z"),
+     ("rows", ["q", "z"], [("0.0000000", "0.000")], "open")),
 ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ticdc_sim.generator.sql.values import format_decimal
 from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
 TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
@@ -157,7 +158,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def cell(value: Any) -> Any:
     if isinstance(value, Decimal):
-        return str(value)
+        return format_decimal(value)
     if isinstance(value, bytes):
         return _binary(value)
     if isinstance(value, str) and not value.isascii():

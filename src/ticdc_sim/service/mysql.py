@@ -54,6 +54,7 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
+from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.service.mysql_wire import (
     MAX_PACKET,
@@ -267,6 +268,9 @@ _BY_VALUE: list[tuple[type, ColumnType]] = [
     (Decimal, ColumnType.NEWDECIMAL),
     (bytes, ColumnType.BLOB),
 ]
+# numbers, narrowest first: a mix of them is the widest; any other mix (`IF(id = 1, -1, 'x')`)
+# is text, as TiDB types it (VARCHAR)
+_NUMBERS = [ColumnType.TINY, ColumnType.LONGLONG, ColumnType.NEWDECIMAL, ColumnType.DOUBLE]
 _BINARY_CHARSET = frozenset(
     {ColumnType.BLOB, ColumnType.TINY_BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB}
 )
@@ -334,11 +338,14 @@ def _duration(text: str) -> dt.timedelta:
     return sign * dt.timedelta(hours=int(hours), minutes=int(minutes), seconds=float(seconds))
 
 
+# the binary protocol's values that are not length-encoded text (integers: `_integers`)
 _BINARY_ENCODERS: dict[ColumnType, Callable[[ResultColumn, Any], bytes]] = {
     ColumnType.DATE: _binary_datetime,
     ColumnType.DATETIME: _binary_datetime,
     ColumnType.TIMESTAMP: _binary_datetime,
     ColumnType.TIME: _binary_time,
+    ColumnType.FLOAT: lambda col, value: struct.pack("<f", float(value)),
+    ColumnType.DOUBLE: lambda col, value: struct.pack("<d", float(value)),
 }
 
 
@@ -366,17 +373,21 @@ def _column(
     text: Callable[[ResultColumn, Any], bytes],
 ) -> tuple[ResultColumn, ColumnDefinition]:
     if tp is None or tp == MySQLType.BIT:  # BIT: the engine answers its number
-        sample = next((v for v in values if v is not None), None)
-        kind = next((k for t, k in _BY_VALUE if isinstance(sample, t)), ColumnType.VAR_STRING)
+        kind = _value_kind(values)
+    elif tp == MySQLType.VARCHAR:  # sent as VAR_STRING (TiDB column/convert.go, as MySQL)
+        kind = ColumnType.VAR_STRING
     else:
         kind = ColumnType(int(tp))
-    binary_string = kind in _BINARY_CHARSET or any(isinstance(v, bytes) for v in values)
+    # BLOB is TEXT's type too: the values say which (bytes, or text in the session's charset)
+    binary_string = any(isinstance(v, bytes) for v in values) or (
+        kind in _BINARY_CHARSET and all(v is None for v in values)
+    )
     charset = CharacterSet.binary if binary_string else text_charset
     flags = ColumnDefinition(0)
     binary = _BINARY_ENCODERS.get(kind)
     if kind in _INTEGERS:
         kind, flags, binary = _integers(kind, values)
-    elif kind in (ColumnType.VAR_STRING, ColumnType.STRING, ColumnType.VARCHAR):
+    elif binary is None:  # every kind of string, and DECIMAL: length-encoded text
 
         def binary(col: ResultColumn, value: Any) -> bytes:
             return uint_len(len(encoded := text(col, value))) + encoded
@@ -384,6 +395,18 @@ def _column(
     shown = to_wire(name).decode("utf-8", "replace")  # a label from undecodable bytes
     column = ResultColumn(shown, kind, charset, text_encoder=text, binary_encoder=binary)
     return column, flags
+
+
+def _value_kind(values: list[Any]) -> ColumnType:
+    """The type of a column no table types: its values' own, or the one their mix widens to."""
+    kinds = {
+        next((k for t, k in _BY_VALUE if isinstance(v, t)), ColumnType.VAR_STRING)
+        for v in values
+        if v is not None
+    }
+    if len(kinds) <= 1:
+        return kinds.pop() if kinds else ColumnType.VAR_STRING
+    return max(kinds, key=_NUMBERS.index) if kinds <= set(_NUMBERS) else ColumnType.VAR_STRING
 
 
 def _integers(
@@ -394,7 +417,9 @@ def _integers(
     holds (an expression's) go as DECIMAL, in text."""
     signed = _INTEGERS[kind]
     bits = struct.calcsize(signed) * 8
-    numbers = [int(v) for v in values if v is not None]
+    numbers = [v for v in values if v is not None]
+    if not all(isinstance(n, int) for n in numbers):  # a typed column answering otherwise
+        return ColumnType.VAR_STRING, ColumnDefinition(0), None
     unsigned = any(n >= 1 << (bits - 1) for n in numbers)
     low, high = (0, 1 << bits) if unsigned else (-(1 << (bits - 1)), 1 << (bits - 1))
     if not all(low <= n < high for n in numbers):
@@ -405,14 +430,14 @@ def _integers(
 
 
 def _text(col: ResultColumn, value: Any) -> bytes:
-    return value if isinstance(value, bytes) else to_wire(str(value))
+    return value if isinstance(value, bytes) else to_wire(as_text(value))
 
 
 def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
     """Text in another charset than UTF-8; what it cannot hold is `?`, as TiDB writes it."""
 
     def text(col: ResultColumn, value: Any) -> bytes:
-        return value if isinstance(value, bytes) else str(value).encode(codec, "replace")
+        return value if isinstance(value, bytes) else as_text(value).encode(codec, "replace")
 
     return text
 

@@ -76,6 +76,7 @@ from ticdc_sim.generator.sql.values import (
     SqlMode,
     as_text,
     column_converter,
+    format_date,
     format_datetime,
     timestamp_in_zone,
 )
@@ -324,7 +325,7 @@ class Engine:
         return format_datetime(self._moment(), fsp)
 
     def current_date(self) -> str:
-        return self._moment().strftime("%Y-%m-%d")
+        return format_date(self._moment())
 
     def unix_timestamp(self) -> Decimal:
         ts = self.txn.start_ts if self.txn else compose_ts(self.catalog.clock.physical, 0)

@@ -50,6 +50,7 @@ from ticdc_sim.generator.sql.values import (
     Member,
     as_text,
     binary_literal,
+    format_date,
     format_datetime,
     json_text,
     number_literal,
@@ -953,7 +954,7 @@ def _cast(node: exp.Cast, scope: Scope) -> Compiled:
             if moment is None:
                 return None
             if kind == exp.DType.DATE:
-                return moment.strftime("%Y-%m-%d")
+                return format_date(moment)
             return format_datetime(moment, 6 if moment.microsecond else 0)
         if kind == exp.DType.JSON:
             if isinstance(value, JSONValue):
@@ -1024,7 +1025,7 @@ def _add_interval(value: Any, unit: str, amount: Any, sign: int) -> Any:
     # is '2024-02-01'); a datetime, or a move by hours or less, is a datetime
     has_time = isinstance(value, str) and len(value.strip()) > 10 or unit.upper() not in _DATE_UNITS
     if not has_time and moment.time() == dt.time():
-        return moment.strftime("%Y-%m-%d")
+        return format_date(moment)
     return format_datetime(moment, 6 if moment.microsecond else 0)
 
 
@@ -1486,7 +1487,7 @@ _NAMED: dict[str, Callable[..., Any]] = {
     "SHA1": _sha1,
     "SHA": _sha1,
     "ASCII": lambda s: (utf8(as_text(s))[:1] or b"\0")[0],
-    "DATE": _date_part(lambda m: m.strftime("%Y-%m-%d")),
+    "DATE": _date_part(format_date),
     "YEAR": _date_part(lambda m: m.year),
     "MONTH": _date_part(lambda m: m.month),
     "DAY": _date_part(lambda m: m.day),

@@ -333,7 +333,16 @@ def as_text(value: Any) -> str:
         return "1" if value else "0"
     if isinstance(value, float):
         return format_double(value)
+    if isinstance(value, Decimal):
+        return format_decimal(value)
     return str(value)
+
+
+def format_decimal(value: Decimal) -> str:
+    """MySQL's text for a DECIMAL: its digits, never an exponent (Python's str of a zero
+    quotient is '0E-7', MySQL's 0.0000000), and no sign on zero ('-0.000' is 0.000)."""
+    text = format(value, "f")
+    return text.lstrip("-") if value.is_zero() else text
 
 
 def format_double(value: float) -> str:
@@ -674,8 +683,14 @@ def parse_datetime(value: Any, fsp: int) -> dt.datetime | None:
     return moment + dt.timedelta(seconds=carry, microseconds=micros)
 
 
+def format_date(moment: dt.date) -> str:
+    """YYYY-MM-DD, the year in four digits (strftime's %Y drops the zeros of year 1 to 999:
+    '0099-01-02' read back as '99-01-02' is 1999)."""
+    return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+
+
 def format_datetime(moment: dt.datetime, fsp: int) -> str:
-    text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} " + moment.strftime("%H:%M:%S")
+    text = format_date(moment) + " " + moment.strftime("%H:%M:%S")
     return text + f".{moment.microsecond:06d}"[: fsp + 1] if fsp else text
 
 
