@@ -7,11 +7,8 @@ import dataclasses
 import itertools
 import logging
 import os
-import re
-import stat
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -24,22 +21,19 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
-from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
+from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_faults
 from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
-from ticdc_sim.generator.sql.script import (
-    RawStatement,
-    parse_raw,
-    split_script,
-)
-from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
+from ticdc_sim.generator.sql.script import parse_raw
+from ticdc_sim.jsonout import ddl_record, decoded_lines, row_record
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
+from ticdc_sim.pipeline import Pipeline, Summary, eligible
+from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.memory import MemorySink
@@ -154,9 +148,9 @@ def ddl(
     out = sys.stdout.buffer
     skipped = 0
     try:
-        _check_scripts(scripts)
+        check_scripts(scripts)
         catalog.current_schema = _database(catalog, database)
-        for raw in _statements(scripts):
+        for raw in statements(scripts):
             stmt = parse_raw(raw)
             if stmt is None:
                 continue
@@ -177,38 +171,6 @@ def ddl(
         typer.echo(f"{skipped} {what} not DDL skipped", err=True)
 
 
-def _check_scripts(scripts: list[Path]) -> None:
-    """Every script readable and text, before anything is opened or written. A pipe
-    (`/dev/stdin`, `<(zcat dump.sql.gz)`) can be read once only: it is checked as it
-    streams (`_statements`)."""
-    for path in scripts:
-        try:
-            if _piped(path):
-                continue
-            with path.open("rb") as handle:
-                head = handle.read(1 << 16)
-        except OSError as e:
-            raise SQLError(f"cannot read {path}: {e.strerror}") from None
-        if b"\0" in head:
-            raise SQLError(
-                f"{path} is not a SQL script: binary data (a NUL byte at offset {head.index(0)})"
-            )
-
-
-def _piped(path: Path) -> bool:
-    """A FIFO, a character device or a socket: what a first read would consume."""
-    mode = path.stat().st_mode
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
-    """A piped script's lines, checked as `_check_scripts` checks a file's start."""
-    for number, line in enumerate(lines, 1):
-        if "\0" in line:
-            raise SQLError(f"{path} is not a SQL script: binary data (a NUL byte on line {number})")
-        yield line
-
-
 def _check_session(time_zone: str, database: str) -> None:
     """--time-zone and --database as a new session takes them, or an error naming them."""
     try:
@@ -227,28 +189,6 @@ def _database(catalog: Catalog, database: str) -> str:
             f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
             " DATABASE and USE it)"
         ) from None
-
-
-def _statements(
-    scripts: list[Path], skipped: Callable[[SQLError], None] | None = None
-) -> Iterator[RawStatement]:
-    """Statements of every script, read lazily: memory holds one statement, not the file. A
-    UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
-    (mysql.cc, read_and_execute). A file that ends inside a quote ends the run, or with
-    `skipped` (--continue-on-error) is reported to it and the next file follows."""
-    for path in scripts:
-        try:
-            handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
-        except OSError as e:
-            raise SQLError(f"cannot read {path}: {e.strerror}") from None
-        with handle:
-            lines = _text_lines(handle, path) if _piped(path) else handle
-            try:
-                yield from split_script(lines, str(path), client=True)
-            except SQLError as e:
-                if skipped is None:
-                    raise
-                skipped(e)
 
 
 @app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
@@ -339,8 +279,8 @@ def replay(
     # the run (the end of a script inside a quote, a record the sink refuses)
     with _reported(warnings, lambda: engine.errors if engine is not None else []):
         if faults is not None:
-            flags.update({"fault_seed": seed, **_faults(faults)})
-        _check_scripts(scripts)
+            flags.update({"fault_seed": seed, **parse_faults(faults)})
+        check_scripts(scripts)
         _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
@@ -366,7 +306,7 @@ def replay(
                 _apart(expect, feed.sink)
             prepare(expect)  # before any work: a directory of someone else's files is refused
         skipped = (lambda e: engine.errors.append(str(e))) if continue_on_error else None
-        events = engine.run(_statements(scripts, skipped))
+        events = engine.run(statements(scripts, skipped))
         if feed is None:  # the changefeed's capture, without the rest of its pipeline
             _print_events(
                 captured(
@@ -375,7 +315,7 @@ def replay(
                     raw_change_event=flags.get("output_raw_change_event", False),
                 )
             )
-            replicated, checkpoint_ts = _eligible, 0
+            replicated, checkpoint_ts = eligible, 0
         else:
             recorder = None
             if expect is not None:
@@ -402,33 +342,6 @@ def _apart(expect: Path, sink: SinkURI) -> None:
             f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
             " directory of its own, neither inside the other"
         )
-
-
-def _faults(text: str) -> dict[str, Any]:
-    """`--faults key=value,...` read as the [faults] table of a changefeed TOML; a list in
-    brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is checked alone, so an
-    error names it, not a line of the table made of them."""
-    lines, names = ["[faults]"], set()
-    for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if value.startswith("[") and value.endswith("]"):
-            value = value.replace(";", ",")
-        line = f"{name} = {value}"
-        try:
-            tomllib.loads(line)
-        except tomllib.TOMLDecodeError:
-            raise ConfigError(
-                f"--faults: {item!r} is not key=value (the value a number, true or false, or a"
-                " list such as [100, 200])"
-            ) from None
-        if name in names:
-            raise ConfigError(f"--faults: {name} is given twice")
-        names.add(name)
-        lines.append(line)
-    return parse_changefeed_toml("\n".join(lines), "--faults")
-
-
-_FAULT_ITEMS = re.compile(r",(?![^\[]*\])")  # the commas outside brackets
 
 
 @contextmanager
@@ -466,12 +379,6 @@ def _print_events(events: Iterable[Event]) -> None:
 def _print_warnings(warnings: Warnings) -> None:
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
-
-
-def _eligible(info: TableInfo) -> bool:
-    """What TiCDC replicates without a filter: tables with a handle key, outside the system
-    schemas."""
-    return info.has_handle_key and info.schema.lower() not in SYSTEM_SCHEMAS
 
 
 def _write_expected(
@@ -600,26 +507,14 @@ def _print_decoded(
     no more than that many lines."""
     out = sys.stdout.buffer
     decoder = decoder_for(feed.codec, upstream)
-    printed = 0
-    for record in records:
-        try:
-            decoded = decoder.decode(record.key, record.value)
-        except SimError as e:
-            hint = _reads_as(feed, record)
-            raise SimError(
-                f"{_where(feed.sink, record)} offset {record.offset}: {e}{hint}"
-            ) from None
-        for index, event in enumerate(decoded):
-            if limit is not None and printed >= limit:
-                return
-            position = {
-                "topic": record.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "index": index,
-            }
-            out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
-            printed += 1
+
+    def unreadable(record: Record, error: SimError) -> SimError:
+        hint = _reads_as(feed, record)
+        return SimError(f"{_where(feed.sink, record)} offset {record.offset}: {error}{hint}")
+
+    lines = decoded_lines(decoder, records, unreadable)
+    for line in lines if limit is None else itertools.islice(lines, limit):
+        out.write(orjson.dumps(line) + b"\n")
 
 
 def _reads_as(feed: Changefeed, record: Record) -> str:
