@@ -87,6 +87,32 @@ SYNTAX = [
     Case("show-of-no-table", "SHOW CREATE TABLE nope", 1146, "Table 'test.nope' doesn't exist"),
     Case("not-a-statement", "FOO BAR", 1064, 'line 1 column 3 near "FOO BAR" (not a statement)'),
     Case("unknown-statement", "CALL p()", 1105, "not supported by the TiDB dialect"),
+    # a join hung on the UPDATE's table was ignored: every row of `t` was updated
+    Case(
+        "update-join",
+        T + "UPDATE t JOIN t AS u ON t.id = u.id SET t.id = 2",
+        1105,
+        "multi-table UPDATE is not supported",
+        check="SELECT COUNT(*) FROM t WHERE id = 2",
+    ),
+    Case(
+        "update-comma-join",
+        T + "UPDATE t, t AS u SET t.id = 2",
+        1105,
+        "multi-table UPDATE is not supported",
+    ),
+    Case(
+        "update-left-join",
+        T + "UPDATE t LEFT JOIN t AS u USING (id) SET t.id = 2",
+        1105,
+        "multi-table UPDATE is not supported",
+    ),
+    Case(
+        "delete-join",
+        T + "DELETE t FROM t JOIN t AS u ON t.id = u.id",
+        1105,
+        "multi-table DELETE is not supported",
+    ),
     Case(
         "information-schema",  # said why (mysqldump and ORMs read it)
         "SELECT table_name FROM information_schema.tables",

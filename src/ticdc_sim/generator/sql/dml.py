@@ -934,7 +934,12 @@ def _sort_value(node: exp.Expr, scope: Scope) -> Compiled:
 def _single_table(engine: Engine, node: exp.Expr, verb: str, *joins: str) -> TableData:
     """The one table an UPDATE or DELETE works on; multi-table forms are refused."""
     target = node.this
-    if not isinstance(target, exp.Table) or any(node.args.get(key) for key in joins):
+    # sqlglot hangs `UPDATE a JOIN b ...` and `UPDATE a, b ...` on the table, not the statement
+    if (
+        not isinstance(target, exp.Table)
+        or target.args.get("joins")
+        or any(node.args.get(key) for key in joins)
+    ):
         raise SQLError(f"multi-table {verb} is not supported", code=1105)
     return engine.table_data(target)
 
