@@ -12,10 +12,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from tests.test_capture import QUERY, SCRIPT, SETTINGS
 from typer.testing import CliRunner
 
 import ticdc_sim
+from test_capture import QUERY, SCRIPT, SETTINGS
 from ticdc_sim import Record, SimError, Simulator, SQLError, generate
 from ticdc_sim.cli import app as cli
 from ticdc_sim.errors import ConfigError

@@ -890,7 +890,8 @@ def _timed_out(stmt: RawStatement, limit: float) -> Outcome:
 
 def _select_query(stmt: RawStatement) -> exp.Select | None:
     """A SELECT that answers with a result set (not INTO, not a side effect of its own)."""
-    if stmt.text.lstrip().lstrip("(").lstrip()[:6].upper() != "SELECT":
+    words = stmt.text.lstrip().lstrip("(").lstrip()[:6].upper()
+    if words != "SELECT" and words[:4] != "WITH":
         return None
     try:
         parsed = parse_raw(stmt)

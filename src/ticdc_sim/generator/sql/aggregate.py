@@ -103,8 +103,6 @@ def split(
 ) -> tuple[exp.Select, list[Aggregate]]:
     """The SELECT of the aggregates' arguments (COUNT(*): a constant) and each result
     column's fold; `constant` evaluates an expression without columns, once."""
-    if node.args.get("group") is not None or node.args.get("having") is not None:
-        raise SQLError("GROUP BY and HAVING are not supported here", code=1105)
     arguments: list[exp.Expr] = []
     folds: list[Aggregate] = []
     for projection in node.expressions:

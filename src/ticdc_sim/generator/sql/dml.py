@@ -978,10 +978,34 @@ def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
 # -- SELECT as an INSERT source ----------------------------------------------------------------
 
 
+# the parts of a SELECT the engine does not evaluate: refused, never ignored (an ignored
+# DISTINCT or HAVING answered, and INSERT ... SELECT wrote, rows TiDB would not)
+_UNSUPPORTED_CLAUSES = {
+    "with_": "WITH (a common table expression)",
+    "distinct": "SELECT DISTINCT",
+    "joins": "a join",
+    "laterals": "LATERAL",
+    "group": "GROUP BY",
+    "having": "HAVING",
+    "windows": "WINDOW",
+    "qualify": "QUALIFY",
+}
+
+
 def select_source(node: exp.Expr) -> exp.From | None:
-    """A SELECT's FROM, or None for constants alone (no FROM, or FROM DUAL)."""
+    """A SELECT's FROM, or None for constants alone (no FROM, or FROM DUAL); a SELECT of
+    more than one table, or with a clause the engine does not evaluate, is refused."""
+    if not isinstance(node, exp.Select):
+        raise SQLError(f"{node.key.upper()} is not supported here, only SELECT", code=1105)
+    for clause, name in _UNSUPPORTED_CLAUSES.items():
+        if node.args.get(clause):
+            raise SQLError(f"{name} is not supported here (single-table SELECT only)", code=1105)
     from_ = node.args.get("from_")
     table = from_.this if from_ is not None else None
+    if from_ is not None and not isinstance(table, exp.Table):
+        raise SQLError(
+            "a subquery in FROM is not supported here (single-table SELECT only)", code=1105
+        )
     if isinstance(table, exp.Table) and not table.text("db") and table.name.upper() == "DUAL":
         return None
     return from_
@@ -989,8 +1013,6 @@ def select_source(node: exp.Expr) -> exp.From | None:
 
 def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
-    if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("group"):
-        raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
     from_ = select_source(node)
     if from_ is None:
         constants = [
@@ -1004,8 +1026,7 @@ def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list
 
         return constant_row
     source = from_.this
-    if not isinstance(source, exp.Table):
-        raise SQLError("only single-table SELECT without GROUP BY or joins is supported", code=1105)
+    assert isinstance(source, exp.Table)  # select_source refused the rest
     table = engine.table_data(source)
     if any(isinstance(e, exp.Star) for e in node.expressions):
         projections = [_row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
