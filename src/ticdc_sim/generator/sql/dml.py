@@ -1014,6 +1014,7 @@ def select_source(node: exp.Expr) -> exp.From | None:
 def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
     from_ = select_source(node)
+    assert isinstance(node, exp.Select)  # select_source refused the rest
     if from_ is None:
         constants = [
             compile_expr(e.this if isinstance(e, exp.Alias) else e, Scope())
