@@ -370,3 +370,56 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["[]", "True True"]
     assert set(ticdc_sim.__all__) <= set(dir(ticdc_sim))
+
+
+# -- the consumer checker through the API ---------------------------------------------------
+
+CHECKED = (
+    "CREATE TABLE t (id INT PRIMARY KEY, d DECIMAL(6,2), dt DATETIME(3), s VARCHAR(8));\n"
+    "CREATE TABLE nokey (a INT);\n"  # not replicated: no handle key
+    "INSERT INTO t VALUES (1, 1.5, '2024-01-02 03:04:05.678', 'a'), (2, NULL, NULL, 'b');\n"
+    "INSERT INTO nokey VALUES (1);\n"
+)
+
+
+def test_diff_and_assert_replicated_against_sqlite(tmp_path: Path) -> None:
+    import sqlite3
+
+    down = sqlite3.connect(tmp_path / "down.db")
+    down.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, d REAL, dt TEXT, s TEXT)")
+    down.execute("INSERT INTO t VALUES (1, 1.5, '2024-01-02 03:04:05.678', 'a')")
+    down.commit()
+    with Simulator() as sim:
+        sim.execute(CHECKED)
+        found = sim.diff(down)
+        assert found and not found.ok
+        assert "missing" in found.report() and "id=2" in found.report()
+        with pytest.raises(AssertionError) as raised:
+            sim.assert_replicated(down)
+        assert str(raised.value) == found.report()
+        down.execute("INSERT INTO t VALUES (2, NULL, NULL, 'b')")
+        down.commit()
+        assert sim.assert_replicated(down).ok
+        sim.execute("BEGIN; DELETE FROM t")  # what is not committed is not expected
+        assert sim.diff(f"sqlite:///{tmp_path / 'down.db'}").ok
+        assert not sim.diff(down, tables=["test.t"])
+
+
+def test_diff_against_mariadb_uses_the_changefeeds_filter(mariadb: Any) -> None:
+    conn = mariadb.connect()
+    mariadb.reset(conn)
+    with conn.cursor() as cur:
+        cur.execute(
+            "CREATE TABLE test.t (id INT PRIMARY KEY, d DECIMAL(6,2), dt DATETIME(3), s VARCHAR(8))"
+        )
+        cur.execute("INSERT INTO test.t VALUES (1, 1.5, '2024-01-02 03:04:05.678', 'a')")
+        cur.execute("INSERT INTO test.t VALUES (2, NULL, NULL, 'c')")
+    with Simulator() as sim:
+        feed = sim.changefeed(
+            "memory://?protocol=canal-json", config={"filter": {"rules": ["test.nothing"]}}
+        )
+        sim.execute(CHECKED)
+        assert sim.diff(conn, changefeed=feed).ok  # it replicates none of them
+        found = sim.diff(conn)
+        assert [line for line in found.report().splitlines() if "'b'" in line or "'c'" in line]
+    conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,30 @@ def test_final_rows_typed_per_table_with_their_version(tmp_path: Path) -> None:
     assert int(metadata[b"ticdc-sim.table-id"]) > 0
     assert int(metadata[b"ticdc-sim.checkpoint-ts"]) > int(metadata[b"ticdc-sim.update-ts"]) > 0
     assert str(table.schema.field("d").type) == "decimal128(6, 2)"
+    # what a reader compares values as (ticdc-sim check): the key, each upstream type
+    assert metadata[b"ticdc-sim.handle-key"] == b'["id"]'
+    types = {f.name: json.loads(f.metadata[b"ticdc-sim.type"]) for f in table.schema}
+    assert (types["d"], types["e"], types["id"]["flag"]) == (
+        {
+            "tp": 246,
+            "flen": 6,
+            "decimal": 2,
+            "flag": 128,  # BINARY, as TiDB flags numbers
+            "charset": "binary",
+            "collation": "binary",
+            "elems": [],
+        },
+        {
+            "tp": 247,
+            "flen": -1,
+            "decimal": 0,
+            "flag": 0,
+            "charset": "utf8mb4",
+            "collation": "utf8mb4_bin",
+            "elems": ["x", "y"],
+        },
+        163,  # NOT NULL, PRIMARY KEY, UNSIGNED, BINARY
+    )
     assert not table.schema.field("id").nullable
 
 

@@ -2,7 +2,8 @@
 
 The Python API (`ticdc_sim.api`): `Simulator` (an upstream cluster and its changefeeds, in
 process), `generate` (a workload spec run in process), the `Record`s they give and the
-`SQLError` a failing statement raises. Importing this package loads none of it (nor
+`SQLError` a failing statement raises; the consumer checker's `Diff` and `NotReplicated`
+(`Simulator.diff`, `Simulator.assert_replicated`). Importing this package loads none of it (nor
 pyspark, fastapi or confluent_kafka) until a name is used.
 """
 
@@ -12,7 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Changefeed", "Record", "Result", "SQLError", "SimError", "Simulator", "generate"]
+__all__ = [
+    "Changefeed",
+    "Diff",
+    "NotReplicated",
+    "Record",
+    "Result",
+    "SQLError",
+    "SimError",
+    "Simulator",
+    "generate",
+]
 
 # where each public name lives, imported on first use
 _EXPORTS = {
@@ -20,6 +31,8 @@ _EXPORTS = {
     "Result": "ticdc_sim.api",
     "Simulator": "ticdc_sim.api",
     "generate": "ticdc_sim.api",
+    "Diff": "ticdc_sim.check",
+    "NotReplicated": "ticdc_sim.check",
     "Record": "ticdc_sim.sinks",
     "SQLError": "ticdc_sim.errors",
     "SimError": "ticdc_sim.errors",
@@ -27,6 +40,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from ticdc_sim.api import Changefeed, Result, Simulator, generate
+    from ticdc_sim.check import Diff, NotReplicated
     from ticdc_sim.errors import SimError, SQLError
     from ticdc_sim.sinks import Record
 

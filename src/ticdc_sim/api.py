@@ -52,6 +52,7 @@ from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, Sink, open_sink
 
 if TYPE_CHECKING:
+    from ticdc_sim.check import Diff, ExpectedTable
     from ticdc_sim.generator.sql.store import Row
     from ticdc_sim.sinks.expect import Upstream
 
@@ -230,7 +231,7 @@ class Simulator:
         """A table's committed rows (`db.table`, or a table of the session's database), in
         primary-key order, by column name, valued as `--expect` stores them: int, float,
         Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
-        from ticdc_sim.sinks.expect import table_values
+        from ticdc_sim.sinks.expect import stored_rows
 
         schema, _, name = table.rpartition(".")
         schema = schema or self._session.database or ""
@@ -241,7 +242,7 @@ class Simulator:
             raise SQLError(f"Table '{schema}.{name}' doesn't exist", code=1146)
         info, rows = found
         names = [c.name for c in info.visible_columns]
-        return [dict(zip(names, values, strict=True)) for values in table_values(info, rows)]
+        return [dict(zip(names, values, strict=True)) for values in stored_rows(info, rows)]
 
     def expect(
         self, directory: str | os.PathLike[str], changefeed: Changefeed | None = None
@@ -263,7 +264,7 @@ class Simulator:
         root = prepare(Path(directory))
         with cluster.lock:
             upstream = list(cluster.history)
-            tables = [(i, r) for i, r in cluster.engine.table_states() if replicated(i)]
+            tables = self._replicated(changefeed)
             version = cluster.engine.catalog.schema_version
         recorder = Recorder(root, lambda schema, name: None, replicated)
         try:
@@ -276,6 +277,53 @@ class Simulator:
             recorder.close()
         checkpoint_ts = upstream[-1].commit_ts if upstream else 0
         return write_expected(root, tables, version, checkpoint_ts)
+
+    def diff(
+        self,
+        target: Any,
+        tables: Iterable[str] | None = None,
+        *,
+        rename: Mapping[str, str] | None = None,
+        changefeed: Changefeed | None = None,
+    ) -> Diff:
+        """The consumer check: the downstream database `target` (a DB-API connection, or a
+        URL: `sqlite:///FILE`, `mysql://USER:PASSWORD@HOST:PORT/`, any SQLAlchemy URL of a
+        SQLite or MySQL-compatible database) against every replicated table's committed
+        rows (`tables`: only these `schema.table`), values compared as MySQL stores them.
+        Replicated: what `changefeed`'s filter lets through, else TiCDC's default. The
+        missing, extra, duplicated and differing rows; `rename` maps a table to its
+        downstream name (`ticdc_sim.check`)."""
+        from ticdc_sim import check
+
+        return check.diff(self._expected(changefeed), target, tables, rename=rename)
+
+    def assert_replicated(
+        self,
+        target: Any,
+        tables: Iterable[str] | None = None,
+        *,
+        rename: Mapping[str, str] | None = None,
+        changefeed: Changefeed | None = None,
+    ) -> Diff:
+        """`diff`, raising `NotReplicated` (an AssertionError) with its report unless the
+        downstream holds exactly the upstream's rows."""
+        from ticdc_sim import check
+
+        expected = self._expected(changefeed)
+        return check.assert_replicated(expected, target, tables, rename=rename)
+
+    def _expected(self, changefeed: Changefeed | None) -> list[ExpectedTable]:
+        from ticdc_sim.check import expected_from_engine
+
+        with self._cluster.lock:
+            return expected_from_engine(self._replicated(changefeed))
+
+    def _replicated(self, changefeed: Changefeed | None) -> list[tuple[TableInfo, list[Row]]]:
+        """The committed rows of every table `changefeed` (else TiCDC by default) replicates;
+        the caller holds the cluster's lock."""
+        replicated = eligible if changefeed is None else changefeed._feed.pipeline.replicates
+        with committed_view(self._session.txn):
+            return [(i, r) for i, r in self._cluster.engine.table_states() if replicated(i)]
 
     def _note_ddl(self, events: Sequence[Change]) -> None:
         """Keep, for each DDL committed, the rows of the tables it touched right after it."""

@@ -900,3 +900,64 @@ def main() -> None:
     # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
     # (help is click's, not rich's: TERMINAL_WIDTH is not read)
     app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
+
+
+@app.command(cls=Command, short_help="Compare a consumer's database with replay --expect.")
+def check(
+    expect: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="what the consumer must end with: replay's --expect directory (or one of"
+            " its checkpoint-<ts>/ folders)",
+        ),
+    ],
+    target: Annotated[
+        str,
+        typer.Option(
+            metavar="URL",
+            help="the consumer's database: sqlite:///FILE, mysql://USER:PASSWORD@HOST:PORT/"
+            " (?unix_socket=PATH&time-zone=TZ: TiCDC's time zone, TIMESTAMP is read in it),"
+            " or an SQLAlchemy URL of a SQLite or MySQL-compatible database",
+        ),
+    ],
+    table: Annotated[
+        list[str] | None,
+        typer.Option(metavar="SCHEMA.TABLE", help="compare this table only (repeatable)"),
+    ] = None,
+    rename: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SCHEMA.TABLE=NAME",
+            help="the table's name downstream, NAME or SCHEMA.NAME (default: the same name;"
+            " on SQLite, the table of the database attached as SCHEMA, else of main)"
+            " (repeatable)",
+        ),
+    ] = None,
+    limit: Annotated[
+        int,
+        typer.Option(min=0, metavar="N", help="rows shown of each kind of difference, a table"),
+    ] = 10,
+) -> None:
+    """Compare the consumer's downstream database with what the upstream replicated (replay
+    --expect DIR): rows missing downstream, extra rows, and rows whose values differ as MySQL
+    would store them. Exit status: 0 equal, 1 different, 2 the check could not run."""
+    from ticdc_sim.check import diff, expected_from_dir
+
+    renames = dict(_renamed(item) for item in rename or [])
+    try:
+        found = diff(expected_from_dir(expect), target, table or None, rename=renames)
+    except SimError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(found.report(limit))
+    if found:
+        raise typer.Exit(1)
+
+
+def _renamed(item: str) -> tuple[str, str]:
+    """--rename SCHEMA.TABLE=NAME."""
+    table, equals, name = (part.strip() for part in item.partition("="))
+    if not (equals and table and name):
+        raise typer.BadParameter(f"{item!r}: SCHEMA.TABLE=NAME", param_hint="'--rename'")
+    return table, name

@@ -198,6 +198,11 @@ class EncodeError(SimError):
     (TiCDC's ErrMessageTooLarge)."""
 
 
+class CheckError(SimError):
+    """A consumer check that cannot run: an --expect directory or a downstream database
+    that cannot be read, a table named that the expected state does not hold."""
+
+
 @dataclass(slots=True)
 class WarningEntry:
     """One kind of warning: its first message, where that happened, and how often."""

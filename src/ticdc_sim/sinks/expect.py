@@ -6,8 +6,12 @@ UNSIGNED and BIT as uint64), FLOAT/DOUBLE as float64, DECIMAL(M,D) as decimal(M,
 strings as binary, every other value (dates and times as TiDB prints them, TIMESTAMP in
 TiCDC's time zone; ENUM and SET members; JSON) as string. The file's key-value metadata says
 which table version it is: `ticdc-sim.table-id`, `ticdc-sim.update-ts` (the table's schema
-version ts), `ticdc-sim.schema-version` and `ticdc-sim.checkpoint-ts` (the run's last).
-Names are written as `table_file` writes them (`test.a%2Fb` for table `a/b`).
+version ts), `ticdc-sim.schema-version` and `ticdc-sim.checkpoint-ts` (the run's last), and
+`ticdc-sim.handle-key`, the JSON list of the columns TiCDC keys rows by. Each field's
+`ticdc-sim.type` is its upstream column type as TiDB's FieldType holds it (JSON: tp, flen,
+decimal, flag, charset, collation, elems), for readers that compare values as that type
+(`ticdc-sim check`). Names are written as `table_file` writes them (`test.a%2Fb` for table
+`a/b`).
 
 `DIR/history/<schema>.<table>.<n>.parquet` is the upstream's MVCC history, the rows TiCDC's
 consumer would read back with `tidb_snapshot` for a handle-key-only message: one file per
@@ -24,19 +28,21 @@ from __future__ import annotations
 
 import re
 import shutil
+import urllib.parse
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ticdc_sim.errors import DecodeError, SimError
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.model.mysql import INTEGER_RANGES, STRING_TYPES, MySQLType
+from ticdc_sim.model.mysql import INTEGER_RANGES, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.sinks.claim_check import ClaimStorage
 
@@ -68,36 +74,80 @@ def _value(arrow_type: pa.DataType) -> Callable[[Any], Any]:
     return lambda v: v
 
 
+HANDLE_KEY = "ticdc-sim.handle-key"
+COLUMN_TYPE = "ticdc-sim.type"
+
+
 def _schema(info: TableInfo, metadata: Mapping[str, str], nullable: bool = False) -> pa.Schema:
     return pa.schema(
         [
-            pa.field(c.name, _arrow_type(c), nullable=nullable or not c.not_null)
+            pa.field(
+                c.name,
+                _arrow_type(c),
+                nullable=nullable or not c.not_null,
+                metadata={COLUMN_TYPE: _column_type(c)},
+            )
             for c in info.visible_columns
         ],
         metadata={
             "ticdc-sim.table-id": str(info.id),
             "ticdc-sim.update-ts": str(info.update_ts),
+            HANDLE_KEY: orjson.dumps(info.handle_key_columns).decode(),
             **metadata,
         },
     )
 
 
-def table_values(info: TableInfo, rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
-    """Rows of the visible columns, valued as the Parquet files hold them."""
-    columns = info.visible_columns
-    values = [(c.offset, _value(_arrow_type(c))) for c in columns]
+def _column_type(column: ColumnInfo) -> bytes:
+    return orjson.dumps(
+        {
+            "tp": int(column.tp),
+            "flen": column.flen,
+            "decimal": column.decimal,
+            "flag": int(column.flag),
+            "charset": column.charset,
+            "collation": column.collation,
+            "elems": column.elems,
+        }
+    )
+
+
+def column_of(field: pa.Field, offset: int) -> ColumnInfo | None:
+    """The upstream column a table file's field stands for (its `ticdc-sim.type`); None for
+    a file written before the type was recorded, or a field that is not ours."""
+    try:
+        found = orjson.loads((field.metadata or {})[COLUMN_TYPE.encode()])
+        return ColumnInfo(
+            id=offset + 1,
+            name=field.name,
+            offset=offset,
+            tp=MySQLType(found["tp"]),
+            flen=int(found["flen"]),
+            decimal=int(found["decimal"]),
+            flag=TiDBFlag(found["flag"]),
+            charset=str(found["charset"]),
+            collation=str(found["collation"]),
+            elems=tuple(str(e) for e in found["elems"]),
+        )
+    except (KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+        return None
+
+
+def stored_rows(info: TableInfo, rows: Iterable[Row | None]) -> Iterator[Row]:
+    """Rows (the engine's, every column) as a table file holds them: the visible columns'
+    values in the Parquet types; a None row as all nulls."""
+    values = [(c.offset, _value(_arrow_type(c))) for c in info.visible_columns]
+    nulls = (None,) * len(values)
     for row in rows:
-        yield tuple(value(row[offset]) for offset, value in values)
+        yield nulls if row is None else tuple(value(row[at]) for at, value in values)
 
 
 def _columns(info: TableInfo, rows: Iterable[Row | None]) -> list[list[Any]]:
     """Rows as column lists of the Parquet types; None rows as all nulls."""
-    columns = info.visible_columns
-    values = [_value(_arrow_type(c)) for c in columns]
-    data: list[list[Any]] = [[] for _ in columns]
-    for row in rows:
-        for out, column, value in zip(data, columns, values, strict=True):
-            out.append(None if row is None else value(row[column.offset]))
+    data: list[list[Any]] = [[] for _ in info.visible_columns]
+    for row in stored_rows(info, rows):
+        for out, value in zip(data, row, strict=True):
+            out.append(value)
     return data
 
 
@@ -109,6 +159,14 @@ def table_file(schema: str, table: str) -> str:
 
 
 _FILE_UNSAFE = re.compile(r"[%/\\.\x00-\x1f\x7f]")
+
+
+def table_of_file(stem: str) -> tuple[str, str] | None:
+    """The (schema, table) whose files `table_file` names `stem`; None for another name."""
+    schema, dot, table = stem.partition(".")
+    if not dot or "." in table:
+        return None
+    return urllib.parse.unquote(schema), urllib.parse.unquote(table)
 
 
 def _escaped(found: re.Match[str]) -> str:
