@@ -389,3 +389,31 @@ def test_truncated_or_corrupted_messages_are_refused_clearly(config: CodecConfig
             data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
             with contextlib.suppress(DecodeError):
                 decoder.decode(None, bytes(data))
+
+
+@pytest.mark.parametrize("encoding", ["json", "avro"])
+def test_a_timestamp_names_ticdcs_time_zone(tmp_path: Path, encoding: str) -> None:
+    """TIMESTAMP text is in TiCDC's --tz and simple names that zone beside it (it was always
+    "UTC", whatever --time-zone rendered the text in)."""
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+    from ticdc_sim.sinks.jsonl import read_jsonl
+
+    script = tmp_path / "s.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP);\n"
+        "INSERT INTO t VALUES (1, '2024-01-01 08:00:00');\n"
+    )
+    out = tmp_path / "out"
+    uri = f"jsonl://{out}?protocol=simple&encoding-format={encoding}"
+    args = ["replay", str(script), "--time-zone", "Asia/Shanghai", "--sink-uri", uri]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    values = [r.value or b"" for r in read_jsonl(str(out))]
+    if encoding == "json":
+        named = b'"ts":{"location":"Asia/Shanghai","value":"2024-01-01 08:00:00"}'
+    else:  # the Timestamp branch (6), then location and value as Avro strings
+        named = b"\x0c\x1aAsia/Shanghai\x262024-01-01 08:00:00"
+    assert sum(named in v for v in values) == 1
+    assert not any(b"UTC" in v for v in values)

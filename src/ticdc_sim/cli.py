@@ -26,7 +26,7 @@ from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone, ticdc_zone
 from ticdc_sim.generator.sql.script import parse_raw
 from ticdc_sim.jsonout import ddl_record, decoded_lines, row_record
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
@@ -273,6 +273,7 @@ def replay(
         flags["output_raw_change_event"] = output_raw_change_event
     if old_value is not None:
         flags["enable_old_value"] = old_value
+    flags["time_zone"] = ticdc_zone(time_zone)  # TiCDC's --tz, which simple names
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
     engine: Engine | None = None
     # statements that failed under --continue-on-error are said before an error that ends

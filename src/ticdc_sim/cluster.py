@@ -46,7 +46,7 @@ from ticdc_sim.encoders import Message, decoder_for
 from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, ticdc_zone
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -764,7 +764,7 @@ class Cluster:
                     "SIM:ErrTooManyChangefeeds",
                 )
             self._check_range(spec)
-            feed = Feed(spec, open_sink_, retain, flush_each=flush_each)
+            feed = Feed(self._zoned(spec), open_sink_, retain, flush_each=flush_each)
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
             if past:
                 try:
@@ -774,6 +774,11 @@ class Cluster:
                     raise
             self.feeds[spec.id] = feed
             return feed
+
+    def _zoned(self, spec: FeedSpec) -> FeedSpec:
+        """The spec with the cluster's time zone as TiCDC's --tz (simple names it)."""
+        zone = ticdc_zone(self.engine.config.time_zone)
+        return replace(spec, overrides={"time_zone": zone, **spec.overrides})
 
     def _check_range(self, spec: FeedSpec) -> None:
         clock = self.engine.catalog.clock
@@ -812,7 +817,7 @@ class Cluster:
                 before.target,
             )
             kept = old.handed_over() if same_files else None
-            feed = Feed(spec, open_sink_, retain, since=old, kept=kept)
+            feed = Feed(self._zoned(spec), open_sink_, retain, since=old, kept=kept)
             feed.state, feed.paused = "stopped", old.paused
             self.feeds[spec.id] = feed
         if not same_files:

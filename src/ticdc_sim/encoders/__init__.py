@@ -52,6 +52,8 @@ class CodecConfig:
     send_bootstrap_in_msg_count: int = 10000
     send_bootstrap_to_all_partition: bool = True
     send_all_bootstrap_at_start: bool = False
+    # TiCDC's `--tz`, the zone TIMESTAMP values are in: simple names it beside each value
+    time_zone: str = "UTC"
 
     @property
     def bootstrap(self) -> bool:

@@ -15,7 +15,7 @@ to that order.
 
 `buildTs` is the encoding time in TiCDC (`time.Now()`); here, as canal-json's `ts`, it is the
 simulated clock: the event's physical time plus `REPLICATION_LAG_MS`. TIMESTAMP values name
-TiCDC's time zone, UTC here (`TIME_ZONE`), the zone their text is in.
+TiCDC's time zone (`CodecConfig.time_zone`, TiCDC's `--tz`), the zone their text is in.
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 from ticdc_sim.model.type_names import type_to_str
 
 VERSION = 1  # message.go defaultVersion
-TIME_ZONE = "UTC"  # TiCDC's --tz: TIMESTAMP values are rendered (and named) in it
 FORMATS = ("json", "avro")
 # TiDB >= 8.4 writes row checksums of version 2 (rowcodec checksumVersionRawHandle); the
 # message's checksums are the column-level ones TiCDC computes once that one verified
@@ -254,19 +253,23 @@ _STRINGS = columnar.strings(_JSON)
 _BASE64 = columnar.mapped(partial(binascii.b2a_base64, newline=False), columnar.plain_strings)
 
 
-def _timestamps(values: Sequence[Any]) -> columnar.Field:
-    spec, items = _STRINGS(values)
-    zone = gj.dumps(TIME_ZONE, _JSON).replace(b"%", b"%%")
-    return columnar.Field(b'{"location":' + zone + b',"value":' + spec + b"}", items)
+def _timestamps(time_zone: str) -> Writer:
+    zone = gj.dumps(time_zone, _JSON).replace(b"%", b"%%")
+
+    def write(values: Sequence[Any]) -> columnar.Field:
+        spec, items = _STRINGS(values)
+        return columnar.Field(b'{"location":' + zone + b',"value":' + spec + b"}", items)
+
+    return write
 
 
-def _writer(col: ColumnInfo) -> Writer:
+def _writer(col: ColumnInfo, time_zone: str) -> Writer:
     """A column's values as `encodeValue` writes them: strings, a TIMESTAMP an object."""
     number = columnar.number_writer(col, quoted=True)
     if number is not None:
         return number
     if col.tp == M.TIMESTAMP:
-        return _timestamps
+        return _timestamps(time_zone)
     if _is_binary_string(col):
         return _BASE64
     return _STRINGS  # text, dates and times, JSON, VECTOR: TiDB's strings already
@@ -276,14 +279,15 @@ def _writer(col: ColumnInfo) -> Writer:
 AvroValue = Callable[[Any], Any]
 
 
-def _avro_value(col: ColumnInfo, profile: str) -> AvroValue:
+def _avro_value(col: ColumnInfo, profile: str, time_zone: str) -> AvroValue:
     """A mounted value -> its ColumnValue branch (encodeValue4Avro), in fastavro's tuple
     notation where the value alone would not pick the branch TiCDC writes."""
     tp = col.tp
     if tp == M.BIT and profile == "new-arch":  # ticdc writes BIT's number as a string
         return lambda v: ("string", str(v))
     if tp == M.TIMESTAMP:
-        return lambda v: ("com.pingcap.simple.avro.Timestamp", {"location": TIME_ZONE, "value": v})
+        stamp = "com.pingcap.simple.avro.Timestamp"
+        return lambda v: (stamp, {"location": time_zone, "value": v})
     if tp == M.LONGLONG and col.unsigned:
         return lambda v: ("com.pingcap.simple.avro.UnsignedBigint", {"value": _int64(v)})
     if tp == M.FLOAT:
@@ -323,13 +327,13 @@ def _avro_long(v: int) -> bytes:
     return _LONG_VALUES[v] if 0 <= v < _SMALL_LIMIT else b"\x02" + varint(v)
 
 
-def _avro_binary(col: ColumnInfo, profile: str) -> Callable[[Any], bytes]:
+def _avro_binary(col: ColumnInfo, profile: str, time_zone: str) -> Callable[[Any], bytes]:
     """A mounted value -> its ColumnValue bytes (branch index, then the value)."""
     tp = col.tp
     if tp == M.BIT and profile == "new-arch":
         return lambda v: b"\x08" + _avro_string(str(v))
     if tp == M.TIMESTAMP:
-        zone = b"\x0c" + _avro_string(TIME_ZONE)
+        zone = b"\x0c" + _avro_string(time_zone)
         return lambda v: zone + _avro_string(v)
     if tp == M.LONGLONG and col.unsigned:
         return lambda v: b"\x0e" + varint(_int64(v))
@@ -407,9 +411,10 @@ class _TableCodec:
         if config.enable_row_checksum and all(f is not None for f in checksummers):
             self.checksum = [(c.offset, f) for c, f in zip(by_id, checksummers, strict=True) if f]
         if config.encoding_format == "avro":
-            self.avro_values = [_avro_value(c, config.profile) for c in self.columns]
+            tz = config.time_zone
+            self.avro_values = [_avro_value(c, config.profile, tz) for c in self.columns]
             self.names = [c.name for c in self.columns]
-            self.binary = [_avro_binary(c, config.profile) for c in self.columns]
+            self.binary = [_avro_binary(c, config.profile, tz) for c in self.columns]
             # each map entry starts with its key
             self.entry_keys = [_avro_string(c.name) for c in self.columns]
             # Message branch, DML type, DML branch, version 1, database, table
@@ -418,7 +423,7 @@ class _TableCodec:
             )
             self.avro_version = varint(_int64(info.update_ts))
         else:
-            self.writers = [columnar.nullable(_writer(c)) for c in self.columns]
+            self.writers = [columnar.nullable(_writer(c, config.time_zone)) for c in self.columns]
             self.keys = [gj.dumps(c.name, _JSON) + b":" for c in self.columns]
             self.head = (
                 b'{"version":1,"database":'

@@ -208,6 +208,13 @@ def load_zone(name: str) -> dt.tzinfo:
 _OFFSET = re.compile(r"([-+])(\d{1,2}):(\d{2})")
 
 
+def ticdc_zone(name: str) -> str:
+    """What TiCDC calls a time zone `load_zone` takes (Go's `Location.String()`, which the
+    simple protocol writes beside TIMESTAMP values): SYSTEM is rendered as UTC here."""
+    text = name.strip()
+    return "UTC" if text.upper() in ("UTC", "SYSTEM") else text
+
+
 # -- tables ------------------------------------------------------------------------------------
 
 
