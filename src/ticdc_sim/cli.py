@@ -11,44 +11,33 @@ import re
 import stat
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 
-from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_changefeed_toml
-from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
-from ticdc_sim.generator.capture import captured
-from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone
-from ticdc_sim.generator.sql.script import (
-    RawStatement,
-    parse_raw,
-    split_script,
-)
-from ticdc_sim.jsonout import ddl_record, decoded_record, row_record
-from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
-from ticdc_sim.model.table import TableInfo
-from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import SYSTEM_SCHEMAS, Pipeline, Summary
-from ticdc_sim.sinks import Record, open_sink
-from ticdc_sim.sinks.jsonl import read_jsonl
-from ticdc_sim.sinks.memory import MemorySink
-from ticdc_sim.sinks.staging import partial_dir
 
+# What a command runs is imported when it runs: a call pays for its own command (the SQL
+# engine and sqlglot, the sinks, the encoders), not for the others' (tests/test_startup.py).
 if TYPE_CHECKING:
+    from ticdc_sim.config import Changefeed, SinkURI
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import Engine
+    from ticdc_sim.generator.sql.script import RawStatement
     from ticdc_sim.generator.workload.reading import Override
     from ticdc_sim.generator.workload.spec import Workload
-    from ticdc_sim.sinks.expect import Recorder, Upstream
+    from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
+    from ticdc_sim.model.table import TableInfo
+    from ticdc_sim.pipeline import Pipeline, Summary
+    from ticdc_sim.sinks import Record
+    from ticdc_sim.sinks.expect import Recorder
+    from ticdc_sim.sinks.upstream import Upstream
 
 app = typer.Typer(
     add_completion=False,
@@ -108,6 +97,8 @@ ConfigOption = Annotated[
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import version
+
         typer.echo(f"ticdc-sim {version('ticdc-sim')}")
         raise typer.Exit()
 
@@ -150,6 +141,12 @@ def ddl(
     ] = "test",
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import is_ddl
+    from ticdc_sim.generator.sql.script import parse_raw
+    from ticdc_sim.jsonout import ddl_record
+    from ticdc_sim.model.tso import TSOClock
+
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
     out = sys.stdout.buffer
     skipped = 0
@@ -211,6 +208,9 @@ def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
 
 def _check_session(time_zone: str, database: str) -> None:
     """--time-zone and --database as a new session takes them, or an error naming them."""
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import load_zone
+
     try:
         load_zone(time_zone)
     except SQLError as e:
@@ -236,6 +236,8 @@ def _statements(
     UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
     (mysql.cc, read_and_execute). A file that ends inside a quote ends the run, or with
     `skipped` (--continue-on-error) is reported to it and the next file follows."""
+    from ticdc_sim.generator.sql.script import split_script
+
     for path in scripts:
         try:
             handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
@@ -328,6 +330,9 @@ def replay(
     ] = None,
 ) -> None:
     """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
+    from ticdc_sim.generator.capture import captured
+    from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+
     flags: dict[str, Any] = {}
     if output_raw_change_event is not None:
         flags["output_raw_change_event"] = output_raw_change_event
@@ -344,7 +349,10 @@ def replay(
         _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
+            from ticdc_sim.config import changefeed
+
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
+
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
         engine = Engine(
@@ -408,6 +416,10 @@ def _faults(text: str) -> dict[str, Any]:
     """`--faults key=value,...` read as the [faults] table of a changefeed TOML; a list in
     brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is checked alone, so an
     error names it, not a line of the table made of them."""
+    import tomllib
+
+    from ticdc_sim.config import parse_changefeed_toml
+
     lines, names = ["[faults]"], set()
     for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
         name, sep, value = (part.strip() for part in item.partition("="))
@@ -455,6 +467,9 @@ def _read_config(path: Path | None) -> bytes | None:
 
 
 def _print_events(events: Iterable[Event]) -> None:
+    from ticdc_sim.jsonout import ddl_record, row_record
+    from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+
     out = sys.stdout.buffer
     for event in events:
         if isinstance(event, DDLEvent):
@@ -471,6 +486,8 @@ def _print_warnings(warnings: Warnings) -> None:
 def _eligible(info: TableInfo) -> bool:
     """What TiCDC replicates without a filter: tables with a handle key, outside the system
     schemas."""
+    from ticdc_sim.pipeline import SYSTEM_SCHEMAS
+
     return info.has_handle_key and info.schema.lower() not in SYSTEM_SCHEMAS
 
 
@@ -497,6 +514,9 @@ def _replay_to_sink(
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
+    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.sinks import open_sink
+
     pipeline = Pipeline(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
@@ -517,6 +537,8 @@ def _finish(
     """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
     and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
     (a committed row the sink refuses) is said before `error`, which ended the run."""
+    from ticdc_sim.sinks.staging import partial_dir
+
     failed, late = error is not None, None
     try:
         if failed:
@@ -585,6 +607,8 @@ def decode(
 ) -> None:
     """Print every message of SOURCE decoded, one JSON object a line, with its position.
     Claim-check messages are read from the config's claim-check-storage-uri."""
+    from ticdc_sim.config import changefeed
+
     try:
         feed = changefeed(source, _read_config(config), str(config or ""))
         _print_decoded(feed, _records(feed.sink), _upstream(feed, upstream))
@@ -598,6 +622,9 @@ def _print_decoded(
 ) -> None:
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines."""
+    from ticdc_sim.encoders import decoder_for
+    from ticdc_sim.jsonout import decoded_record
+
     out = sys.stdout.buffer
     decoder = decoder_for(feed.codec, upstream)
     printed = 0
@@ -625,6 +652,8 @@ def _print_decoded(
 def _reads_as(feed: Changefeed, record: Record) -> str:
     """For a record its protocol cannot read: the other protocol that reads it, as a hint
     (decode given another URI than the one that wrote the records)."""
+    from ticdc_sim.encoders import PROTOCOLS, decoder_for
+
     for protocol in PROTOCOLS:
         if protocol != feed.codec.protocol:
             try:
@@ -639,11 +668,16 @@ def _reads_as(feed: Changefeed, record: Record) -> str:
 
 def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:
     from ticdc_sim.sinks.claim_check import ClaimStorage
-    from ticdc_sim.sinks.expect import History, Upstream
+    from ticdc_sim.sinks.upstream import Upstream
 
     uri = feed.codec.claim_check_storage_uri
     claims = ClaimStorage(uri) if uri else None
-    return Upstream(claims, None if directory is None else History(directory))
+    history = None
+    if directory is not None:
+        from ticdc_sim.sinks.expect import History  # pyarrow's import, for --upstream alone
+
+        history = History(directory)
+    return Upstream(claims, history)
 
 
 def _where(sink: SinkURI, record: Record) -> str:
@@ -657,6 +691,8 @@ def _where(sink: SinkURI, record: Record) -> str:
 
 def _records(sink: SinkURI) -> Iterator[Record]:
     if sink.scheme == "jsonl":
+        from ticdc_sim.sinks.jsonl import read_jsonl
+
         return read_jsonl(sink.target)
     if sink.scheme == "parquet":
         from ticdc_sim.sinks.parquet import read_parquet
@@ -799,7 +835,9 @@ def generate(
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
     what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
     whichever the engine."""
+    from ticdc_sim.config import changefeed
     from ticdc_sim.datasets import read_datasets
+    from ticdc_sim.generator.capture import captured
     from ticdc_sim.generator.workload import Generator, SpecError, check, load
 
     warnings = Warnings()
@@ -881,6 +919,10 @@ def _preview(
 ) -> None:
     """The first `count` events: without a changefeed as captured, with one as a consumer
     decodes the records it would send (in the order sent; nothing is written)."""
+    from ticdc_sim.generator.capture import captured
+    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.sinks.memory import MemorySink
+
     if feed is None:
         _print_events(captured(events))
         return
@@ -900,6 +942,7 @@ def _generate_on_spark(
     overwrite: bool,
     warnings: Warnings,
 ) -> None:
+    from ticdc_sim.pipeline import Summary
     from ticdc_sim.spark import generate as generate_on_spark
 
     report = generate_on_spark(
@@ -927,6 +970,7 @@ def _progress(
     events: Iterable[DDLEvent | RowChangedEvent], total: int | None
 ) -> Iterator[DDLEvent | RowChangedEvent]:
     """The events, counted on a progress bar (events/s, ETA) on stderr."""
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
