@@ -8,11 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-# what no short call needs: the service's, the workload generator's, Spark's, the parquet and
-# Kafka sinks', the progress bar's
+# what none of these calls needs: the service's, the workload generator's, Spark's, the parquet
+# and Kafka sinks', simple-avro's, the progress bar's; numpy (a FLOAT column's alone)
 HEAVY = {
     "confluent_kafka",
     "faker",
@@ -31,7 +32,7 @@ HEAVY = {
 }
 
 PROBE = """
-import json, sys
+import gc, json, sys
 out, command = sys.argv[1], sys.argv[2:]
 import ticdc_sim
 if command != ["--import-only"]:
@@ -41,8 +42,9 @@ if command != ["--import-only"]:
         main()
     except SystemExit as e:
         assert not e.code, e.code
+modules = sorted({name.split(".")[0] for name in sys.modules})
 with open(out, "w") as f:
-    json.dump(sorted({name.split(".")[0] for name in sys.modules}), f)
+    json.dump({"modules": modules, "frozen": gc.get_freeze_count()}, f)
 """
 
 SCRIPT = "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO t VALUES (1, 'a');\n"
@@ -50,7 +52,11 @@ SCRIPT = "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO t VAL
 
 def imported(tmp_path: Path, *command: str) -> set[str]:
     """The top-level packages a fresh interpreter holds after running `command`."""
-    out = tmp_path / "modules.json"
+    return set(probe(tmp_path, *command)["modules"])
+
+
+def probe(tmp_path: Path, *command: str) -> dict[str, Any]:
+    out = tmp_path / "probe.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     ran = subprocess.run(
         [sys.executable, "-c", PROBE, str(out), *command],
@@ -60,7 +66,8 @@ def imported(tmp_path: Path, *command: str) -> set[str]:
         text=True,
     )
     assert ran.returncode == 0, ran.stderr
-    return set(json.loads(out.read_text()))
+    found: dict[str, Any] = json.loads(out.read_text())
+    return found
 
 
 @pytest.fixture
@@ -96,3 +103,9 @@ def test_replay_into_a_jsonl_sink_and_decode_load_no_heavy_module(
     assert (tmp_path / "out").is_dir()
     # decode reads the records: no SQL engine, and pyarrow only for --upstream
     assert imported(tmp_path, "decode", sink) & (HEAVY | {"sqlglot"}) == set()
+
+
+def test_the_heap_is_frozen_as_a_call_ends(tmp_path: Path, script: str) -> None:
+    """The exit leaves what the call built to the process's end, not to the collector."""
+    assert probe(tmp_path, "--import-only")["frozen"] == 0
+    assert probe(tmp_path, "replay", script)["frozen"] > 0

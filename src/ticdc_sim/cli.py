@@ -4,6 +4,7 @@ the pipeline and the sinks."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import logging
 import os
@@ -1046,6 +1047,13 @@ def _write(output: Path | None, text: bytes) -> None:
 
 
 def main() -> None:
-    # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
-    # (help is click's, not rich's: TERMINAL_WIDTH is not read)
-    app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
+    try:
+        # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
+        # (help is click's, not rich's: TERMINAL_WIDTH is not read)
+        app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
+    finally:
+        # The process ends here. Frozen, what the command imported and built is left to the
+        # exit instead of being collected object by object on the way out, a fifth of a short
+        # call's time. Nothing waits on a collection: the sinks have closed their files, and
+        # atexit handlers run all the same.
+        gc.freeze()
