@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from ticdc_sim.cli import app as cli
+from ticdc_sim.cluster import Cluster
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.service.app import create_app
-from ticdc_sim.service.runtime import Cluster
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.parquet import read_parquet
@@ -892,7 +892,7 @@ def test_a_service_started_again_says_it_replaced_the_earlier_output(
 def test_an_update_refuses_a_changefeed_resumed_meanwhile(client: TestClient) -> None:
     """The route checks `stopped` before the rebuild takes the cluster's lock; the rebuild
     checks again under it, so a resume in between is not replaced while it runs."""
-    from ticdc_sim.service.runtime import Conflict, FeedSpec
+    from ticdc_sim.cluster import Conflict, FeedSpec
 
     body = {"changefeed_id": "racy", "sink_uri": "memory://?protocol=canal-json"}
     assert client.post("/api/v2/changefeeds", json=body).status_code == 200

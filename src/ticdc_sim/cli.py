@@ -8,8 +8,6 @@ import gc
 import itertools
 import logging
 import os
-import re
-import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
     from ticdc_sim.config import Changefeed, SinkURI
     from ticdc_sim.generator.sql.ddl import Catalog
     from ticdc_sim.generator.sql.engine import Engine
-    from ticdc_sim.generator.sql.script import RawStatement
     from ticdc_sim.generator.workload.reading import Override
     from ticdc_sim.generator.workload.spec import Workload
     from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
@@ -147,14 +144,15 @@ def ddl(
     from ticdc_sim.generator.sql.script import parse_raw
     from ticdc_sim.jsonout import ddl_record
     from ticdc_sim.model.tso import TSOClock
+    from ticdc_sim.scriptfiles import check_scripts, statements
 
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
     out = sys.stdout.buffer
     skipped = 0
     try:
-        _check_scripts(scripts)
+        check_scripts(scripts)
         catalog.current_schema = _database(catalog, database)
-        for raw in _statements(scripts):
+        for raw in statements(scripts):
             stmt = parse_raw(raw)
             if stmt is None:
                 continue
@@ -173,38 +171,6 @@ def ddl(
     if skipped:
         what = "statement that is" if skipped == 1 else "statements that are"
         typer.echo(f"{skipped} {what} not DDL skipped", err=True)
-
-
-def _check_scripts(scripts: list[Path]) -> None:
-    """Every script readable and text, before anything is opened or written. A pipe
-    (`/dev/stdin`, `<(zcat dump.sql.gz)`) can be read once only: it is checked as it
-    streams (`_statements`)."""
-    for path in scripts:
-        try:
-            if _piped(path):
-                continue
-            with path.open("rb") as handle:
-                head = handle.read(1 << 16)
-        except OSError as e:
-            raise SQLError(f"cannot read {path}: {e.strerror}") from None
-        if b"\0" in head:
-            raise SQLError(
-                f"{path} is not a SQL script: binary data (a NUL byte at offset {head.index(0)})"
-            )
-
-
-def _piped(path: Path) -> bool:
-    """A FIFO, a character device or a socket: what a first read would consume."""
-    mode = path.stat().st_mode
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _text_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
-    """A piped script's lines, checked as `_check_scripts` checks a file's start."""
-    for number, line in enumerate(lines, 1):
-        if "\0" in line:
-            raise SQLError(f"{path} is not a SQL script: binary data (a NUL byte on line {number})")
-        yield line
 
 
 def _check_session(time_zone: str, database: str) -> None:
@@ -228,30 +194,6 @@ def _database(catalog: Catalog, database: str) -> str:
             f"--database {database!r}: {e} (a session starts in test; a script may CREATE"
             " DATABASE and USE it)"
         ) from None
-
-
-def _statements(
-    scripts: list[Path], skipped: Callable[[SQLError], None] | None = None
-) -> Iterator[RawStatement]:
-    """Statements of every script, read lazily: memory holds one statement, not the file. A
-    UTF-8 byte order mark that starts a file is skipped, as the mysql client skips it
-    (mysql.cc, read_and_execute). A file that ends inside a quote ends the run, or with
-    `skipped` (--continue-on-error) is reported to it and the next file follows."""
-    from ticdc_sim.generator.sql.script import split_script
-
-    for path in scripts:
-        try:
-            handle = path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
-        except OSError as e:
-            raise SQLError(f"cannot read {path}: {e.strerror}") from None
-        with handle:
-            lines = _text_lines(handle, path) if _piped(path) else handle
-            try:
-                yield from split_script(lines, str(path), client=True)
-            except SQLError as e:
-                if skipped is None:
-                    raise
-                skipped(e)
 
 
 @app.command(cls=Command, short_help="Run SQL scripts as TiDB; send what TiCDC captures.")
@@ -333,6 +275,7 @@ def replay(
     """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
     from ticdc_sim.generator.capture import captured
     from ticdc_sim.generator.sql.engine import Engine, EngineConfig
+    from ticdc_sim.scriptfiles import check_scripts, statements
 
     flags: dict[str, Any] = {}
     if output_raw_change_event is not None:
@@ -345,15 +288,16 @@ def replay(
     # the run (the end of a script inside a quote, a record the sink refuses)
     with _reported(warnings, lambda: engine.errors if engine is not None else []):
         if faults is not None:
-            flags.update({"fault_seed": seed, **_faults(faults)})
-        _check_scripts(scripts)
+            from ticdc_sim.config import parse_faults
+
+            flags.update({"fault_seed": seed, **parse_faults(faults)})
+        check_scripts(scripts)
         _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
             from ticdc_sim.config import changefeed
 
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
-
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
         engine = Engine(
@@ -375,7 +319,7 @@ def replay(
                 _apart(expect, feed.sink)
             prepare(expect)  # before any work: a directory of someone else's files is refused
         skipped = (lambda e: engine.errors.append(str(e))) if continue_on_error else None
-        events = engine.run(_statements(scripts, skipped))
+        events = engine.run(statements(scripts, skipped))
         if feed is None:  # the changefeed's capture, without the rest of its pipeline
             _print_events(
                 captured(
@@ -384,7 +328,7 @@ def replay(
                     raw_change_event=flags.get("output_raw_change_event", False),
                 )
             )
-            replicated, checkpoint_ts = _eligible, 0
+            replicated, checkpoint_ts = None, 0  # what TiCDC replicates by default
         else:
             recorder = None
             if expect is not None:
@@ -411,37 +355,6 @@ def _apart(expect: Path, sink: SinkURI) -> None:
             f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
             " directory of its own, neither inside the other"
         )
-
-
-def _faults(text: str) -> dict[str, Any]:
-    """`--faults key=value,...` read as the [faults] table of a changefeed TOML; a list in
-    brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is checked alone, so an
-    error names it, not a line of the table made of them."""
-    import tomllib
-
-    from ticdc_sim.config import parse_changefeed_toml
-
-    lines, names = ["[faults]"], set()
-    for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
-        name, sep, value = (part.strip() for part in item.partition("="))
-        if value.startswith("[") and value.endswith("]"):
-            value = value.replace(";", ",")
-        line = f"{name} = {value}"
-        try:
-            tomllib.loads(line)
-        except tomllib.TOMLDecodeError:
-            raise ConfigError(
-                f"--faults: {item!r} is not key=value (the value a number, true or false, or a"
-                " list such as [100, 200])"
-            ) from None
-        if name in names:
-            raise ConfigError(f"--faults: {name} is given twice")
-        names.add(name)
-        lines.append(line)
-    return parse_changefeed_toml("\n".join(lines), "--faults")
-
-
-_FAULT_ITEMS = re.compile(r",(?![^\[]*\])")  # the commas outside brackets
 
 
 @contextmanager
@@ -484,20 +397,19 @@ def _print_warnings(warnings: Warnings) -> None:
         typer.echo(f"warning: {warning}", err=True)
 
 
-def _eligible(info: TableInfo) -> bool:
-    """What TiCDC replicates without a filter: tables with a handle key, outside the system
-    schemas."""
-    from ticdc_sim.pipeline import SYSTEM_SCHEMAS
-
-    return info.has_handle_key and info.schema.lower() not in SYSTEM_SCHEMAS
-
-
 def _write_expected(
-    directory: Path, engine: Engine, replicated: Callable[[TableInfo], bool], checkpoint_ts: int
+    directory: Path,
+    engine: Engine,
+    replicated: Callable[[TableInfo], bool] | None,
+    checkpoint_ts: int,
 ) -> None:
+    """The tables `replicated` picks, or without a changefeed those TiCDC replicates by
+    default (`pipeline.eligible`), as --expect writes them."""
+    from ticdc_sim.pipeline import eligible
     from ticdc_sim.sinks.expect import write_expected
 
-    tables = [(info, rows) for info, rows in engine.table_states() if replicated(info)]
+    picked = replicated or eligible
+    tables = [(info, rows) for info, rows in engine.table_states() if picked(info)]
     paths = write_expected(str(directory), tables, engine.catalog.schema_version, checkpoint_ts)
     typer.echo(f"expected state: {len(paths)} tables in {directory}", err=True)
 
@@ -624,30 +536,18 @@ def _print_decoded(
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines."""
     from ticdc_sim.encoders import decoder_for
-    from ticdc_sim.jsonout import decoded_record
+    from ticdc_sim.jsonout import decoded_lines
 
     out = sys.stdout.buffer
     decoder = decoder_for(feed.codec, upstream)
-    printed = 0
-    for record in records:
-        try:
-            decoded = decoder.decode(record.key, record.value)
-        except SimError as e:
-            hint = _reads_as(feed, record)
-            raise SimError(
-                f"{_where(feed.sink, record)} offset {record.offset}: {e}{hint}"
-            ) from None
-        for index, event in enumerate(decoded):
-            if limit is not None and printed >= limit:
-                return
-            position = {
-                "topic": record.topic,
-                "partition": record.partition,
-                "offset": record.offset,
-                "index": index,
-            }
-            out.write(orjson.dumps({**position, **decoded_record(event)}) + b"\n")
-            printed += 1
+
+    def unreadable(record: Record, error: SimError) -> SimError:
+        hint = _reads_as(feed, record)
+        return SimError(f"{_where(feed.sink, record)} offset {record.offset}: {error}{hint}")
+
+    lines = decoded_lines(decoder, records, unreadable)
+    for line in lines if limit is None else itertools.islice(lines, limit):
+        out.write(orjson.dumps(line) + b"\n")
 
 
 def _reads_as(feed: Changefeed, record: Record) -> str:

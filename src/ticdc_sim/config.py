@@ -828,6 +828,43 @@ def parse_changefeed_toml(text: str | bytes, source: str = "changefeed.toml") ->
     return reader.result()
 
 
+def parse_changefeed_mapping(document: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """The settings of a changefeed TOML given as the mapping `tomllib` would read from it
+    (the Python API's `config={"enable-old-value": False, "sink": {...}}`)."""
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{source}: expected a mapping, got {shown(document)}")
+    reader = _Reader(source, _TOML)
+    reader.walk(document)
+    return reader.result()
+
+
+def parse_faults(text: str, source: str = "--faults") -> dict[str, Any]:
+    """`key=value,...` read as the [faults] table of a changefeed TOML (the CLI's
+    `--faults`); a list in brackets (`restart-at=[100, 200]`, or `[100; 200]`). Each item is
+    checked alone, so an error names it, not a line of the table made of them."""
+    lines, names = ["[faults]"], set()
+    for item in filter(None, (part.strip() for part in _FAULT_ITEMS.split(text))):
+        name, _, value = (part.strip() for part in item.partition("="))
+        if value.startswith("[") and value.endswith("]"):
+            value = value.replace(";", ",")
+        line = f"{name} = {value}"
+        try:
+            tomllib.loads(line)
+        except tomllib.TOMLDecodeError:
+            raise ConfigError(
+                f"{source}: {item!r} is not key=value (the value a number, true or false, or"
+                " a list such as [100, 200])"
+            ) from None
+        if name in names:
+            raise ConfigError(f"{source}: {name} is given twice")
+        names.add(name)
+        lines.append(line)
+    return parse_changefeed_toml("\n".join(lines), source)
+
+
+_FAULT_ITEMS = re.compile(r",(?![^\[]*\])")  # the commas outside brackets
+
+
 def parse_replica_config(
     document: Mapping[str, Any], source: str = "replica_config"
 ) -> dict[str, Any]:

@@ -154,6 +154,15 @@ class SQLError(SimError):
     def sqlstate(self) -> str:
         return sqlstate(self.code)
 
+    @property
+    def line(self) -> int | None:
+        """The statement's line in its script (1-based), where known."""
+        return self.location.line if self.location else None
+
+    @property
+    def column(self) -> int | None:
+        return self.location.col if self.location else None
+
     def with_context(self, location: Location, statement: str) -> SQLError:
         """The same error (of the same class), located at `location` (kept if already set)
         in `statement`."""

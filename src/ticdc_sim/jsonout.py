@@ -4,13 +4,17 @@ values JSON cannot hold are strings (DECIMAL) or `{"$binary": base64}` (binary s
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL
-from ticdc_sim.errors import not_utf8
+from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL, Decoder
+from ticdc_sim.errors import SimError, not_utf8
 from ticdc_sim.generator.sql.values import raw_bytes
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+
+if TYPE_CHECKING:  # annotations alone: printing events needs no sinks, nor their config
+    from ticdc_sim.sinks import Record
 
 
 def ddl_record(event: DDLEvent) -> dict[str, Any]:
@@ -103,3 +107,26 @@ def decoded_record(event: Decoded) -> dict[str, Any]:
         "keys": list(event.keys),
         **event.extra,
     }
+
+
+def decoded_lines(
+    decoder: Decoder,
+    records: Iterable[Record],
+    unreadable: Callable[[Record, SimError], SimError],
+) -> Iterator[dict[str, Any]]:
+    """Each record's events decoded, one object each with its position (topic, partition,
+    offset, index among the record's events): what `ticdc-sim decode` prints. A record the
+    decoder refuses raises what `unreadable` makes of it."""
+    for record in records:
+        try:
+            decoded = decoder.decode(record.key, record.value)
+        except SimError as e:
+            raise unreadable(record, e) from None
+        for index, event in enumerate(decoded):
+            position = {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "index": index,
+            }
+            yield {**position, **decoded_record(event)}

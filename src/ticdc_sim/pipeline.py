@@ -64,6 +64,12 @@ _SCHEMA_ACTIONS = frozenset(
 )
 
 
+def eligible(info: TableInfo) -> bool:
+    """What TiCDC replicates without a filter: tables with a handle key, outside the system
+    schemas."""
+    return info.has_handle_key and info.schema.lower() not in SYSTEM_SCHEMAS
+
+
 class Observer(Protocol):
     """Follows what the pipeline replicates (`sinks.expect.Recorder`): rows in commit order
     as their batch is sent, each DDL once sent, each new checkpoint."""
@@ -336,12 +342,17 @@ class Pipeline:
             self.summary.injected = self.sink.injected
         return self.summary
 
+    def send_pending(self) -> None:
+        """Send the pending batch now, no checkpoint: the Python API before it reads the
+        records, where TiCDC's batch window would have closed on the wall clock."""
+        self._drain()
+        self._flush()
+
     def flush(self, before_checkpoint: Callable[[], object] | None = None) -> None:
         """Send the pending batch and a checkpoint now, the sink left open: a service does
         so after each request, where TiCDC would within its batch window and ticker.
         `before_checkpoint` runs between the two (a fault injected in the window)."""
-        self._drain()
-        self._flush()
+        self.send_pending()
         if before_checkpoint is not None:
             before_checkpoint()
         self._checkpoint()

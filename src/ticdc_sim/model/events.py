@@ -71,6 +71,15 @@ class DDLEvent:
         if not self.start_ts < self.commit_ts:
             raise ValueError(f"start ts {self.start_ts} must be below commit ts {self.commit_ts}")
 
+    @property
+    def tables(self) -> set[tuple[str, str]]:
+        """The tables it names, as (schema, table): before and after a rename."""
+        names = {(self.schema, self.table)} if self.table else set()
+        for info in (self.pre_table_info, self.table_info):
+            if info is not None:
+                names.add((info.schema, info.name))
+        return names
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedEvent:

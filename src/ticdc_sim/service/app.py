@@ -30,12 +30,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.service import routes
-from ticdc_sim.service.guard import Forbidden
-from ticdc_sim.service.metrics import Metrics
-from ticdc_sim.service.mysql import start as start_mysql
-from ticdc_sim.service.runtime import (
+from ticdc_sim.cluster import (
     ChangefeedNotFound,
     CloseFailed,
     Conflict,
@@ -46,6 +41,11 @@ from ticdc_sim.service.runtime import (
     StartTsBeforeGC,
     TooLarge,
 )
+from ticdc_sim.errors import ConfigError, SimError
+from ticdc_sim.service import routes
+from ticdc_sim.service.guard import Forbidden
+from ticdc_sim.service.metrics import Metrics
+from ticdc_sim.service.mysql import start as start_mysql
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink
 

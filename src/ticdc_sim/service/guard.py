@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ticdc_sim.cluster import TooLarge
 from ticdc_sim.config import Changefeed, parse_sink_uri, sink_uri_text
 from ticdc_sim.errors import SimError
-from ticdc_sim.service.runtime import TooLarge
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.claim_check import storage_path
 

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ticdc_sim.cluster import Committed, Execution, Outcome
 from ticdc_sim.generator.sql.values import format_decimal
-from ticdc_sim.service.runtime import Committed, Execution, Outcome
 
 TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
 # a cluster is a changefeed's namespace: TiCDC's namespaceRe (tiflow cdc/model/changefeed.go);

@@ -1,7 +1,7 @@
 """TiDB's front door: the MySQL protocol, one connection one session.
 
 Every statement goes to the cluster's engine through the connection's `SessionState` (its
-transaction, variables and current database; see `runtime`), and what commits reaches the
+transaction, variables and current database; see `ticdc_sim.cluster`), and what commits reaches the
 changefeeds as it commits. SHOW and DESCRIBE are answered from the catalog as TiDB prints it
 (`generator.sql.show`). User `<cluster>.root` connects to that cluster, plain `root` to
 `default`.
@@ -51,6 +51,13 @@ from mysql_mimic.types import (
 )
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
+from ticdc_sim.cluster import (
+    Cluster,
+    Outcome,
+    Registry,
+    SessionState,
+    next_connection_id,
+)
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
@@ -74,13 +81,6 @@ from ticdc_sim.service.mysql_wire import (
     read_params,
     text,
     to_wire,
-)
-from ticdc_sim.service.runtime import (
-    Cluster,
-    Outcome,
-    Registry,
-    SessionState,
-    next_connection_id,
 )
 from ticdc_sim.service.settings import Settings
 

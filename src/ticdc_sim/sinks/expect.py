@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import shutil
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,14 @@ def _schema(info: TableInfo, metadata: Mapping[str, str], nullable: bool = False
             **metadata,
         },
     )
+
+
+def table_values(info: TableInfo, rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
+    """Rows of the visible columns, valued as the Parquet files hold them."""
+    columns = info.visible_columns
+    values = [(c.offset, _value(_arrow_type(c))) for c in columns]
+    for row in rows:
+        yield tuple(value(row[offset]) for offset, value in values)
 
 
 def _columns(info: TableInfo, rows: Iterable[Row | None]) -> list[list[Any]]:
@@ -289,10 +297,7 @@ class Recorder:
                     state[1][key] = image
 
     def ddl(self, event: DDLEvent) -> None:
-        names: set[Name] = {(event.schema, event.table)} if event.table else set()
-        for info in (event.pre_table_info, event.table_info):
-            if info is not None:
-                names.add((info.schema, info.name))
+        names = event.tables
         if event.action == ActionType.DROP_SCHEMA:
             gone = event.schema.lower()
             names |= {n for n in [*self._open, *self._state] if n[0].lower() == gone}

@@ -3,8 +3,18 @@
 transactions (`run.py`, rows chosen by `schedule.py`) with values that are pure functions of
 (seed, table, column, row, version) (`values.py`)."""
 
-from ticdc_sim.generator.workload.reading import Override, load, parse
+from ticdc_sim.generator.workload.reading import Override, build, load, parse, read_yaml
 from ticdc_sim.generator.workload.run import Generator, check
 from ticdc_sim.generator.workload.spec import SpecError, Workload
 
-__all__ = ["Generator", "Override", "SpecError", "Workload", "check", "load", "parse"]
+__all__ = [
+    "Generator",
+    "Override",
+    "SpecError",
+    "Workload",
+    "build",
+    "check",
+    "load",
+    "parse",
+    "read_yaml",
+]

@@ -63,13 +63,25 @@ def load(path: Path, seed: int | None = None, overrides: Iterable[Override] = ()
     except OSError as e:
         raise SpecError(str(e.strerror), where=source) from None
     raw, marks = read_yaml(data, source)
+    return build(raw, source, marks, path.parent, seed, overrides)
+
+
+def build(
+    raw: Any,
+    source: str,
+    marks: dict[SpecPath, str],
+    base: Path,
+    seed: int | None = None,
+    overrides: Iterable[Override] = (),
+) -> Workload:
+    """The spec from YAML's data (a file's, or a mapping given in process), `overrides` and
+    `seed` applied; files it names are relative to `base`."""
     given = list(overrides)
     if seed is not None:
         given.append(Override(("seed",), seed, "--seed"))
     for override in given:
         raw = override.apply(raw, marks)
     spec = parse(raw, source, marks)
-    base = path.parent
     tables = []
     for t in spec.tables:
         if t.ddl_file:

@@ -15,6 +15,16 @@ from typing import Annotated
 from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from ticdc_sim.cluster import (
+    ChangefeedNotFound,
+    Cluster,
+    Conflict,
+    Feed,
+    FeedSpec,
+    InvalidParam,
+    commit_time,
+    update_refused,
+)
 from ticdc_sim.service.models import (
     NAME,
     NAME_MAX,
@@ -27,16 +37,6 @@ from ticdc_sim.service.models import (
     Empty,
     RunningError,
     ServerStatus,
-)
-from ticdc_sim.service.runtime import (
-    ChangefeedNotFound,
-    Cluster,
-    Conflict,
-    Feed,
-    FeedSpec,
-    InvalidParam,
-    commit_time,
-    update_refused,
 )
 from ticdc_sim.service.settings import package_version
 from ticdc_sim.service.state import api_router, feed_sink, state_of

@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from ticdc_sim.cluster import BadRequest, Cluster, Feed
 from ticdc_sim.errors import SimError
 from ticdc_sim.generator.sql.script import decode_script
 from ticdc_sim.jsonout import decoded_record
@@ -32,7 +33,6 @@ from ticdc_sim.service.models import (
     SQLRequest,
     jsonable,
 )
-from ticdc_sim.service.runtime import BadRequest, Cluster, Feed
 from ticdc_sim.service.state import api_router, state_of
 from ticdc_sim.sinks import Record
 

@@ -1,4 +1,5 @@
-"""What the service runs, without HTTP: upstream clusters, their sessions and changefeeds.
+"""Upstream clusters, their sessions and changefeeds: what the Python API (`ticdc_sim.api`)
+and the service (`ticdc_sim.service`, over HTTP and the MySQL port) run.
 
 A `Cluster` is one simulated TiDB cluster: an engine (catalog, rows, TSO clock, seed) and the
 changefeeds that capture it. Its work is serialised by one lock; different clusters run in
@@ -12,12 +13,14 @@ coarsely), up to `lock_wait_s`, then get MySQL's error 1205. What never writes d
 session statements (SET, USE, BEGIN, COMMIT and ROLLBACK of a transaction that wrote nothing,
 SHOW, DESCRIBE) and reads, which see the committed rows only (TiDB's snapshot read): the
 owner's uncommitted writes are taken out of the tables for the read and put back after
-(`_committed_view`), a cost in proportion to the rows it has written.
+(`committed_view`), a cost in proportion to the rows it has written.
 
 A `Feed` is one changefeed: the pipeline of the CLI (`ticdc_sim.pipeline`) into its sink,
-with a `FeedLog` of every record it sent, which the read API pages through and tails. After
-each request the pipeline sends what it holds and a checkpoint (`Pipeline.flush`): TiCDC
-would within its 15 ms batch window and 1 s checkpoint ticker.
+with a `FeedLog` of every record it sent, which the read API pages through and tails. In the
+service, after each request the pipeline sends what it holds and a checkpoint
+(`Pipeline.flush`): TiCDC would within its 15 ms batch window and 1 s checkpoint ticker on the
+wall clock. In the Python API (`flush_each=False`) the simulated clock alone drives batches and
+checkpoints, as in a replay, so a script gives the records `ticdc-sim replay` gives.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +285,7 @@ class FeedLog:
             return (self.order[-new:] if new > 0 else []), self.total
 
 
-class _LoggedSink:
+class LoggedSink:
     """The feed's sink, with every record sent also kept in the feed's log."""
 
     def __init__(self, inner: Sink, log: FeedLog) -> None:
@@ -318,7 +321,9 @@ class FeedSpec:
     id: str
     sink_uri: str
     replica_config: dict[str, Any] = field(default_factory=dict)
-    toml: str | None = None  # a changefeed TOML instead of a replica config
+    toml: str | bytes | None = None  # a changefeed TOML instead of a replica config
+    configured: dict[str, Any] | None = None  # settings read already, instead of both
+    overrides: dict[str, Any] = field(default_factory=dict)  # by field name: over the rest
     start_ts: int = 0
     target_ts: int = 0  # 0: no end
 
@@ -339,11 +344,14 @@ class Feed:
         retain: int,
         since: Feed | None = None,
         kept: tuple[Sink, FeedLog] | None = None,
+        flush_each: bool = True,
     ):
         """`since`: the changefeed this one rebuilds (an update): its creation time and
         checkpoint carry over; `kept`: its sink and log, when they write on (the same
-        files), so that its records stay and offsets run on."""
+        files), so that its records stay and offsets run on; `flush_each`: send what is
+        pending and a checkpoint after each push (the service's requests)."""
         self.spec = spec
+        self.flush_each = flush_each
         self.created: float = since.created if since else time.time()
         # TiCDC's checkpoint starts at start-ts and never goes back
         self.floor = since.checkpoint_ts if since else spec.start_ts
@@ -356,7 +364,7 @@ class Feed:
         learn = getattr(self.decoder, "learn", None)
         if kept is None:
             self.log = FeedLog(retain, learn)
-            self.sink = _LoggedSink(open_sink_(self.changefeed), self.log)
+            self.sink = LoggedSink(open_sink_(self.changefeed), self.log)
             inner = self.sink.inner
             if isinstance(inner, StagedSink) and inner.staging.replaced:
                 # a new changefeed starts its files anew: the folder's earlier output (of a
@@ -366,7 +374,7 @@ class Feed:
         else:
             self.log = kept[1]
             self.log.learn = learn
-            self.sink = _LoggedSink(kept[0], self.log)
+            self.sink = LoggedSink(kept[0], self.log)
         logged: Sink = self.sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
@@ -394,18 +402,25 @@ class Feed:
 
     def _push(self, events: Sequence[Change]) -> None:
         start, target = self.spec.start_ts, self.spec.target_ts or 1 << 64
-        try:
+        with self._failing():
             for event in events:
                 # TiCDC replicates what commits after start-ts, up to target-ts
                 if start < event.commit_ts <= target:
                     self.pipeline.push(event)
                 elif event.commit_ts > target:
                     self.state = "finished"
-            armed, self.armed = self.armed, []
-            self.pipeline.flush(lambda: [self.faulty.inject(kind) for kind in armed])
-            self.sink.flush()
+            if self.flush_each:
+                armed, self.armed = self.armed, []
+                self.pipeline.flush(lambda: [self.faulty.inject(kind) for kind in armed])
+                self.sink.flush()
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """A send that fails stops the changefeed with its error, as TiCDC's fails."""
+        try:
+            yield
         except SimError as e:
-            self.state, self.error = "stopped", str(e)  # TiCDC: the changefeed fails
+            self.state, self.error = "stopped", str(e)
             raise
 
     def pause(self) -> None:
@@ -429,11 +444,19 @@ class Feed:
             else:
                 self.armed.append(kind)
 
+    def send_pending(self) -> None:
+        """Send the rows the pipeline holds in its batch, without a checkpoint (as 15 ms of
+        TiCDC's time passing would)."""
+        with self.lock, self._failing():
+            if self.state == "normal":
+                self.pipeline.send_pending()
+
     def checkpoint(self) -> int:
         """Send what is pending and a checkpoint now; the checkpoint ts."""
-        with self.lock:
-            self.pipeline.flush()
-            self.sink.flush()
+        with self.lock, self._failing():
+            if self.state == "normal":
+                self.pipeline.flush()
+                self.sink.flush()
             return self.checkpoint_ts
 
     def close(self) -> list[str]:
@@ -460,10 +483,10 @@ def where(feed: Changefeed) -> str:
 
 
 def build_changefeed(spec: FeedSpec) -> Changefeed:
-    configured = None
-    if spec.toml is None:
+    configured = spec.configured
+    if spec.toml is None and configured is None:
         configured = parse_replica_config(spec.replica_config, "replica_config")
-    return changefeed(spec.sink_uri, spec.toml, "config", configured=configured)
+    return changefeed(spec.sink_uri, spec.toml, "config", spec.overrides, configured)
 
 
 # -- clusters ----------------------------------------------------------------------------------
@@ -513,12 +536,15 @@ class Cluster:
         max_txn_rows: int,
         history_events: int = 1_000_000,
         max_feeds: int = 64,
+        config: EngineConfig | None = None,
     ):
+        """`config`: the upstream's time zone, start ts and default database (`seed` wins
+        over its seed)."""
         self.id = cluster_id
         self.max_feeds = max_feeds
         self.seed = seed
         self.created = time.time()
-        self.engine = Engine(EngineConfig(seed=seed))
+        self.engine = Engine(replace(config or EngineConfig(), seed=seed))
         self.engine.count_affected = True
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
@@ -610,7 +636,7 @@ class Cluster:
                 return outcome, []
             if beside:
                 assert owner is not None
-                with _committed_view(owner.txn):
+                with committed_view(owner.txn):
                     events = self._step(session, stmt, outcome)
             else:
                 events = self._step(session, stmt, outcome)
@@ -650,6 +676,7 @@ class Cluster:
     def _answer(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> bool:
         """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
         into `outcome`; False for the rest."""
+        self.engine.location = stmt.location  # where what it warns of happened
         try:
             stmt = self.engine.as_client_sent(stmt)  # as the engine reads what it runs
             result = show.answer(self.engine, stmt.text, session.last_warnings)
@@ -719,7 +746,11 @@ class Cluster:
     # -- changefeeds -----------------------------------------------------------------------
 
     def add_feed(
-        self, spec: FeedSpec, open_sink_: Callable[[Changefeed], Sink], retain: int
+        self,
+        spec: FeedSpec,
+        open_sink_: Callable[[Changefeed], Sink],
+        retain: int,
+        flush_each: bool = True,
     ) -> Feed:
         """A new changefeed; one with a start-ts in the past first replicates what has
         committed since (tiflow `cdc/api/v2/api_helpers.go` verifies the start-ts so)."""
@@ -733,7 +764,7 @@ class Cluster:
                     "SIM:ErrTooManyChangefeeds",
                 )
             self._check_range(spec)
-            feed = Feed(spec, open_sink_, retain)
+            feed = Feed(spec, open_sink_, retain, flush_each=flush_each)
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
             if past:
                 try:
@@ -908,7 +939,7 @@ def _writes_nothing(stmt: RawStatement) -> bool:
 
 
 @contextlib.contextmanager
-def _committed_view(txn: Transaction | None) -> Iterator[None]:
+def committed_view(txn: Transaction | None) -> Iterator[None]:
     """The tables without `txn`'s uncommitted writes, as another session's snapshot read
     sees them: each written key's row as it was before the transaction, put back after."""
     written = [

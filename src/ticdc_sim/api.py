@@ -1,0 +1,477 @@
+"""The Python API: a simulated upstream TiDB cluster and its TiCDC changefeeds, in process.
+
+    from ticdc_sim import Simulator
+
+    with Simulator(seed=7) as sim:
+        feed = sim.changefeed("memory://?protocol=canal-json")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a')")
+        feed.records()   # the Kafka records TiCDC would have written
+        feed.events()    # the same, decoded as `ticdc-sim decode` prints them
+
+A `Simulator` is the service's cluster (`ticdc_sim.cluster`) with one session of its own; its
+changefeeds are the CLI's pipelines on the simulated clock, so a script executed here gives
+the records `ticdc-sim replay` gives for it, byte for byte (reading the records in between
+sends the pending batch, as TiCDC's 15 ms batch window would have on the wall clock).
+`generate` runs a workload spec in process, as `ticdc-sim generate` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ticdc_sim.cluster import Change, Cluster, Feed, FeedLog, FeedSpec, LoggedSink, committed_view
+from ticdc_sim.config import (
+    Changefeed as ChangefeedConfig,
+)
+from ticdc_sim.config import (
+    changefeed as changefeed_config,
+)
+from ticdc_sim.config import (
+    parse_changefeed_mapping,
+    parse_faults,
+)
+from ticdc_sim.encoders import decoder_for
+from ticdc_sim.errors import ConfigError, SimError, SQLError
+from ticdc_sim.generator.capture import captured
+from ticdc_sim.generator.sql.ddl import Catalog
+from ticdc_sim.generator.sql.engine import EngineConfig, load_zone
+from ticdc_sim.generator.sql.script import RawStatement, split_script
+from ticdc_sim.jsonout import decoded_lines
+from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
+from ticdc_sim.model.table import TableInfo
+from ticdc_sim.pipeline import Pipeline, eligible
+from ticdc_sim.scriptfiles import check_scripts, statements
+from ticdc_sim.sinks import Record, Sink, open_sink
+
+if TYPE_CHECKING:
+    from ticdc_sim.generator.sql.store import Row
+    from ticdc_sim.sinks.upstream import Upstream
+
+__all__ = ["Changefeed", "Result", "Simulator", "generate"]
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
+Name = tuple[str, str]  # schema, table
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one statement did, as a MySQL client sees it."""
+
+    statement: str
+    line: int
+    column: int
+    affected_rows: int = 0
+    insert_id: int = 0  # the OK packet's LAST_INSERT_ID
+    commit_ts: int | None = None  # the TSO of what it committed; None: nothing committed
+    columns: list[str] | None = None  # a result set's column labels (SELECT, SHOW)
+    rows: list[tuple[Any, ...]] | None = None  # its rows
+    warnings: list[str] = field(default_factory=list)  # what SHOW WARNINGS would list
+
+
+class Changefeed:
+    """One changefeed of a `Simulator` (`Simulator.changefeed` makes them)."""
+
+    def __init__(self, feed: Feed, upstream: Upstream | None) -> None:
+        self._feed = feed
+        self._upstream = upstream
+        self.failure_said = False  # its failure has been raised to the caller
+
+    @property
+    def error(self) -> str | None:
+        """Why it stopped, if its sink failed (the upstream goes on)."""
+        return self._feed.error
+
+    @property
+    def id(self) -> str:
+        return self._feed.spec.id
+
+    @property
+    def config(self) -> ChangefeedConfig:
+        """The changefeed's settings, as the sink URI and config gave them."""
+        return self._feed.changefeed
+
+    @property
+    def checkpoint_ts(self) -> int:
+        """The last checkpoint it sent (its start-ts before the first)."""
+        return self._feed.checkpoint_ts
+
+    @property
+    def warnings(self) -> list[str]:
+        """What TiCDC would have logged for it (config, dispatch, encoding)."""
+        return [str(w) for w in self._feed.warnings]
+
+    def records(self, topic: str | None = None, partition: int | None = None) -> list[Record]:
+        """Every record it sent, by topic, then partition, in offset order; the pending
+        batch is sent first."""
+        with self._said():
+            self._feed.send_pending()
+        return self._feed.log.read(topic, partition, 0, sys.maxsize)
+
+    def events(
+        self, topic: str | None = None, partition: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Its records decoded, one dict per event with its position (topic, partition,
+        offset, index): what `ticdc-sim decode` prints."""
+        decoder = decoder_for(self._feed.changefeed.codec, self._upstream)
+        return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
+
+    def checkpoint(self) -> int:
+        """Send the pending batch and a checkpoint now, as TiCDC's ticker would; its ts."""
+        with self._said():
+            return self._feed.checkpoint()
+
+    @contextlib.contextmanager
+    def _said(self) -> Iterator[None]:
+        """A send that fails here stopped the changefeed (`Feed._failing`): said once."""
+        try:
+            yield
+        except SimError as e:
+            self.failure_said = True
+            raise SimError(f"changefeed {self.id} failed: {e}") from None
+
+    def _unreadable(self, record: Record, error: SimError) -> SimError:
+        return SimError(
+            f"changefeed {self.id}: {record.topic}[{record.partition}] offset {record.offset}:"
+            f" {error}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<Changefeed {self.id} {self._feed.spec.sink_uri}>"
+
+
+class Simulator:
+    """One simulated upstream TiDB cluster, with a session of its own that runs what
+    `execute` is given, and the changefeeds `changefeed` adds. A context manager: leaving it
+    closes the changefeeds (their last batch and checkpoint sent, sinks closed)."""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        time_zone: str = "UTC",
+        start_ts: int | None = None,
+        database: str = "test",
+    ) -> None:
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ConfigError(f"seed {seed!r}: a whole number, 0 or more")
+        try:
+            load_zone(time_zone)
+        except SQLError as e:
+            raise ConfigError(f"time_zone {time_zone!r}: {e.message}") from None
+        try:
+            database = Catalog().schema(database).name
+        except SQLError as e:
+            raise ConfigError(
+                f"database {database!r}: {e.message} (a session starts in test; CREATE DATABASE"
+                " and USE another)"
+            ) from None
+        config = EngineConfig(seed=seed, start_ts=start_ts or 0, time_zone=time_zone)
+        self.seed = seed
+        self._cluster = Cluster(
+            "simulator", seed, 50.0, 0, history_events=sys.maxsize, config=config
+        )
+        self._session = self._cluster.session()
+        self._session.database = database
+        self._feeds: dict[str, Changefeed] = {}
+        self._ids = itertools.count(1)
+        # each DDL's tables as they were right after it: the history `expect` writes
+        self._after_ddl: dict[int, dict[Name, tuple[TableInfo, list[Row]] | None]] = {}
+        self._closed = False
+
+    # -- the upstream ------------------------------------------------------------------------
+
+    def execute(self, sql: str | bytes, source: str = "<sql>") -> list[Result]:
+        """Run the statements of `sql` in order in the simulator's session (a transaction
+        may span calls); what each did. The first that fails raises `SQLError` (code,
+        SQLSTATE, message, line and column in `sql`); those before it stay done, and an
+        open transaction stays open, as in TiDB."""
+        if isinstance(sql, bytes):  # as a script file's bytes are read
+            sql = sql.decode("utf-8-sig", "surrogateescape")
+        return self._run(split_script(sql.splitlines(keepends=True), source))
+
+    def execute_file(self, path: str | os.PathLike[str]) -> list[Result]:
+        """Run a SQL script file as `ticdc-sim replay` reads it (DELIMITER, a BOM, pipes)."""
+        script = Path(path)
+        check_scripts([script])
+        return self._run(statements([script]))
+
+    def _run(self, stmts: Iterable[RawStatement]) -> list[Result]:
+        self._check_open()
+        results = []
+        for stmt in stmts:
+            outcome, events = self._cluster.run(self._session, stmt)
+            self._note_ddl(events)
+            self._check_feeds()
+            if outcome.error is not None:
+                raise outcome.error
+            results.append(
+                Result(
+                    outcome.statement,
+                    outcome.line,
+                    outcome.column,
+                    outcome.affected_rows,
+                    outcome.insert_id,
+                    outcome.commit_ts,
+                    outcome.columns,
+                    outcome.rows,
+                    [str(w) for w in self._session.last_warnings],
+                )
+            )
+        return results
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """A table's committed rows (`db.table`, or a table of the session's database), in
+        primary-key order, by column name, valued as `--expect` stores them: int, float,
+        Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
+        from ticdc_sim.sinks.expect import table_values
+
+        schema, _, name = table.rpartition(".")
+        schema = schema or self._session.database or ""
+        engine = self._cluster.engine
+        with self._cluster.lock, committed_view(self._session.txn):
+            found = engine.table_state(schema, name)
+        if found is None:
+            raise SQLError(f"Table '{schema}.{name}' doesn't exist", code=1146)
+        info, rows = found
+        names = [c.name for c in info.visible_columns]
+        return [dict(zip(names, values, strict=True)) for values in table_values(info, rows)]
+
+    def expect(
+        self, directory: str | os.PathLike[str], changefeed: Changefeed | None = None
+    ) -> list[Path]:
+        """Write what `ticdc-sim replay --expect DIR` writes: every replicated table's rows
+        now, and the upstream's history as a changefeed captures it. Replicated and
+        captured as `changefeed` does (its filter, old value and raw change settings), else
+        as TiCDC's defaults do. The files written."""
+        from ticdc_sim.sinks.expect import Recorder, prepare, write_expected
+
+        cluster = self._cluster
+        if cluster.gc_safepoint:
+            raise SimError("the simulator's history was trimmed; expect() cannot write it")
+        replicated, old_value, raw = eligible, True, False  # what `replay --expect` follows
+        if changefeed is not None:
+            replicated = changefeed._feed.pipeline.replicates
+            old_value = changefeed.config.enable_old_value
+            raw = changefeed.config.output_raw_change_event
+        root = prepare(Path(directory))
+        with cluster.lock:
+            upstream = list(cluster.history)
+            tables = [(i, r) for i, r in cluster.engine.table_states() if replicated(i)]
+            version = cluster.engine.catalog.schema_version
+        recorder = Recorder(root, lambda schema, name: None, replicated)
+        try:
+            for ddl, rows in _by_ddl(captured(upstream, old_value, raw)):
+                recorder.rows(e for e in rows if replicated(e.table))
+                if ddl is not None:
+                    recorder.lookup = _lookup(self._after_ddl.get(id(ddl), {}))
+                    recorder.ddl(ddl)
+        finally:
+            recorder.close()
+        checkpoint_ts = upstream[-1].commit_ts if upstream else 0
+        return write_expected(root, tables, version, checkpoint_ts)
+
+    def _note_ddl(self, events: Sequence[Change]) -> None:
+        """Keep, for each DDL committed, the rows of the tables it touched right after it."""
+        engine = self._cluster.engine
+        for event in events:
+            if isinstance(event, DDLEvent):
+                self._after_ddl[id(event)] = {
+                    name: engine.table_state(*name) for name in event.tables
+                }
+
+    # -- changefeeds -------------------------------------------------------------------------
+
+    def changefeed(
+        self,
+        sink_uri: str,
+        config: ConfigSource | None = None,
+        faults: str | Mapping[str, Any] | None = None,
+        start_ts: int | None = None,
+        *,
+        id: str | None = None,
+        overwrite: bool = False,
+    ) -> Changefeed:
+        """A changefeed of this cluster, as `ticdc-sim replay` takes one: TiCDC's sink URI
+        (`memory://?protocol=canal-json` keeps the records here only; any sink works), a
+        changefeed TOML (a path, its text, or the mapping it reads as) and a fault spec
+        (`"duplicate-rate=0.1, restart-every=50"` or a mapping, as under [faults]), seeded
+        by the simulator's seed. It captures what commits after `start_ts` (default: now;
+        an earlier ts replays what committed since). `overwrite`: replace earlier output in
+        a jsonl or parquet directory."""
+        self._check_open()
+        toml, configured = _config(config)
+        overrides: dict[str, Any] = {}
+        if faults is not None:
+            overrides = {"fault_seed": self.seed, **_faults(faults)}
+        feed_id = id or f"feed-{next(self._ids)}"
+        spec = FeedSpec(
+            feed_id,
+            sink_uri,
+            toml=toml,
+            configured=configured,
+            overrides=overrides,
+            start_ts=start_ts or 0,
+        )
+        # built once before the cluster's lock is taken: a bad URI or config is said as such
+        changefeed_config(sink_uri, toml, "config", overrides, configured)
+
+        def opened(feed: ChangefeedConfig) -> Sink:
+            return open_sink(feed.sink, overwrite=overwrite)
+
+        feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False)
+        handle = self._feeds[feed_id] = Changefeed(feed, _claims(feed.changefeed))
+        self._check_feeds()
+        return handle
+
+    @property
+    def changefeeds(self) -> list[Changefeed]:
+        return list(self._feeds.values())
+
+    def _check_feeds(self) -> None:
+        """A changefeed whose sink failed is stopped with its error (as TiCDC's fails);
+        said here, since the statement committed upstream."""
+        for handle in self._feeds.values():
+            if handle.error is not None and not handle.failure_said:
+                handle.failure_said = True
+                raise SimError(
+                    f"changefeed {handle.id} failed: {handle.error} (the upstream committed)"
+                )
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def close(self) -> list[str]:
+        """Send each changefeed's pending batch and last checkpoint and close its sink, as a
+        replay ends; what went where. Records stay readable; the upstream takes no more."""
+        if self._closed:
+            return []
+        self._closed = True
+        self._cluster.end(self._session)  # an open transaction is rolled back
+        return self._cluster.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SimError("the simulator is closed")
+
+    def __enter__(self) -> Simulator:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._feeds)} changefeeds"
+        return f"<Simulator seed={self.seed} {state}>"
+
+
+def generate(
+    spec: str | os.PathLike[str] | Mapping[str, Any],
+    sink_uri: str = "memory://?protocol=canal-json",
+    config: ConfigSource | None = None,
+    *,
+    events: int | None = None,
+    seed: int | None = None,
+    overwrite: bool = False,
+) -> list[Record]:
+    """A workload spec (a YAML file, or the mapping it reads as) run in process, as
+    `ticdc-sim generate --sink-uri` runs it: the records sent, by topic, partition, offset.
+    `events` and `seed` replace the spec's."""
+    from ticdc_sim.datasets import read_datasets
+    from ticdc_sim.generator.workload import Generator, Override, SpecError, build, check, load
+
+    overrides = []
+    if events is not None:
+        overrides = [
+            Override(("operations", "events"), events, "events"),
+            Override.remove(("operations", "duration_s"), "events"),
+        ]
+    if isinstance(spec, Mapping):
+        workload = build(dict(spec), "spec", {}, Path.cwd(), seed, overrides)
+    else:
+        workload = load(Path(spec), seed, overrides)
+    toml, configured = _config(config)
+    feed = changefeed_config(sink_uri, toml, "config", None, configured)
+    log = FeedLog(sys.maxsize)
+    try:
+        datasets = read_datasets(workload)
+        check(workload, datasets)
+        pipeline = Pipeline(feed, LoggedSink(open_sink(feed.sink, overwrite=overwrite), log))
+        try:
+            for event in Generator(workload, datasets).events():
+                pipeline.push(event)
+        except BaseException:
+            pipeline.abort()  # what was sent stays; a directory is left as DIR.partial
+            raise
+        pipeline.close()
+    except SpecError as e:
+        raise e.located(workload) from None
+    return log.read(None, None, 0, sys.maxsize)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, Any] | None]:
+    """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read)."""
+    if config is None:
+        return None, {}
+    if isinstance(config, Mapping):
+        return None, parse_changefeed_mapping(config, "config")
+    if isinstance(config, str) and ("\n" in config or "=" in config or "[" in config):
+        return config, None
+    path = Path(config)
+    try:
+        return path.read_bytes(), None
+    except OSError as e:
+        raise ConfigError(
+            f"config {str(config)!r}: cannot read it ({e.strerror}); give a path, the TOML's"
+            " text or a mapping"
+        ) from None
+
+
+def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(faults, Mapping):
+        settings = parse_changefeed_mapping({"faults": dict(faults)}, "faults")
+        settings.pop("warnings", None)
+        return settings
+    return parse_faults(faults, "faults")
+
+
+def _claims(feed: ChangefeedConfig) -> Upstream | None:
+    """What resolves claim-check messages when its events are decoded."""
+    uri = feed.codec.claim_check_storage_uri
+    if not uri:
+        return None
+    from ticdc_sim.sinks.claim_check import ClaimStorage
+    from ticdc_sim.sinks.upstream import Upstream
+
+    return Upstream(ClaimStorage(uri), None)
+
+
+def _lookup(
+    tables: Mapping[Name, tuple[TableInfo, list[Row]] | None],
+) -> Callable[[str, str], tuple[TableInfo, list[Row]] | None]:
+    return lambda schema, name: tables.get((schema, name))
+
+
+def _by_ddl(history: Iterable[Event]) -> Iterator[tuple[DDLEvent | None, list[RowChangedEvent]]]:
+    """The history as runs of row changes, each ended by the DDL after it (None at the end)."""
+    rows: list[RowChangedEvent] = []
+    for event in history:
+        if isinstance(event, DDLEvent):
+            yield event, rows
+            rows = []
+        elif isinstance(event, RowChangedEvent):
+            rows.append(event)
+    yield None, rows

@@ -1,0 +1,372 @@
+"""The Python API (`ticdc_sim.Simulator`, `ticdc_sim.generate`): the records the CLI writes,
+byte for byte, for the same scripts, settings and specs; statements' results and errors as a
+MySQL client sees them; rows, `expect`, changefeed options and failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from tests.test_capture import QUERY, SCRIPT, SETTINGS
+from typer.testing import CliRunner
+
+import ticdc_sim
+from ticdc_sim import Record, SimError, Simulator, SQLError, generate
+from ticdc_sim.cli import app as cli
+from ticdc_sim.errors import ConfigError
+from ticdc_sim.sinks.jsonl import read_jsonl
+
+ORACLE_SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
+ROOT = Path(__file__).parent.parent
+
+
+def _replayed(tmp_path: Path, script: Path, uri_query: str, *args: str) -> list[Record]:
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(
+        cli, ["replay", str(script), "--sink-uri", f"jsonl://{out}{uri_query}", *args]
+    )
+    assert result.exit_code == 0, result.output
+    return sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
+
+
+@pytest.mark.parametrize("script", ORACLE_SCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol", "simple"])
+def test_a_script_gives_the_records_replay_gives(
+    tmp_path: Path, script: Path, protocol: str
+) -> None:
+    query = f"?protocol={protocol}&partition-num=3"
+    with Simulator(seed=3) as sim:
+        feed = sim.changefeed(f"memory://{query}")
+        sim.execute_file(script)
+    assert feed.records() == _replayed(tmp_path, script, query, "--seed", "3")
+
+
+def test_changefeeds_of_different_settings_each_get_the_cli_records(tmp_path: Path) -> None:
+    script = tmp_path / "s.sql"
+    script.write_text(SCRIPT)
+    with Simulator() as sim:
+        feeds = {
+            name: sim.changefeed(f"memory://{QUERY}", config=toml or None)
+            for name, (toml, _) in SETTINGS.items()
+        }
+        sim.execute(SCRIPT)
+    for name, (toml, _) in SETTINGS.items():
+        config = tmp_path / f"{name}.toml"
+        config.write_text(toml)
+        expected = _replayed(tmp_path / name, script, QUERY, "--config", str(config))
+        assert feeds[name].records() == expected, name
+
+
+def test_statements_split_across_calls_give_the_same_records(tmp_path: Path) -> None:
+    """A transaction may span calls, and reading records in between changes nothing a
+    consumer could tell from the replay (the batch window closes on the simulated clock)."""
+    script = tmp_path / "s.sql"
+    script.write_text(SCRIPT)
+    with Simulator() as whole, Simulator() as parts:
+        a = whole.changefeed(f"memory://{QUERY}")
+        b = parts.changefeed(f"memory://{QUERY}")
+        whole.execute(SCRIPT)
+        for statement in SCRIPT.split(";\n"):
+            if statement.strip():
+                parts.execute(statement)
+    assert [r.value for r in a.records()] == [r.value for r in b.records()]
+
+
+def test_results_are_what_a_client_sees() -> None:
+    with Simulator() as sim:
+        results = sim.execute(
+            "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(4));\n"
+            "INSERT INTO t (v) VALUES ('a'), ('b');\n"
+            "UPDATE t SET v = 'c' WHERE id >= 1;\n"
+            "SELECT id, v FROM t ORDER BY id DESC;\n"
+            "SET @x = 1"
+        )
+        create, insert, update, select, set_ = results
+        assert (create.line, insert.line, select.line) == (1, 2, 4)
+        assert create.commit_ts is not None and insert.commit_ts is not None
+        assert insert.commit_ts > create.commit_ts
+        assert (insert.affected_rows, insert.insert_id) == (2, 1)
+        assert update.affected_rows == 2
+        assert select.columns == ["id", "v"] and select.rows == [(2, "c"), (1, "c")]
+        assert select.commit_ts is None and set_.commit_ts is None
+        shown = sim.execute("\n  SHOW ENGINES")[0]
+        assert shown.warnings == [
+            "<sql>:2:3: SHOW ENGINES is not simulated here: answered with no rows"
+        ]
+
+
+def test_a_failing_statement_raises_located_and_leaves_the_transaction_open() -> None:
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=canal-json")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        with pytest.raises(SQLError) as raised:
+            sim.execute("BEGIN;\nINSERT INTO t VALUES (1);\n  INSERT INTO t VALUES (1);\nSELECT 1")
+        error = raised.value
+        assert (error.code, error.sqlstate) == (1062, "23000")
+        assert (error.line, error.column) == (3, 3)
+        assert error.message == "Duplicate entry '1' for key 't.PRIMARY'"
+        assert error.statement == "INSERT INTO t VALUES (1)"
+        # as in TiDB: the failed statement is undone, the transaction is still open
+        assert sim.rows("t") == []  # committed rows only
+        sim.execute("COMMIT")
+        assert sim.rows("test.t") == [{"id": 1}]
+        inserts = [e for e in feed.events() if e["type"] == "insert"]
+        assert [e["columns"] for e in inserts] == [{"id": 1}]
+
+
+def test_records_checkpoint_and_events() -> None:
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=canal-json&enable-tidb-extension=true")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 1)")
+        insert = [e for e in feed.events() if e["type"] == "insert"]
+        in_its_partition = [e["type"] for e in feed.events(partition=insert[0]["partition"])]
+        assert in_its_partition[-1] == "insert"  # sent, no checkpoint after it yet
+        ts = feed.checkpoint()
+        assert ts == feed.checkpoint_ts == sim.execute("SELECT 1")[0].commit_ts or ts > 0
+        last = feed.events()[-1]
+        assert last["type"] == "checkpoint" and last["ts"] == ts
+        offsets = [(r.partition, r.offset) for r in feed.records()]
+        assert offsets == sorted(offsets)
+        assert all(isinstance(r, Record) for r in feed.records())
+
+
+def test_rows_are_valued_as_expect_stores_them() -> None:
+    with Simulator(time_zone="+08:00") as sim:
+        sim.execute(
+            "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(6,2), f DOUBLE,"
+            " b VARBINARY(4), dt DATETIME(3), ts TIMESTAMP, e ENUM('x','y'), j JSON);\n"
+            "INSERT INTO t VALUES (18446744073709551615, 1.5, 0.25, x'00ff',"
+            " '2024-01-02 03:04:05.678', '2024-01-02 03:04:05', 'y', '{\"a\": [1]}')"
+        )
+        assert sim.rows("t") == [
+            {
+                "id": 18446744073709551615,
+                "d": Decimal("1.50"),
+                "f": 0.25,
+                "b": b"\x00\xff",
+                "dt": "2024-01-02 03:04:05.678",
+                "ts": "2024-01-02 03:04:05",
+                "e": "y",
+                "j": '{"a": [1]}',
+            }
+        ]
+        with pytest.raises(SQLError) as raised:
+            sim.rows("nope.t")
+        assert raised.value.code == 1146
+
+
+def test_expect_writes_what_replay_expect_writes(tmp_path: Path) -> None:
+    script = tmp_path / "s.sql"
+    script.write_text(
+        SCRIPT + "ALTER TABLE t ADD COLUMN w INT DEFAULT 5;\nINSERT INTO t VALUES (7, 7, 7, 7);\n"
+        "RENAME TABLE c TO c2;\nDROP TABLE r;\n"
+    )
+    cli_dir, api_dir = tmp_path / "cli-expect", tmp_path / "api-expect"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "replay",
+            str(script),
+            "--sink-uri",
+            f"jsonl://{tmp_path / 'out'}?protocol=canal-json",
+            "--expect",
+            str(cli_dir),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    with Simulator() as sim:
+        sim.changefeed("memory://?protocol=canal-json")
+        sim.execute_file(script)
+        written = sim.expect(api_dir)
+    cli_files = sorted(p.relative_to(cli_dir) for p in cli_dir.rglob("*.parquet"))
+    assert sorted(p.relative_to(api_dir) for p in api_dir.rglob("*.parquet")) == cli_files
+    assert len(written) == len(list(cli_dir.glob("*.parquet")))
+    for name in cli_files:
+        ours, theirs = pq.read_table(api_dir / name), pq.read_table(cli_dir / name)
+        assert ours.equals(theirs), name
+        assert ours.schema.metadata == theirs.schema.metadata, name
+
+
+SPEC = """seed: 3
+tables:
+  - ddl: CREATE TABLE c (id BIGINT PRIMARY KEY, name VARCHAR(40), amount DECIMAL(8,2))
+    rows: 50
+    columns:
+      name: {faker: name}
+operations:
+  events: 100
+  mix: {insert: 2, update: 6, delete: 1}
+storyline:
+  - at_event: 150
+    ddl: ALTER TABLE c ADD COLUMN note VARCHAR(12) DEFAULT 'x'
+"""
+
+
+def test_generate_gives_the_records_the_cli_writes(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    out = tmp_path / "gen"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "generate",
+            "--workload",
+            str(spec),
+            "--events",
+            "300",
+            "--seed",
+            "5",
+            "--sink-uri",
+            f"jsonl://{out}?protocol=canal-json&partition-num=2",
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    expected = sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
+    records = generate(spec, "memory://?protocol=canal-json&partition-num=2", events=300, seed=5)
+    assert records == expected
+
+
+def test_generate_takes_a_mapping() -> None:
+    spec: dict[str, Any] = {
+        "seed": 1,
+        "tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "rows": 5}],
+        "operations": {"events": 20},
+    }
+    records = generate(spec, "memory://?protocol=canal-json")
+    assert sum(b'"type":"INSERT"' in (r.value or b"") for r in records) > 0
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "enable-old-value = false\n",
+        {"enable-old-value": False},
+        "FILE",
+    ],
+    ids=["text", "mapping", "path"],
+)
+def test_a_config_as_text_mapping_or_path(tmp_path: Path, config: Any) -> None:
+    if config == "FILE":
+        config = tmp_path / "feed.toml"
+        config.write_text("enable-old-value = false\n")
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=open-protocol", config=config)
+        assert feed.config.enable_old_value is False
+
+
+def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
+    def run(faults: Any) -> list[bytes | None]:
+        with Simulator(seed=9) as sim:
+            feed = sim.changefeed("memory://?protocol=canal-json", faults=faults)
+            sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+            for i in range(40):
+                sim.execute(f"INSERT INTO t VALUES ({i})")
+            return [r.value for r in feed.records()]
+
+    text = run("duplicate-rate=0.3")
+    assert text == run({"duplicate-rate": 0.3})
+    plain = run(None)
+    assert len(text) > len(plain)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Simulator(seed=-1), "seed -1: a whole number, 0 or more"),
+        (lambda: Simulator(time_zone="Mars/Base"), "time_zone 'Mars/Base': Unknown or incorrect"),
+        (lambda: Simulator(database="nope"), "database 'nope': Unknown database 'nope'"),
+    ],
+)
+def test_bad_simulator_settings_are_named(make: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make()
+    assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("uri", "config", "faults", "message"),
+    [
+        ("memory://", None, None, "sink URI 'memory://': no protocol"),
+        ("memory://?protocol=canal-json", "no-such.toml", None, "config 'no-such.toml': cannot"),
+        ("memory://?protocol=canal-json", {"enable-old-value": "x"}, None, "config"),
+        ("memory://?protocol=canal-json", None, "nonsense", "faults: 'nonsense' is not key=value"),
+    ],
+)
+def test_bad_changefeeds_are_named(uri: str, config: Any, faults: Any, message: str) -> None:
+    with Simulator() as sim, pytest.raises(ConfigError) as raised:
+        sim.changefeed(uri, config=config, faults=faults)
+    assert str(raised.value).startswith(message)
+    assert sim.changefeeds == []
+
+
+def test_a_failed_publish_is_reported_not_dropped() -> None:
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=canal-json&max-message-bytes=300")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+        sim.execute(f"INSERT INTO t VALUES (1, '{'x' * 2000}')")  # sent in the batch
+        with pytest.raises(SimError) as raised:
+            feed.records()
+        assert str(raised.value) == (
+            f"changefeed {feed.id} failed: a canal-json message of 2270 bytes for test.t at"
+            f" commit ts {feed._feed.pipeline._seen_ts} exceeds max-message-bytes 300"
+            " (TiCDC: ErrMessageTooLarge)"
+        )
+        assert feed.error is not None and sim.rows("t")[0]["id"] == 1
+        # stopped: what commits next is held back, and the upstream goes on
+        sim.execute("INSERT INTO t VALUES (2, 'y')")
+        assert [r.offset for r in feed.records()] == [0]
+        with Simulator() as other:  # a failure while a statement replicates says so at once
+            bad = other.changefeed("memory://?protocol=canal-json&max-message-bytes=300")
+            other.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+            with pytest.raises(SimError, match=f"changefeed {bad.id} failed: .*committed"):
+                other.execute(f"INSERT INTO t VALUES (1, '{'x' * 2000}'); CREATE TABLE u (a INT)")
+
+
+def test_a_changefeed_from_the_past_replays_what_committed_since() -> None:
+    with Simulator() as sim:
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        first = sim.execute("INSERT INTO t VALUES (1)")[0].commit_ts
+        assert first is not None
+        sim.execute("INSERT INTO t VALUES (2)")
+        feed = sim.changefeed("memory://?protocol=canal-json", start_ts=first)
+        inserted = [e["columns"] for e in feed.events() if e["type"] == "insert"]
+        assert inserted == [{"id": 2}]
+
+
+def test_a_closed_simulator_keeps_its_records_and_takes_no_statement() -> None:
+    sim = Simulator()
+    feed = sim.changefeed("memory://?protocol=canal-json&enable-tidb-extension=true")
+    sim.execute("CREATE TABLE t (id INT PRIMARY KEY); BEGIN; INSERT INTO t VALUES (1)")
+    sim.close()  # the open transaction is rolled back: nothing of it is sent
+    assert {e["type"] for e in feed.events()} == {"ddl", "checkpoint"}
+    with pytest.raises(SimError, match="the simulator is closed"):
+        sim.execute("SELECT 1")
+    assert sim.close() == []
+
+
+def test_file_sinks_are_finished_at_close(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with Simulator() as sim:
+        feed = sim.changefeed(f"jsonl://{out}?protocol=canal-json")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
+    on_disk = sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
+    assert on_disk == feed.records()
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    code = (
+        "import sys, ticdc_sim\n"
+        "heavy = {'ticdc_sim.api', 'sqlglot', 'pyarrow', 'fastapi', 'pyspark', 'confluent_kafka'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+        "ticdc_sim.Simulator\n"
+        "print('ticdc_sim.api' in sys.modules, sorted(ticdc_sim.__all__) == ticdc_sim.__all__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "True True"]
+    assert set(ticdc_sim.__all__) <= set(dir(ticdc_sim))
