@@ -4,7 +4,8 @@
 
 Each command runs --runs times in fresh processes, the commands taking turns (a change in the
 machine's load falls on all of them alike); each figure is the median wall time, and its ratio
-to `python -c pass` measured in the same run. The commands, on this checkout's src/:
+to `python -c pass` measured in the same run, then the same of CPU time (user + system: the
+steadier of the two on a shared machine). The commands, on this checkout's src/:
   * `python -c "import ticdc_sim"`;
   * `ticdc-sim --help`;
   * `replay one.sql`, the captured events printed (one.sql: a table and one row, the
