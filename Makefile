@@ -34,6 +34,7 @@ test: lint
 	$(BIN)/pytest
 
 bench: $(STAMP)
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/encode.py
 	$(BIN)/python bench/kafka.py

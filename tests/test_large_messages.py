@@ -26,8 +26,9 @@ from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks.claim_check import ClaimStorage
-from ticdc_sim.sinks.expect import History, Recorder, Upstream
+from ticdc_sim.sinks.expect import History, Recorder
 from ticdc_sim.sinks.memory import MemorySink
+from ticdc_sim.sinks.upstream import Upstream
 
 PROTOCOLS = ["canal-json", "open-protocol"]
 

@@ -54,7 +54,7 @@ from ticdc_sim.sinks import Record, Sink, open_sink
 if TYPE_CHECKING:
     from ticdc_sim.check import Diff, ExpectedTable
     from ticdc_sim.generator.sql.store import Row
-    from ticdc_sim.sinks.expect import Upstream
+    from ticdc_sim.sinks.upstream import Upstream
 
 __all__ = ["Changefeed", "Result", "Simulator", "generate"]
 
@@ -502,7 +502,7 @@ def _claims(feed: ChangefeedConfig) -> Upstream | None:
     if not uri:
         return None
     from ticdc_sim.sinks.claim_check import ClaimStorage
-    from ticdc_sim.sinks.expect import Upstream
+    from ticdc_sim.sinks.upstream import Upstream
 
     return Upstream(ClaimStorage(uri), None)
 

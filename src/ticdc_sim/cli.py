@@ -4,6 +4,7 @@ the pipeline and the sinks."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import logging
 import os
@@ -12,37 +13,29 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 
-from ticdc_sim.config import Changefeed, SinkURI, changefeed, parse_faults
-from ticdc_sim.encoders import PROTOCOLS, decoder_for
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
-from ticdc_sim.generator.capture import captured
-from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, is_ddl, load_zone, ticdc_zone
-from ticdc_sim.generator.sql.script import parse_raw
-from ticdc_sim.jsonout import ddl_record, decoded_lines, row_record
-from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
-from ticdc_sim.model.table import TableInfo
-from ticdc_sim.model.tso import TSOClock
-from ticdc_sim.pipeline import Pipeline, Summary, eligible
-from ticdc_sim.scriptfiles import check_scripts, statements
-from ticdc_sim.sinks import Record, open_sink
-from ticdc_sim.sinks.jsonl import read_jsonl
-from ticdc_sim.sinks.memory import MemorySink
-from ticdc_sim.sinks.staging import partial_dir
 
+# What a command runs is imported when it runs: a call pays for its own command (the SQL
+# engine and sqlglot, the sinks, the encoders), not for the others' (tests/test_startup.py).
 if TYPE_CHECKING:
+    from ticdc_sim.config import Changefeed, SinkURI
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import Engine
     from ticdc_sim.generator.workload.reading import Override
     from ticdc_sim.generator.workload.spec import Workload
-    from ticdc_sim.sinks.expect import Recorder, Upstream
+    from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
+    from ticdc_sim.model.table import TableInfo
+    from ticdc_sim.pipeline import Pipeline, Summary
+    from ticdc_sim.sinks import Record
+    from ticdc_sim.sinks.expect import Recorder
+    from ticdc_sim.sinks.upstream import Upstream
 
 app = typer.Typer(
     add_completion=False,
@@ -102,6 +95,8 @@ ConfigOption = Annotated[
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import version
+
         typer.echo(f"ticdc-sim {version('ticdc-sim')}")
         raise typer.Exit()
 
@@ -144,6 +139,13 @@ def ddl(
     ] = "test",
 ) -> None:
     """Apply the DDL of SCRIPTS and print each DDL event TiCDC would emit, as JSON lines."""
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import is_ddl
+    from ticdc_sim.generator.sql.script import parse_raw
+    from ticdc_sim.jsonout import ddl_record
+    from ticdc_sim.model.tso import TSOClock
+    from ticdc_sim.scriptfiles import check_scripts, statements
+
     catalog = Catalog(clock=TSOClock.starting_at(start_ts) if start_ts else TSOClock())
     out = sys.stdout.buffer
     skipped = 0
@@ -173,6 +175,9 @@ def ddl(
 
 def _check_session(time_zone: str, database: str) -> None:
     """--time-zone and --database as a new session takes them, or an error naming them."""
+    from ticdc_sim.generator.sql.ddl import Catalog
+    from ticdc_sim.generator.sql.engine import load_zone
+
     try:
         load_zone(time_zone)
     except SQLError as e:
@@ -268,6 +273,10 @@ def replay(
     ] = None,
 ) -> None:
     """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
+    from ticdc_sim.generator.capture import captured
+    from ticdc_sim.generator.sql.engine import Engine, EngineConfig, ticdc_zone
+    from ticdc_sim.scriptfiles import check_scripts, statements
+
     flags: dict[str, Any] = {}
     if output_raw_change_event is not None:
         flags["output_raw_change_event"] = output_raw_change_event
@@ -280,11 +289,15 @@ def replay(
     # the run (the end of a script inside a quote, a record the sink refuses)
     with _reported(warnings, lambda: engine.errors if engine is not None else []):
         if faults is not None:
+            from ticdc_sim.config import parse_faults
+
             flags.update({"fault_seed": seed, **parse_faults(faults)})
         check_scripts(scripts)
         _check_session(time_zone, database)
         feed = None
         if sink_uri is not None:
+            from ticdc_sim.config import changefeed
+
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
@@ -316,7 +329,7 @@ def replay(
                     raw_change_event=flags.get("output_raw_change_event", False),
                 )
             )
-            replicated, checkpoint_ts = eligible, 0
+            replicated, checkpoint_ts = None, 0  # what TiCDC replicates by default
         else:
             recorder = None
             if expect is not None:
@@ -369,6 +382,9 @@ def _read_config(path: Path | None) -> bytes | None:
 
 
 def _print_events(events: Iterable[Event]) -> None:
+    from ticdc_sim.jsonout import ddl_record, row_record
+    from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+
     out = sys.stdout.buffer
     for event in events:
         if isinstance(event, DDLEvent):
@@ -383,11 +399,18 @@ def _print_warnings(warnings: Warnings) -> None:
 
 
 def _write_expected(
-    directory: Path, engine: Engine, replicated: Callable[[TableInfo], bool], checkpoint_ts: int
+    directory: Path,
+    engine: Engine,
+    replicated: Callable[[TableInfo], bool] | None,
+    checkpoint_ts: int,
 ) -> None:
+    """The tables `replicated` picks, or without a changefeed those TiCDC replicates by
+    default (`pipeline.eligible`), as --expect writes them."""
+    from ticdc_sim.pipeline import eligible
     from ticdc_sim.sinks.expect import write_expected
 
-    tables = [(info, rows) for info, rows in engine.table_states() if replicated(info)]
+    picked = replicated or eligible
+    tables = [(info, rows) for info, rows in engine.table_states() if picked(info)]
     paths = write_expected(str(directory), tables, engine.catalog.schema_version, checkpoint_ts)
     typer.echo(f"expected state: {len(paths)} tables in {directory}", err=True)
 
@@ -405,6 +428,9 @@ def _replay_to_sink(
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
+    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.sinks import open_sink
+
     pipeline = Pipeline(
         feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
     )
@@ -425,6 +451,8 @@ def _finish(
     """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
     and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
     (a committed row the sink refuses) is said before `error`, which ended the run."""
+    from ticdc_sim.sinks.staging import partial_dir
+
     failed, late = error is not None, None
     try:
         if failed:
@@ -493,6 +521,8 @@ def decode(
 ) -> None:
     """Print every message of SOURCE decoded, one JSON object a line, with its position.
     Claim-check messages are read from the config's claim-check-storage-uri."""
+    from ticdc_sim.config import changefeed
+
     try:
         feed = changefeed(source, _read_config(config), str(config or ""))
         _print_decoded(feed, _records(feed.sink), _upstream(feed, upstream))
@@ -506,6 +536,9 @@ def _print_decoded(
 ) -> None:
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines."""
+    from ticdc_sim.encoders import decoder_for
+    from ticdc_sim.jsonout import decoded_lines
+
     out = sys.stdout.buffer
     decoder = decoder_for(feed.codec, upstream)
 
@@ -521,6 +554,8 @@ def _print_decoded(
 def _reads_as(feed: Changefeed, record: Record) -> str:
     """For a record its protocol cannot read: the other protocol that reads it, as a hint
     (decode given another URI than the one that wrote the records)."""
+    from ticdc_sim.encoders import PROTOCOLS, decoder_for
+
     for protocol in PROTOCOLS:
         if protocol != feed.codec.protocol:
             try:
@@ -535,11 +570,16 @@ def _reads_as(feed: Changefeed, record: Record) -> str:
 
 def _upstream(feed: Changefeed, directory: Path | None) -> Upstream:
     from ticdc_sim.sinks.claim_check import ClaimStorage
-    from ticdc_sim.sinks.expect import History, Upstream
+    from ticdc_sim.sinks.upstream import Upstream
 
     uri = feed.codec.claim_check_storage_uri
     claims = ClaimStorage(uri) if uri else None
-    return Upstream(claims, None if directory is None else History(directory))
+    history = None
+    if directory is not None:
+        from ticdc_sim.sinks.expect import History  # pyarrow's import, for --upstream alone
+
+        history = History(directory)
+    return Upstream(claims, history)
 
 
 def _where(sink: SinkURI, record: Record) -> str:
@@ -553,6 +593,8 @@ def _where(sink: SinkURI, record: Record) -> str:
 
 def _records(sink: SinkURI) -> Iterator[Record]:
     if sink.scheme == "jsonl":
+        from ticdc_sim.sinks.jsonl import read_jsonl
+
         return read_jsonl(sink.target)
     if sink.scheme == "parquet":
         from ticdc_sim.sinks.parquet import read_parquet
@@ -695,7 +737,9 @@ def generate(
     """Generate a synthetic workload (tables, value generators, an operation mix) and send
     what TiCDC would capture of it to --sink-uri: the same bytes for the same spec and seed,
     whichever the engine."""
+    from ticdc_sim.config import changefeed
     from ticdc_sim.datasets import read_datasets
+    from ticdc_sim.generator.capture import captured
     from ticdc_sim.generator.workload import Generator, SpecError, check, load
 
     warnings = Warnings()
@@ -777,6 +821,10 @@ def _preview(
 ) -> None:
     """The first `count` events: without a changefeed as captured, with one as a consumer
     decodes the records it would send (in the order sent; nothing is written)."""
+    from ticdc_sim.generator.capture import captured
+    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.sinks.memory import MemorySink
+
     if feed is None:
         _print_events(captured(events))
         return
@@ -796,6 +844,7 @@ def _generate_on_spark(
     overwrite: bool,
     warnings: Warnings,
 ) -> None:
+    from ticdc_sim.pipeline import Summary
     from ticdc_sim.spark import generate as generate_on_spark
 
     report = generate_on_spark(
@@ -823,6 +872,7 @@ def _progress(
     events: Iterable[DDLEvent | RowChangedEvent], total: int | None
 ) -> Iterator[DDLEvent | RowChangedEvent]:
     """The events, counted on a progress bar (events/s, ETA) on stderr."""
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -897,12 +947,6 @@ def _write(output: Path | None, text: bytes) -> None:
         raise typer.Exit(1) from None
 
 
-def main() -> None:
-    # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
-    # (help is click's, not rich's: TERMINAL_WIDTH is not read)
-    app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
-
-
 @app.command(cls=Command, short_help="Compare a consumer's database with replay --expect.")
 def check(
     expect: Annotated[
@@ -962,3 +1006,16 @@ def _renamed(item: str) -> tuple[str, str]:
     if not (equals and table and name):
         raise typer.BadParameter(f"{item!r}: SCHEMA.TABLE=NAME", param_hint="'--rename'")
     return table, name
+
+
+def main() -> None:
+    try:
+        # help piped to a file or pager: 120 columns, not the 80 click assumes of a non-terminal
+        # (help is click's, not rich's: TERMINAL_WIDTH is not read)
+        app(**({} if sys.stdout.isatty() else {"terminal_width": 120}))
+    finally:
+        # The process ends here. Frozen, what the command imported and built is left to the
+        # exit instead of being collected object by object on the way out, a fifth of a short
+        # call's time. Nothing waits on a collection: the sinks have closed their files, and
+        # atexit handlers run all the same.
+        gc.freeze()

@@ -6,13 +6,15 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ticdc_sim.encoders import Decoded, DecodedBootstrap, DecodedCheckpoint, DecodedDDL, Decoder
 from ticdc_sim.errors import SimError, not_utf8
 from ticdc_sim.generator.sql.values import raw_bytes
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
-from ticdc_sim.sinks import Record
+
+if TYPE_CHECKING:  # annotations alone: printing events needs no sinks, nor their config
+    from ticdc_sim.sinks import Record
 
 
 def ddl_record(event: DDLEvent) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from itertools import repeat
 from operator import is_, itemgetter
 from typing import Any, Generic, NamedTuple, TypeVar
 
-import numpy
 import orjson
 
 from ticdc_sim.encoders import MAX_RECORD_OVERHEAD, NO_HEADERS, Message, large
@@ -175,6 +174,8 @@ def floats(bits: int, quoted: bool) -> Writer:
 
     def write(values: Sequence[float]) -> Field:
         if bits == 32:
+            import numpy  # here: a run without a FLOAT column never pays for its import
+
             data = orjson.dumps(
                 numpy.array(values, dtype=numpy.float32), option=orjson.OPT_SERIALIZE_NUMPY
             )

@@ -39,12 +39,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ticdc_sim.errors import DecodeError, SimError
+from ticdc_sim.errors import SimError
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import INTEGER_RANGES, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import ColumnInfo, TableInfo
-from ticdc_sim.sinks.claim_check import ClaimStorage
 
 M = MySQLType
 Row = tuple[Any, ...]
@@ -465,29 +464,3 @@ class History:
 
 def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-class Upstream:
-    """What `decode` resolves large messages with: the claim-check storage of the
-    changefeed config, and the history of an `--expect` directory."""
-
-    def __init__(self, claims: ClaimStorage | None, history: History | None) -> None:
-        self.claims, self.history = claims, history
-
-    @property
-    def has_rows(self) -> bool:
-        return self.history is not None
-
-    def read_claim(self, location: str) -> bytes:
-        if self.claims is None:
-            raise DecodeError(
-                f"a claim-check message names {location!r}, but the changefeed config has no"
-                " claim-check-storage-uri"
-            )
-        return self.claims.read(location)
-
-    def row_at(
-        self, schema: str, table: str, ts: int, key: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        assert self.history is not None
-        return self.history.row_at(schema, table, ts, key)
