@@ -27,10 +27,10 @@ import pytest
 from support_mariadb import MariaDB
 from support_mysql_wire import Wire
 from support_service import Server
+from ticdc_sim.cluster import Cluster, Outcome, SessionState
 from ticdc_sim.errors import SQLSTATE, SQLError, sqlstate
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.model.events import RowChangedEvent
-from ticdc_sim.cluster import Cluster, Outcome, SessionState
 
 LOCK_WAIT_S = 1.5
 

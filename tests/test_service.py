@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from ticdc_sim.cli import app as cli
+from ticdc_sim.cluster import Cluster
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.service.app import create_app
-from ticdc_sim.cluster import Cluster
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.parquet import read_parquet

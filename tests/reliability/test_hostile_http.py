@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from ticdc_sim.generator.sql.engine import ResultSet
 from ticdc_sim import cluster as runtime
+from ticdc_sim.generator.sql.engine import ResultSet
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.routes import clusters
 from ticdc_sim.service.settings import Settings
