@@ -4,9 +4,11 @@ given, failed assertions on records shown decoded; and its `pytest11` entry poin
 
 from __future__ import annotations
 
+import gc
 import importlib
 import socket
 import tomllib
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ticdc_sim
+from ticdc_sim.cluster import HEAP, Heap
+from ticdc_sim.pytest_plugin import SimulatorFactory
 from ticdc_sim.sinks import Record
 from ticdc_sim.testing import broker as broker_module
 from ticdc_sim.testing.broker import Broker
@@ -510,3 +514,20 @@ def test_any_bytes_are_shown_and_told_apart(a: bytes, b: bytes, key: bytes) -> N
     assert said is not None and said[0] == "[1 record] == [1 record]"
     if left != right:
         assert said[1] == "At index 0, t[0]@0:" and len(said) > 3
+
+
+def test_the_simulators_a_test_made_are_freed_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster freezes the heap as it runs (`cluster.Heap`): closing it lets go of what
+    was frozen, or each simulator alive at a freeze would stay for the whole session."""
+    monkeypatch.setattr(Heap, "SETTLE_S", 0.0)  # a freeze after every statement
+    monkeypatch.setattr(HEAP, "settle_at", 0.0)
+    factory = SimulatorFactory(0)
+    engines = []
+    for _ in range(3):
+        simulator = factory()
+        simulator.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
+        engines.append(weakref.ref(simulator._cluster.engine))
+    del simulator
+    factory.close()
+    gc.collect()
+    assert [engine() for engine in engines] == [None, None, None]

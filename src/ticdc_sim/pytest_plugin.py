@@ -34,6 +34,9 @@ Options (each also an ini setting; the command line wins):
 A failed `==` between `Record`s, or lists of them, is explained with each record decoded
 (`ticdc_sim.testing.records`): JSON as JSON, binary in hex, the first difference field by
 field; `-v` adds the whole diff.
+
+PYTEST_DONT_REWRITE: it asserts nothing, and may be imported before pytest would rewrite it
+(`from ticdc_sim.pytest_plugin import SimulatorFactory`, for a type).
 """
 
 from __future__ import annotations
