@@ -8,6 +8,7 @@ import gc
 import importlib
 import socket
 import tomllib
+import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -185,7 +186,9 @@ def test_the_factory_passes_simulator_options_and_closes_all_it_made(
 # -- kafka_bootstrap --------------------------------------------------------------------------
 
 
-def _kafka_test(pytester: pytest.Pytester, topic: str) -> None:
+def _kafka_test(pytester: pytest.Pytester, prefix: str) -> None:
+    """A test sending to a topic of its own (a broker named may outlive the run)."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:12]}"
     pytester.makepyfile(
         f"""
         from ticdc_sim.config import changefeed
