@@ -40,3 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/kafka.py
 	$(BIN)/python bench/service.py
 	$(BIN)/python bench/spark.py
+	$(BIN)/python bench/api.py

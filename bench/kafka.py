@@ -2,7 +2,7 @@
 
     python bench/kafka.py [--events 200000] [--inserts 1000] [--repeat 3]
 
-Against the Tansu broker the Kafka tests use (tests/support_kafka.py; `KAFKA_BOOTSTRAP=h:p`
+Against the Tansu broker the Kafka tests use (ticdc_sim.testing.broker; `KAFKA_BOOTSTRAP=h:p`
 for another Kafka), in the same run:
   * raw: confluent-kafka producing the canal-json records of the 10-column mixed table
     (bench/workload.py), pre-encoded, to their partitions, idempotent, then flush: records/s;
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 import workload  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
-from support_kafka import Broker  # noqa: E402
 from ticdc_sim.config import changefeed  # noqa: E402
 from ticdc_sim.encoders import CodecConfig, Message, encoder_for  # noqa: E402
 from ticdc_sim.errors import Warnings  # noqa: E402
@@ -39,6 +39,7 @@ from ticdc_sim.model.events import RowChangedEvent  # noqa: E402
 from ticdc_sim.pipeline import BATCH_ROWS, Pipeline  # noqa: E402
 from ticdc_sim.sinks import open_sink  # noqa: E402
 from ticdc_sim.sinks.kafka import KafkaSink  # noqa: E402
+from ticdc_sim.testing.broker import Broker  # noqa: E402
 
 PARTITIONS = 3
 _NAMES = itertools.count()
@@ -110,7 +111,7 @@ def main() -> None:
     parser.add_argument("--inserts", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="best of N (the broker varies)")
     args = parser.parse_args()
-    broker, why = Broker.start()
+    broker, why = Broker.start(os.environ.get("KAFKA_BOOTSTRAP"))
     if broker is None:
         raise SystemExit(f"no broker: {why}")
     try:

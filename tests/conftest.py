@@ -1,19 +1,24 @@
-"""Shared fixtures: the MariaDB pair the oracle tests compare the engine against."""
+"""Shared fixtures: the Kafka broker of the Kafka tests, the MariaDB pair the oracle tests
+compare the engine against."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
-from support_kafka import Broker
 from support_mariadb import MariaDB
+from ticdc_sim.testing.broker import Broker
+
+pytest_plugins = ["pytester"]  # the pytest plugin's tests run pytest as its users do
 
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[Broker]:
-    """A real Kafka broker (Tansu) for the whole run."""
-    found, why = Broker.start()
+    """A real Kafka broker for the whole run: Tansu on a free port, or the one
+    `KAFKA_BOOTSTRAP=host:port` names (then nothing is started or stopped here)."""
+    found, why = Broker.start(os.environ.get("KAFKA_BOOTSTRAP"))
     if found is None:
         pytest.skip(why)
     yield found

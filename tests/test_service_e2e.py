@@ -20,7 +20,6 @@ import pymysql
 import pytest
 from typer.testing import CliRunner
 
-from support_kafka import Broker
 from support_service import Server
 from ticdc_sim.cli import app as cli
 from ticdc_sim.config import changefeed
@@ -29,6 +28,7 @@ from ticdc_sim.jsonout import decoded_record
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks import kafka as kafka_sink
 from ticdc_sim.sinks.jsonl import read_jsonl
+from ticdc_sim.testing.broker import Broker
 
 SCRIPT = [
     "CREATE TABLE shop (id INT PRIMARY KEY, name VARCHAR(20), qty INT, price DECIMAL(8,2))",

@@ -35,8 +35,8 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed")
 if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime (java is not on PATH)", allow_module_level=True)
 
-from support_kafka import Broker  # noqa: E402
 from ticdc_sim.spark import job, records, session  # noqa: E402
+from ticdc_sim.testing.broker import Broker  # noqa: E402
 
 # py4j (pyspark's bridge to the JVM) leaves its sockets to the garbage collector
 pytestmark = [

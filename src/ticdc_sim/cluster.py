@@ -845,12 +845,16 @@ class Cluster:
             self.free.notify_all()
 
     def close(self) -> list[str]:
-        """Every changefeed goes, its sink flushed and closed; what went where."""
+        """Every changefeed goes, its sink flushed and closed; what went where. What the
+        heap froze is let go: a cluster frozen while it ran (a `Simulator`'s too) is freed."""
         with self.free:
             self.closed = True
             feeds, self.feeds = list(self.feeds.values()), {}
             self.free.notify_all()  # sessions waiting for a lock of a removed cluster
-        return close_all((f"changefeed {self.id}/{feed.spec.id}", feed.close) for feed in feeds)
+        try:
+            return close_all((f"changefeed {self.id}/{feed.spec.id}", feed.close) for feed in feeds)
+        finally:
+            Heap.release()
 
 
 class CloseFailed(SimError):
@@ -1024,7 +1028,6 @@ class Registry:
             cluster = self.get(cluster_id)
             del self.clusters[cluster_id]
         cluster.close()
-        Heap.release()
 
     def __iter__(self) -> Iterator[Cluster]:
         return iter(list(self.clusters.values()))

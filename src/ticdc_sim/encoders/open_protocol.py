@@ -373,7 +373,7 @@ PROTOCOL = "open-protocol"
 _MYSQL_TYPES = {int(t): t for t in M}
 
 
-def _split(data: bytes, start: int, what: str) -> list[bytes]:
+def split_frames(data: bytes, start: int, what: str) -> list[bytes]:
     """The u64be-length-prefixed frames of a record's key (after its version) or value."""
     out, pos = [], start
     while pos < len(data):
@@ -427,8 +427,8 @@ class Decoder:
     def decode(self, key: bytes | None, value: bytes | None, claimed: str = "") -> list[Decoded]:
         if key is None or len(key) < 8 or _U64.unpack_from(key, 0)[0] != BATCH_VERSION:
             raise DecodeError(f"{not_a(PROTOCOL)}: the key does not start with the batch version 1")
-        keys = _split(key, 8, "key")
-        values = _split(value or b"", 0, "value")
+        keys = split_frames(key, 8, "key")
+        values = split_frames(value or b"", 0, "value")
         if len(values) != len(keys):
             raise DecodeError(
                 f"{not_a(PROTOCOL)}: {len(keys)} events in the key, {len(values)} in the value"
