@@ -419,6 +419,8 @@ class Simulator:
         self.close()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_closed"):  # its __init__ refused the settings
+            return "<Simulator (not made)>"
         state = "closed" if self._closed else f"{len(self._feeds)} changefeeds"
         return f"<Simulator seed={self.seed} {state}>"
 
