@@ -423,3 +423,31 @@ def test_diff_against_mariadb_uses_the_changefeeds_filter(mariadb: Any) -> None:
         found = sim.diff(conn)
         assert [line for line in found.report().splitlines() if "'b'" in line or "'c'" in line]
     conn.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"tables": []}, "spec: tables: needs at least 1 item"),
+        (
+            {"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)", "rows": "x"}]},
+            "spec: tables[0].rows: expected integer, not 'x'",
+        ),
+        ("/no/such/spec.yaml", "/no/such/spec.yaml: No such file or directory"),
+    ],
+)
+def test_a_bad_spec_is_named(spec: Any, message: str) -> None:
+    with pytest.raises(SimError) as raised:
+        generate(spec)
+    assert str(raised.value).startswith(message)
+
+
+def test_a_generate_that_fails_leaves_its_directory_partial(tmp_path: Path) -> None:
+    spec = {
+        "tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)", "rows": 5}],
+        "operations": {"events": 50},
+    }
+    out = tmp_path / "out"
+    with pytest.raises(SimError, match="exceeds max-message-bytes 100"):
+        generate(spec, f"jsonl://{out}?protocol=canal-json&max-message-bytes=100")
+    assert not out.exists() and (tmp_path / "out.partial").is_dir()

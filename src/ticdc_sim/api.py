@@ -457,13 +457,7 @@ def generate(
         datasets = read_datasets(workload)
         check(workload, datasets)
         pipeline = Pipeline(feed, LoggedSink(open_sink(feed.sink, overwrite=overwrite), log))
-        try:
-            for event in Generator(workload, datasets).events():
-                pipeline.push(event)
-        except BaseException:
-            pipeline.abort()  # what was sent stays; a directory is left as DIR.partial
-            raise
-        pipeline.close()
+        pipeline.run(Generator(workload, datasets).events())
     except SpecError as e:
         raise e.located(workload) from None
     return log.read(None, None, 0, sys.maxsize)

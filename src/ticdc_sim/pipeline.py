@@ -275,8 +275,14 @@ class Pipeline:
     # -- events ------------------------------------------------------------------------------------
 
     def run(self, events: Iterable[Event]) -> Summary:
-        for event in events:
-            self.push(event)
+        """Every event, then `close`; after an error (of the events' source or of a send),
+        `abort`: what was sent stays sent, a directory is left as DIR.partial."""
+        try:
+            for event in events:
+                self.push(event)
+        except BaseException:
+            self.abort()
+            raise
         return self.close()
 
     def push(self, event: Event) -> None:
