@@ -464,6 +464,12 @@ def _project_containers(podman: Podman, project: str) -> list[str]:
     return listed.stdout.split()
 
 
+def _project_volumes(podman: Podman, project: str) -> list[str]:
+    ids = _project_containers(podman, project)
+    mounts = '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}'
+    return podman("inspect", "--format", mounts, *ids).stdout.split() if ids else []
+
+
 @pytest.mark.docker
 def test_compose_stack_publishes_to_kafka(
     podman: Podman, image: str, base_image: str, tmp_path: Path
@@ -508,12 +514,14 @@ def test_compose_stack_publishes_to_kafka(
         rows = [(e["columns"]["id"], e["columns"]["v"]) for e in expected if e["type"] == "insert"]
         assert sorted(rows) == [(1, "a"), (2, "b")]
     finally:
-        ids = _project_containers(podman, project)
-        if ids:  # their anonymous volumes too, which podman-compose's `down -v` leaves
-            podman("rm", "-f", "-v", "-t", "5", *ids, check=False)
+        # podman-compose's `down -v` leaves the anonymous volumes (the image's /data)
+        volumes = _project_volumes(podman, project)
         down = [*compose, "down", "-v", "-t", "5"]
         podman.timed("compose down", *down, check=False, env=env, cwd=ROOT)
+        for volume in volumes:
+            podman("volume", "rm", "--force", volume, check=False)
     assert _project_containers(podman, project) == []
+    assert [v for v in podman("volume", "ls", "-q").stdout.split() if v in volumes] == []
 
 
 # a workload small enough for Spark's start-up to be most of the run
