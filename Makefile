@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench openapi docs
+.PHONY: install run test test-docker lint bench openapi docs
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: lint
 	scripts/ensure-mariadb
 	scripts/ensure-chromium
 	$(BIN)/pytest
+
+# the images and the compose stack, built and run with podman (minutes; tests/test_docker.py)
+test-docker: $(STAMP)
+	docker/ensure-podman
+	TICDC_SIM_DOCKER=1 $(BIN)/pytest tests/test_docker.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py
