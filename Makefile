@@ -20,8 +20,10 @@ run: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/ticdc-sim openapi --output openapi/openapi.json
 
+# the generated reference, then the manual as a site in site/ (links checked: --strict)
 docs: $(STAMP)
 	$(BIN)/ticdc-sim workload-spec --output docs/workload-spec.md
+	$(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)
 	$(BIN)/ruff check
