@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import ticdc_sim
 from test_capture import QUERY, SCRIPT, SETTINGS
-from ticdc_sim import Record, SimError, Simulator, SQLError, generate
+from ticdc_sim import ChangefeedFailed, Record, SimError, Simulator, SQLError, generate
 from ticdc_sim.cli import app as cli
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.sinks.jsonl import read_jsonl
@@ -62,19 +62,47 @@ def test_changefeeds_of_different_settings_each_get_the_cli_records(tmp_path: Pa
         assert feeds[name].records() == expected, name
 
 
-def test_statements_split_across_calls_give_the_same_records(tmp_path: Path) -> None:
-    """A transaction may span calls, and reading records in between changes nothing a
-    consumer could tell from the replay (the batch window closes on the simulated clock)."""
-    script = tmp_path / "s.sql"
-    script.write_text(SCRIPT)
-    with Simulator() as whole, Simulator() as parts:
+def test_statements_split_across_calls_give_the_same_records() -> None:
+    """A transaction may span calls: the same records, byte for byte. Reading the records
+    between calls sends the pending batch (as TiCDC's 15 ms window would have closed), so
+    the records may be cut differently, but they carry the same events."""
+    with Simulator() as whole, Simulator() as parts, Simulator() as read:
         a = whole.changefeed(f"memory://{QUERY}")
         b = parts.changefeed(f"memory://{QUERY}")
+        c = read.changefeed(f"memory://{QUERY}")
         whole.execute(SCRIPT)
         for statement in SCRIPT.split(";\n"):
             if statement.strip():
                 parts.execute(statement)
-    assert [r.value for r in a.records()] == [r.value for r in b.records()]
+                read.execute(statement)
+                c.records()
+    assert a.records() == b.records()
+    assert len(c.records()) > len(a.records())  # batches cut at each read
+
+    def rows(feed: Any) -> list[tuple[Any, ...]]:
+        return [
+            (e["partition"], e["type"], e["commit_ts"], str(e.get("columns")))
+            for e in feed.events()
+            if e["type"] in ("insert", "update", "delete")
+        ]
+
+    assert rows(c) == rows(a)
+
+
+def test_connection_id_is_replays_in_every_simulator(tmp_path: Path) -> None:
+    """A test's records do not depend on the simulators made before it in the process."""
+    script = tmp_path / "s.sql"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY, c BIGINT);\n"
+        "INSERT INTO t VALUES (1, CONNECTION_ID());\n"
+    )
+    made = []
+    for _ in range(3):
+        with Simulator() as sim:
+            feed = sim.changefeed(f"memory://{QUERY}")
+            sim.execute_file(script)
+        made.append(feed.records())
+    assert made[0] == made[1] == made[2] == _replayed(tmp_path, script, QUERY)
 
 
 def test_results_are_what_a_client_sees() -> None:
@@ -127,7 +155,7 @@ def test_records_checkpoint_and_events() -> None:
         in_its_partition = [e["type"] for e in feed.events(partition=insert[0]["partition"])]
         assert in_its_partition[-1] == "insert"  # sent, no checkpoint after it yet
         ts = feed.checkpoint()
-        assert ts == feed.checkpoint_ts == sim.execute("SELECT 1")[0].commit_ts or ts > 0
+        assert ts == feed.checkpoint_ts == feed._feed.pipeline._seen_ts  # the insert's
         last = feed.events()[-1]
         assert last["type"] == "checkpoint" and last["ts"] == ts
         offsets = [(r.partition, r.offset) for r in feed.records()]
@@ -278,7 +306,9 @@ def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: Simulator(seed=-1), "seed -1: a whole number, 0 or more"),
+        (lambda: Simulator(seed=-1), "seed -1: a whole number from 0 to 2^63-1"),
+        (lambda: Simulator(start_ts=2**80), f"start_ts {2**80}: a whole number from 0 to 2^63-1"),
+        (lambda: Simulator(start_ts=-5), "start_ts -5: a whole number from 0 to 2^63-1"),
         (lambda: Simulator(time_zone="Mars/Base"), "time_zone 'Mars/Base': Unknown or incorrect"),
         (lambda: Simulator(database="nope"), "database 'nope': Unknown database 'nope'"),
     ],
@@ -322,10 +352,29 @@ def test_a_failed_publish_is_reported_not_dropped() -> None:
         sim.execute("INSERT INTO t VALUES (2, 'y')")
         assert [r.offset for r in feed.records()] == [0]
         with Simulator() as other:  # a failure while a statement replicates says so at once
-            bad = other.changefeed("memory://?protocol=canal-json&max-message-bytes=300")
+            bad = other.changefeed(
+                "memory://?protocol=canal-json&max-message-bytes=300&enable-tidb-extension=true"
+            )
             other.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
-            with pytest.raises(SimError, match=f"changefeed {bad.id} failed: .*committed"):
-                other.execute(f"INSERT INTO t VALUES (1, '{'x' * 2000}'); CREATE TABLE u (a INT)")
+            # the script runs on (TiDB's session does not stop when TiCDC fails), then it is said
+            with pytest.raises(
+                ChangefeedFailed, match=f"changefeed {bad.id} failed: .*committed"
+            ) as failed:
+                other.execute(
+                    f"INSERT INTO t VALUES (1, '{'x' * 2000}'); CREATE TABLE u (a INT);"
+                    " INSERT INTO t VALUES (2, 'y')"
+                )
+            assert [r.statement[:20] for r in failed.value.results] == [
+                "INSERT INTO t VALUES",
+                "CREATE TABLE u (a IN",
+                "INSERT INTO t VALUES",
+            ]
+            assert [r["id"] for r in other.rows("t")] == [1, 2]
+            other.execute("INSERT INTO t VALUES (3, 'z')")  # said once; the upstream goes on
+        # a failed changefeed's checkpoint stays where it was: none vouches for the lost row
+        failed_at = min(r.commit_ts for r in failed.value.results if r.commit_ts)
+        checkpoints = [e["ts"] for e in bad.events() if e["type"] == "checkpoint"]
+        assert checkpoints and max(checkpoints) < failed_at
 
 
 def test_a_changefeed_from_the_past_replays_what_committed_since() -> None:
@@ -421,7 +470,7 @@ def test_diff_against_mariadb_uses_the_changefeeds_filter(mariadb: Any) -> None:
         sim.execute(CHECKED)
         assert sim.diff(conn, changefeed=feed).ok  # it replicates none of them
         found = sim.diff(conn)
-        assert [line for line in found.report().splitlines() if "'b'" in line or "'c'" in line]
+        assert "id=2: s 'b' -> 'c'" in found.report()
     conn.close()
 
 
@@ -451,3 +500,71 @@ def test_a_generate_that_fails_leaves_its_directory_partial(tmp_path: Path) -> N
     with pytest.raises(SimError, match="exceeds max-message-bytes 100"):
         generate(spec, f"jsonl://{out}?protocol=canal-json&max-message-bytes=100")
     assert not out.exists() and (tmp_path / "out.partial").is_dir()
+
+
+def test_file_sinks_and_expect_each_need_a_directory_of_their_own(tmp_path: Path) -> None:
+    with Simulator() as sim:
+        sim.changefeed(f"jsonl://{tmp_path / 'out'}?protocol=canal-json")
+        with pytest.raises(ConfigError) as raised:
+            sim.changefeed(f"parquet://{tmp_path / 'out' / 'inner'}?protocol=open-protocol")
+        assert str(raised.value) == (
+            f"sink URI 'parquet://{tmp_path / 'out' / 'inner'}?protocol=open-protocol':"
+            f" changefeed feed-1 writes {tmp_path / 'out'}; give each changefeed a directory"
+            " of its own, neither inside the other"
+        )
+        with pytest.raises(ConfigError, match="changefeed feed-1 writes"):
+            sim.expect(tmp_path / "out")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
+    assert len(list(read_jsonl(str(tmp_path / "out")))) == 2  # the DDL and the insert, on disk
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.execute(None), "sql: expected str or bytes, got NoneType None"),
+        (lambda s: s.execute(5), "sql: expected str or bytes, got int 5"),
+        (lambda s: s.execute_file(5), "path: expected str or PathLike, got int 5"),
+        (lambda s: s.rows(5), "table: expected str, got int 5"),
+        (lambda s: s.changefeed(5), "sink_uri: expected str, got int 5"),
+        (
+            lambda s: s.changefeed("memory://?protocol=canal-json", config=5),
+            "config: a path, TOML text or a mapping, not int",
+        ),
+        (
+            lambda s: s.changefeed("memory://?protocol=canal-json", faults=5),
+            "faults: expected str or Mapping, got int 5",
+        ),
+        (
+            lambda s: s.changefeed("memory://?protocol=canal-json", id=5),
+            "id: expected str, got int 5",
+        ),
+        (lambda s: s.expect(5), "directory: expected str or PathLike, got int 5"),
+        (lambda s: Simulator(time_zone=5), "time_zone: expected str, got int 5"),
+        (lambda s: Simulator(database=3), "database: expected str, got int 3"),
+    ],
+)
+def test_a_parameter_of_the_wrong_type_is_named(call: Any, message: str) -> None:
+    with Simulator() as sim, pytest.raises(TypeError) as raised:
+        call(sim)
+    assert str(raised.value) == message
+
+
+def test_a_changefeed_start_ts_is_checked() -> None:
+    with Simulator() as sim, pytest.raises(ConfigError, match=r"start_ts -1: a whole number"):
+        sim.changefeed("memory://?protocol=canal-json", start_ts=-1)
+
+
+def test_a_config_path_may_hold_an_equals_sign(tmp_path: Path) -> None:
+    folder = tmp_path / "a=b"
+    folder.mkdir()
+    (folder / "feed.toml").write_text("enable-old-value = false\n")
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=open-protocol", config=str(folder / "feed.toml"))
+        assert feed.config.enable_old_value is False
+
+
+def test_the_api_logs_nothing_of_its_own(caplog: pytest.LogCaptureFixture) -> None:
+    """A changefeed's config warnings are in `feed.warnings`, not on the host's stderr."""
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=open-protocol&enable-tidb-extension=true")
+    assert feed.warnings and caplog.records == []

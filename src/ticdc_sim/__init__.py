@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Changefeed",
+    "ChangefeedFailed",
     "Diff",
     "NotReplicated",
     "Record",
@@ -28,6 +29,7 @@ __all__ = [
 # where each public name lives, imported on first use
 _EXPORTS = {
     "Changefeed": "ticdc_sim.api",
+    "ChangefeedFailed": "ticdc_sim.api",
     "Result": "ticdc_sim.api",
     "Simulator": "ticdc_sim.api",
     "generate": "ticdc_sim.api",
@@ -39,7 +41,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from ticdc_sim.api import Changefeed, Result, Simulator, generate
+    from ticdc_sim.api import Changefeed, ChangefeedFailed, Result, Simulator, generate
     from ticdc_sim.check import Diff, NotReplicated
     from ticdc_sim.errors import SimError, SQLError
     from ticdc_sim.sinks import Record

@@ -49,17 +49,26 @@ from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
-from ticdc_sim.sinks import Record, Sink, open_sink
+from ticdc_sim.sinks import Record, Sink, open_sink, overlap
 
 if TYPE_CHECKING:
     from ticdc_sim.check import Diff, ExpectedTable
     from ticdc_sim.generator.sql.store import Row
     from ticdc_sim.sinks.upstream import Upstream
 
-__all__ = ["Changefeed", "Result", "Simulator", "generate"]
+__all__ = ["Changefeed", "ChangefeedFailed", "Result", "Simulator", "generate"]
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 Name = tuple[str, str]  # schema, table
+
+
+class ChangefeedFailed(SimError):
+    """A changefeed's sink failed (the changefeed stopped, as TiCDC's does); `results`: what
+    the statements of the call that found it did (they committed upstream)."""
+
+    def __init__(self, message: str, results: list[Result]) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +92,7 @@ class Changefeed:
     def __init__(self, feed: Feed, upstream: Upstream | None) -> None:
         self._feed = feed
         self._upstream = upstream
-        self.failure_said = False  # its failure has been raised to the caller
+        self._failure_said = False  # its failure has been raised to the caller
 
     @property
     def error(self) -> str | None:
@@ -135,8 +144,8 @@ class Changefeed:
         try:
             yield
         except SimError as e:
-            self.failure_said = True
-            raise SimError(f"changefeed {self.id} failed: {e}") from None
+            self._failure_said = True
+            raise ChangefeedFailed(f"changefeed {self.id} failed: {e}", []) from None
 
     def _unreadable(self, record: Record, error: SimError) -> SimError:
         return SimError(
@@ -160,8 +169,11 @@ class Simulator:
         start_ts: int | None = None,
         database: str = "test",
     ) -> None:
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ConfigError(f"seed {seed!r}: a whole number, 0 or more")
+        _whole("seed", seed)
+        if start_ts is not None:
+            _whole("start_ts", start_ts)
+        _of_type("time_zone", time_zone, str)
+        _of_type("database", database, str)
         try:
             load_zone(time_zone)
         except SQLError as e:
@@ -176,9 +188,9 @@ class Simulator:
         config = EngineConfig(seed=seed, start_ts=start_ts or 0, time_zone=time_zone)
         self.seed = seed
         self._cluster = Cluster(
-            "simulator", seed, 50.0, 0, history_events=sys.maxsize, config=config
+            "simulator", seed, 50.0, 0, sys.maxsize, config=config, settle_heap=False
         )
-        self._session = self._cluster.session()
+        self._session = self._cluster.session(connection_id=1)  # replay's, in every simulator
         self._session.database = database
         self._feeds: dict[str, Changefeed] = {}
         self._ids = itertools.count(1)
@@ -193,24 +205,28 @@ class Simulator:
         may span calls); what each did. The first that fails raises `SQLError` (code,
         SQLSTATE, message, line and column in `sql`); those before it stay done, and an
         open transaction stays open, as in TiDB."""
+        _of_type("sql", sql, (str, bytes))
         if isinstance(sql, bytes):  # as a script file's bytes are read
             sql = sql.decode("utf-8-sig", "surrogateescape")
         return self._run(split_script(sql.splitlines(keepends=True), source))
 
     def execute_file(self, path: str | os.PathLike[str]) -> list[Result]:
         """Run a SQL script file as `ticdc-sim replay` reads it (DELIMITER, a BOM, pipes)."""
+        _of_type("path", path, (str, os.PathLike))
         script = Path(path)
         check_scripts([script])
         return self._run(statements([script]))
 
     def _run(self, stmts: Iterable[RawStatement]) -> list[Result]:
+        """The statements in order up to the first that fails; a changefeed that fails on
+        the way is said once they have run (TiDB's session goes on when TiCDC fails)."""
         self._check_open()
-        results = []
+        results: list[Result] = []
         for stmt in stmts:
             outcome, events = self._cluster.run(self._session, stmt)
             self._note_ddl(events)
-            self._check_feeds()
             if outcome.error is not None:
+                outcome.error.results = results
                 raise outcome.error
             results.append(
                 Result(
@@ -225,6 +241,7 @@ class Simulator:
                     [str(w) for w in self._session.last_warnings],
                 )
             )
+        self._check_feeds(results)
         return results
 
     def rows(self, table: str) -> list[dict[str, Any]]:
@@ -233,6 +250,7 @@ class Simulator:
         Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
         from ticdc_sim.sinks.expect import stored_rows
 
+        _of_type("table", table, str)
         schema, _, name = table.rpartition(".")
         schema = schema or self._session.database or ""
         engine = self._cluster.engine
@@ -261,6 +279,15 @@ class Simulator:
             replicated = changefeed._feed.pipeline.replicates
             old_value = changefeed.config.enable_old_value
             raw = changefeed.config.output_raw_change_event
+        _of_type("directory", directory, (str, os.PathLike))
+        for feed in self._feeds.values():
+            if feed.config.sink.scheme in _FILE_SINKS and overlap(
+                directory, feed.config.sink.target
+            ):
+                raise ConfigError(
+                    f"expect {str(directory)!r}: changefeed {feed.id} writes"
+                    f" {feed.config.sink.target}; give each a directory of its own"
+                )
         root = prepare(Path(directory))
         with cluster.lock:
             upstream = list(cluster.history)
@@ -354,6 +381,11 @@ class Simulator:
         an earlier ts replays what committed since). `overwrite`: replace earlier output in
         a jsonl or parquet directory."""
         self._check_open()
+        _of_type("sink_uri", sink_uri, str)
+        if start_ts is not None:
+            _whole("start_ts", start_ts)
+        if id is not None:
+            _of_type("id", id, str)
         toml, configured = _config(config)
         overrides: dict[str, Any] = {}
         if faults is not None:
@@ -368,28 +400,33 @@ class Simulator:
             start_ts=start_ts or 0,
         )
         # built once before the cluster's lock is taken: a bad URI or config is said as such
-        changefeed_config(sink_uri, toml, "config", overrides, configured)
+        built = changefeed_config(sink_uri, toml, "config", overrides, configured)
+        for other in self._feeds.values():
+            _apart(built, other.config, f"changefeed {other.id}")
 
         def opened(feed: ChangefeedConfig) -> Sink:
             return open_sink(feed.sink, overwrite=overwrite)
 
-        feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False)
+        feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False, announce=False)
         handle = self._feeds[feed_id] = Changefeed(feed, _claims(feed.changefeed))
-        self._check_feeds()
+        self._check_feeds()  # one from the past may fail on what it replays
         return handle
 
     @property
     def changefeeds(self) -> list[Changefeed]:
         return list(self._feeds.values())
 
-    def _check_feeds(self) -> None:
-        """A changefeed whose sink failed is stopped with its error (as TiCDC's fails);
-        said here, since the statement committed upstream."""
+    def _check_feeds(self, results: list[Result] | None = None) -> None:
+        """A changefeed whose sink failed is stopped with its error (as TiCDC's fails),
+        said once, as `ChangefeedFailed` carrying what the statements did (they committed
+        upstream)."""
         for handle in self._feeds.values():
-            if handle.error is not None and not handle.failure_said:
-                handle.failure_said = True
-                raise SimError(
-                    f"changefeed {handle.id} failed: {handle.error} (the upstream committed)"
+            if handle.error is not None and not handle._failure_said:
+                handle._failure_said = True
+                raise ChangefeedFailed(
+                    f"changefeed {handle.id} failed: {handle.error} (the upstream committed;"
+                    " the changefeed sends nothing more)",
+                    results or [],
                 )
 
     # -- the end ------------------------------------------------------------------------------
@@ -472,9 +509,11 @@ def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, 
         return None, {}
     if isinstance(config, Mapping):
         return None, parse_changefeed_mapping(config, "config")
-    if isinstance(config, str) and ("\n" in config or "=" in config or "[" in config):
-        return config, None
+    if not isinstance(config, (str, os.PathLike)):
+        raise TypeError(f"config: a path, TOML text or a mapping, not {type(config).__name__}")
     path = Path(config)
+    if isinstance(config, str) and not path.is_file() and ("\n" in config or "=" in config):
+        return config, None  # TOML text: it names no file and reads as settings
     try:
         return path.read_bytes(), None
     except OSError as e:
@@ -485,11 +524,39 @@ def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, 
 
 
 def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
+    _of_type("faults", faults, (str, Mapping))
     if isinstance(faults, Mapping):
         settings = parse_changefeed_mapping({"faults": dict(faults)}, "faults")
         settings.pop("warnings", None)
         return settings
     return parse_faults(faults, "faults")
+
+
+_FILE_SINKS = ("jsonl", "parquet")
+
+
+def _apart(new: ChangefeedConfig, other: ChangefeedConfig, whose: str) -> None:
+    """Two changefeeds' file sinks in directories of their own: one would replace the
+    other's files at close."""
+    a, b = new.sink, other.sink
+    if a.scheme in _FILE_SINKS and b.scheme in _FILE_SINKS and overlap(a.target, b.target):
+        raise ConfigError(
+            f"sink URI {a.text!r}: {whose} writes {b.target}; give each changefeed a"
+            " directory of its own, neither inside the other"
+        )
+
+
+def _of_type(name: str, value: Any, types: type | tuple[type, ...]) -> None:
+    """A parameter of the wrong type, named (not an AttributeError from deep inside)."""
+    if not isinstance(value, types):
+        wanted = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise TypeError(f"{name}: expected {wanted}, got {type(value).__name__} {value!r:.60}")
+
+
+def _whole(name: str, value: Any) -> None:
+    """A seed or a TSO: a whole number that fits Go's int64, as the CLI takes them."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
+        raise ConfigError(f"{name} {value!r:.60}: a whole number from 0 to 2^63-1")
 
 
 def _claims(feed: ChangefeedConfig) -> Upstream | None:

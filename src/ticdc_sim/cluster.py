@@ -345,11 +345,13 @@ class Feed:
         since: Feed | None = None,
         kept: tuple[Sink, FeedLog] | None = None,
         flush_each: bool = True,
+        announce: bool = True,
     ):
         """`since`: the changefeed this one rebuilds (an update): its creation time and
         checkpoint carry over; `kept`: its sink and log, when they write on (the same
         files), so that its records stay and offsets run on; `flush_each`: send what is
-        pending and a checkpoint after each push (the service's requests)."""
+        pending and a checkpoint after each push (the service's requests); `announce`: log
+        its config's warnings, as TiCDC logs them (they are in `warnings` either way)."""
         self.spec = spec
         self.flush_each = flush_each
         self.created: float = since.created if since else time.time()
@@ -379,7 +381,7 @@ class Feed:
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
         self.pipeline = Pipeline(self.changefeed, logged, self.warnings)
-        for warning in self.warnings:  # the config's, as TiCDC logs them when it starts one
+        for warning in self.warnings if announce else ():  # as TiCDC logs them at its start
             _LOG.warning("changefeed %s: %s", spec.id, warning)
         assert isinstance(self.pipeline.sink, FaultySink)
         self.faulty: FaultySink = self.pipeline.sink
@@ -460,8 +462,16 @@ class Feed:
             return self.checkpoint_ts
 
     def close(self) -> list[str]:
-        """Send what is pending and a last checkpoint, close the sink; what went where."""
+        """Send what is pending and a last checkpoint, close the sink; what went where. A
+        changefeed whose sink failed sends nothing more: its checkpoint stays where it was,
+        as a failed TiCDC changefeed's does (a last one would vouch for rows never sent)."""
         with self.lock:
+            if self.error is not None:
+                self.pipeline.sink.abort()
+                return [
+                    f"{self.log.total} records to {where(self.changefeed)}, then it failed:"
+                    f" {self.error} (checkpoint left at {self.checkpoint_ts})"
+                ]
             self.pipeline.close()
         return [f"{self.log.total} records to {where(self.changefeed)}"]
 
@@ -479,7 +489,7 @@ def where(feed: Changefeed) -> str:
         return f"{uri.scheme} files in {Path(uri.target).resolve()}"
     if uri.scheme == "kafka":
         return f"kafka brokers {uri.target}"
-    return f"{uri.scheme}:// (not kept)"
+    return f"{uri.scheme}://" + (" (not kept)" if uri.scheme == "blackhole" else "")
 
 
 def build_changefeed(spec: FeedSpec) -> Changefeed:
@@ -537,9 +547,12 @@ class Cluster:
         history_events: int = 1_000_000,
         max_feeds: int = 64,
         config: EngineConfig | None = None,
+        settle_heap: bool = True,
     ):
         """`config`: the upstream's time zone, start ts and default database (`seed` wins
-        over its seed)."""
+        over its seed); `settle_heap`: freeze what survives collections (`Heap`), for a
+        service that runs for hours, not a library's host process."""
+        self.settle_heap = settle_heap
         self.id = cluster_id
         self.max_feeds = max_feeds
         self.seed = seed
@@ -645,7 +658,8 @@ class Cluster:
                 self.transactions += len({e.commit_ts for e in events})
                 if replicate:
                     self._replicate(events)
-        HEAP.settle()
+        if self.settle_heap:
+            HEAP.settle()
         return outcome, events
 
     def _step(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> list[Change]:
@@ -751,6 +765,7 @@ class Cluster:
         open_sink_: Callable[[Changefeed], Sink],
         retain: int,
         flush_each: bool = True,
+        announce: bool = True,
     ) -> Feed:
         """A new changefeed; one with a start-ts in the past first replicates what has
         committed since (tiflow `cdc/api/v2/api_helpers.go` verifies the start-ts so)."""
@@ -764,7 +779,9 @@ class Cluster:
                     "SIM:ErrTooManyChangefeeds",
                 )
             self._check_range(spec)
-            feed = Feed(self._zoned(spec), open_sink_, retain, flush_each=flush_each)
+            feed = Feed(
+                self._zoned(spec), open_sink_, retain, flush_each=flush_each, announce=announce
+            )
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
             if past:
                 try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +150,8 @@ class SQLError(SimError):
         self.location = location
         self.statement = printable(statement) if statement is not None else None
         self.code = code
+        # the Python API's `execute`: what the statements before it in the call did
+        self.results: list[Any] = []
 
     @property
     def sqlstate(self) -> str:

@@ -7,12 +7,21 @@ picks one by the sink URI's scheme.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import Warnings
+
+
+def overlap(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether two directories are one, or one is inside the other (symlinks resolved):
+    outputs in them would refuse, or replace, each other's files."""
+    mine, theirs = Path(os.path.realpath(one)), Path(os.path.realpath(other))
+    return mine == theirs or mine in theirs.parents or theirs in mine.parents
 
 
 class Record(NamedTuple):
