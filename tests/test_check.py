@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 from typer.testing import CliRunner
 
@@ -621,3 +622,64 @@ def test_each_type_compares_in_one_canonical_form(
 ) -> None:
     found = _canonical(upstream)(given)
     assert (type(found), found) == (type(compared), compared)
+
+
+# -- review fixes -------------------------------------------------------------------------------
+
+
+def test_a_second_check_on_one_connection_reads_anew(mariadb: MariaDB) -> None:
+    """pymysql's default connection (no autocommit) pinned the snapshot of the first check's
+    read: a later check reported a row the consumer had since written as missing."""
+    from ticdc_sim import Simulator
+
+    writer = mariadb.connect()
+    mariadb.reset(writer)
+    checker = pymysql.connect(unix_socket=str(mariadb.root / "sock"), user="root")
+    assert checker.get_autocommit() is False
+    with Simulator() as sim, writer.cursor() as cur:
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
+        cur.execute("CREATE TABLE test.t (id INT PRIMARY KEY)")
+        cur.execute("INSERT INTO test.t VALUES (1)")
+        assert sim.diff(checker).ok
+        sim.execute("INSERT INTO t VALUES (2)")
+        cur.execute("INSERT INTO test.t VALUES (2)")
+        assert sim.diff(checker).ok
+        checker.begin()  # a transaction the caller opened stays theirs: read, not ended
+        assert sim.diff(checker).ok
+        with checker.cursor() as mine:
+            mine.execute("SELECT @@in_transaction")
+            assert mine.fetchone() == (1,)
+    checker.close()
+    writer.close()
+
+
+def test_a_check_of_nothing_does_not_pass(tmp_path: Path) -> None:
+    from ticdc_sim import Simulator
+    from ticdc_sim.errors import CheckError
+
+    down = sqlite3.connect(tmp_path / "down.db")
+    with Simulator() as sim:
+        with pytest.raises(CheckError, match="nothing was compared: no table is replicated"):
+            sim.assert_replicated(down)
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        with pytest.raises(CheckError, match=r"tables: none given \(None compares every"):
+            sim.diff(down, tables=[])
+    down.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("mysql://u:sec/ret@127.0.0.1:1/", "mysql://u:***@127.0.0.1:1/"),
+        (
+            "mysql://u:p@ss@127.0.0.1:1/?charset=utf8mb4",
+            "mysql://u:***@127.0.0.1:1/?charset=utf8mb4",
+        ),
+        ("mysql://u@127.0.0.1:1/", "mysql://u@127.0.0.1:1/"),
+        ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
+    ],
+)
+def test_a_password_is_never_shown(url: str, shown: str) -> None:
+    from ticdc_sim.check import _masked
+
+    assert _masked(url) == shown

@@ -534,3 +534,12 @@ def test_the_simulators_a_test_made_are_freed_after_it(monkeypatch: pytest.Monke
     factory.close()
     gc.collect()
     assert [engine() for engine in engines] == [None, None, None]
+
+
+def test_quiet_explains_as_briefly_as_the_default() -> None:
+    """`pytest -q` (verbosity -1) printed every record, as -v does."""
+    left = [Record("t", 0, i, None, b'{"id":%d}' % i, {}) for i in range(30)]
+    right = [*left[:10], Record("t", 0, 10, None, b'{"id":99}', {}), *left[11:]]
+    quiet, default, verbose = (explain(left, right, v) for v in (-1, 0, 1))
+    assert quiet == default
+    assert quiet is not None and verbose is not None and len(quiet) < len(verbose)

@@ -55,13 +55,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import sqlite3
 import urllib.parse
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
@@ -276,6 +275,18 @@ class _Downstream:
         finally:
             cursor.close()
 
+    def reads_in_a_snapshot(self) -> bool:
+        """Whether the reads will open a transaction of their own: a MySQL driver's
+        connection without autocommit, not in a transaction yet, pins the snapshot of its
+        first read (REPEATABLE READ) until the transaction ends. One the caller has opened
+        is theirs to end."""
+        if self.sqlite:
+            return False
+        try:
+            return bool(self._all("SELECT @@in_transaction")[0][0] == 0)
+        except CheckError:  # a server without the variable: nothing is ended for it
+            return False
+
     def _all(self, sql: str) -> list[Row]:
         with self._cursor(sql) as cursor:
             return list(cursor.fetchall())
@@ -360,15 +371,28 @@ def _driver_message(error: BaseException) -> str:
 
 
 def _masked(url: str) -> str:
-    """The URL as messages show it: without its password."""
-    return re.sub(r"(://[^/@:]*:)[^/]*@", r"\1***@", url)
+    """The URL as messages show it: without its password (which may hold `/` or `@`: the
+    user's part ends at the authority's last `@`)."""
+    scheme, sep, rest = url.partition("://")
+    authority, query_mark, query = rest.partition("?")
+    user, at, host = authority.rpartition("@")
+    if not (sep and at and ":" in user):
+        return url
+    return f"{scheme}://{user.partition(':')[0]}:***@{host}{query_mark}{query}"
 
 
 @contextmanager
 def _opened(target: Any) -> Iterator[_Downstream]:
     """The downstream of a DB-API connection (left open) or a URL (closed after)."""
     if not isinstance(target, str):
-        yield _Downstream(target, "--target (a connection)")
+        downstream = _Downstream(target, "--target (a connection)")
+        began = downstream.reads_in_a_snapshot()
+        try:
+            yield downstream
+        finally:
+            if began:  # the snapshot the reads opened, so a later check reads anew
+                with suppress(Exception):
+                    target.rollback()
         return
     label = f"--target {_masked(target)}"
     scheme, sep, _ = target.partition("://")
@@ -607,6 +631,8 @@ def assert_replicated(
     found = diff(expected, target, tables, rename=rename)
     if found:
         raise NotReplicated(found)
+    if not found.tables:  # an assertion that compared nothing would pass for any consumer
+        raise CheckError("nothing was compared: no table is replicated upstream")
     return found
 
 
@@ -614,6 +640,8 @@ def _chosen(expected: list[ExpectedTable], tables: Iterable[str] | None) -> list
     if tables is None:
         return expected
     names = [tables] if isinstance(tables, str) else list(tables)
+    if not names:
+        raise CheckError("tables: none given (None compares every replicated table)")
     return list({id(t): t for t in (_pick(expected, n, "table") for n in names)}.values())
 
 
