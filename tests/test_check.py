@@ -181,10 +181,29 @@ def test_a_naive_mariadb_copy_equals_the_upstream(
 SAME_VALUES = [
     "UPDATE typed SET d = '1234567.8920', dtm = '2024-02-29 23:59:59.1230', tm = '838:59:59',"
     " s = 'c,a', bn = 'xy', bt = x'03ff', b = 1.0, i = '-2147483648' WHERE id = '1'",
-    "UPDATE typed SET d = 0.3335, y = '1970' WHERE id = '4'",
+    "UPDATE typed SET d = 0.3340, y = '1970' WHERE id = '4'",
     "UPDATE docs SET j = '{ \"b\" : [1.0, 2.5], \"a\": null }', c = 'x   ' WHERE k = 'a'",
-    "UPDATE docs SET at = '2024-05-06 07:08:09.123500' WHERE k = 'a'",
+    "UPDATE docs SET at = '2024-05-06 07:08:09.124000' WHERE k = 'a'",
 ]
+
+
+def test_a_value_storing_would_round_is_not_the_upstreams(
+    expected: list[ExpectedTable], sqlite_copy: sqlite3.Connection
+) -> None:
+    """MySQL would store 0.3335 in a DECIMAL(.,3) as 0.334, and a time's extra digits
+    rounded: a downstream holding them was not written from what TiCDC sent, so they differ
+    (they compared equal, hiding a consumer's precision bug)."""
+    sqlite_copy.execute("UPDATE typed SET d = 0.3335, i = 43.4 WHERE id = '4'")
+    sqlite_copy.execute("UPDATE docs SET at = '2024-05-06 07:08:09.123500' WHERE k = 'a'")
+    assert diff(expected, sqlite_copy).report() == (
+        "downstream differs from upstream in 2 of 2 tables\n"
+        "test.typed (downstream typed): 1 differing row (5 rows upstream, 5 downstream)\n"
+        "  differing (upstream -> downstream):\n"
+        "    id=4: i 43 -> 43.4, d 0.334 -> 0.3335\n"
+        "test.docs (downstream docs): 1 differing row (2 rows upstream, 2 downstream)\n"
+        "  differing (upstream -> downstream):\n"
+        "    k='a', n=1: at '2024-05-06 07:08:09.124' -> '2024-05-06 07:08:09.123500'"
+    )
 
 
 def test_values_compare_as_mysql_stores_them(

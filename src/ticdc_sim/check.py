@@ -45,7 +45,9 @@ TiDB with as many as the float32 needs: 6 is what both keep. (2) TiCDC sends TIM
 its time zone, as text: read the target in that time zone. (3) Compared as documents:
 key order, spacing and 1.0 against 1 do not count.
 NULL is NULL. A value MySQL could not store in the column (text in an INT column, a VARCHAR
-too long) is compared as given, so it differs. Rows are matched on the table's handle key
+too long) is compared as given, so it differs; so is a downstream value storing would round
+(1.4 in an INT, 1.2349 in a DECIMAL(10,2), more fractional seconds than the column keeps:
+`_KEPT`), which is not what TiCDC sent. Rows are matched on the table's handle key
 (TiCDC's: the primary key, or the not-null unique key it chose); a downstream row of a key
 the downstream already gave is a duplicate (a consumer that replays at-least-once delivery
 without deduplicating). A table without a handle key is compared as a multiset of rows.
@@ -55,6 +57,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 import urllib.parse
 import warnings
@@ -76,7 +79,7 @@ from ticdc_sim.generator.sql.values import (
     format_decimal,
     format_double,
 )
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import INTEGER_RANGES, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.sinks import expect
 
@@ -209,22 +212,50 @@ _RULES: dict[MySQLType, _Rule] = {
 _STORING = SqlMode(frozenset({"STRICT_ALL_TABLES"}), check_utf8=False)
 
 
-def _canonical(column: ColumnInfo) -> Callable[[Any], Any]:
-    """A value of `column` (either side's) in the one form compared."""
+def _canonical(column: ColumnInfo, downstream: bool = False) -> Callable[[Any], Any]:
+    """A value of `column` (either side's) in the one form compared. A `downstream` value
+    that storing would round (1.4 into an INT, 1.2349 into a DECIMAL(10,2), a time with more
+    fractional digits than the column) is not the upstream's value, though MySQL would
+    store it as such: it is compared as given, so it differs."""
     rule = _RULES.get(column.tp, _Rule())
     stored = replace(column, tp=rule.stored_as) if rule.stored_as else column
     convert, finish = column_converter(stored, lambda: dt.UTC, _STORING), rule.finish
+    kept = _KEPT.get(column.tp) if downstream else None
 
     def canonical(value: Any) -> Any:
         if value is None:
             return None
         literal = _literal(value)
         try:
-            return finish(convert(literal))
+            converted = convert(literal)
         except SQLError:  # not a value of the column: compared as given
             return literal
+        if kept is not None and not kept(column, literal, converted):
+            return literal
+        return finish(converted)
 
     return canonical
+
+
+def _number_kept(column: ColumnInfo, literal: Any, stored: Any) -> bool:
+    if isinstance(literal, (int, bytes)) or not isinstance(stored, (int, Decimal)):
+        return True
+    try:
+        return Decimal(str(literal).strip()) == Decimal(stored)
+    except ArithmeticError:  # not a number's text: the conversion said what it made of it
+        return True
+
+
+def _fraction_kept(column: ColumnInfo, literal: Any, stored: Any) -> bool:
+    found = _FRACTION.search(literal) if isinstance(literal, str) else None
+    return found is None or len(found.group(1).rstrip("0")) <= max(column.decimal, 0)
+
+
+_FRACTION = re.compile(r"[0-9]:[0-9]{2}\.([0-9]+)")  # the seconds' fraction of a time
+_KEPT: dict[MySQLType, Callable[[ColumnInfo, Any, Any], bool]] = {
+    **{tp: _number_kept for tp in (*INTEGER_RANGES, M.NEWDECIMAL)},
+    **{tp: _fraction_kept for tp in (M.DATETIME, M.TIMESTAMP, M.DURATION)},
+}
 
 
 # -- the downstream -------------------------------------------------------------------------
@@ -673,8 +704,9 @@ def _compare(table: ExpectedTable, downstream: _Downstream, renamed: str | None)
         tuple(f(row[i]) for f, (i, _, _) in zip(canonical, compared, strict=True))
         for row in table.rows
     ]
+    stored = [_canonical(c, downstream=True) for _, c, _ in compared]
     rows = [
-        tuple(f(v) for f, v in zip(canonical, row, strict=True))
+        tuple(f(v) for f, v in zip(stored, row, strict=True))
         for row in downstream.rows(found, [name for _, _, name in compared])
     ]
     match = _by_key if key else _by_value
