@@ -53,7 +53,7 @@ from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
 from ticdc_sim.pipeline import Pipeline
-from ticdc_sim.sinks import Record, Sink, open_sink
+from ticdc_sim.sinks import Record, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
 
@@ -1007,63 +1007,3 @@ def commit_time(ts: int) -> str:
     """A TSO's physical time, as TiCDC's JSONTime prints it."""
     ms = physical_ms(ts)
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
-
-
-class Registry:
-    """The service's clusters by id."""
-
-    def __init__(self, limit: int = 64) -> None:
-        self.clusters: dict[str, Cluster] = {}
-        self.lock = threading.Lock()
-        self.limit = limit
-
-    def add(self, cluster: Cluster) -> Cluster:
-        with self.lock:
-            if cluster.id in self.clusters:
-                raise Conflict(
-                    f"cluster {cluster.id!r} already exists", "SIM:ErrClusterAlreadyExists"
-                )
-            if len(self.clusters) >= self.limit:
-                raise Conflict(
-                    f"the service holds {len(self.clusters)} clusters, the most it may"
-                    " (TICDC_SIM_MAX_CLUSTERS); delete one first",
-                    "SIM:ErrTooManyClusters",
-                )
-            self.clusters[cluster.id] = cluster
-            return cluster
-
-    def get(self, cluster_id: str) -> Cluster:
-        found = self.clusters.get(cluster_id)
-        if found is None:
-            raise NotFound(
-                f"cluster {cluster_id!r} does not exist (POST /sim/v1/clusters creates one)"
-            )
-        return found
-
-    def remove(self, cluster_id: str) -> None:
-        with self.lock:
-            cluster = self.get(cluster_id)
-            del self.clusters[cluster_id]
-        cluster.close()
-
-    def __iter__(self) -> Iterator[Cluster]:
-        return iter(list(self.clusters.values()))
-
-    def stop(self) -> None:
-        """The service is stopping: every cluster refuses statements from now on."""
-        for cluster in self:  # every script stops now, not once the one before it has
-            cluster.stopping = True
-        for cluster in self:
-            cluster.stop()
-
-    def close(self) -> list[str]:
-        """Every cluster goes, its sinks flushed and closed; what went where."""
-        Heap.release()
-        with self.lock:
-            clusters, self.clusters = list(self.clusters.values()), {}
-        return close_all(((f"cluster {c.id}", c.close) for c in clusters), label=False)
-
-
-def default_open_sink(feed: Changefeed) -> Sink:
-    """A service's changefeed runs for as long as the service: file sinks write in place."""
-    return open_sink(feed.sink, overwrite=True, in_place=True)

@@ -37,7 +37,6 @@ from ticdc_sim.cluster import (
     FeedSpec,
     InvalidParam,
     NotFound,
-    Registry,
     StartTsBeforeGC,
     TooLarge,
 )
@@ -46,6 +45,7 @@ from ticdc_sim.service import routes
 from ticdc_sim.service.guard import Forbidden
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.mysql import start as start_mysql
+from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink
 

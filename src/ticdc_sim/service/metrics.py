@@ -14,7 +14,7 @@ from prometheus_client.registry import Collector
 from ticdc_sim.model.tso import physical_ms
 
 if TYPE_CHECKING:
-    from ticdc_sim.cluster import Registry
+    from ticdc_sim.service.registry import Registry
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

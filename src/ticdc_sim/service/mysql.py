@@ -51,13 +51,7 @@ from mysql_mimic.types import (
 )
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
-from ticdc_sim.cluster import (
-    Cluster,
-    Outcome,
-    Registry,
-    SessionState,
-    next_connection_id,
-)
+from ticdc_sim.cluster import Cluster, Outcome, SessionState, next_connection_id
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
@@ -82,6 +76,7 @@ from ticdc_sim.service.mysql_wire import (
     text,
     to_wire,
 )
+from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.settings import Settings
 
 T = TypeVar("T")

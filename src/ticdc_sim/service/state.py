@@ -14,18 +14,13 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ticdc_sim.cluster import (
-    Cluster,
-    Conflict,
-    InvalidParam,
-    Registry,
-    default_open_sink,
-)
+from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
 from ticdc_sim.config import Changefeed
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.models import Error
+from ticdc_sim.service.registry import Registry, default_open_sink
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import Sink
 
