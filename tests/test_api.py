@@ -260,14 +260,19 @@ def test_generate_gives_the_records_the_cli_writes(tmp_path: Path) -> None:
     assert records == expected
 
 
-def test_generate_takes_a_mapping() -> None:
+def test_generate_takes_a_mapping(tmp_path: Path) -> None:
     spec: dict[str, Any] = {
         "seed": 1,
         "tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "rows": 5}],
         "operations": {"events": 20},
     }
     records = generate(spec, "memory://?protocol=canal-json")
-    assert sum(b'"type":"INSERT"' in (r.value or b"") for r in records) > 0
+    assert any(b'"type":"INSERT"' in (r.value or b"") for r in records)
+    import yaml
+
+    as_file = tmp_path / "spec.yaml"
+    as_file.write_text(yaml.safe_dump(spec))
+    assert records == generate(as_file, "memory://?protocol=canal-json")
 
 
 @pytest.mark.parametrize(
@@ -535,8 +540,8 @@ def test_file_sinks_and_expect_each_need_a_directory_of_their_own(tmp_path: Path
             "faults: expected str or Mapping, got int 5",
         ),
         (
-            lambda s: s.changefeed("memory://?protocol=canal-json", id=5),
-            "id: expected str, got int 5",
+            lambda s: s.changefeed("memory://?protocol=canal-json", changefeed_id=5),
+            "changefeed_id: expected str, got int 5",
         ),
         (lambda s: s.expect(5), "directory: expected str or PathLike, got int 5"),
         (lambda s: Simulator(time_zone=5), "time_zone: expected str, got int 5"),
@@ -568,3 +573,13 @@ def test_the_api_logs_nothing_of_its_own(caplog: pytest.LogCaptureFixture) -> No
     with Simulator() as sim:
         feed = sim.changefeed("memory://?protocol=open-protocol&enable-tidb-extension=true")
     assert feed.warnings and caplog.records == []
+
+
+def test_a_changefeed_id_follows_ticdcs_rules() -> None:
+    with Simulator() as sim:
+        with pytest.raises(SimError, match="^invalid changefeed_id: bad id$"):
+            sim.changefeed("memory://?protocol=canal-json", changefeed_id="bad id")
+        feed = sim.changefeed("memory://?protocol=canal-json", changefeed_id="orders-1")
+        assert feed.id == "orders-1"
+        with pytest.raises(SimError, match="changefeed already exists, orders-1"):
+            sim.changefeed("memory://?protocol=canal-json", changefeed_id="orders-1")

@@ -27,7 +27,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ticdc_sim.cluster import Change, Cluster, Feed, FeedLog, FeedSpec, LoggedSink, committed_view
+from ticdc_sim.cluster import (
+    Change,
+    Cluster,
+    Feed,
+    FeedLog,
+    FeedSpec,
+    LoggedSink,
+    checked_name,
+    committed_view,
+)
 from ticdc_sim.config import (
     Changefeed as ChangefeedConfig,
 )
@@ -370,7 +379,7 @@ class Simulator:
         faults: str | Mapping[str, Any] | None = None,
         start_ts: int | None = None,
         *,
-        id: str | None = None,
+        changefeed_id: str | None = None,
         overwrite: bool = False,
     ) -> Changefeed:
         """A changefeed of this cluster, as `ticdc-sim replay` takes one: TiCDC's sink URI
@@ -378,19 +387,21 @@ class Simulator:
         changefeed TOML (a path, its text, or the mapping it reads as) and a fault spec
         (`"duplicate-rate=0.1, restart-every=50"` or a mapping, as under [faults]), seeded
         by the simulator's seed. It captures what commits after `start_ts` (default: now;
-        an earlier ts replays what committed since). `overwrite`: replace earlier output in
-        a jsonl or parquet directory."""
+        an earlier ts replays what committed since). `changefeed_id`: TiCDC's id rules
+        (default `feed-<n>`); `overwrite`: replace earlier output in a jsonl or parquet
+        directory."""
         self._check_open()
         _of_type("sink_uri", sink_uri, str)
         if start_ts is not None:
             _whole("start_ts", start_ts)
-        if id is not None:
-            _of_type("id", id, str)
+        if changefeed_id is not None:
+            _of_type("changefeed_id", changefeed_id, str)
+            checked_name("changefeed_id", changefeed_id)
         toml, configured = _config(config)
         overrides: dict[str, Any] = {}
         if faults is not None:
             overrides = {"fault_seed": self.seed, **_faults(faults)}
-        feed_id = id or f"feed-{next(self._ids)}"
+        feed_id = changefeed_id or f"feed-{next(self._ids)}"
         spec = FeedSpec(
             feed_id,
             sink_uri,

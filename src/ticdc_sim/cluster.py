@@ -29,6 +29,7 @@ import contextlib
 import gc
 import itertools
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -59,6 +60,20 @@ from ticdc_sim.sinks.staging import StagedSink
 
 Change = RowChangedEvent | DDLEvent  # what a transaction commits
 _LOG = logging.getLogger("ticdc_sim.service")
+
+
+# TiCDC's changefeed ids and namespaces (tiflow cdc/model/changefeed.go changeFeedIDRe)
+NAME = r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"
+NAME_MAX = 128
+_NAME = re.compile(NAME)
+
+
+def checked_name(what: str, value: str) -> str:
+    """`value` if TiCDC takes it as a changefeed id or namespace (`what`), else TiCDC's
+    error: `invalid changefeed_id: ...`, `invalid namespace: ...`."""
+    if len(value) > NAME_MAX or not _NAME.fullmatch(value):
+        raise InvalidParam(f"invalid {what}: {value}")
+    return value
 
 
 class Conflict(SimError):

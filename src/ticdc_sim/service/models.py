@@ -10,14 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ticdc_sim.cluster import Committed, Execution, Outcome
+from ticdc_sim.cluster import NAME, NAME_MAX, Committed, Execution, Outcome
 from ticdc_sim.generator.sql.values import format_decimal
 
 TSO_MAX = (1 << 64) - 1  # a TSO is a uint64
 # a cluster is a changefeed's namespace: TiCDC's namespaceRe (tiflow cdc/model/changefeed.go);
 # no `.`, which MySQL users `<cluster>.<user>` split on
-NAME = r"^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$"
-NAME_MAX = 128  # TiCDC's too, for namespaces and changefeed ids
 CONFIG_DEPTH = 32
 
 

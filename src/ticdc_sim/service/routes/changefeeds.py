@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import uuid
 from typing import Annotated
 
@@ -22,12 +21,11 @@ from ticdc_sim.cluster import (
     Feed,
     FeedSpec,
     InvalidParam,
+    checked_name,
     commit_time,
     update_refused,
 )
 from ticdc_sim.service.models import (
-    NAME,
-    NAME_MAX,
     ChangefeedCommonInfo,
     ChangefeedConfig,
     ChangefeedCreate,
@@ -44,25 +42,16 @@ from ticdc_sim.service.state import api_router, feed_sink, state_of
 router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
 _SERVER_ID = str(uuid.uuid4())
-_ID = re.compile(NAME)  # tiflow cdc/model/changefeed.go: changeFeedIDRe and namespaceRe
-
-
-def checked(what: str, value: str) -> str:
-    """`value` if TiCDC takes it as a changefeed id or namespace (`what`), else TiCDC's
-    error: `invalid changefeed_id: ...`, `invalid namespace: ...`."""
-    if len(value) > NAME_MAX or not _ID.fullmatch(value):
-        raise InvalidParam(f"invalid {what}: {value}")
-    return value
 
 
 def _namespace(namespace: str) -> str:
     """tiflow getNamespaceValueWithDefault: empty is `default`."""
-    return checked("namespace", namespace or "default")
+    return checked_name("namespace", namespace or "default")
 
 
 def _lookup(request: Request, namespace: str, changefeed_id: str) -> tuple[Cluster, Feed]:
     """The changefeed a path names, checked first as TiCDC checks it."""
-    checked("changefeed_id", changefeed_id)
+    checked_name("changefeed_id", changefeed_id)
     namespace = _namespace(namespace)
     cluster = state_of(request).registry.clusters.get(namespace)
     if cluster is None:
@@ -155,7 +144,7 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
     now on) goes to `sink_uri` as `replica_config` says. Without `changefeed_id`, TiCDC's
     default: a random UUID."""
     state = state_of(request)
-    feed_id = checked("changefeed_id", body.changefeed_id or str(uuid.uuid4()))
+    feed_id = checked_name("changefeed_id", body.changefeed_id or str(uuid.uuid4()))
     cluster = state.registry.get(_namespace(body.namespace))
     if feed_id in cluster.feeds:
         raise Conflict(f"changefeed already exists, {feed_id}")
