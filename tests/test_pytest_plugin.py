@@ -339,8 +339,9 @@ def test_a_session_with_the_plugin_imports_nothing_heavy(
 # -- records shown decoded ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("options", [(), ("-q",)], ids=["default", "quiet"])
 def test_a_failed_comparison_of_records_shows_them_decoded(
-    pytester: pytest.Pytester, run: Run
+    pytester: pytest.Pytester, run: Run, options: tuple[str, ...]
 ) -> None:
     pytester.makepyfile(
         """
@@ -353,7 +354,7 @@ def test_a_failed_comparison_of_records_shows_them_decoded(
             assert fa.records() == fb.records()
         """
     )
-    result = run()
+    result = run(*options)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -493,6 +494,8 @@ def test_lists_of_records_say_where_they_part_and_what_one_has_more() -> None:
         f"+ t[0]@1 key=null value={long}",
         "+ t[0]@2 key=null value=3",
     ]
+    # -q (verbosity -1) is shorter than the default, as pytest's own diff is
+    assert explain(left, right, verbose=-1) == explain(left, right)
     assert explain([], [_record(b"x", headers={"h": b"v"})])[1:] == [
         "Right has 1 more record, the first at index 0:",
         "  t[0]@0 key=null value='x' headers={h: 'v'}",
