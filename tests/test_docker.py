@@ -34,12 +34,12 @@ import pymysql
 import pytest
 import yaml
 
-from support_kafka import Broker, tansu_binary
 from support_service import Server, _free_ports
 from ticdc_sim.config import changefeed, parse_replica_config
 from ticdc_sim.service.guard import sink_uri
 from ticdc_sim.service.models import ChangefeedCreate
 from ticdc_sim.service.settings import Settings
+from ticdc_sim.testing.broker import Broker, tansu_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
