@@ -281,12 +281,89 @@ def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
         (lambda: Simulator(seed=-1), "seed -1: a whole number, 0 or more"),
         (lambda: Simulator(time_zone="Mars/Base"), "time_zone 'Mars/Base': Unknown or incorrect"),
         (lambda: Simulator(database="nope"), "database 'nope': Unknown database 'nope'"),
+        (lambda: Simulator(time_zone=8), "time_zone 8: a zone name such as 'UTC', or '+hh:mm'"),
+        (lambda: Simulator(database=None), "database None: a database name"),
+        (lambda: Simulator(start_ts=-5), f"start_ts -5: a TSO, 0 to {2**63 - 1} (None: the"),
+        (lambda: Simulator(start_ts=2**64), f"start_ts {2**64}: a TSO, 0 to {2**63 - 1}"),
+        (lambda: Simulator(start_ts="1"), f"start_ts '1': a TSO, 0 to {2**63 - 1}"),
+        (lambda: Simulator(start_ts=True), f"start_ts True: a TSO, 0 to {2**63 - 1}"),
     ],
 )
 def test_bad_simulator_settings_are_named(make: Any, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         make()
     assert str(raised.value).startswith(message)
+
+
+TOML_TEXT = '[sink]\nprotocol = "canal-json"\n'
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.execute(42), "sql 42: statements, as str or as a script's bytes"),
+        (lambda s: s.execute(["SELECT 1"]), "sql ['SELECT 1']: statements, as str or as a"),
+        (lambda s: s.execute("SELECT 1", source=None), "source None: the name errors give"),
+        (lambda s: s.execute_file(None), "path None: a SQL script's path"),
+        (lambda s: s.rows(("test", "t")), "table ('test', 't'): a table's name, 'schema.table'"),
+        (lambda s: s.expect(3), "directory 3: a directory's path"),
+        (lambda s: s.diff(":memory:", tables=[1]), "tables [1]: 'schema.table' names"),
+        (lambda s: s.diff(":memory:", tables=5), "tables 5: 'schema.table' names"),
+        (lambda s: s.assert_replicated(":memory:", rename=["t"]), "rename ['t']: a mapping of"),
+        (
+            lambda s: s.diff(":memory:", rename={"test.t": None}),
+            "rename {'test.t': None}: a mapping of 'schema.table' to its downstream name",
+        ),
+        (lambda s: s.diff(":memory:", changefeed="feed-1"), "changefeed 'feed-1': not a changef"),
+        (lambda s: s.changefeed(None), "sink_uri None: a sink URI such as 'memory://?protocol="),
+        (lambda s: s.changefeed("memory://", config=5), "config 5: a path, the TOML's text or"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, faults=0.5), "faults 0.5: 'key=value"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, start_ts=-1), "start_ts -1: a TSO, 0"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, id=7), "id 7: the changefeed's name"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, overwrite="y"), "overwrite 'y': True or"),
+    ],
+)
+def test_arguments_of_another_type_are_named(call: Any, message: str) -> None:
+    with Simulator() as sim:
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        with pytest.raises(ConfigError) as raised:
+            call(sim)
+        assert str(raised.value).startswith(message), str(raised.value)
+        assert sim.changefeeds == []
+
+
+def test_a_changefeed_of_another_simulator_is_refused(tmp_path: Path) -> None:
+    with Simulator() as sim, Simulator() as other:
+        foreign = other.changefeed("memory://?protocol=simple")
+        for call in (
+            lambda: sim.expect(tmp_path, changefeed=foreign),
+            lambda: sim.diff(":memory:", changefeed=foreign),
+        ):
+            with pytest.raises(ConfigError) as raised:
+                call()
+            assert str(raised.value) == (
+                "changefeed <Changefeed feed-1 memory://?protocol=simple>: not a changefeed of"
+                " this simulator (its changefeed() makes them)"
+            )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"spec": 5}, "spec 5: a workload spec's path or the mapping it reads as"),
+        (
+            {"spec": {}, "sink_uri": None},
+            "sink_uri None: a sink URI such as 'memory://?protocol=canal-json'",
+        ),
+        ({"spec": {}, "overwrite": 1}, "overwrite 1: True or False"),
+    ],
+)
+def test_generate_names_an_argument_of_another_type(
+    arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        generate(**arguments)
+    assert str(raised.value) == message
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import reprlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
+from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, Sink, open_sink
@@ -60,6 +62,7 @@ __all__ = ["Changefeed", "Result", "Simulator", "generate"]
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 Name = tuple[str, str]  # schema, table
+PathLike = (str, os.PathLike)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,9 @@ class Simulator:
     ) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError(f"seed {seed!r}: a whole number, 0 or more")
+        _argument(time_zone, "time_zone", str, "a zone name such as 'UTC', or '+hh:mm'")
+        _argument(database, "database", str, "a database name")
+        start_ts = _start_ts(start_ts)
         try:
             load_zone(time_zone)
         except SQLError as e:
@@ -173,7 +179,7 @@ class Simulator:
                 f"database {database!r}: {e.message} (a session starts in test; CREATE DATABASE"
                 " and USE another)"
             ) from None
-        config = EngineConfig(seed=seed, start_ts=start_ts or 0, time_zone=time_zone)
+        config = EngineConfig(seed=seed, start_ts=start_ts, time_zone=time_zone)
         self.seed = seed
         self._cluster = Cluster(
             "simulator", seed, 50.0, 0, history_events=sys.maxsize, config=config
@@ -193,12 +199,15 @@ class Simulator:
         may span calls); what each did. The first that fails raises `SQLError` (code,
         SQLSTATE, message, line and column in `sql`); those before it stay done, and an
         open transaction stays open, as in TiDB."""
+        _argument(sql, "sql", (str, bytes), "statements, as str or as a script's bytes")
+        _argument(source, "source", str, "the name errors give the statements' script")
         if isinstance(sql, bytes):  # as a script file's bytes are read
             sql = sql.decode("utf-8-sig", "surrogateescape")
         return self._run(split_script(sql.splitlines(keepends=True), source))
 
     def execute_file(self, path: str | os.PathLike[str]) -> list[Result]:
         """Run a SQL script file as `ticdc-sim replay` reads it (DELIMITER, a BOM, pipes)."""
+        _argument(path, "path", PathLike, "a SQL script's path")
         script = Path(path)
         check_scripts([script])
         return self._run(statements([script]))
@@ -233,6 +242,7 @@ class Simulator:
         Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
         from ticdc_sim.sinks.expect import stored_rows
 
+        _argument(table, "table", str, "a table's name, 'schema.table' or 'table'")
         schema, _, name = table.rpartition(".")
         schema = schema or self._session.database or ""
         engine = self._cluster.engine
@@ -253,6 +263,8 @@ class Simulator:
         as TiCDC's defaults do. The files written."""
         from ticdc_sim.sinks.expect import Recorder, prepare, write_expected
 
+        _argument(directory, "directory", PathLike, "a directory's path")
+        self._own(changefeed)
         cluster = self._cluster
         if cluster.gc_safepoint:
             raise SimError("the simulator's history was trimmed; expect() cannot write it")
@@ -295,7 +307,8 @@ class Simulator:
         downstream name (`ticdc_sim.check`)."""
         from ticdc_sim import check
 
-        return check.diff(self._expected(changefeed), target, tables, rename=rename)
+        names = _names(tables, rename)
+        return check.diff(self._expected(changefeed), target, names, rename=rename)
 
     def assert_replicated(
         self,
@@ -309,12 +322,14 @@ class Simulator:
         downstream holds exactly the upstream's rows."""
         from ticdc_sim import check
 
+        names = _names(tables, rename)
         expected = self._expected(changefeed)
-        return check.assert_replicated(expected, target, tables, rename=rename)
+        return check.assert_replicated(expected, target, names, rename=rename)
 
     def _expected(self, changefeed: Changefeed | None) -> list[ExpectedTable]:
         from ticdc_sim.check import expected_from_engine
 
+        self._own(changefeed)
         with self._cluster.lock:
             return expected_from_engine(self._replicated(changefeed))
 
@@ -324,6 +339,15 @@ class Simulator:
         replicated = eligible if changefeed is None else changefeed._feed.pipeline.replicates
         with committed_view(self._session.txn):
             return [(i, r) for i, r in self._cluster.engine.table_states() if replicated(i)]
+
+    def _own(self, changefeed: Changefeed | None) -> None:
+        """`changefeed` is None or one this simulator made: another's filter is not this
+        cluster's."""
+        if changefeed is not None and not any(changefeed is f for f in self._feeds.values()):
+            raise ConfigError(
+                f"changefeed {changefeed!r}: not a changefeed of this simulator (its"
+                " changefeed() makes them)"
+            )
 
     def _note_ddl(self, events: Sequence[Change]) -> None:
         """Keep, for each DDL committed, the rows of the tables it touched right after it."""
@@ -354,6 +378,10 @@ class Simulator:
         an earlier ts replays what committed since). `overwrite`: replace earlier output in
         a jsonl or parquet directory."""
         self._check_open()
+        _argument(sink_uri, "sink_uri", str, "a sink URI such as 'memory://?protocol=canal-json'")
+        _argument(id, "id", (str, type(None)), "the changefeed's name")
+        _argument(overwrite, "overwrite", bool, "True or False")
+        start_ts = _start_ts(start_ts)
         toml, configured = _config(config)
         overrides: dict[str, Any] = {}
         if faults is not None:
@@ -365,7 +393,7 @@ class Simulator:
             toml=toml,
             configured=configured,
             overrides=overrides,
-            start_ts=start_ts or 0,
+            start_ts=start_ts,
         )
         # built once before the cluster's lock is taken: a bad URI or config is said as such
         changefeed_config(sink_uri, toml, "config", overrides, configured)
@@ -440,6 +468,11 @@ def generate(
     from ticdc_sim.datasets import read_datasets
     from ticdc_sim.generator.workload import Generator, Override, SpecError, build, check, load
 
+    _argument(
+        spec, "spec", (*PathLike, Mapping), "a workload spec's path or the mapping it reads as"
+    )
+    _argument(sink_uri, "sink_uri", str, "a sink URI such as 'memory://?protocol=canal-json'")
+    _argument(overwrite, "overwrite", bool, "True or False")
     overrides = []
     if events is not None:
         overrides = [
@@ -470,6 +503,7 @@ def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, 
     """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read)."""
     if config is None:
         return None, {}
+    _argument(config, "config", (*PathLike, Mapping), "a path, the TOML's text or a mapping")
     if isinstance(config, Mapping):
         return None, parse_changefeed_mapping(config, "config")
     if isinstance(config, str) and ("\n" in config or "=" in config or "[" in config):
@@ -485,11 +519,50 @@ def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, 
 
 
 def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
+    _argument(faults, "faults", (str, Mapping), "'key=value, ...' or a mapping")
     if isinstance(faults, Mapping):
         settings = parse_changefeed_mapping({"faults": dict(faults)}, "faults")
         settings.pop("warnings", None)
         return settings
     return parse_faults(faults, "faults")
+
+
+def _argument(value: object, name: str, kinds: type | tuple[type, ...], wanted: str) -> None:
+    """An argument of another type is refused by its name, before it fails deep inside as
+    an AttributeError; a bool is not taken for an int."""
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise ConfigError(f"{name} {reprlib.repr(value)}: {wanted}")
+
+
+def _start_ts(start_ts: object) -> int:
+    """A start-ts as given (None: 0, the default), refused as `--start-ts` refuses it."""
+    given = 0 if start_ts is None else start_ts
+    if not isinstance(given, int) or isinstance(given, bool) or not 0 <= given <= LAST_START_TS:
+        raise ConfigError(
+            f"start_ts {reprlib.repr(start_ts)}: a TSO, 0 to {LAST_START_TS} (None: the default)"
+        )
+    return given
+
+
+def _names(tables: object, rename: object) -> list[str] | None:
+    """`diff`'s `tables` as a list (one name, or any iterable of them); it and `rename` are
+    refused by name when they do not hold names."""
+    if rename is not None and not (
+        isinstance(rename, Mapping)
+        and all(isinstance(name, str) for item in rename.items() for name in item)
+    ):
+        raise ConfigError(
+            f"rename {reprlib.repr(rename)}: a mapping of 'schema.table' to its downstream name"
+        )
+    if tables is None:
+        return None
+    names = [tables] if isinstance(tables, str) else None
+    if isinstance(tables, Iterable) and names is None:
+        names = list(tables)
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"tables {reprlib.repr(tables)}: 'schema.table' names")
+    return names
 
 
 def _claims(feed: ChangefeedConfig) -> Upstream | None:
