@@ -4,6 +4,7 @@ MySQL client sees them; rows, `expect`, changefeed options and failures."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,7 +19,7 @@ import ticdc_sim
 from test_capture import QUERY, SCRIPT, SETTINGS
 from ticdc_sim import Record, SimError, Simulator, SQLError, generate
 from ticdc_sim.cli import app as cli
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import CheckError, ConfigError
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 ORACLE_SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -528,3 +529,47 @@ def test_a_generate_that_fails_leaves_its_directory_partial(tmp_path: Path) -> N
     with pytest.raises(SimError, match="exceeds max-message-bytes 100"):
         generate(spec, f"jsonl://{out}?protocol=canal-json&max-message-bytes=100")
     assert not out.exists() and (tmp_path / "out.partial").is_dir()
+
+
+def test_rows_and_diff_name_tables_with_dots_and_backquotes_as_mysql_quotes_them() -> None:
+    with Simulator() as sim:
+        sim.execute(
+            "CREATE TABLE `a.b` (id INT PRIMARY KEY); INSERT INTO `a.b` VALUES (1);"
+            "CREATE TABLE `we``ird` (id INT PRIMARY KEY); INSERT INTO `we``ird` VALUES (2);"
+            "CREATE DATABASE `d.x`; CREATE TABLE `d.x`.t (id INT PRIMARY KEY);"
+            "INSERT INTO `d.x`.t VALUES (3);"
+            "CREATE DATABASE d; CREATE TABLE d.`x.t` (id INT PRIMARY KEY);"
+            "INSERT INTO d.`x.t` VALUES (4)"
+        )
+        assert sim.rows("test.`a.b`") == sim.rows("`test`.`a.b`") == [{"id": 1}]
+        assert sim.rows("test.a.b") == [{"id": 1}]  # unquoted, it can mean only one table
+        assert sim.rows("`we``ird`") == sim.rows("test.we`ird") == [{"id": 2}]
+        assert sim.rows("`d.x`.t") == [{"id": 3}]
+        assert sim.rows("d.`x.t`") == [{"id": 4}]
+        with pytest.raises(ConfigError) as raised:
+            sim.rows("d.x.t")
+        assert str(raised.value) == (
+            "table 'd.x.t' is `d.x`.t or d.`x.t`: quote the names, as MySQL does"
+        )
+        with pytest.raises(SQLError) as missing:
+            sim.rows("test.`a.c`")
+        assert str(missing.value) == "ERROR 1146 (42S02): Table 'test.a.c' doesn't exist"
+
+        downstream = sqlite3.connect(":memory:")
+        chosen = sim.diff(downstream, tables=["test.`a.b`", "`d.x`.t", "TEST.`WE``IRD`"])
+        assert [(t.schema, t.name) for t in chosen.tables] == [
+            ("test", "a.b"),
+            ("d.x", "t"),
+            ("test", "we`ird"),
+        ]
+        with pytest.raises(CheckError) as ambiguous:
+            sim.diff(downstream, tables=["d.x.t"])
+        assert str(ambiguous.value) == (
+            "table 'd.x.t' is `d.x`.t or d.`x.t`: quote the names, as MySQL does"
+        )
+        with pytest.raises(CheckError) as unknown:
+            sim.diff(downstream, rename={"test.a": "x"})
+        assert str(unknown.value) == (
+            "rename 'test.a': not a table of the expected state (test.`a.b`, test.`we``ird`,"
+            " `d.x`.t, d.`x.t`)"
+        )

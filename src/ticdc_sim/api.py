@@ -47,7 +47,7 @@ from ticdc_sim.generator.sql.engine import EngineConfig, load_zone
 from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
-from ticdc_sim.model.table import TableInfo
+from ticdc_sim.model.table import TableInfo, quoted_name, table_names
 from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
@@ -237,20 +237,23 @@ class Simulator:
         return results
 
     def rows(self, table: str) -> list[dict[str, Any]]:
-        """A table's committed rows (`db.table`, or a table of the session's database), in
-        primary-key order, by column name, valued as `--expect` stores them: int, float,
-        Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
+        """A table's committed rows (`db.table`, or a table of the session's database; a
+        name holding a dot quoted as MySQL quotes it, `` test.`a.b` ``), in primary-key
+        order, by column name, valued as `--expect` stores them: int, float, Decimal, bytes,
+        or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
         from ticdc_sim.sinks.expect import stored_rows
 
         _argument(table, "table", str, "a table's name, 'schema.table' or 'table'")
-        schema, _, name = table.rpartition(".")
-        schema = schema or self._session.database or ""
+        named = [(s or self._session.database or "", n) for s, n in table_names(table)]
         engine = self._cluster.engine
         with self._cluster.lock, committed_view(self._session.txn):
-            found = engine.table_state(schema, name)
-        if found is None:
-            raise SQLError(f"Table '{schema}.{name}' doesn't exist", code=1146)
-        info, rows = found
+            found = [t for t in (engine.table_state(*name) for name in named) if t is not None]
+        if not found:
+            raise SQLError(f"Table '{'.'.join(named[0])}' doesn't exist", code=1146)
+        if len(found) > 1:
+            meant = " or ".join(quoted_name(info.schema, info.name) for info, _ in found)
+            raise ConfigError(f"table {table!r} is {meant}: quote the names, as MySQL does")
+        [(info, rows)] = found
         names = [c.name for c in info.visible_columns]
         return [dict(zip(names, values, strict=True)) for values in stored_rows(info, rows)]
 

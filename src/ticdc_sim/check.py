@@ -78,7 +78,7 @@ from ticdc_sim.generator.sql.values import (
     format_double,
 )
 from ticdc_sim.model.mysql import MySQLType
-from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.model.table import ColumnInfo, TableInfo, quoted_name, table_names
 from ticdc_sim.sinks import expect
 
 M = MySQLType
@@ -618,13 +618,22 @@ def _chosen(expected: list[ExpectedTable], tables: Iterable[str] | None) -> list
 
 
 def _pick(expected: Sequence[ExpectedTable], name: str, what: str) -> ExpectedTable:
-    found = _find(name, [t.qualified for t in expected])
-    if found is None:
-        held = ", ".join(t.qualified for t in expected[:5]) + (" ..." if len(expected) > 5 else "")
+    """The table `name` (`schema.table`, quoted as MySQL quotes where a name holds a dot)
+    names: as it is, else the one it names case-insensitively."""
+    meant = {(schema, table) for schema, table in table_names(name) if schema is not None}
+    found = [t for t in expected if (t.schema, t.name) in meant]
+    if len(found) > 1:
+        said = " or ".join(quoted_name(t.schema, t.name) for t in found)
+        raise CheckError(f"{what} {name!r} is {said}: quote the names, as MySQL does")
+    folded = {(schema.casefold(), table.casefold()) for schema, table in meant}
+    found = found or [t for t in expected if (t.schema.casefold(), t.name.casefold()) in folded]
+    if len(found) != 1:
+        held = ", ".join(quoted_name(t.schema, t.name) for t in expected[:5])
+        held += " ..." if len(expected) > 5 else ""
         raise CheckError(
             f"{what} {name!r}: not a table of the expected state ({held or 'it has none'})"
         )
-    return next(t for t in expected if t.qualified == found)
+    return found[0]
 
 
 def _compare(table: ExpectedTable, downstream: _Downstream, renamed: str | None) -> TableDiff:
