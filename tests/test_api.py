@@ -437,6 +437,25 @@ def test_file_sinks_are_finished_at_close(tmp_path: Path) -> None:
     assert on_disk == feed.records()
 
 
+def test_a_directory_holding_output_says_how_to_replace_it_from_python(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    uri = f"jsonl://{out}?protocol=canal-json"
+    spec = {"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)", "rows": 2}]}
+    first = generate(spec, uri)
+    refused = f"jsonl sink: {out} is not empty; pass overwrite=True to replace it"
+    with Simulator() as sim:
+        with pytest.raises(ConfigError) as raised:
+            sim.changefeed(uri)
+        assert str(raised.value) == refused
+        with pytest.raises(ConfigError) as again:
+            generate(spec, uri)
+        assert str(again.value) == refused
+        feed = sim.changefeed(uri, overwrite=True)
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    on_disk = sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
+    assert on_disk == feed.records() != first
+
+
 def test_importing_the_package_loads_nothing_heavy() -> None:
     code = (
         "import sys, ticdc_sim\n"

@@ -402,7 +402,7 @@ class Simulator:
         changefeed_config(sink_uri, toml, "config", overrides, configured)
 
         def opened(feed: ChangefeedConfig) -> Sink:
-            return open_sink(feed.sink, overwrite=overwrite)
+            return _opened(feed, overwrite)
 
         feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False)
         handle = self._feeds[feed_id] = Changefeed(feed, _claims(feed.changefeed))
@@ -492,7 +492,7 @@ def generate(
     try:
         datasets = read_datasets(workload)
         check(workload, datasets)
-        pipeline = Pipeline(feed, LoggedSink(open_sink(feed.sink, overwrite=overwrite), log))
+        pipeline = Pipeline(feed, LoggedSink(_opened(feed, overwrite), log))
         pipeline.run(Generator(workload, datasets).events())
     except SpecError as e:
         raise e.located(workload) from None
@@ -566,6 +566,16 @@ def _names(tables: object, rename: object) -> list[str] | None:
     if names is None or not all(isinstance(name, str) for name in names):
         raise ConfigError(f"tables {reprlib.repr(tables)}: 'schema.table' names")
     return names
+
+
+def _opened(feed: ChangefeedConfig, overwrite: bool) -> Sink:
+    """A changefeed's sink; a directory that holds output says how to replace it here."""
+    from ticdc_sim.sinks.staging import NotEmpty
+
+    try:
+        return open_sink(feed.sink, overwrite=overwrite)
+    except NotEmpty as e:
+        raise NotEmpty(e.sink, e.root, "overwrite=True") from None
 
 
 def _claims(feed: ChangefeedConfig) -> Upstream | None:
