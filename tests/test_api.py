@@ -592,3 +592,21 @@ def test_rows_and_diff_name_tables_with_dots_and_backquotes_as_mysql_quotes_them
             "rename 'test.a': not a table of the expected state (test.`a.b`, test.`we``ird`,"
             " `d.x`.t, d.`x.t`)"
         )
+
+
+def test_a_downstream_that_cannot_be_read_is_named_as_the_argument(tmp_path: Path) -> None:
+    with Simulator() as sim:
+        for target, message in [
+            (
+                5,
+                "target (a connection): a builtins.int: check reads SQLite (sqlite3) and"
+                " MySQL-compatible databases (pymysql, MySQLdb, mysql.connector, mariadb)",
+            ),
+            (
+                f"sqlite:///{tmp_path}/none.db",
+                f"target sqlite:///{tmp_path}/none.db: {tmp_path}/none.db: no such file",
+            ),
+        ]:
+            with pytest.raises(CheckError) as raised:
+                sim.assert_replicated(target)
+            assert str(raised.value) == message

@@ -311,7 +311,8 @@ class Simulator:
         from ticdc_sim import check
 
         names = _names(tables, rename)
-        return check.diff(self._expected(changefeed), target, names, rename=rename)
+        expected = self._expected(changefeed)
+        return check.diff(expected, target, names, rename=rename, named="target")
 
     def assert_replicated(
         self,
@@ -327,7 +328,7 @@ class Simulator:
 
         names = _names(tables, rename)
         expected = self._expected(changefeed)
-        return check.assert_replicated(expected, target, names, rename=rename)
+        return check.assert_replicated(expected, target, names, rename=rename, named="target")
 
     def _expected(self, changefeed: Changefeed | None) -> list[ExpectedTable]:
         from ticdc_sim.check import expected_from_engine

@@ -365,12 +365,13 @@ def _masked(url: str) -> str:
 
 
 @contextmanager
-def _opened(target: Any) -> Iterator[_Downstream]:
-    """The downstream of a DB-API connection (left open) or a URL (closed after)."""
+def _opened(target: Any, named: str) -> Iterator[_Downstream]:
+    """The downstream of a DB-API connection (left open) or a URL (closed after); errors
+    name it as `named` (the CLI's option, the API's argument)."""
     if not isinstance(target, str):
-        yield _Downstream(target, "--target (a connection)")
+        yield _Downstream(target, f"{named} (a connection)")
         return
-    label = f"--target {_masked(target)}"
+    label = f"{named} {_masked(target)}"
     scheme, sep, _ = target.partition("://")
     scheme = scheme.lower()
     if not sep or not scheme:
@@ -584,14 +585,15 @@ def diff(
     tables: Iterable[str] | None = None,
     *,
     rename: Mapping[str, str] | None = None,
+    named: str = "--target",
 ) -> Diff:
     """Compare the expected tables (`tables`: only these, by `schema.table`) with the
-    downstream `target`, a DB-API connection or a URL (module doc). `rename` maps a table's
-    `schema.table` to its downstream name."""
+    downstream `target`, a DB-API connection or a URL (module doc), which errors call
+    `named`. `rename` maps a table's `schema.table` to its downstream name."""
     everything = list(expected)
     chosen = _chosen(everything, tables)
     names = {_pick(everything, k, "rename").qualified: v for k, v in (rename or {}).items()}
-    with _opened(target) as downstream:
+    with _opened(target, named) as downstream:
         return Diff(tuple(_compare(t, downstream, names.get(t.qualified)) for t in chosen))
 
 
@@ -601,10 +603,11 @@ def assert_replicated(
     tables: Iterable[str] | None = None,
     *,
     rename: Mapping[str, str] | None = None,
+    named: str = "--target",
 ) -> Diff:
     """`diff`, raising NotReplicated with its report unless the downstream equals the
     upstream."""
-    found = diff(expected, target, tables, rename=rename)
+    found = diff(expected, target, tables, rename=rename, named=named)
     if found:
         raise NotReplicated(found)
     return found
