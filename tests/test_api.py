@@ -610,3 +610,23 @@ def test_a_downstream_that_cannot_be_read_is_named_as_the_argument(tmp_path: Pat
             with pytest.raises(CheckError) as raised:
                 sim.assert_replicated(target)
             assert str(raised.value) == message
+
+
+def test_diff_takes_a_table_without_its_schema_as_rows_does() -> None:
+    with Simulator() as sim:
+        sim.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY); CREATE DATABASE shop; USE shop;"
+            "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)"
+        )
+        downstream = sqlite3.connect(":memory:")
+        downstream.execute("CREATE TABLE t2 (id INT PRIMARY KEY)")
+        found = sim.diff(downstream, tables="t", rename={"t": "t2"})
+        assert [(t.schema, t.name, t.downstream_name) for t in found.tables] == [
+            ("shop", "t", "t2")
+        ]
+        assert [m for t in found.tables for m in t.missing] == [{"id": 1}]
+        with pytest.raises(CheckError) as raised:
+            sim.diff(downstream, tables=["u"])
+        assert str(raised.value) == (
+            "table 'shop.u': not a table of the expected state (test.t, shop.t)"
+        )

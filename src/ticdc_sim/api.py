@@ -310,9 +310,9 @@ class Simulator:
         downstream name (`ticdc_sim.check`)."""
         from ticdc_sim import check
 
-        names = _names(tables, rename)
+        names, renamed = self._names(tables, rename)
         expected = self._expected(changefeed)
-        return check.diff(expected, target, names, rename=rename, named="target")
+        return check.diff(expected, target, names, rename=renamed, named="target")
 
     def assert_replicated(
         self,
@@ -326,9 +326,26 @@ class Simulator:
         downstream holds exactly the upstream's rows."""
         from ticdc_sim import check
 
-        names = _names(tables, rename)
+        names, renamed = self._names(tables, rename)
         expected = self._expected(changefeed)
-        return check.assert_replicated(expected, target, names, rename=rename, named="target")
+        return check.assert_replicated(expected, target, names, rename=renamed, named="target")
+
+    def _names(
+        self, tables: object, rename: object
+    ) -> tuple[list[str] | None, dict[str, str] | None]:
+        """`diff`'s `tables` and `rename` checked (`_names`), a table named without its
+        schema taken as one of the session's database, as `rows` takes it."""
+        names, renamed = _names(tables, rename)
+        database = self._session.database
+
+        def qualified(name: str) -> str:
+            [(schema, table), *_] = table_names(name)
+            return quoted_name(database, table) if schema is None and database else name
+
+        return (
+            None if names is None else [qualified(name) for name in names],
+            None if renamed is None else {qualified(k): v for k, v in renamed.items()},
+        )
 
     def _expected(self, changefeed: Changefeed | None) -> list[ExpectedTable]:
         from ticdc_sim.check import expected_from_engine
@@ -549,9 +566,9 @@ def _start_ts(start_ts: object) -> int:
     return given
 
 
-def _names(tables: object, rename: object) -> list[str] | None:
-    """`diff`'s `tables` as a list (one name, or any iterable of them); it and `rename` are
-    refused by name when they do not hold names."""
+def _names(tables: object, rename: object) -> tuple[list[str] | None, dict[str, str] | None]:
+    """`diff`'s `tables` as a list (one name, or any iterable of them) and `rename` as a
+    dict, refused by name when they do not hold names."""
     if rename is not None and not (
         isinstance(rename, Mapping)
         and all(isinstance(name, str) for item in rename.items() for name in item)
@@ -559,14 +576,15 @@ def _names(tables: object, rename: object) -> list[str] | None:
         raise ConfigError(
             f"rename {reprlib.repr(rename)}: a mapping of 'schema.table' to its downstream name"
         )
+    renamed = None if rename is None else dict(rename)
     if tables is None:
-        return None
+        return None, renamed
     names = [tables] if isinstance(tables, str) else None
     if isinstance(tables, Iterable) and names is None:
         names = list(tables)
     if names is None or not all(isinstance(name, str) for name in names):
         raise ConfigError(f"tables {reprlib.repr(tables)}: 'schema.table' names")
-    return names
+    return names, renamed
 
 
 def _opened(feed: ChangefeedConfig, overwrite: bool) -> Sink:
