@@ -630,3 +630,16 @@ def test_diff_takes_a_table_without_its_schema_as_rows_does() -> None:
         assert str(raised.value) == (
             "table 'shop.u': not a table of the expected state (test.t, shop.t)"
         )
+
+
+def test_close_says_where_each_changefeeds_records_went(tmp_path: Path) -> None:
+    sim = Simulator()
+    sim.changefeed("memory://?protocol=canal-json")
+    sim.changefeed("blackhole://?protocol=canal-json")
+    sim.changefeed(f"jsonl://{tmp_path}?protocol=canal-json")
+    sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    assert sim.close() == [
+        "changefeed simulator/feed-1: 1 records to memory:// (kept in process)",
+        "changefeed simulator/feed-2: 1 records to blackhole:// (dropped)",
+        f"changefeed simulator/feed-3: 1 records to jsonl files in {tmp_path}",
+    ]
