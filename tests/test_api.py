@@ -261,6 +261,27 @@ def test_a_config_as_text_mapping_or_path(tmp_path: Path, config: Any) -> None:
         assert feed.config.enable_old_value is False
 
 
+@pytest.mark.parametrize("folder", ["run=1", "feeds[1]"])
+def test_a_config_path_is_a_path_whatever_its_folder_is_named(tmp_path: Path, folder: str) -> None:
+    path = tmp_path / folder / "feed.toml"
+    path.parent.mkdir()
+    path.write_text('enable-old-value = false\n[sink]\nprotocol = "open-protocol"\n')
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://", config=str(path))
+        assert (feed.config.codec.protocol, feed.config.enable_old_value) == (
+            "open-protocol",
+            False,
+        )
+        path.write_text("[sink\n")
+        with pytest.raises(ConfigError) as bad:
+            sim.changefeed("memory://", config=str(path))
+        assert str(bad.value) == f"{path}:1:6: Expected ']' at the end of a table declaration"
+        path.write_text("[sink]\nprotocol = 1\n")
+        with pytest.raises(ConfigError) as wrong:
+            generate({"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)"}]}, config=path)
+        assert str(wrong.value) == f"{path}: sink.protocol: 1 is not a string"
+
+
 def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
     def run(faults: Any) -> list[bytes | None]:
         with Simulator(seed=9) as sim:

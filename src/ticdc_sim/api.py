@@ -403,7 +403,7 @@ class Simulator:
         _argument(id, "id", (str, type(None)), "the changefeed's name")
         _argument(overwrite, "overwrite", bool, "True or False")
         start_ts = _start_ts(start_ts)
-        toml, configured = _config(config)
+        toml, configured, source = _config(config)
         overrides: dict[str, Any] = {}
         if faults is not None:
             overrides = {"fault_seed": self.seed, **_faults(faults)}
@@ -417,7 +417,7 @@ class Simulator:
             start_ts=start_ts,
         )
         # built once before the cluster's lock is taken: a bad URI or config is said as such
-        changefeed_config(sink_uri, toml, "config", overrides, configured)
+        changefeed_config(sink_uri, toml, source, overrides, configured)
 
         def opened(feed: ChangefeedConfig) -> Sink:
             return _opened(feed, overwrite)
@@ -504,8 +504,8 @@ def generate(
         workload = build(dict(spec), "spec", {}, Path.cwd(), seed, overrides)
     else:
         workload = load(Path(spec), seed, overrides)
-    toml, configured = _config(config)
-    feed = changefeed_config(sink_uri, toml, "config", None, configured)
+    toml, configured, source = _config(config)
+    feed = changefeed_config(sink_uri, toml, source, None, configured)
     log = FeedLog(sys.maxsize)
     try:
         datasets = read_datasets(workload)
@@ -520,23 +520,34 @@ def generate(
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, Any] | None]:
-    """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read)."""
+def _config(
+    config: ConfigSource | None,
+) -> tuple[str | bytes | None, dict[str, Any] | None, str]:
+    """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read,
+    what its errors name: the file, else `config`). A string is a file's path when there is
+    that file (a directory may be named `run=1`), else TOML when it reads as TOML."""
     if config is None:
-        return None, {}
+        return None, {}, "config"
     _argument(config, "config", (*PathLike, Mapping), "a path, the TOML's text or a mapping")
     if isinstance(config, Mapping):
-        return None, parse_changefeed_mapping(config, "config")
-    if isinstance(config, str) and ("\n" in config or "=" in config or "[" in config):
-        return config, None
+        return None, parse_changefeed_mapping(config, "config"), "config"
+    if isinstance(config, str) and any(c in config for c in "\n=[") and not _is_file(config):
+        return config, None, "config"
     path = Path(config)
     try:
-        return path.read_bytes(), None
+        return path.read_bytes(), None, str(path)
     except OSError as e:
         raise ConfigError(
-            f"config {str(config)!r}: cannot read it ({e.strerror}); give a path, the TOML's"
-            " text or a mapping"
+            f"config {reprlib.repr(str(config))}: cannot read it ({e.strerror}); give a path, the"
+            " TOML's text or a mapping"
         ) from None
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except OSError:  # a name too long for one: TOML text
+        return False
 
 
 def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
