@@ -4,6 +4,7 @@ MySQL client sees them; rows, `expect`, changefeed options and failures."""
 
 from __future__ import annotations
 
+import reprlib
 import sqlite3
 import subprocess
 import sys
@@ -280,6 +281,13 @@ def test_a_config_path_is_a_path_whatever_its_folder_is_named(tmp_path: Path, fo
         with pytest.raises(ConfigError) as wrong:
             generate({"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)"}]}, config=path)
         assert str(wrong.value) == f"{path}: sink.protocol: 1 is not a string"
+        missing = path.parent / "other.toml"
+        with pytest.raises(ConfigError) as unread:
+            sim.changefeed("memory://", config=str(missing))
+        assert str(unread.value) == (
+            f"config {reprlib.repr(str(missing))}: cannot read it (No such file or directory);"
+            " give a path, the TOML's text or a mapping"
+        )
 
 
 def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:

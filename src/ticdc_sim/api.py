@@ -333,9 +333,9 @@ class Simulator:
     def _names(
         self, tables: object, rename: object
     ) -> tuple[list[str] | None, dict[str, str] | None]:
-        """`diff`'s `tables` and `rename` checked (`_names`), a table named without its
+        """`diff`'s `tables` and `rename` checked (`_checked_names`), a table named without its
         schema taken as one of the session's database, as `rows` takes it."""
-        names, renamed = _names(tables, rename)
+        names, renamed = _checked_names(tables, rename)
         database = self._session.database
 
         def qualified(name: str) -> str:
@@ -524,14 +524,14 @@ def _config(
     config: ConfigSource | None,
 ) -> tuple[str | bytes | None, dict[str, Any] | None, str]:
     """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read,
-    what its errors name: the file, else `config`). A string is a file's path when there is
-    that file (a directory may be named `run=1`), else TOML when it reads as TOML."""
+    what its errors name: the file, else `config`). A string is a path when there is that
+    file (a folder may be named `run=1`) or it names a .toml, else TOML when it reads as TOML."""
     if config is None:
         return None, {}, "config"
     _argument(config, "config", (*PathLike, Mapping), "a path, the TOML's text or a mapping")
     if isinstance(config, Mapping):
         return None, parse_changefeed_mapping(config, "config"), "config"
-    if isinstance(config, str) and any(c in config for c in "\n=[") and not _is_file(config):
+    if isinstance(config, str) and any(c in config for c in "\n=[") and not _a_path(config):
         return config, None, "config"
     path = Path(config)
     try:
@@ -543,7 +543,9 @@ def _config(
         ) from None
 
 
-def _is_file(text: str) -> bool:
+def _a_path(text: str) -> bool:
+    if "\n" not in text and text.endswith(".toml"):
+        return True
     try:
         return Path(text).is_file()
     except OSError:  # a name too long for one: TOML text
@@ -577,7 +579,9 @@ def _start_ts(start_ts: object) -> int:
     return given
 
 
-def _names(tables: object, rename: object) -> tuple[list[str] | None, dict[str, str] | None]:
+def _checked_names(
+    tables: object, rename: object
+) -> tuple[list[str] | None, dict[str, str] | None]:
     """`diff`'s `tables` as a list (one name, or any iterable of them) and `rename` as a
     dict, refused by name when they do not hold names."""
     if rename is not None and not (
