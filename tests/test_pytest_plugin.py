@@ -130,8 +130,13 @@ def test_the_seed_is_the_options_else_the_ini_files_else_0(
             "ERROR: ticdc_sim_kafka_bootstrap in */tox.ini: '' is not a broker address such as"
             " 127.0.0.1:9092",
         ),
+        (
+            "ticdc_sim_seed = 1",
+            ["-o", "ticdc_sim_seed=seven"],
+            "ERROR: -o ticdc_sim_seed: 'seven' is not a seed: a whole number, 0 or more",
+        ),
     ],
-    ids=["negative-seed", "underscored-seed", "port", "ini-seed", "ini-empty-broker"],
+    ids=["negative-seed", "underscored-seed", "port", "ini-seed", "ini-empty-broker", "-o-seed"],
 )
 def test_a_bad_setting_is_a_usage_error_naming_it(
     pytester: pytest.Pytester, run: Run, ini: str, args: list[str], error: str
