@@ -102,6 +102,18 @@ def test_results_are_what_a_client_sees() -> None:
         ]
 
 
+def test_a_byte_order_mark_is_skipped_in_text_as_in_bytes(tmp_path: Path) -> None:
+    script = tmp_path / "windows.sql"
+    script.write_bytes(b"\xef\xbb\xbfSELECT 1;\nSELECT 2")
+    with Simulator() as sim:
+        for sql in (script.read_text(encoding="utf-8"), script.read_bytes()):
+            results = sim.execute(sql)
+            assert [(r.statement, r.line, r.column, r.rows) for r in results] == [
+                ("SELECT 1", 1, 1, [(1,)]),
+                ("SELECT 2", 2, 1, [(2,)]),
+            ]
+
+
 def test_a_failing_statement_raises_located_and_leaves_the_transaction_open() -> None:
     with Simulator() as sim:
         feed = sim.changefeed("memory://?protocol=canal-json")

@@ -203,6 +203,7 @@ class Simulator:
         _argument(source, "source", str, "the name errors give the statements' script")
         if isinstance(sql, bytes):  # as a script file's bytes are read
             sql = sql.decode("utf-8-sig", "surrogateescape")
+        sql = sql.removeprefix("\ufeff")  # read_text() of a file that starts with a BOM
         return self._run(split_script(sql.splitlines(keepends=True), source))
 
     def execute_file(self, path: str | os.PathLike[str]) -> list[Result]:
