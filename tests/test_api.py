@@ -4,6 +4,8 @@ MySQL client sees them; rows, `expect`, changefeed options and failures."""
 
 from __future__ import annotations
 
+import reprlib
+import sqlite3
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,7 +20,7 @@ import ticdc_sim
 from test_capture import QUERY, SCRIPT, SETTINGS
 from ticdc_sim import ChangefeedFailed, Record, SimError, Simulator, SQLError, generate
 from ticdc_sim.cli import app as cli
-from ticdc_sim.errors import ConfigError
+from ticdc_sim.errors import CheckError, ConfigError
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 ORACLE_SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -126,6 +128,18 @@ def test_results_are_what_a_client_sees() -> None:
         assert shown.warnings == [
             "<sql>:2:3: SHOW ENGINES is not simulated here: answered with no rows"
         ]
+
+
+def test_a_byte_order_mark_is_skipped_in_text_as_in_bytes(tmp_path: Path) -> None:
+    script = tmp_path / "windows.sql"
+    script.write_bytes(b"\xef\xbb\xbfSELECT 1;\nSELECT 2")
+    with Simulator() as sim:
+        for sql in (script.read_text(encoding="utf-8"), script.read_bytes()):
+            results = sim.execute(sql)
+            assert [(r.statement, r.line, r.column, r.rows) for r in results] == [
+                ("SELECT 1", 1, 1, [(1,)]),
+                ("SELECT 2", 2, 1, [(2,)]),
+            ]
 
 
 def test_a_failing_statement_raises_located_and_leaves_the_transaction_open() -> None:
@@ -293,6 +307,34 @@ def test_a_config_as_text_mapping_or_path(tmp_path: Path, config: Any) -> None:
         assert feed.config.enable_old_value is False
 
 
+@pytest.mark.parametrize("folder", ["run=1", "feeds[1]"])
+def test_a_config_path_is_a_path_whatever_its_folder_is_named(tmp_path: Path, folder: str) -> None:
+    path = tmp_path / folder / "feed.toml"
+    path.parent.mkdir()
+    path.write_text('enable-old-value = false\n[sink]\nprotocol = "open-protocol"\n')
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://", config=str(path))
+        assert (feed.config.codec.protocol, feed.config.enable_old_value) == (
+            "open-protocol",
+            False,
+        )
+        path.write_text("[sink\n")
+        with pytest.raises(ConfigError) as bad:
+            sim.changefeed("memory://", config=str(path))
+        assert str(bad.value) == f"{path}:1:6: Expected ']' at the end of a table declaration"
+        path.write_text("[sink]\nprotocol = 1\n")
+        with pytest.raises(ConfigError) as wrong:
+            generate({"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)"}]}, config=path)
+        assert str(wrong.value) == f"{path}: sink.protocol: 1 is not a string"
+        missing = path.parent / "other.toml"
+        with pytest.raises(ConfigError) as unread:
+            sim.changefeed("memory://", config=str(missing))
+        assert str(unread.value) == (
+            f"config {reprlib.repr(str(missing))}: cannot read it (No such file or directory);"
+            " give a path, the TOML's text or a mapping"
+        )
+
+
 def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
     def run(faults: Any) -> list[bytes | None]:
         with Simulator(seed=9) as sim:
@@ -312,16 +354,96 @@ def test_faults_as_text_or_mapping_are_seeded_by_the_simulator() -> None:
     ("make", "message"),
     [
         (lambda: Simulator(seed=-1), "seed -1: a whole number from 0 to 2^63-1"),
-        (lambda: Simulator(start_ts=2**80), f"start_ts {2**80}: a whole number from 0 to 2^63-1"),
-        (lambda: Simulator(start_ts=-5), "start_ts -5: a whole number from 0 to 2^63-1"),
+        (lambda: Simulator(start_ts=2**80), f"start_ts {2**80}: a TSO, 0 to {2**63 - 1}"),
+        (lambda: Simulator(start_ts=-5), f"start_ts -5: a TSO, 0 to {2**63 - 1} (None: the"),
         (lambda: Simulator(time_zone="Mars/Base"), "time_zone 'Mars/Base': Unknown or incorrect"),
         (lambda: Simulator(database="nope"), "database 'nope': Unknown database 'nope'"),
+        (lambda: Simulator(time_zone=8), "time_zone 8: a zone name such as 'UTC', or '+hh:mm'"),
+        (lambda: Simulator(database=None), "database None: a database name"),
+        (lambda: Simulator(start_ts=-5), f"start_ts -5: a TSO, 0 to {2**63 - 1} (None: the"),
+        (lambda: Simulator(start_ts=2**64), f"start_ts {2**64}: a TSO, 0 to {2**63 - 1}"),
+        (lambda: Simulator(start_ts="1"), f"start_ts '1': a TSO, 0 to {2**63 - 1}"),
+        (lambda: Simulator(start_ts=True), f"start_ts True: a TSO, 0 to {2**63 - 1}"),
     ],
 )
 def test_bad_simulator_settings_are_named(make: Any, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         make()
     assert str(raised.value).startswith(message)
+
+
+TOML_TEXT = '[sink]\nprotocol = "canal-json"\n'
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.execute(42), "sql 42: statements, as str or as a script's bytes"),
+        (lambda s: s.execute(["SELECT 1"]), "sql ['SELECT 1']: statements, as str or as a"),
+        (lambda s: s.execute("SELECT 1", source=None), "source None: the name errors give"),
+        (lambda s: s.execute_file(None), "path None: a SQL script's path"),
+        (lambda s: s.rows(("test", "t")), "table ('test', 't'): a table's name, 'schema.table'"),
+        (lambda s: s.expect(3), "directory 3: a directory's path"),
+        (lambda s: s.diff(":memory:", tables=[1]), "tables [1]: 'schema.table' names"),
+        (lambda s: s.diff(":memory:", tables=5), "tables 5: 'schema.table' names"),
+        (lambda s: s.assert_replicated(":memory:", rename=["t"]), "rename ['t']: a mapping of"),
+        (
+            lambda s: s.diff(":memory:", rename={"test.t": None}),
+            "rename {'test.t': None}: a mapping of 'schema.table' to its downstream name",
+        ),
+        (lambda s: s.diff(":memory:", changefeed="feed-1"), "changefeed 'feed-1': not a changef"),
+        (lambda s: s.changefeed(None), "sink_uri None: a sink URI such as 'memory://?protocol="),
+        (lambda s: s.changefeed("memory://", config=5), "config 5: a path, the TOML's text or"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, faults=0.5), "faults 0.5: 'key=value"),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, start_ts=-1), "start_ts -1: a TSO, 0"),
+        (
+            lambda s: s.changefeed("memory://", TOML_TEXT, changefeed_id=7),
+            "changefeed_id 7: the changefeed's name",
+        ),
+        (lambda s: s.changefeed("memory://", TOML_TEXT, overwrite="y"), "overwrite 'y': True or"),
+    ],
+)
+def test_arguments_of_another_type_are_named(call: Any, message: str) -> None:
+    with Simulator() as sim:
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        with pytest.raises(ConfigError) as raised:
+            call(sim)
+        assert str(raised.value).startswith(message), str(raised.value)
+        assert sim.changefeeds == []
+
+
+def test_a_changefeed_of_another_simulator_is_refused(tmp_path: Path) -> None:
+    with Simulator() as sim, Simulator() as other:
+        foreign = other.changefeed("memory://?protocol=simple")
+        for call in (
+            lambda: sim.expect(tmp_path, changefeed=foreign),
+            lambda: sim.diff(":memory:", changefeed=foreign),
+        ):
+            with pytest.raises(ConfigError) as raised:
+                call()
+            assert str(raised.value) == (
+                "changefeed <Changefeed feed-1 memory://?protocol=simple>: not a changefeed of"
+                " this simulator (its changefeed() makes them)"
+            )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"spec": 5}, "spec 5: a workload spec's path or the mapping it reads as"),
+        (
+            {"spec": {}, "sink_uri": None},
+            "sink_uri None: a sink URI such as 'memory://?protocol=canal-json'",
+        ),
+        ({"spec": {}, "overwrite": 1}, "overwrite 1: True or False"),
+    ],
+)
+def test_generate_names_an_argument_of_another_type(
+    arguments: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        generate(**arguments)
+    assert str(raised.value) == message
 
 
 @pytest.mark.parametrize(
@@ -411,6 +533,25 @@ def test_file_sinks_are_finished_at_close(tmp_path: Path) -> None:
         sim.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)")
     on_disk = sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
     assert on_disk == feed.records()
+
+
+def test_a_directory_holding_output_says_how_to_replace_it_from_python(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    uri = f"jsonl://{out}?protocol=canal-json"
+    spec = {"tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY)", "rows": 2}]}
+    first = generate(spec, uri)
+    refused = f"jsonl sink: {out} is not empty; pass overwrite=True to replace it"
+    with Simulator() as sim:
+        with pytest.raises(ConfigError) as raised:
+            sim.changefeed(uri)
+        assert str(raised.value) == refused
+        with pytest.raises(ConfigError) as again:
+            generate(spec, uri)
+        assert str(again.value) == refused
+        feed = sim.changefeed(uri, overwrite=True)
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    on_disk = sorted(read_jsonl(str(out)), key=lambda r: (r.topic, r.partition, r.offset))
+    assert on_disk == feed.records() != first
 
 
 def test_importing_the_package_loads_nothing_heavy() -> None:
@@ -523,39 +664,8 @@ def test_file_sinks_and_expect_each_need_a_directory_of_their_own(tmp_path: Path
     assert len(list(read_jsonl(str(tmp_path / "out")))) == 2  # the DDL and the insert, on disk
 
 
-@pytest.mark.parametrize(
-    ("call", "message"),
-    [
-        (lambda s: s.execute(None), "sql: expected str or bytes, got NoneType None"),
-        (lambda s: s.execute(5), "sql: expected str or bytes, got int 5"),
-        (lambda s: s.execute_file(5), "path: expected str or PathLike, got int 5"),
-        (lambda s: s.rows(5), "table: expected str, got int 5"),
-        (lambda s: s.changefeed(5), "sink_uri: expected str, got int 5"),
-        (
-            lambda s: s.changefeed("memory://?protocol=canal-json", config=5),
-            "config: a path, TOML text or a mapping, not int",
-        ),
-        (
-            lambda s: s.changefeed("memory://?protocol=canal-json", faults=5),
-            "faults: expected str or Mapping, got int 5",
-        ),
-        (
-            lambda s: s.changefeed("memory://?protocol=canal-json", changefeed_id=5),
-            "changefeed_id: expected str, got int 5",
-        ),
-        (lambda s: s.expect(5), "directory: expected str or PathLike, got int 5"),
-        (lambda s: Simulator(time_zone=5), "time_zone: expected str, got int 5"),
-        (lambda s: Simulator(database=3), "database: expected str, got int 3"),
-    ],
-)
-def test_a_parameter_of_the_wrong_type_is_named(call: Any, message: str) -> None:
-    with Simulator() as sim, pytest.raises(TypeError) as raised:
-        call(sim)
-    assert str(raised.value) == message
-
-
 def test_a_changefeed_start_ts_is_checked() -> None:
-    with Simulator() as sim, pytest.raises(ConfigError, match=r"start_ts -1: a whole number"):
+    with Simulator() as sim, pytest.raises(ConfigError, match=r"start_ts -1: a TSO, 0 to"):
         sim.changefeed("memory://?protocol=canal-json", start_ts=-1)
 
 
@@ -583,3 +693,98 @@ def test_a_changefeed_id_follows_ticdcs_rules() -> None:
         assert feed.id == "orders-1"
         with pytest.raises(SimError, match="changefeed already exists, orders-1"):
             sim.changefeed("memory://?protocol=canal-json", changefeed_id="orders-1")
+
+
+def test_rows_and_diff_name_tables_with_dots_and_backquotes_as_mysql_quotes_them() -> None:
+    with Simulator() as sim:
+        sim.execute(
+            "CREATE TABLE `a.b` (id INT PRIMARY KEY); INSERT INTO `a.b` VALUES (1);"
+            "CREATE TABLE `we``ird` (id INT PRIMARY KEY); INSERT INTO `we``ird` VALUES (2);"
+            "CREATE DATABASE `d.x`; CREATE TABLE `d.x`.t (id INT PRIMARY KEY);"
+            "INSERT INTO `d.x`.t VALUES (3);"
+            "CREATE DATABASE d; CREATE TABLE d.`x.t` (id INT PRIMARY KEY);"
+            "INSERT INTO d.`x.t` VALUES (4)"
+        )
+        assert sim.rows("test.`a.b`") == sim.rows("`test`.`a.b`") == [{"id": 1}]
+        assert sim.rows("test.a.b") == [{"id": 1}]  # unquoted, it can mean only one table
+        assert sim.rows("`we``ird`") == sim.rows("test.we`ird") == [{"id": 2}]
+        assert sim.rows("`d.x`.t") == [{"id": 3}]
+        assert sim.rows("d.`x.t`") == [{"id": 4}]
+        with pytest.raises(ConfigError) as raised:
+            sim.rows("d.x.t")
+        assert str(raised.value) == (
+            "table 'd.x.t' is `d.x`.t or d.`x.t`: quote the names, as MySQL does"
+        )
+        with pytest.raises(SQLError) as missing:
+            sim.rows("test.`a.c`")
+        assert str(missing.value) == "ERROR 1146 (42S02): Table 'test.a.c' doesn't exist"
+
+        downstream = sqlite3.connect(":memory:")
+        chosen = sim.diff(downstream, tables=["test.`a.b`", "`d.x`.t", "TEST.`WE``IRD`"])
+        assert [(t.schema, t.name) for t in chosen.tables] == [
+            ("test", "a.b"),
+            ("d.x", "t"),
+            ("test", "we`ird"),
+        ]
+        with pytest.raises(CheckError) as ambiguous:
+            sim.diff(downstream, tables=["d.x.t"])
+        assert str(ambiguous.value) == (
+            "table 'd.x.t' is `d.x`.t or d.`x.t`: quote the names, as MySQL does"
+        )
+        with pytest.raises(CheckError) as unknown:
+            sim.diff(downstream, rename={"test.a": "x"})
+        assert str(unknown.value) == (
+            "rename 'test.a': not a table of the expected state (test.`a.b`, test.`we``ird`,"
+            " `d.x`.t, d.`x.t`)"
+        )
+
+
+def test_a_downstream_that_cannot_be_read_is_named_as_the_argument(tmp_path: Path) -> None:
+    with Simulator() as sim:
+        for target, message in [
+            (
+                5,
+                "target (a connection): a builtins.int: check reads SQLite (sqlite3) and"
+                " MySQL-compatible databases (pymysql, MySQLdb, mysql.connector, mariadb)",
+            ),
+            (
+                f"sqlite:///{tmp_path}/none.db",
+                f"target sqlite:///{tmp_path}/none.db: {tmp_path}/none.db: no such file",
+            ),
+        ]:
+            with pytest.raises(CheckError) as raised:
+                sim.assert_replicated(target)
+            assert str(raised.value) == message
+
+
+def test_diff_takes_a_table_without_its_schema_as_rows_does() -> None:
+    with Simulator() as sim:
+        sim.execute(
+            "CREATE TABLE t (id INT PRIMARY KEY); CREATE DATABASE shop; USE shop;"
+            "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)"
+        )
+        downstream = sqlite3.connect(":memory:")
+        downstream.execute("CREATE TABLE t2 (id INT PRIMARY KEY)")
+        found = sim.diff(downstream, tables="t", rename={"t": "t2"})
+        assert [(t.schema, t.name, t.downstream_name) for t in found.tables] == [
+            ("shop", "t", "t2")
+        ]
+        assert [m for t in found.tables for m in t.missing] == [{"id": 1}]
+        with pytest.raises(CheckError) as raised:
+            sim.diff(downstream, tables=["u"])
+        assert str(raised.value) == (
+            "table 'shop.u': not a table of the expected state (test.t, shop.t)"
+        )
+
+
+def test_close_says_where_each_changefeeds_records_went(tmp_path: Path) -> None:
+    sim = Simulator()
+    sim.changefeed("memory://?protocol=canal-json")
+    sim.changefeed("blackhole://?protocol=canal-json")
+    sim.changefeed(f"jsonl://{tmp_path}?protocol=canal-json")
+    sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    assert sim.close() == [
+        "changefeed simulator/feed-1: 1 records to memory:// (kept in process)",
+        "changefeed simulator/feed-2: 1 records to blackhole:// (dropped)",
+        f"changefeed simulator/feed-3: 1 records to jsonl files in {tmp_path}",
+    ]

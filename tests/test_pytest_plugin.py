@@ -130,8 +130,13 @@ def test_the_seed_is_the_options_else_the_ini_files_else_0(
             "ERROR: ticdc_sim_kafka_bootstrap in */tox.ini: '' is not a broker address such as"
             " 127.0.0.1:9092",
         ),
+        (
+            "ticdc_sim_seed = 1",
+            ["-o", "ticdc_sim_seed=seven"],
+            "ERROR: -o ticdc_sim_seed: 'seven' is not a seed: a whole number, 0 or more",
+        ),
     ],
-    ids=["negative-seed", "underscored-seed", "port", "ini-seed", "ini-empty-broker"],
+    ids=["negative-seed", "underscored-seed", "port", "ini-seed", "ini-empty-broker", "-o-seed"],
 )
 def test_a_bad_setting_is_a_usage_error_naming_it(
     pytester: pytest.Pytester, run: Run, ini: str, args: list[str], error: str
@@ -339,8 +344,9 @@ def test_a_session_with_the_plugin_imports_nothing_heavy(
 # -- records shown decoded ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("options", [(), ("-q",)], ids=["default", "quiet"])
 def test_a_failed_comparison_of_records_shows_them_decoded(
-    pytester: pytest.Pytester, run: Run
+    pytester: pytest.Pytester, run: Run, options: tuple[str, ...]
 ) -> None:
     pytester.makepyfile(
         """
@@ -353,7 +359,7 @@ def test_a_failed_comparison_of_records_shows_them_decoded(
             assert fa.records() == fb.records()
         """
     )
-    result = run()
+    result = run(*options)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -493,6 +499,8 @@ def test_lists_of_records_say_where_they_part_and_what_one_has_more() -> None:
         f"+ t[0]@1 key=null value={long}",
         "+ t[0]@2 key=null value=3",
     ]
+    # -q (verbosity -1) is shorter than the default, as pytest's own diff is
+    assert explain(left, right, verbose=-1) == explain(left, right)
     assert explain([], [_record(b"x", headers={"h": b"v"})])[1:] == [
         "Right has 1 more record, the first at index 0:",
         "  t[0]@0 key=null value='x' headers={h: 'v'}",

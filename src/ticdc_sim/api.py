@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import reprlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ from ticdc_sim.generator.sql.engine import EngineConfig, load_zone
 from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
-from ticdc_sim.model.table import TableInfo
+from ticdc_sim.model.table import TableInfo, quoted_name, table_names
+from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, Sink, open_sink, overlap
@@ -69,6 +71,7 @@ __all__ = ["Changefeed", "ChangefeedFailed", "Result", "Simulator", "generate"]
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 Name = tuple[str, str]  # schema, table
+PathLike = (str, os.PathLike)
 
 
 class ChangefeedFailed(SimError):
@@ -179,10 +182,9 @@ class Simulator:
         database: str = "test",
     ) -> None:
         _whole("seed", seed)
-        if start_ts is not None:
-            _whole("start_ts", start_ts)
-        _of_type("time_zone", time_zone, str)
-        _of_type("database", database, str)
+        _argument(time_zone, "time_zone", str, "a zone name such as 'UTC', or '+hh:mm'")
+        _argument(database, "database", str, "a database name")
+        start_ts = _start_ts(start_ts)
         try:
             load_zone(time_zone)
         except SQLError as e:
@@ -194,7 +196,7 @@ class Simulator:
                 f"database {database!r}: {e.message} (a session starts in test; CREATE DATABASE"
                 " and USE another)"
             ) from None
-        config = EngineConfig(seed=seed, start_ts=start_ts or 0, time_zone=time_zone)
+        config = EngineConfig(seed=seed, start_ts=start_ts, time_zone=time_zone)
         self.seed = seed
         self._cluster = Cluster(
             "simulator", seed, 50.0, 0, sys.maxsize, config=config, settle_heap=False
@@ -214,14 +216,16 @@ class Simulator:
         may span calls); what each did. The first that fails raises `SQLError` (code,
         SQLSTATE, message, line and column in `sql`); those before it stay done, and an
         open transaction stays open, as in TiDB."""
-        _of_type("sql", sql, (str, bytes))
+        _argument(sql, "sql", (str, bytes), "statements, as str or as a script's bytes")
+        _argument(source, "source", str, "the name errors give the statements' script")
         if isinstance(sql, bytes):  # as a script file's bytes are read
             sql = sql.decode("utf-8-sig", "surrogateescape")
+        sql = sql.removeprefix("\ufeff")  # read_text() of a file that starts with a BOM
         return self._run(split_script(sql.splitlines(keepends=True), source))
 
     def execute_file(self, path: str | os.PathLike[str]) -> list[Result]:
         """Run a SQL script file as `ticdc-sim replay` reads it (DELIMITER, a BOM, pipes)."""
-        _of_type("path", path, (str, os.PathLike))
+        _argument(path, "path", PathLike, "a SQL script's path")
         script = Path(path)
         check_scripts([script])
         return self._run(statements([script]))
@@ -254,20 +258,23 @@ class Simulator:
         return results
 
     def rows(self, table: str) -> list[dict[str, Any]]:
-        """A table's committed rows (`db.table`, or a table of the session's database), in
-        primary-key order, by column name, valued as `--expect` stores them: int, float,
-        Decimal, bytes, or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
+        """A table's committed rows (`db.table`, or a table of the session's database; a
+        name holding a dot quoted as MySQL quotes it, `` test.`a.b` ``), in primary-key
+        order, by column name, valued as `--expect` stores them: int, float, Decimal, bytes,
+        or str (dates and times as TiDB prints them, ENUM, SET, JSON)."""
         from ticdc_sim.sinks.expect import stored_rows
 
-        _of_type("table", table, str)
-        schema, _, name = table.rpartition(".")
-        schema = schema or self._session.database or ""
+        _argument(table, "table", str, "a table's name, 'schema.table' or 'table'")
+        named = [(s or self._session.database or "", n) for s, n in table_names(table)]
         engine = self._cluster.engine
         with self._cluster.lock, committed_view(self._session.txn):
-            found = engine.table_state(schema, name)
-        if found is None:
-            raise SQLError(f"Table '{schema}.{name}' doesn't exist", code=1146)
-        info, rows = found
+            found = [t for t in (engine.table_state(*name) for name in named) if t is not None]
+        if not found:
+            raise SQLError(f"Table '{'.'.join(named[0])}' doesn't exist", code=1146)
+        if len(found) > 1:
+            meant = " or ".join(quoted_name(info.schema, info.name) for info, _ in found)
+            raise ConfigError(f"table {table!r} is {meant}: quote the names, as MySQL does")
+        [(info, rows)] = found
         names = [c.name for c in info.visible_columns]
         return [dict(zip(names, values, strict=True)) for values in stored_rows(info, rows)]
 
@@ -280,6 +287,8 @@ class Simulator:
         as TiCDC's defaults do. The files written."""
         from ticdc_sim.sinks.expect import Recorder, prepare, write_expected
 
+        _argument(directory, "directory", PathLike, "a directory's path")
+        self._own(changefeed)
         cluster = self._cluster
         if cluster.gc_safepoint:
             raise SimError("the simulator's history was trimmed; expect() cannot write it")
@@ -288,7 +297,6 @@ class Simulator:
             replicated = changefeed._feed.pipeline.replicates
             old_value = changefeed.config.enable_old_value
             raw = changefeed.config.output_raw_change_event
-        _of_type("directory", directory, (str, os.PathLike))
         for feed in self._feeds.values():
             if feed.config.sink.scheme in _FILE_SINKS and overlap(
                 directory, feed.config.sink.target
@@ -331,7 +339,9 @@ class Simulator:
         downstream name (`ticdc_sim.check`)."""
         from ticdc_sim import check
 
-        return check.diff(self._expected(changefeed), target, tables, rename=rename)
+        names, renamed = self._names(tables, rename)
+        expected = self._expected(changefeed)
+        return check.diff(expected, target, names, rename=renamed, named="target")
 
     def assert_replicated(
         self,
@@ -345,12 +355,31 @@ class Simulator:
         downstream holds exactly the upstream's rows."""
         from ticdc_sim import check
 
+        names, renamed = self._names(tables, rename)
         expected = self._expected(changefeed)
-        return check.assert_replicated(expected, target, tables, rename=rename)
+        return check.assert_replicated(expected, target, names, rename=renamed, named="target")
+
+    def _names(
+        self, tables: object, rename: object
+    ) -> tuple[list[str] | None, dict[str, str] | None]:
+        """`diff`'s `tables` and `rename` checked (`_checked_names`), a table named without its
+        schema taken as one of the session's database, as `rows` takes it."""
+        names, renamed = _checked_names(tables, rename)
+        database = self._session.database
+
+        def qualified(name: str) -> str:
+            [(schema, table), *_] = table_names(name)
+            return quoted_name(database, table) if schema is None and database else name
+
+        return (
+            None if names is None else [qualified(name) for name in names],
+            None if renamed is None else {qualified(k): v for k, v in renamed.items()},
+        )
 
     def _expected(self, changefeed: Changefeed | None) -> list[ExpectedTable]:
         from ticdc_sim.check import expected_from_engine
 
+        self._own(changefeed)
         with self._cluster.lock:
             return expected_from_engine(self._replicated(changefeed))
 
@@ -360,6 +389,15 @@ class Simulator:
         replicated = eligible if changefeed is None else changefeed._feed.pipeline.replicates
         with committed_view(self._session.txn):
             return [(i, r) for i, r in self._cluster.engine.table_states() if replicated(i)]
+
+    def _own(self, changefeed: Changefeed | None) -> None:
+        """`changefeed` is None or one this simulator made: another's filter is not this
+        cluster's."""
+        if changefeed is not None and not any(changefeed is f for f in self._feeds.values()):
+            raise ConfigError(
+                f"changefeed {changefeed!r}: not a changefeed of this simulator (its"
+                " changefeed() makes them)"
+            )
 
     def _note_ddl(self, events: Sequence[Change]) -> None:
         """Keep, for each DDL committed, the rows of the tables it touched right after it."""
@@ -391,13 +429,13 @@ class Simulator:
         (default `feed-<n>`); `overwrite`: replace earlier output in a jsonl or parquet
         directory."""
         self._check_open()
-        _of_type("sink_uri", sink_uri, str)
-        if start_ts is not None:
-            _whole("start_ts", start_ts)
+        _argument(sink_uri, "sink_uri", str, "a sink URI such as 'memory://?protocol=canal-json'")
+        _argument(changefeed_id, "changefeed_id", (str, type(None)), "the changefeed's name")
+        _argument(overwrite, "overwrite", bool, "True or False")
         if changefeed_id is not None:
-            _of_type("changefeed_id", changefeed_id, str)
             checked_name("changefeed_id", changefeed_id)
-        toml, configured = _config(config)
+        start_ts = _start_ts(start_ts)
+        toml, configured, source = _config(config)
         overrides: dict[str, Any] = {}
         if faults is not None:
             overrides = {"fault_seed": self.seed, **_faults(faults)}
@@ -408,15 +446,15 @@ class Simulator:
             toml=toml,
             configured=configured,
             overrides=overrides,
-            start_ts=start_ts or 0,
+            start_ts=start_ts,
         )
         # built once before the cluster's lock is taken: a bad URI or config is said as such
-        built = changefeed_config(sink_uri, toml, "config", overrides, configured)
+        built = changefeed_config(sink_uri, toml, source, overrides, configured)
         for other in self._feeds.values():
             _apart(built, other.config, f"changefeed {other.id}")
 
         def opened(feed: ChangefeedConfig) -> Sink:
-            return open_sink(feed.sink, overwrite=overwrite)
+            return _opened(feed, overwrite)
 
         feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False, announce=False)
         handle = self._feeds[feed_id] = Changefeed(feed, _claims(feed.changefeed))
@@ -488,6 +526,11 @@ def generate(
     from ticdc_sim.datasets import read_datasets
     from ticdc_sim.generator.workload import Generator, Override, SpecError, build, check, load
 
+    _argument(
+        spec, "spec", (*PathLike, Mapping), "a workload spec's path or the mapping it reads as"
+    )
+    _argument(sink_uri, "sink_uri", str, "a sink URI such as 'memory://?protocol=canal-json'")
+    _argument(overwrite, "overwrite", bool, "True or False")
     overrides = []
     if events is not None:
         overrides = [
@@ -498,13 +541,13 @@ def generate(
         workload = build(dict(spec), "spec", {}, Path.cwd(), seed, overrides)
     else:
         workload = load(Path(spec), seed, overrides)
-    toml, configured = _config(config)
-    feed = changefeed_config(sink_uri, toml, "config", None, configured)
+    toml, configured, source = _config(config)
+    feed = changefeed_config(sink_uri, toml, source, None, configured)
     log = FeedLog(sys.maxsize)
     try:
         datasets = read_datasets(workload)
         check(workload, datasets)
-        pipeline = Pipeline(feed, LoggedSink(open_sink(feed.sink, overwrite=overwrite), log))
+        pipeline = Pipeline(feed, LoggedSink(_opened(feed, overwrite), log))
         pipeline.run(Generator(workload, datasets).events())
     except SpecError as e:
         raise e.located(workload) from None
@@ -514,28 +557,40 @@ def generate(
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _config(config: ConfigSource | None) -> tuple[str | bytes | None, dict[str, Any] | None]:
-    """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read)."""
+def _config(
+    config: ConfigSource | None,
+) -> tuple[str | bytes | None, dict[str, Any] | None, str]:
+    """A changefeed TOML given as a path, its text or its mapping: (TOML, settings read,
+    what its errors name: the file, else `config`). A string is a path when there is that
+    file (a folder may be named `run=1`) or it names a .toml, else TOML when it reads as TOML."""
     if config is None:
-        return None, {}
+        return None, {}, "config"
+    _argument(config, "config", (*PathLike, Mapping), "a path, the TOML's text or a mapping")
     if isinstance(config, Mapping):
-        return None, parse_changefeed_mapping(config, "config")
-    if not isinstance(config, (str, os.PathLike)):
-        raise TypeError(f"config: a path, TOML text or a mapping, not {type(config).__name__}")
+        return None, parse_changefeed_mapping(config, "config"), "config"
+    if isinstance(config, str) and any(c in config for c in "\n=[") and not _a_path(config):
+        return config, None, "config"
     path = Path(config)
-    if isinstance(config, str) and not path.is_file() and ("\n" in config or "=" in config):
-        return config, None  # TOML text: it names no file and reads as settings
     try:
-        return path.read_bytes(), None
+        return path.read_bytes(), None, str(path)
     except OSError as e:
         raise ConfigError(
-            f"config {str(config)!r}: cannot read it ({e.strerror}); give a path, the TOML's"
-            " text or a mapping"
+            f"config {reprlib.repr(str(config))}: cannot read it ({e.strerror}); give a path, the"
+            " TOML's text or a mapping"
         ) from None
 
 
+def _a_path(text: str) -> bool:
+    if "\n" not in text and text.endswith(".toml"):
+        return True
+    try:
+        return Path(text).is_file()
+    except OSError:  # a name too long for one: TOML text
+        return False
+
+
 def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
-    _of_type("faults", faults, (str, Mapping))
+    _argument(faults, "faults", (str, Mapping), "'key=value, ...' or a mapping")
     if isinstance(faults, Mapping):
         settings = parse_changefeed_mapping({"faults": dict(faults)}, "faults")
         settings.pop("warnings", None)
@@ -557,17 +612,61 @@ def _apart(new: ChangefeedConfig, other: ChangefeedConfig, whose: str) -> None:
         )
 
 
-def _of_type(name: str, value: Any, types: type | tuple[type, ...]) -> None:
-    """A parameter of the wrong type, named (not an AttributeError from deep inside)."""
-    if not isinstance(value, types):
-        wanted = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        raise TypeError(f"{name}: expected {wanted}, got {type(value).__name__} {value!r:.60}")
-
-
 def _whole(name: str, value: Any) -> None:
-    """A seed or a TSO: a whole number that fits Go's int64, as the CLI takes them."""
+    """A seed: a whole number that fits Go's int64, as the CLI takes it."""
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
         raise ConfigError(f"{name} {value!r:.60}: a whole number from 0 to 2^63-1")
+
+
+def _argument(value: object, name: str, kinds: type | tuple[type, ...], wanted: str) -> None:
+    """An argument of another type is refused by its name, before it fails deep inside as
+    an AttributeError; a bool is not taken for an int."""
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise ConfigError(f"{name} {reprlib.repr(value)}: {wanted}")
+
+
+def _start_ts(start_ts: object) -> int:
+    """A start-ts as given (None: 0, the default), refused as `--start-ts` refuses it."""
+    given = 0 if start_ts is None else start_ts
+    if not isinstance(given, int) or isinstance(given, bool) or not 0 <= given <= LAST_START_TS:
+        raise ConfigError(
+            f"start_ts {reprlib.repr(start_ts)}: a TSO, 0 to {LAST_START_TS} (None: the default)"
+        )
+    return given
+
+
+def _checked_names(
+    tables: object, rename: object
+) -> tuple[list[str] | None, dict[str, str] | None]:
+    """`diff`'s `tables` as a list (one name, or any iterable of them) and `rename` as a
+    dict, refused by name when they do not hold names."""
+    if rename is not None and not (
+        isinstance(rename, Mapping)
+        and all(isinstance(name, str) for item in rename.items() for name in item)
+    ):
+        raise ConfigError(
+            f"rename {reprlib.repr(rename)}: a mapping of 'schema.table' to its downstream name"
+        )
+    renamed = None if rename is None else dict(rename)
+    if tables is None:
+        return None, renamed
+    names = [tables] if isinstance(tables, str) else None
+    if isinstance(tables, Iterable) and names is None:
+        names = list(tables)
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise ConfigError(f"tables {reprlib.repr(tables)}: 'schema.table' names")
+    return names, renamed
+
+
+def _opened(feed: ChangefeedConfig, overwrite: bool) -> Sink:
+    """A changefeed's sink; a directory that holds output says how to replace it here."""
+    from ticdc_sim.sinks.staging import NotEmpty
+
+    try:
+        return open_sink(feed.sink, overwrite=overwrite)
+    except NotEmpty as e:
+        raise NotEmpty(e.sink, e.root, "overwrite=True") from None
 
 
 def _claims(feed: ChangefeedConfig) -> Upstream | None:

@@ -80,7 +80,7 @@ from ticdc_sim.generator.sql.values import (
     format_double,
 )
 from ticdc_sim.model.mysql import INTEGER_RANGES, MySQLType
-from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.model.table import ColumnInfo, TableInfo, quoted_name, table_names
 from ticdc_sim.sinks import expect
 
 M = MySQLType
@@ -413,10 +413,11 @@ def _masked(url: str) -> str:
 
 
 @contextmanager
-def _opened(target: Any) -> Iterator[_Downstream]:
-    """The downstream of a DB-API connection (left open) or a URL (closed after)."""
+def _opened(target: Any, named: str) -> Iterator[_Downstream]:
+    """The downstream of a DB-API connection (left open) or a URL (closed after); errors
+    name it as `named` (the CLI's option, the API's argument)."""
     if not isinstance(target, str):
-        downstream = _Downstream(target, "--target (a connection)")
+        downstream = _Downstream(target, f"{named} (a connection)")
         began = downstream.reads_in_a_snapshot()
         try:
             yield downstream
@@ -425,7 +426,7 @@ def _opened(target: Any) -> Iterator[_Downstream]:
                 with suppress(Exception):
                     target.rollback()
         return
-    label = f"--target {_masked(target)}"
+    label = f"{named} {_masked(target)}"
     scheme, sep, _ = target.partition("://")
     scheme = scheme.lower()
     if not sep or not scheme:
@@ -639,14 +640,15 @@ def diff(
     tables: Iterable[str] | None = None,
     *,
     rename: Mapping[str, str] | None = None,
+    named: str = "--target",
 ) -> Diff:
     """Compare the expected tables (`tables`: only these, by `schema.table`) with the
-    downstream `target`, a DB-API connection or a URL (module doc). `rename` maps a table's
-    `schema.table` to its downstream name."""
+    downstream `target`, a DB-API connection or a URL (module doc), which errors call
+    `named`. `rename` maps a table's `schema.table` to its downstream name."""
     everything = list(expected)
     chosen = _chosen(everything, tables)
     names = {_pick(everything, k, "rename").qualified: v for k, v in (rename or {}).items()}
-    with _opened(target) as downstream:
+    with _opened(target, named) as downstream:
         return Diff(tuple(_compare(t, downstream, names.get(t.qualified)) for t in chosen))
 
 
@@ -656,10 +658,11 @@ def assert_replicated(
     tables: Iterable[str] | None = None,
     *,
     rename: Mapping[str, str] | None = None,
+    named: str = "--target",
 ) -> Diff:
     """`diff`, raising NotReplicated with its report unless the downstream equals the
     upstream."""
-    found = diff(expected, target, tables, rename=rename)
+    found = diff(expected, target, tables, rename=rename, named=named)
     if found:
         raise NotReplicated(found)
     if not found.tables:  # an assertion that compared nothing would pass for any consumer
@@ -677,13 +680,22 @@ def _chosen(expected: list[ExpectedTable], tables: Iterable[str] | None) -> list
 
 
 def _pick(expected: Sequence[ExpectedTable], name: str, what: str) -> ExpectedTable:
-    found = _find(name, [t.qualified for t in expected])
-    if found is None:
-        held = ", ".join(t.qualified for t in expected[:5]) + (" ..." if len(expected) > 5 else "")
+    """The table `name` (`schema.table`, quoted as MySQL quotes where a name holds a dot)
+    names: as it is, else the one it names case-insensitively."""
+    meant = {(schema, table) for schema, table in table_names(name) if schema is not None}
+    found = [t for t in expected if (t.schema, t.name) in meant]
+    if len(found) > 1:
+        said = " or ".join(quoted_name(t.schema, t.name) for t in found)
+        raise CheckError(f"{what} {name!r} is {said}: quote the names, as MySQL does")
+    folded = {(schema.casefold(), table.casefold()) for schema, table in meant}
+    found = found or [t for t in expected if (t.schema.casefold(), t.name.casefold()) in folded]
+    if len(found) != 1:
+        held = ", ".join(quoted_name(t.schema, t.name) for t in expected[:5])
+        held += " ..." if len(expected) > 5 else ""
         raise CheckError(
             f"{what} {name!r}: not a table of the expected state ({held or 'it has none'})"
         )
-    return next(t for t in expected if t.qualified == found)
+    return found[0]
 
 
 def _compare(table: ExpectedTable, downstream: _Downstream, renamed: str | None) -> TableDiff:

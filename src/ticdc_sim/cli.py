@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperCommand
 
 from ticdc_sim.errors import ConfigError, SimError, SQLError, Warnings
+from ticdc_sim.model.tso import LAST_START_TS
 
 # What a command runs is imported when it runs: a call pays for its own command (the SQL
 # engine and sqlglot, the sinks, the encoders), not for the others' (tests/test_startup.py).
@@ -73,13 +74,11 @@ def _shown(param: Any) -> str:
     return name if param.nargs == 1 or name.endswith("...") else f"{name}..."
 
 
-# a TSO is 64 bits; a clock started past 2^63 (the year 3084) would soon run out of them
-_LAST_START = (1 << 63) - 1
 StartTsOption = Annotated[
     int,
     typer.Option(
         min=0,
-        max=_LAST_START,
+        max=LAST_START_TS,
         metavar="TSO",
         help="TSO the simulated clock starts after (0: a fixed default)",
     ),

@@ -504,7 +504,9 @@ def where(feed: Changefeed) -> str:
         return f"{uri.scheme} files in {Path(uri.target).resolve()}"
     if uri.scheme == "kafka":
         return f"kafka brokers {uri.target}"
-    return f"{uri.scheme}://" + (" (not kept)" if uri.scheme == "blackhole" else "")
+    if uri.scheme == "memory":  # the changefeed's log holds them: records(), /messages
+        return "memory:// (kept in process)"
+    return f"{uri.scheme}:// (dropped)"
 
 
 def build_changefeed(spec: FeedSpec) -> Changefeed:

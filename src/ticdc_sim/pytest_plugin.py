@@ -146,7 +146,9 @@ def _setting(
     try:
         return read(text)
     except argparse.ArgumentTypeError as e:
-        raise pytest.UsageError(f"{ini} in {config.inipath}: {e}") from None
+        overridden = any(o.startswith(f"{ini}=") for o in config.option.override_ini or ())
+        where = f"-o {ini}" if overridden else f"{ini} in {config.inipath}"
+        raise pytest.UsageError(f"{where}: {e}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> str:

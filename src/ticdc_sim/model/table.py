@@ -8,6 +8,7 @@ ticdc `pkg/sink/codec/open/message.go`). All types are frozen; DDL builds new on
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cached_property
@@ -355,3 +356,43 @@ class TableInfo:
 def is_int_handle_candidate(col: ColumnInfo) -> bool:
     """A single-column PK on an integer column becomes the row handle (TiDB `PKIsHandle`)."""
     return col.tp in INTEGER_TYPES
+
+
+# one part of a table's name: MySQL's quoted identifier (a backquote in it doubled) or a bare run
+_NAME_PART = re.compile(r"`((?:[^`]|``)*)`|([^.`]+)")
+
+
+def table_names(text: str) -> list[tuple[str | None, str]]:
+    """The (schema, table) pairs a person's `schema.table` can mean (schema None: not named).
+    Quoted as MySQL quotes (`` test.`a.b` ``, `` `we``ird` ``) it means one; otherwise any
+    dot may be the one between schema and table (`d.x.t`: `d.x`.`t` or `d`.`x.t`), the last
+    dot's split first."""
+    quoted = _quoted_parts(text) if "`" in text else None
+    if quoted is not None:
+        return [(quoted[0], quoted[1])] if len(quoted) == 2 else [(None, quoted[0])]
+    dots = [at for at, char in enumerate(text) if char == "."]
+    return [(text[:at], text[at + 1 :]) for at in reversed(dots)] or [(None, text)]
+
+
+def _quoted_parts(text: str) -> list[str] | None:
+    """`schema`.`table` or `table`, each part quoted or bare; None when it is not that."""
+    parts, at = [], 0
+    while (found := _NAME_PART.match(text, at)) is not None:
+        quoted, bare = found.groups()
+        parts.append(bare if quoted is None else quoted.replace("``", "`"))
+        at = found.end()
+        if at == len(text):
+            return parts if len(parts) <= 2 else None
+        if text[at] != ".":
+            return None
+        at += 1
+    return None
+
+
+def quoted_name(schema: str, table: str) -> str:
+    """`schema.table` as a person writes it back: a part holding a dot or a backquote
+    quoted as MySQL quotes it, so that `table_names` reads it as one table."""
+    return ".".join(
+        f"`{part.replace('`', '``')}`" if "." in part or "`" in part else part
+        for part in (schema, table)
+    )

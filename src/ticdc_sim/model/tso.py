@@ -15,6 +15,9 @@ LOGICAL_MASK = (1 << PHYSICAL_SHIFT_BITS) - 1
 
 # 2024-04-11T01:31:12.265Z, the physical part of 449000000000000000, the research's vectors' ts.
 DEFAULT_START_PHYSICAL_MS = 1712799072265
+# the latest TSO a clock may start after (`--start-ts`, `Simulator(start_ts=)`): a TSO is 64
+# bits, and a clock started past 2^63 (the year 3084) would soon run out of them
+LAST_START_TS = (1 << 63) - 1
 
 
 def compose_ts(physical_ms: int, logical: int) -> int:

@@ -22,6 +22,15 @@ from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink
 
 
+class NotEmpty(ConfigError):
+    """The target directory holds earlier output, and replacing it was not asked for;
+    `asked_by` is how the caller asks (the CLI's flag, the Python API's argument)."""
+
+    def __init__(self, sink: str, root: Path, asked_by: str = "--overwrite") -> None:
+        super().__init__(f"{sink} sink: {root} is not empty; pass {asked_by} to replace it")
+        self.sink, self.root = sink, root
+
+
 class Staging:
     def __init__(
         self,
@@ -126,7 +135,7 @@ def _check_target(root: Path, sink: str, overwrite: bool, ours: Callable[[Path],
         raise ConfigError(f"{sink} sink: {root} exists and is not a directory")
     entries = list(root.iterdir()) if root.exists() else []
     if entries and not overwrite:
-        raise ConfigError(f"{sink} sink: {root} is not empty; pass --overwrite to replace it")
+        raise NotEmpty(sink, root)
     for entry in entries:
         if not ours(entry):
             raise ConfigError(

@@ -188,7 +188,7 @@ def explain(left: object, right: object, verbose: int = 0) -> list[str] | None:
             more = f"{len(extra)} more record{'' if len(extra) == 1 else 's'}"
             out.append(f"{name} has {more}, the first at index {len(shorter)}:")
             out.append(_PAD + described(extra[0]))
-    if verbose <= 0:  # -q is -1
+    if verbose <= 0:  # -q is -1: it asks for less, not for the full diff
         out.append("Use -v to get the full diff")
         return out
     context = max(len(lefts), len(rights)) if verbose > 1 else 3
