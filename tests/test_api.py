@@ -788,3 +788,19 @@ def test_close_says_where_each_changefeeds_records_went(tmp_path: Path) -> None:
         "changefeed simulator/feed-2: 1 records to blackhole:// (dropped)",
         f"changefeed simulator/feed-3: 1 records to jsonl files in {tmp_path}",
     ]
+
+
+def test_sleep_passes_time_for_the_changefeed_too(tmp_path: Path) -> None:
+    """DO SLEEP(n) moves the simulated clock: the 1 s checkpoint ticker fires in between,
+    the same in a replay and in a simulator."""
+    script = tmp_path / "s.sql"
+    query = "?protocol=canal-json&enable-tidb-extension=true&partition-num=1"
+    text = "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+    script.write_text(text + "DO SLEEP(3);\nINSERT INTO t VALUES (2);\n")
+    with Simulator() as sim:
+        feed = sim.changefeed(f"memory://{query}")
+        sim.execute_file(script)
+    kinds = [e["type"] for e in feed.events()]
+    between = kinds[kinds.index("insert") + 1 : len(kinds) - 1 - kinds[::-1].index("insert")]
+    assert between == ["checkpoint"]  # the ticker, before the second insert
+    assert feed.records() == _replayed(tmp_path, script, query)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 from typing import Any
 
@@ -1386,3 +1387,48 @@ def test_errors_in_a_long_chain_quote_it_abridged_not_nested_too_deeply() -> Non
         1690,
         f"BIGINT UNSIGNED value is out of range in '...{' + 0' * 22} + 18446744073709551615 + 1'",
     )
+
+
+def test_sleep_moves_the_simulated_clock_on() -> None:
+    """SLEEP(n) (DO SLEEP, SELECT SLEEP) waits for nothing: the clock moves on n seconds,
+    so a script can pass a changefeed's flush interval or a date boundary at once."""
+    from ticdc_sim.model.tso import physical_ms
+
+    engine, rows = run(
+        "CREATE TABLE t (id INT PRIMARY KEY, at DATETIME);\n"
+        "INSERT INTO t VALUES (1, NOW());\n"
+        "DO SLEEP(90);\n"
+        "SELECT SLEEP(0.25), SLEEP(0.25);\n"
+        "INSERT INTO t VALUES (2, NOW());\n"
+    )
+    first, second = (physical_ms(e.commit_ts) for e in rows)
+    assert 90_500 <= second - first <= 90_520  # the sleeps, and the seeded pause of 1..8 ms
+    assert "DO" not in [w.kind for w in engine.warnings]  # DO SLEEP has an effect
+    start, later = (dt.datetime.fromisoformat(str(e.columns[1])) for e in rows)  # type: ignore[index]
+    assert 90 <= (later - start).total_seconds() <= 91  # NOW() moved on with the clock
+
+
+@pytest.mark.parametrize(
+    ("sql", "mode"),
+    [
+        ("SELECT SLEEP(-1)", "STRICT_TRANS_TABLES"),
+        ("DO SLEEP(NULL)", "STRICT_TRANS_TABLES"),
+        ("DO SLEEP(1e30)", ""),
+    ],
+)
+def test_sleep_refuses_what_tidb_refuses(sql: str, mode: str) -> None:
+    engine = Engine()
+    engine.set_sql_mode(mode)
+    with pytest.raises(SQLError) as raised:
+        engine.query(parse_one(sql), sql) if sql.startswith("SELECT") else list(
+            engine.run(parse_statements(sql, "t.sql"))
+        )
+    assert (raised.value.code, raised.value.message) == (1210, "Incorrect arguments to sleep")
+
+
+def test_sleep_of_nothing_is_nothing_outside_strict_mode() -> None:
+    engine = Engine()
+    engine.set_sql_mode("")
+    before = engine.catalog.clock.physical
+    assert answer(engine, "SELECT SLEEP(-1), SLEEP(NULL)") == [(0, 0)]
+    assert engine.catalog.clock.physical == before

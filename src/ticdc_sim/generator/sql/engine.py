@@ -348,6 +348,16 @@ class Engine:
     def last_insert_id(self) -> int:
         return self.last_id
 
+    def sleep(self, seconds: float | None) -> int:
+        """SLEEP(n) (tidb `builtinSleepSig`): the simulated clock moves on n seconds, to
+        the millisecond; NULL or a negative n is 1210 in strict mode, else nothing."""
+        if seconds is None or seconds < 0 or seconds > _LONGEST_SLEEP_S:
+            if self.sql_mode.strict or (seconds is not None and seconds > 0):
+                raise SQLError("Incorrect arguments to sleep", code=1210)
+            return 0
+        self.catalog.clock.advance(round(seconds * 1000))
+        return 0
+
     def time_zone(self) -> dt.tzinfo:
         return self.zone
 
@@ -1366,7 +1376,7 @@ class _ConstSession:
     def _refuse(self, *args: Any) -> Any:
         raise SQLError("this function is not allowed in partition expressions", code=1564)
 
-    now = current_date = unix_timestamp = rand = uuid = last_insert_id = variable = _refuse
+    now = current_date = unix_timestamp = rand = uuid = last_insert_id = variable = sleep = _refuse
     sequence = user_variable = set_user_variable = _refuse
 
     def time_zone(self) -> dt.tzinfo:
@@ -1376,11 +1386,19 @@ class _ConstSession:
 # -- statements --------------------------------------------------------------------------------
 
 
+# TiDB's bound: what Go's time.Duration holds (math.MaxFloat64 / 1e9 in its check, but a
+# Duration overflows past ~292 years)
+_LONGEST_SLEEP_S = 9_223_372_036.0
+
+
 def _has_side_effects(node: exp.Expr) -> bool:
-    """Whether evaluating `node` changes the session: sequences advanced, variables set."""
+    """Whether evaluating `node` changes the session: sequences advanced, variables set,
+    the clock moved on (SLEEP)."""
     return (
         node.find(exp.NextValueFor, exp.PropertyEQ) is not None
-        or any(f.name.upper() in ("NEXTVAL", "SETVAL") for f in node.find_all(exp.Anonymous))
+        or any(
+            f.name.upper() in ("NEXTVAL", "SETVAL", "SLEEP") for f in node.find_all(exp.Anonymous)
+        )
         or node.args.get("into") is not None
     )
 
