@@ -900,3 +900,30 @@ def test_an_update_refuses_a_changefeed_resumed_meanwhile(client: TestClient) ->
     spec = FeedSpec("racy", "memory://?protocol=open-protocol")
     with pytest.raises(Conflict, match="only update changefeed config when it is stopped"):
         cluster.replace_feed(spec, lambda feed: cluster.feed("racy").sink.inner, 10)
+
+
+SHOP_AND_OTHER = (
+    "CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY);"
+    " CREATE TABLE test.other (id INT PRIMARY KEY);"
+    " INSERT INTO shop.orders VALUES (1); INSERT INTO test.other VALUES (1)"
+)
+
+
+def test_the_default_changefeed_takes_a_changefeed_toml(tmp_path: Path) -> None:
+    """TICDC_SIM_DEFAULT_CONFIG: a TiCDC changefeed.toml for changefeed `default` (a
+    container mounts one instead of creating the changefeed through the API)."""
+    config = tmp_path / "changefeed.toml"
+    config.write_text('enable-old-value = false\n[filter]\nrules = ["shop.*"]\n')
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        mysql_port=0,
+        default_sink_uri="memory://?protocol=open-protocol",
+        default_config=config,
+    )
+    with TestClient(create_app(settings)) as client:
+        feed = client.app.state.sim.registry.get("default").feed("default").changefeed  # type: ignore[attr-defined]
+        assert feed.enable_old_value is False and feed.filter_rules == ("shop.*",)
+        client.post("/sim/v1/clusters/default/sql", content=SHOP_AND_OTHER)
+        page = client.get("/sim/v1/clusters/default/changefeeds/default/messages").json()
+        tables = {m["decoded"][0].get("table") for m in page["messages"] if m["decoded"]}
+        assert "orders" in tables and "other" not in tables

@@ -561,3 +561,33 @@ def test_a_set_value_reads_as_in_the_spec_file(files: Path) -> None:
         == run(["generate", "--workload", str(by_file), "--no-progress"], files).stdout
     )
     assert len(result.stdout.splitlines()) > 14  # the DDL, 3 rows and more than 10 events
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        (
+            {"TICDC_SIM_DEFAULT_SINK_URI": "bogus://x"},
+            "TICDC_SIM_DEFAULT_SINK_URI: sink URI 'bogus://x': unknown scheme 'bogus'",
+        ),
+        (
+            {"TICDC_SIM_DEFAULT_CONFIG": "{dir}/none.toml"},
+            "TICDC_SIM_DEFAULT_CONFIG {dir}/none.toml: No such file or directory",
+        ),
+        (
+            {"TICDC_SIM_DEFAULT_CONFIG": "{dir}/bad.toml"},
+            "TICDC_SIM_DEFAULT_CONFIG {dir}/bad.toml: config: enable-old-value: 'no' is not a"
+            " boolean (true or false)",
+        ),
+    ],
+)
+def test_a_bad_default_changefeed_is_said_before_serving(
+    files: Path, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], message: str
+) -> None:
+    """A bad TICDC_SIM_DEFAULT_SINK_URI was a traceback and 'Application startup failed'."""
+    (files / "bad.toml").write_text('enable-old-value = "no"\n')
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value.format(dir=files))
+    result = run(["serve", "--data-dir", "{dir}/d", "--port", "0", "--mysql-port", "0"], files)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith(f"error: {message.format(dir=files)}")

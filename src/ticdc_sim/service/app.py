@@ -39,10 +39,11 @@ from ticdc_sim.cluster import (
     NotFound,
     StartTsBeforeGC,
     TooLarge,
+    build_changefeed,
 )
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.service import routes
-from ticdc_sim.service.guard import Forbidden
+from ticdc_sim.service.guard import Forbidden, sink_uri
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.mysql import start as start_mysql
 from ticdc_sim.service.registry import Registry
@@ -263,9 +264,33 @@ def _too_large(size: str, limit: int) -> str:
     return f"the body is {size} bytes; the limit is {limit} (TICDC_SIM_MAX_BODY_BYTES)"
 
 
+def default_changefeed(settings: Settings) -> FeedSpec:
+    """Changefeed `default` of cluster `default`: TICDC_SIM_DEFAULT_SINK_URI with
+    TICDC_SIM_DEFAULT_CONFIG's TOML, checked (`serve` does before it binds anything); an
+    error names the variable."""
+    try:
+        uri = sink_uri(settings.default_sink_uri, settings)
+    except ConfigError as e:
+        raise SimError(f"TICDC_SIM_DEFAULT_SINK_URI: {e}") from None
+    path, toml = settings.default_config, None
+    if path is not None:
+        try:
+            toml = path.read_bytes()
+        except OSError as e:
+            raise SimError(f"TICDC_SIM_DEFAULT_CONFIG {path}: {e.strerror}") from None
+    spec = FeedSpec("default", uri, toml=toml)
+    try:
+        build_changefeed(spec)
+    except ConfigError as e:
+        where = f"TICDC_SIM_DEFAULT_CONFIG {path}" if path else "TICDC_SIM_DEFAULT_SINK_URI"
+        raise SimError(f"{where}: {e}") from None
+    return spec
+
+
 def _default_cluster(state: State) -> None:
     cluster = state.new_cluster("default", 0)
-    spec = FeedSpec("default", state.checked_uri(state.settings.default_sink_uri))
+    spec = default_changefeed(state.settings)
+    state.checked_uri(spec.sink_uri)  # no other changefeed writes its directory
     cluster.add_feed(spec, feed_sink(state), state.settings.retain_records)
 
 

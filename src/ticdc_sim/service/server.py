@@ -18,7 +18,7 @@ import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
 from ticdc_sim.errors import SimError
-from ticdc_sim.service.app import create_app
+from ticdc_sim.service.app import create_app, default_changefeed
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.service.state import State
 
@@ -29,7 +29,8 @@ def banner(settings: Settings) -> str:
         "ticdc-sim is serving a simulated TiDB cluster (`default`) with a TiCDC changefeed",
         f"  playground      {http}/",
         f"  API docs        {http}/docs   (TiCDC open API v2 under /api/v2, ours under /sim/v1)",
-        f"  changefeed      {settings.default_sink_uri}  (under {settings.data_dir.resolve()})",
+        f"  changefeed      {settings.default_sink_uri}  (under {settings.data_dir.resolve()})"
+        + (f", config {settings.default_config}" if settings.default_config else ""),
         f"  SQL over HTTP   curl -s {http}/sim/v1/clusters/default/sql"
         " --data-binary 'CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);'"
         + (" -H 'Authorization: Bearer $TICDC_SIM_TOKEN'" if settings.token else ""),
@@ -56,6 +57,8 @@ def run(overrides: dict[str, Any]) -> None:
     except OSError as e:
         reason = "not a directory" if isinstance(e, FileExistsError) else e.strerror
         raise SimError(f"--data-dir (TICDC_SIM_DATA_DIR) {settings.data_dir}: {reason}") from None
+    if settings.default_cluster:
+        default_changefeed(settings)  # a bad default changefeed is said before anything starts
     # both ports bound before the banner names them: a port in use is one clear error, and
     # port 0 is named as the port the system gave
     http = _listen(settings.host, settings.port, "--port (TICDC_SIM_PORT)")

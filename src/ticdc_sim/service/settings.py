@@ -29,6 +29,10 @@ class Settings(BaseSettings):
         "jsonl://default?protocol=canal-json&enable-tidb-extension=true",
         description="the default changefeed's sink (paths are under data_dir)",
     )
+    default_config: Path | None = Field(
+        None,
+        description="the default changefeed's changefeed TOML (a file; TiCDC's changefeed.toml)",
+    )
     max_body_bytes: int = Field(16 << 20, gt=0, description="largest request body")
     max_statements: int = Field(100_000, gt=0, description="statements in one request")
     max_txn_rows: int = Field(1_000_000, gt=0, description="rows one transaction may write")
