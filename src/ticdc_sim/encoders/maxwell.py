@@ -396,11 +396,12 @@ def _columns(info: TableInfo) -> list[dict[str, str]] | None:
 
 
 def new_arch_error(protocol: str) -> str:
-    """TiCDC's answer to a classic-only protocol under the new architecture."""
+    """TiCDC's answer to a classic-only protocol under the new architecture (ticdc
+    `pkg/sink/codec/builder.go` NewEventEncoder)."""
     return (
-        f"protocol {protocol} does not exist in the new architecture (ticdc-version=new-arch):"
-        f" TiCDC's pkg/sink/codec/builder.go answers ErrSinkUnknownProtocol, unknown"
-        f" '{protocol}' message protocol for sink"
+        f"protocol {protocol} does not exist in the new architecture"
+        f" (ticdc-version=new-arch): unknown '{protocol}' message protocol for sink"
+        " (TiCDC: ErrSinkUnknownProtocol)"
     )
 
 
