@@ -427,7 +427,9 @@ class Decoder:
             raise DecodeError(f"{not_a(PROTOCOL)}: a record without a value")
         if key == KEY:
             return [self._row(Fields(o, PROTOCOL, f"row {n}")) for n, o in _objects(value)]
-        key_fields = Fields(_document(key or b"", "the key"), PROTOCOL, "key")
+        if not key:
+            raise DecodeError(f"{not_a(PROTOCOL)}: a record without a key")
+        key_fields = Fields(_document(key, "the key"), PROTOCOL, "key")
         if key_fields.integer("t") != DDL:
             raise key_fields.fail(f"`key.t` {shown(key_fields.values['t'])} is not {DDL} (DDL)")
         message = Fields(_document(value, "the value"), PROTOCOL)
@@ -444,7 +446,8 @@ class Decoder:
         kind = _ROW_KINDS.get(message.text("type"))
         if kind is None:
             raise message.fail(
-                f"`type` {shown(message.values['type'])} is not insert, update or delete"
+                f"{message.name('type')} {shown(message.values['type'])} is not insert, update"
+                " or delete"
             )
         schema, table = message.text("database"), message.text("table")
         seconds = message.integer("ts")
@@ -453,17 +456,19 @@ class Decoder:
         extra = {"ts": seconds}
         if kind == "insert":
             if data is None or old is not None:
-                raise message.fail("an insert with no `data`, or with `old`")
+                raise message.fail(f"{message.path}: an insert needs `data` and has no `old`")
             return DecodedRow("insert", schema, table, None, data, None, extra)
         if kind == "delete":
             if data is not None:
-                raise message.fail("a delete with `data`")
+                raise message.fail(f"{message.path}: a delete has no `data`")
             return DecodedRow("delete", schema, table, None, None, old or {}, extra)
         if data is None:
-            raise message.fail("an update with no `data`")
+            raise message.fail(f"{message.path}: an update without `data`")
         unknown = [name for name in old or {} if name not in data]
         if unknown:
-            raise message.fail(f"`old` names column {shown(unknown[0])}, which `data` lacks")
+            raise message.fail(
+                f"{message.name('old')} names column {shown(unknown[0])}, which `data` lacks"
+            )
         return DecodedRow("update", schema, table, None, data, {**data, **(old or {})}, extra)
 
 
@@ -489,9 +494,12 @@ def _objects(value: bytes) -> list[tuple[int, Any]]:
     while pos < len(text):
         try:
             found, end = _SCANNER.raw_decode(text, pos)
-        except ValueError as e:
+        except RecursionError:
+            raise DecodeError(f"{not_a(PROTOCOL)}: row {n} nests too deep") from None
+        except json.JSONDecodeError as e:
+            at = len(text[: e.pos].encode("utf-8", "surrogatepass"))
             raise DecodeError(
-                f"{not_a(PROTOCOL)}: row {n} is not JSON at character {pos} ({e})"
+                f"{not_a(PROTOCOL)}: row {n} is not JSON at byte {at} ({e.msg})"
             ) from None
         out.append((n, found))
         pos, n = end, n + 1
