@@ -276,7 +276,9 @@ class _TableCodec:
         images = [e.pre_columns for e in events] if kind != INSERT else []
         if kind != DELETE:
             images += [e.columns for e in events]
-        for i, column in enumerate(self.columns):
+        # a delete of handle-key columns only never looks at the others
+        for i in self.picked[kind] if kind == DELETE else range(len(self.columns)):
+            column = self.columns[i]
             if self.vectors[i] and any(
                 row is not None and row[column.offset] is None for row in images
             ):
