@@ -141,6 +141,24 @@ def test_canal_json_forces_old_value_on_as_ticdc() -> None:
     ).enable_old_value
 
 
+def test_maxwell_forces_old_value_on_and_has_no_new_architecture() -> None:
+    feed = changefeed("memory://?protocol=maxwell", "enable-old-value = false\n")
+    assert feed.enable_old_value and feed.codec.protocol == "maxwell"
+    assert "enable-old-value is forced on for protocol maxwell, as TiCDC does" in feed.warnings
+    with pytest.raises(ConfigError) as raised:
+        changefeed("memory://?protocol=maxwell&ticdc-version=new-arch")
+    assert str(raised.value) == (
+        "protocol maxwell does not exist in the new architecture (ticdc-version=new-arch):"
+        " unknown 'maxwell' message protocol for sink (TiCDC: ErrSinkUnknownProtocol)"
+    )
+    with pytest.raises(
+        ConfigError,
+        match="large message handle is set to handle-key-only,"
+        " protocol is maxwell, it's not supported",
+    ):
+        changefeed("memory://?protocol=maxwell&large-message-handle-option=handle-key-only")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

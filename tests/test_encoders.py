@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -40,15 +42,43 @@ DELETE FROM every_type WHERE id = 2;
 """
 
 
-def events() -> list[Any]:
-    return list(Engine().run(parse_statements(SCRIPT)))
+def events(script: str = SCRIPT) -> list[Any]:
+    return list(Engine().run(parse_statements(script)))
 
 
-def expected_values(event: RowChangedEvent, row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+def maxwell_carried(value: Any) -> Any:
+    """A value as maxwell's JSON carries it: no types, so binary strings in base64 and
+    DECIMALs as their strings."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value) if isinstance(value, Decimal) else value
+
+
+# protocols whose records hold less than the rows (see each module's docstring): how values
+# come back, and the script they run (maxwell: TiCDC's encoder panics on an UPDATE of a binary
+# column non-NULL before and after, so its binary values are cleared first); they send no
+# checkpoints, and the commit second only
+LOSSY = {
+    "maxwell": (
+        maxwell_carried,
+        SCRIPT.replace(
+            "UPDATE every_type SET vc",
+            "UPDATE every_type SET bi = NULL, vb = NULL, bl = NULL WHERE id = 1;\n"
+            "UPDATE every_type SET vc",
+        ),
+    )
+}
+
+
+def expected_values(
+    event: RowChangedEvent, row: tuple[Any, ...] | None, carried: Any = None
+) -> dict[str, Any] | None:
     if row is None:
         return None
     info = event.table
     mounted = mount_row([mounter(c) for c in info.columns], row)
+    if carried is not None:
+        mounted = [carried(v) for v in mounted]
     return {c.name: mounted[c.offset] for c in info.visible_columns}
 
 
@@ -75,7 +105,8 @@ def test_every_type_and_event_kind_round_trips(variant: str) -> None:
     settings: dict[str, Any] = {"protocol": variant, **VARIANTS[variant]}
     config = CodecConfig(**settings, enable_tidb_extension=True, max_batch_size=1)
     encoder, decoder = encoder_for(config), decoder_for(config)
-    source = events()
+    carried, script = LOSSY.get(variant, (None, SCRIPT))
+    source = events(script)
     decoded: list[Any] = []
     for event in source:
         if isinstance(event, DDLEvent):
@@ -85,10 +116,13 @@ def test_every_type_and_event_kind_round_trips(variant: str) -> None:
             encoder.append_row(event)
             decoded += [d for m in encoder.build() for d in decoder.decode(m.key, m.value)]
     checkpoint = encoder.encode_checkpoint(source[-1].commit_ts)
-    assert checkpoint is not None
-    assert decoder.decode(checkpoint.key, checkpoint.value) == [
-        DecodedCheckpoint(source[-1].commit_ts)
-    ]
+    if carried is not None:
+        assert checkpoint is None
+    else:
+        assert checkpoint is not None
+        assert decoder.decode(checkpoint.key, checkpoint.value) == [
+            DecodedCheckpoint(source[-1].commit_ts)
+        ]
     assert len(decoded) == len(source)
     for event, got in zip(source, decoded, strict=True):
         if isinstance(event, DDLEvent):
@@ -105,10 +139,10 @@ def test_every_type_and_event_kind_round_trips(variant: str) -> None:
             event.kind,
             "test",
             "every_type",
-            event.commit_ts,
+            None if carried is not None else event.commit_ts,
         )
-        assert got.columns == expected_values(event, event.columns)
-        assert got.pre_columns == expected_values(event, event.pre_columns)
+        assert got.columns == expected_values(event, event.columns, carried)
+        assert got.pre_columns == expected_values(event, event.pre_columns, carried)
 
 
 @pytest.mark.parametrize("protocol", ["avro", "debezium", "nonsense"])

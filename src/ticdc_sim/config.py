@@ -27,6 +27,7 @@ from typing import Any, get_args
 from urllib.parse import quote, unquote, urlsplit
 
 from ticdc_sim.encoders import CodecConfig, check_protocol, large
+from ticdc_sim.encoders.maxwell import new_arch_error
 from ticdc_sim.errors import ConfigError, shown
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.filter import TableFilter
@@ -924,10 +925,17 @@ def changefeed(
     return _adjust(feed)
 
 
+# protocols of classic TiCDC only
+_CLASSIC_ONLY = frozenset({"maxwell"})
+
+
 def _adjust(feed: Changefeed) -> Changefeed:
     """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
     codec, warnings = feed.codec, list(feed.warnings)
     protocol = codec.protocol
+    if codec.profile == "new-arch" and protocol in _CLASSIC_ONLY:
+        # ticdc pkg/sink/codec/builder.go NewEventEncoder has no such encoder
+        raise ConfigError(new_arch_error(protocol))
     if not feed.enable_old_value and protocol in ("canal-json", "canal", "maxwell"):
         # replica_config.go AdjustEnableOldValue
         warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")

@@ -163,11 +163,12 @@ class Decoder(Protocol):
 PROTOCOLS: dict[str, str] = {
     "canal-json": "ticdc_sim.encoders.canal_json",
     "craft": "ticdc_sim.encoders.craft",
+    "maxwell": "ticdc_sim.encoders.maxwell",
     "open-protocol": "ticdc_sim.encoders.open_protocol",
     "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED = ("avro", "debezium", "csv", "maxwell", "canal")
+PLANNED = ("avro", "debezium", "csv", "canal")
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 
