@@ -924,10 +924,20 @@ def changefeed(
     return _adjust(feed)
 
 
+# protocols only classic TiCDC writes
+_CLASSIC_ONLY = frozenset({"canal"})
+
+
 def _adjust(feed: Changefeed) -> Changefeed:
     """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
     codec, warnings = feed.codec, list(feed.warnings)
     protocol = codec.protocol
+    if codec.profile == "new-arch" and protocol in _CLASSIC_ONLY:
+        # ticdc pkg/sink/codec/builder.go NewEventEncoder has no encoder for them
+        raise ConfigError(
+            f"[CDC:ErrSinkUnknownProtocol]unknown '{protocol}' message protocol for sink"
+            " (the new architecture, ticdc-version=new-arch, has no such encoder)"
+        )
     if not feed.enable_old_value and protocol in ("canal-json", "canal", "maxwell"):
         # replica_config.go AdjustEnableOldValue
         warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")

@@ -161,13 +161,14 @@ class Decoder(Protocol):
 
 # TiCDC protocol name -> module; the modules that exist so far
 PROTOCOLS: dict[str, str] = {
+    "canal": "ticdc_sim.encoders.canal",
     "canal-json": "ticdc_sim.encoders.canal_json",
     "craft": "ticdc_sim.encoders.craft",
     "open-protocol": "ticdc_sim.encoders.open_protocol",
     "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED = ("avro", "debezium", "csv", "maxwell", "canal")
+PLANNED = ("avro", "debezium", "csv", "maxwell")
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 
