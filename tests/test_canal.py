@@ -168,7 +168,7 @@ def test_new_architecture_has_no_canal() -> None:
         (b"\x10\x02\x18\x07", "the packet `version` is 2, TiCDC writes 1"),
         (b"\x10\x01\x18\x07", "the packet holds no entries"),
         (b"\x10\x01\x18\x07\x2a\x02\x12\x00", "entry 0 has no `entryType`"),
-        (b"\xff", "the record is not a canal Packet"),
+        (b"\xff", "not a canal message: the record does not parse as Packet"),
     ],
 )
 def test_bad_packets_say_what_is_wrong(value: bytes, error: str) -> None:

@@ -60,6 +60,7 @@ from ticdc_sim.model.table import ColumnInfo, TableInfo
 from ticdc_sim.model.tso import physical_ms
 
 PROTOCOL = "canal"
+_NOT = f"not a {PROTOCOL} message"  # what every decoding error starts with
 PACKAGE = "com.alibaba.otter.canal.protocol"
 
 # -- the .proto files as tables --------------------------------------------------------------
@@ -402,19 +403,21 @@ def _parse(cls: Any, data: bytes, what: str) -> Any:
     try:
         message.ParseFromString(data)
     except ProtoDecodeError as e:
-        raise DecodeError(f"{PROTOCOL}: {what} is not a canal {cls.__name__} ({e})") from None
+        # upb says "Error parsing message with type '<full name>': <reason>"
+        reason = str(e).rsplit(": ", 1)[-1].lower()
+        raise DecodeError(f"{_NOT}: {what} does not parse as {cls.__name__} ({reason})") from None
     return message
 
 
 def _one_of(message: ProtoMessage, field: str, what: str) -> Any:
     if not message.HasField(field):
-        raise DecodeError(f"{PROTOCOL}: {what} has no `{field}`")
+        raise DecodeError(f"{_NOT}: {what} has no `{field}`")
     return getattr(message, field)
 
 
 def _expect(found: Any, wanted: Any, what: str) -> None:
     if found != wanted:
-        raise DecodeError(f"{PROTOCOL}: {what} is {shown(found)}, TiCDC writes {wanted}")
+        raise DecodeError(f"{_NOT}: {what} is {shown(found)}, TiCDC writes {wanted}")
 
 
 class Decoder:
@@ -432,7 +435,7 @@ class Decoder:
         _expect(packet.type, MESSAGES, "the packet `type`")
         messages = _parse(Messages, packet.body, "the packet `body`")
         if not messages.messages:
-            raise DecodeError(f"{PROTOCOL}: the packet holds no entries")
+            raise DecodeError(f"{_NOT}: the packet holds no entries")
         return [self._entry(data, n) for n, data in enumerate(messages.messages)]
 
     def _entry(self, data: bytes, n: int) -> Decoded:
@@ -448,18 +451,16 @@ class Decoder:
         schema, table = header.schemaName, header.tableName
         if is_ddl:
             if event_type not in _DDL_EVENTS:
-                raise DecodeError(f"{PROTOCOL}: {where} is a DDL of event type {event_type}")
+                raise DecodeError(f"{_NOT}: {where} is a DDL of event type {event_type}")
             query = change.sql.decode("utf-8", "surrogateescape")
             return DecodedDDL(schema, table, None, query, _ENUMS["EventType"][event_type])
         kind = _ROW_KINDS.get(event_type)
         if kind is None:
             raise DecodeError(
-                f"{PROTOCOL}: {where} has event type {event_type}, not INSERT, UPDATE or DELETE"
+                f"{_NOT}: {where} has event type {event_type}, not INSERT, UPDATE or DELETE"
             )
         if len(change.rowDatas) != 1:
-            raise DecodeError(
-                f"{PROTOCOL}: {where} has {len(change.rowDatas)} rows; TiCDC writes one"
-            )
+            raise DecodeError(f"{_NOT}: {where} has {len(change.rowDatas)} rows; TiCDC writes one")
         data_ = change.rowDatas[0]
         before = _image(data_.beforeColumns, f"{where} beforeColumns")
         after = _image(data_.afterColumns, f"{where} afterColumns")
@@ -485,6 +486,6 @@ def _image(columns: Sequence[Any], where: str) -> dict[str, Any]:
             out[column.name] = parse_value(column.mysqlType, text)
         except (ValueError, ArithmeticError, UnicodeError) as e:
             raise DecodeError(
-                f"{PROTOCOL}: {at}: value {shown(text)} is not a {column.mysqlType} ({e})"
+                f"{_NOT}: {at}: value {shown(text)} is not a {column.mysqlType} ({e})"
             ) from None
     return out
