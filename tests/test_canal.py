@@ -174,3 +174,20 @@ def test_new_architecture_has_no_canal() -> None:
 def test_bad_packets_say_what_is_wrong(value: bytes, error: str) -> None:
     with pytest.raises(DecodeError, match=error):
         Decoder(CONFIG).decode(None, value)
+
+
+@pytest.mark.parametrize("handle_only", [False, True])
+def test_entries_from_parts_are_the_whole_messages_bytes(handle_only: bool) -> None:
+    from test_encoders import SCRIPT
+
+    found = [e for e in Engine().run(parse_statements(SCRIPT)) if isinstance(e, RowChangedEvent)]
+    found += rows(
+        "create table u(id int unsigned primary key, v tinyint unsigned, w varchar(3));"
+        " insert into u values (4294967295, 255, NULL), (1, 1, 'x');"
+        " update u set v = 200, w = 'y'; delete from u;"
+    )
+    assert {e.kind for e in found} == {"insert", "update", "delete"}
+    encoder = Encoder(CONFIG)
+    for event in found:
+        codec = encoder._codec(event.table)
+        assert codec.entry(event, handle_only) == codec.entry_message(event, handle_only)

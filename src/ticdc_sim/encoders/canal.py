@@ -26,7 +26,7 @@ declared `bytes`: the same wire type and bytes, and a text column's invalid UTF-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -153,6 +153,24 @@ _ENUMS: dict[str, list[str]] = {
 }  # fmt: skip
 
 
+# Wire views: an embedded message is a length-delimited field, as `bytes` is, so a view whose
+# message fields are `bytes` writes parts serialised before with the very bytes the message
+# would (the encoder's fast path, see _TableCodec)
+_VIEWS: dict[str, tuple[str, frozenset[str]]] = {
+    "EntryView": ("Entry", frozenset({"header"})),
+    "RowDataView": ("RowData", frozenset({"beforeColumns", "afterColumns"})),
+    "RowChangeView": ("RowChange", frozenset({"rowDatas"})),
+}
+
+
+def _view(name: str) -> list[Field]:
+    message, parts = _VIEWS[name]
+    return [
+        (f, n, _BYTES, "", o, r) if f in parts else (f, n, k, t, o, r)
+        for f, n, k, t, o, r in _MESSAGES[message]
+    ]
+
+
 def _file() -> descriptor_pb2.FileDescriptorProto:
     """Both .proto files as one (they share their package), as protoc would describe it."""
     proto = descriptor_pb2.FileDescriptorProto(
@@ -162,7 +180,7 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
         enum = proto.enum_type.add(name=name)
         for number, value in enumerate(values):
             enum.value.add(name=value, number=number)
-    for name, fields in _MESSAGES.items():
+    for name, fields in [*_MESSAGES.items(), *((v, _view(v)) for v in _VIEWS)]:
         message = proto.message_type.add(name=name)
         oneofs: list[str] = []
         for field, number, kind, type_name, oneof, repeated in fields:
@@ -192,6 +210,7 @@ def _class(name: str) -> Any:
 Packet, Messages, Entry, Header, Column, RowData, RowChange, Pair = map(
     _class, ["Packet", "Messages", "Entry", "Header", "Column", "RowData", "RowChange", "Pair"]
 )
+EntryView, RowDataView, RowChangeView = map(_class, _VIEWS)
 
 PACKET_VERSION = 1  # CanalPacketVersion
 PROTOCOL_VERSION = 1  # CanalProtocolVersion
@@ -252,7 +271,14 @@ def value_format(col: ColumnInfo) -> Format:
 
 
 class _TableCodec:
-    """What a table version's columns write whatever the row: buildColumn's constants."""
+    """What a table version's columns write whatever the row: buildColumn's constants.
+
+    A Column's fields are written in number order, so its bytes are those of three messages
+    one after the other (protobuf merges concatenated messages): sqlType to updated, which
+    depend on the column, the Java type and the image (`heads`); isNull and value, the
+    value's; mysqlType, the column's (`tails`). Rows are so written from serialised parts
+    through the wire views; `entry_message` builds the whole messages, the reference the parts
+    are tested against."""
 
     def __init__(self, info: TableInfo) -> None:
         self.info = info
@@ -262,10 +288,11 @@ class _TableCodec:
         self.formats = [value_format(c) for c in self.columns]
         self.java = [java_type(c) for c in self.columns]
         self.promotions = [unsigned_promotion(c) for c in self.columns]
-        self.constants = [
-            {"name": c.name, "isKey": bool(c.flag & TiDBFlag.PRI_KEY), "mysqlType": short_type(c)}
-            for c in self.columns
-        ]
+        self.names = [c.name for c in self.columns]
+        self.keys = [bool(c.flag & TiDBFlag.PRI_KEY) for c in self.columns]
+        self.mysql_types = [short_type(c) for c in self.columns]
+        self.tails = [Column(mysqlType=t).SerializeToString() for t in self.mysql_types]
+        self.heads: dict[tuple[int, int, bool], bytes] = {}
         flags = info.ticdc_flags("v8.5")
         self.handle = [bool(flags[c.offset] & ColumnFlag.HANDLE_KEY) for c in self.columns]
         self.header = {
@@ -276,10 +303,10 @@ class _TableCodec:
             "tableName": info.name,
             "props": [Pair(key="rowsCount", value="1")],
         }
+        self.headers: dict[tuple[int, int], bytes] = {}  # (event type, commit ts) -> Header
 
-    def columns_of(self, row: Sequence[Any], updated: bool, handle_only: bool) -> list[Any]:
-        """buildRowData's columns of one image."""
-        out = []
+    def _values(self, row: Sequence[Any], handle_only: bool) -> Iterator[tuple[int, Any, int]]:
+        """(position, mounted value, Java type) of each column an image writes."""
         for i, offset in enumerate(self.offsets):
             if handle_only and not self.handle[i]:
                 continue
@@ -287,35 +314,116 @@ class _TableCodec:
             mount = self.mounters[i]
             if mount is not None:
                 value = mount(value)
-            java = promoted_java_type(self.java[i], self.promotions[i], value)
-            text = b"" if value is None else self.formats[i](value)
-            out.append(
-                Column(
-                    sqlType=java,
-                    updated=updated,
-                    isNull=value is None,
-                    value=text,
-                    **self.constants[i],
-                )
+            yield i, value, promoted_java_type(self.java[i], self.promotions[i], value)
+
+    def _text(self, i: int, value: Any) -> bytes:
+        return b"" if value is None else self.formats[i](value)
+
+    def column_messages(self, row: Sequence[Any], updated: bool, handle_only: bool) -> list[Any]:
+        """buildRowData's columns of one image, as whole messages."""
+        return [
+            Column(
+                sqlType=java,
+                name=self.names[i],
+                isKey=self.keys[i],
+                updated=updated,
+                isNull=value is None,
+                value=self._text(i, value),
+                mysqlType=self.mysql_types[i],
             )
+            for i, value, java in self._values(row, handle_only)
+        ]
+
+    def column_bytes(
+        self,
+        row: Sequence[Any],
+        updated: bool,
+        handle_only: bool,
+        twin: tuple[Sequence[Any], list[bytes]] | None = None,
+    ) -> list[bytes]:
+        """The same columns, serialised from their parts (`_values` inlined: the hot loop).
+        `twin`: the other image of an update and its columns, whose values this image shares
+        where the update left a column alone (the very same objects), and so its bytes."""
+        out = []
+        heads, tails, formats = self.heads, self.tails, self.formats
+        mounters, promotions, java_types = self.mounters, self.promotions, self.java
+        for i, offset in enumerate(self.offsets):
+            if handle_only and not self.handle[i]:
+                continue
+            value = row[offset]
+            if twin is not None and twin[0][offset] is value:
+                out.append(twin[1][i])
+                continue
+            mount = mounters[i]
+            if mount is not None:
+                value = mount(value)
+            java = java_types[i]
+            if promotions[i] is not None:
+                java = promoted_java_type(java, promotions[i], value)
+            head = heads.get((i, java, updated))
+            if head is None:
+                head = heads[i, java, updated] = Column(
+                    sqlType=java, name=self.names[i], isKey=self.keys[i], updated=updated
+                ).SerializeToString()
+            if value is None:
+                out.append(head + _NULL + tails[i])
+            else:
+                middle = Column(isNull=False, value=formats[i](value)).SerializeToString()
+                out.append(head + middle + tails[i])
         return out
+
+    def _header(self, event_type: int, commit_ts: int) -> bytes:
+        found = self.headers.get((event_type, commit_ts))
+        if found is None:
+            if len(self.headers) > 64:  # a transaction's rows share their headers
+                self.headers.clear()
+            found = self.headers[event_type, commit_ts] = Header(
+                executeTime=physical_ms(commit_ts), eventType=event_type, **self.header
+            ).SerializeToString()
+        return found
 
     def entry(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
         """fromRowEvent: one row's Entry, marshalled."""
         deleted = event.columns is None
         kind = "insert" if event.pre_columns is None else "delete" if deleted else "update"
         event_type = _ROW_EVENT[kind]
-        data = RowData()
-        if event.columns is not None:
-            data.afterColumns.extend(self.columns_of(event.columns, not deleted, False))
+        after = [] if event.columns is None else self.column_bytes(event.columns, True, False)
+        before: list[bytes] = []
         if event.pre_columns is not None:
             handle_only = handle_only_deletes and deleted
-            data.beforeColumns.extend(self.columns_of(event.pre_columns, not deleted, handle_only))
+            twin = None if event.columns is None else (event.columns, after)
+            before = self.column_bytes(event.pre_columns, not deleted, handle_only, twin)
+        data = RowDataView(beforeColumns=before, afterColumns=after).SerializeToString()
+        change = RowChangeView(eventType=event_type, isDdl=False, rowDatas=[data])
+        entry = EntryView(
+            header=self._header(event_type, event.commit_ts),
+            entryType=ROWDATA,
+            storeValue=change.SerializeToString(),
+        )
+        value: bytes = entry.SerializeToString()
+        return value
+
+    def entry_message(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
+        """The same Entry built as whole messages (the reference `entry` is tested against)."""
+        deleted = event.columns is None
+        kind = "insert" if event.pre_columns is None else "delete" if deleted else "update"
+        event_type = _ROW_EVENT[kind]
+        data = RowData()
+        if event.columns is not None:
+            data.afterColumns.extend(self.column_messages(event.columns, True, False))
+        if event.pre_columns is not None:
+            handle_only = handle_only_deletes and deleted
+            data.beforeColumns.extend(
+                self.column_messages(event.pre_columns, not deleted, handle_only)
+            )
         change = RowChange(eventType=event_type, isDdl=False, rowDatas=[data])
         header = Header(
             executeTime=physical_ms(event.commit_ts), eventType=event_type, **self.header
         )
         return _entry(header, change)
+
+
+_NULL = Column(isNull=True).SerializeToString()
 
 
 def _entry(header: Any, change: Any) -> bytes:
