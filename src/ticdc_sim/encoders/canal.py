@@ -293,6 +293,12 @@ class _TableCodec:
         self.mysql_types = [short_type(c) for c in self.columns]
         self.tails = [Column(mysqlType=t).SerializeToString() for t in self.mysql_types]
         self.heads: dict[tuple[int, int, bool], bytes] = {}
+        # by `updated` (False, True), the heads of the columns' unpromoted Java types
+        self.base_heads = [
+            [self.head(i, j, u) for i, j in enumerate(self.java)] for u in (False, True)
+        ]
+        # a value's isNull and value: one message set anew for each (a quarter of a new one's cost)
+        self.middle = Column(isNull=False)
         flags = info.ticdc_flags("v8.5")
         self.handle = [bool(flags[c.offset] & ColumnFlag.HANDLE_KEY) for c in self.columns]
         self.header = {
@@ -318,6 +324,15 @@ class _TableCodec:
 
     def _text(self, i: int, value: Any) -> bytes:
         return b"" if value is None else self.formats[i](value)
+
+    def head(self, i: int, java: int, updated: bool) -> bytes:
+        """Column i's sqlType, name, isKey and updated."""
+        found = self.heads.get((i, java, updated))
+        if found is None:
+            found = self.heads[i, java, updated] = Column(
+                sqlType=java, name=self.names[i], isKey=self.keys[i], updated=updated
+            ).SerializeToString()
+        return found
 
     def column_messages(self, row: Sequence[Any], updated: bool, handle_only: bool) -> list[Any]:
         """buildRowData's columns of one image, as whole messages."""
@@ -345,7 +360,8 @@ class _TableCodec:
         `twin`: the other image of an update and its columns, whose values this image shares
         where the update left a column alone (the very same objects), and so its bytes."""
         out = []
-        heads, tails, formats = self.heads, self.tails, self.formats
+        base, tails, formats = self.base_heads[updated], self.tails, self.formats
+        middle, serialize = self.middle, self.middle.SerializeToString
         mounters, promotions, java_types = self.mounters, self.promotions, self.java
         for i, offset in enumerate(self.offsets):
             if handle_only and not self.handle[i]:
@@ -357,19 +373,16 @@ class _TableCodec:
             mount = mounters[i]
             if mount is not None:
                 value = mount(value)
-            java = java_types[i]
+            head = base[i]
             if promotions[i] is not None:
-                java = promoted_java_type(java, promotions[i], value)
-            head = heads.get((i, java, updated))
-            if head is None:
-                head = heads[i, java, updated] = Column(
-                    sqlType=java, name=self.names[i], isKey=self.keys[i], updated=updated
-                ).SerializeToString()
+                java = promoted_java_type(java_types[i], promotions[i], value)
+                if java != java_types[i]:
+                    head = self.head(i, java, updated)
             if value is None:
                 out.append(head + _NULL + tails[i])
             else:
-                middle = Column(isNull=False, value=formats[i](value)).SerializeToString()
-                out.append(head + middle + tails[i])
+                middle.value = formats[i](value)
+                out.append(head + serialize() + tails[i])
         return out
 
     def _header(self, event_type: int, commit_ts: int) -> bytes:
