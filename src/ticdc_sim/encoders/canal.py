@@ -309,7 +309,19 @@ class _TableCodec:
             "tableName": info.name,
             "props": [Pair(key="rowsCount", value="1")],
         }
-        self.headers: dict[tuple[int, int], bytes] = {}  # (event type, commit ts) -> Header
+        self.header_parts: tuple[bytes, bytes] = (
+            Header(version=PROTOCOL_VERSION, serverenCode=SERVER_ENCODE).SerializeToString(),
+            Header(
+                sourceType=MYSQL, schemaName=info.schema, tableName=info.name
+            ).SerializeToString(),
+        )
+        rows_count = Pair(key="rowsCount", value="1")
+        self.header_tails: dict[int, bytes] = {
+            t: Header(eventType=t, props=[rows_count]).SerializeToString()
+            for t in _ROW_EVENT.values()
+        }
+        self.time = Header()  # executeTime, set anew for each row
+        self.entry_view = EntryView(entryType=ROWDATA)  # header and storeValue set each row
 
     def _values(self, row: Sequence[Any], handle_only: bool) -> Iterator[tuple[int, Any, int]]:
         """(position, mounted value, Java type) of each column an image writes."""
@@ -386,14 +398,12 @@ class _TableCodec:
         return out
 
     def _header(self, event_type: int, commit_ts: int) -> bytes:
-        found = self.headers.get((event_type, commit_ts))
-        if found is None:
-            if len(self.headers) > 64:  # a transaction's rows share their headers
-                self.headers.clear()
-            found = self.headers[event_type, commit_ts] = Header(
-                executeTime=physical_ms(commit_ts), eventType=event_type, **self.header
-            ).SerializeToString()
-        return found
+        """buildHeader, from its parts in field order: version and serverenCode, executeTime,
+        sourceType to tableName, eventType and props."""
+        self.time.executeTime = physical_ms(commit_ts)
+        first, middle = self.header_parts
+        time: bytes = self.time.SerializeToString()
+        return first + time + middle + self.header_tails[event_type]
 
     def entry(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
         """fromRowEvent: one row's Entry, marshalled."""
@@ -408,11 +418,9 @@ class _TableCodec:
             before = self.column_bytes(event.pre_columns, not deleted, handle_only, twin)
         data = RowDataView(beforeColumns=before, afterColumns=after).SerializeToString()
         change = RowChangeView(eventType=event_type, isDdl=False, rowDatas=[data])
-        entry = EntryView(
-            header=self._header(event_type, event.commit_ts),
-            entryType=ROWDATA,
-            storeValue=change.SerializeToString(),
-        )
+        entry = self.entry_view
+        entry.header = self._header(event_type, event.commit_ts)
+        entry.storeValue = change.SerializeToString()
         value: bytes = entry.SerializeToString()
         return value
 
