@@ -189,5 +189,5 @@ def test_entries_from_parts_are_the_whole_messages_bytes(handle_only: bool) -> N
     assert {e.kind for e in found} == {"insert", "update", "delete"}
     encoder = Encoder(CONFIG)
     for event in found:
-        codec = encoder._codec(event.table)
+        codec = encoder.codec(event.table)
         assert codec.entry(event, handle_only) == codec.entry_message(event, handle_only)

@@ -43,6 +43,7 @@ from ticdc_sim.encoders import (
     Upstream,
 )
 from ticdc_sim.encoders.canal_json import parse_value
+from ticdc_sim.encoders.columnar import BatchEncoder
 from ticdc_sim.encoders.types import (
     DDL_TYPES,
     java_type,
@@ -459,30 +460,17 @@ def _packet(entries: list[bytes]) -> bytes:
     return data
 
 
-class Encoder:
-    """BatchEncoder: rows queue as marshalled entries; a build packs them into one record."""
+class Encoder(BatchEncoder[_TableCodec]):
+    """BatchEncoder: rows queue; a build packs their marshalled entries into one record."""
 
     protocol = PROTOCOL
 
     def __init__(self, config: CodecConfig) -> None:
+        super().__init__()  # `claims` stays empty: canal has no large-message handling
         self.config = config
-        self.claims: list[Any] = []  # canal has no large-message handling
-        self._pending: list[RowChangedEvent] = []
-        self._codecs: dict[int, tuple[TableInfo, _TableCodec]] = {}
 
-    def _codec(self, info: TableInfo) -> _TableCodec:
-        # keyed by id, checked by identity: ids are reused once a table version is gone
-        found = self._codecs.get(id(info))
-        if found is None or found[0] is not info:
-            found = self._codecs[id(info)] = (info, _TableCodec(info))
-        return found[1]
-
-    def append_row(self, event: RowChangedEvent) -> None:
-        self._pending.append(event)
-
-    def build(self) -> list[Message]:
-        events, self._pending = self._pending, []
-        return self.build_groups([events])[0] if events else []
+    def new_codec(self, info: TableInfo) -> _TableCodec:
+        return _TableCodec(info)
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         """One record per batch, carrying its rows' largest commit ts. TiCDC's encoder does
@@ -493,7 +481,7 @@ class Encoder:
             if not group:
                 out.append([])
                 continue
-            entries = [self._codec(e.table).entry(e, handle_only) for e in group]
+            entries = [self.codec(e.table).entry(e, handle_only) for e in group]
             ts = max(e.commit_ts for e in group)
             first = group[0].table
             out.append([Message(None, _packet(entries), ts, len(group), first.schema, first.name)])
