@@ -191,3 +191,30 @@ def test_entries_from_parts_are_the_whole_messages_bytes(handle_only: bool) -> N
     for event in found:
         codec = encoder.codec(event.table)
         assert codec.entry(event, handle_only) == codec.entry_message(event, handle_only)
+
+
+def test_the_pipeline_packs_each_partitions_batch_and_sends_ddl_to_partition_zero() -> None:
+    from support_changelog import decode, replay
+
+    script = (
+        "CREATE TABLE a (id INT PRIMARY KEY); CREATE TABLE b (id INT PRIMARY KEY);"
+        " BEGIN; INSERT INTO a VALUES (1), (2), (3); INSERT INTO b VALUES (1), (2); COMMIT;"
+        " UPDATE a SET id = 4 WHERE id = 1;"
+    )
+    run = replay(script, "memory://?protocol=canal&partition-num=3")
+    records = list(run.sink.records())
+    decoded = decode(run.pipeline.feed, records)
+    ddl = [(r.partition, e.table) for r, e in decoded if isinstance(e, DecodedDDL)]
+    assert ddl == [(0, "a"), (0, "b")]
+    packed: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    for r, e in decoded:
+        if isinstance(e, DecodedRow):
+            packed.setdefault((r.partition, r.offset), []).append((e.table, e.kind))
+    # the table dispatcher puts a table in one partition; the rows of a 15 ms window share
+    # its record (both of a's commits here), the key-changing update as a delete and an insert
+    assert sorted(packed.values()) == [
+        [("a", "insert")] * 3 + [("a", "delete"), ("a", "insert")],
+        [("b", "insert")] * 2,
+    ]
+    assert len({p for p, _ in packed}) == 2
+    assert all(r.key is None for r in records)
