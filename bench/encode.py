@@ -91,6 +91,7 @@ VARIANTS: dict[str, tuple[CodecConfig, int]] = {
     "simple-json": (CodecConfig("simple"), 250_000),
     "simple-avro": (CodecConfig("simple", encoding_format="avro"), 150_000),
     "maxwell": (CodecConfig("maxwell"), 200_000),
+    "canal": (CodecConfig("canal"), 150_000),
 }
 
 
@@ -112,7 +113,15 @@ def bodies(events: list[RowChangedEvent]) -> dict[str, Callable[[], object]]:
         for row in dicts:
             orjson.dumps(row, default=str)
 
-    runs: dict[str, Callable[[], object]] = {"orjson": baseline}
+    def protobuf_baseline() -> None:
+        # canal's plain-library baseline: each row a RowData of (name, str(value)) Columns
+        from ticdc_sim.encoders.canal import Column, RowData
+
+        for row in dicts:
+            columns = [Column(name=k, value=str(v).encode()) for k, v in row.items()]
+            RowData(afterColumns=columns).SerializeToString()
+
+    runs: dict[str, Callable[[], object]] = {"orjson": baseline, "protobuf": protobuf_baseline}
     for variant in VARIANTS:
         runs[variant] = partial(encode_all, variant, events)
     return runs
@@ -183,6 +192,8 @@ def main() -> None:
     runs = bodies(events)
     baseline = best_rate(len(events), runs.pop("orjson"), args.repeat)
     print(f"{len(events)} events; plain orjson.dumps of the row dicts: {baseline:,.0f} events/s\n")
+    plain_protobuf = best_rate(len(events), runs.pop("protobuf"), args.repeat)
+    print(f"plain protobuf (canal's baseline): {plain_protobuf:,.0f} events/s\n")
     print(f"{'protocol':<14} {'events/s':>10} {'vs orjson':>10}  {'level':>8}")
     for variant, run in runs.items():
         rate = best_rate(len(events), run, args.repeat)

@@ -23,6 +23,8 @@ from ticdc_sim.pipeline import Pipeline, Summary
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks.memory import MemorySink
 
+# protocols that carry no commit ts and send no checkpoints (canal: only executeTime, in ms)
+WITHOUT_TS = frozenset({"canal"})
 _KIND_ORDER = {"delete": 0, "update": 1, "insert": 2}
 
 
@@ -48,9 +50,9 @@ def decode(feed: Changefeed, records: Iterable[Record]) -> list[tuple[Record, De
     return [(r, event) for r in records for event in decoder.decode(r.key, r.value)]
 
 
-def check_ordering(decoded: list[tuple[Record, Decoded]]) -> None:
+def check_ordering(decoded: list[tuple[Record, Decoded]], protocol: str = "") -> None:
     """TiCDC's promises per partition: checkpoints never go back, and every row or DDL after a
-    checkpoint has a larger commit ts."""
+    checkpoint has a larger commit ts (protocols WITHOUT_TS carry neither)."""
     last: dict[tuple[str, int], int] = {}
     for record, event in decoded:
         where = (record.topic, record.partition)
@@ -59,13 +61,18 @@ def check_ordering(decoded: list[tuple[Record, Decoded]]) -> None:
         if isinstance(event, DecodedCheckpoint):
             assert event.ts >= last.get(where, 0), f"checkpoint went back at {record}"
             last[where] = event.ts
-        else:
+        elif protocol not in WITHOUT_TS:
             assert event.commit_ts is not None
             assert event.commit_ts > last.get(where, 0), f"{event} after checkpoint {last}"
 
 
 def merged(decoded: list[tuple[Record, Decoded]]) -> list[DecodedRow | DecodedDDL]:
     """All partitions as one changelog in commit order; a broadcast DDL once."""
+    changes = [e for _, e in decoded if isinstance(e, DecodedRow | DecodedDDL)]
+    if changes and all(e.commit_ts is None for e in changes):
+        # canal: no commit ts to merge by; one partition is already in commit order
+        assert len({(r.topic, r.partition) for r, _ in decoded}) == 1, "merging needs commit ts"
+        return changes
     seen_ddl: set[tuple[Any, ...]] = set()
     out: list[tuple[tuple[int, int, int], DecodedRow | DecodedDDL]] = []
     for seq, (_, event) in enumerate(decoded):

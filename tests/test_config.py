@@ -61,6 +61,14 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
         ("jsonl:///x?protocol=canal-json&topic=../up", "'../up' is not a Kafka topic name"),
         ("jsonl:///x?protocol=canal-json&ticdc-version=v9", "unknown TiCDC version 'v9'"),
         ("jsonl:///x?protocol=canal-json&topic=a&topic=b", "'topic' is given twice"),
+        (
+            "jsonl:///x?protocol=canal&ticdc-version=new-arch",
+            "unknown 'canal' message protocol for sink",
+        ),
+        (
+            "jsonl:///x?protocol=canal&large-message-handle-option=handle-key-only",
+            "large message handle is set to handle-key-only, protocol is canal, it's not supported",
+        ),
     ],
 )
 def test_bad_uris_say_what_is_wrong(uri: str, message: str) -> None:
@@ -263,3 +271,12 @@ def test_kafka_config_producer_keys_merge_into_the_sink_uri_the_uri_winning() ->
         changefeed(
             "kafka://h:9092/t?protocol=canal-json", '[sink.kafka-config]\nrequired-acks = "1"\n'
         )
+
+
+def test_canal_reads_neither_content_compatible_nor_the_tidb_extension() -> None:
+    feed = changefeed(
+        "jsonl:///x?protocol=canal&content-compatible=true&enable-tidb-extension=true"
+    )
+    # common/config.go Apply reads content-compatible for canal-json only
+    assert (feed.codec.protocol, feed.codec.content_compatible) == ("canal", False)
+    assert feed.warnings == ("enable-tidb-extension has no effect with protocol canal",)

@@ -26,6 +26,7 @@ THROUGH = [
     "canal-json",
     "open-protocol",
     "craft",
+    "canal",
     "simple",
     "simple&encoding-format=avro",
 ]

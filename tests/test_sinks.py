@@ -183,7 +183,8 @@ DELETE FROM t WHERE id = 2;
 
 
 @pytest.mark.parametrize(
-    "protocol", ["canal-json", "open-protocol", "craft", "simple", "simple&encoding-format=avro"]
+    "protocol",
+    ["canal-json", "open-protocol", "craft", "simple", "simple&encoding-format=avro", "canal"],
 )
 def test_cli_replay_then_decode(tmp_path: Path, protocol: str) -> None:
     script = tmp_path / "s.sql"

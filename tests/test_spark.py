@@ -202,6 +202,13 @@ def test_the_changefeeds_capture_settings_agree(toml: str) -> None:
     same(spark_records("local[2]", query, toml), expected, "local[2]")
 
 
+def test_canal_packs_the_batches_the_one_process_packs() -> None:
+    query = "?protocol=canal&partition-num=2"  # a record per batch, as craft's are
+    expected = local_records(query)
+    assert any(r[4] is not None and r[4].count(b"rowsCount") > 1 for r in expected)
+    same(spark_records("local[2]", query), expected, "local[2]")
+
+
 NO_BOOTSTRAPS = "[sink]\nsend-bootstrap-interval-in-sec = 0\nsend-bootstrap-in-msg-count = 0\n"
 
 

@@ -26,8 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 from urllib.parse import quote, unquote, urlsplit
 
-from ticdc_sim.encoders import CodecConfig, check_protocol, large
-from ticdc_sim.encoders.maxwell import new_arch_error
+from ticdc_sim.encoders import CodecConfig, check_protocol, large, new_arch_error
 from ticdc_sim.errors import ConfigError, shown
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.filter import TableFilter
@@ -926,7 +925,7 @@ def changefeed(
 
 
 # protocols of classic TiCDC only
-_CLASSIC_ONLY = frozenset({"maxwell"})
+_CLASSIC_ONLY = frozenset({"canal", "maxwell"})
 
 
 def _adjust(feed: Changefeed) -> Changefeed:

@@ -119,6 +119,7 @@ URIS = {
     "open-protocol-lz4": "memory://?protocol=open-protocol&large-message-handle-compression=lz4",
     "craft": "memory://?protocol=craft",
     "maxwell": "memory://?protocol=maxwell",
+    "canal": "memory://?protocol=canal",
     "simple": "memory://?protocol=simple",
     "simple-avro": "memory://?protocol=simple&encoding-format=avro",
 }
@@ -298,6 +299,23 @@ BAD_RECORDS = [
         )
         for variant in ("canal-json", "open-protocol", "simple")
     ],
+    # canal (protobuf)
+    ("canal", None, b"", "the packet has no `version`"),
+    ("canal", None, b"\x10\x02\x18\x07", "the packet `version` is 2, TiCDC writes 1"),
+    ("canal", None, b"\x10\x01\x18\x03", "the packet `type` is 3, TiCDC writes 7"),
+    ("canal", None, b"\x10\x01\x18\x07", "the packet holds no entries"),
+    (
+        "canal",
+        None,
+        b"\x10\x01\x18\x07\x2a\x03\x12\x01\xff",
+        "entry 0 does not parse as Entry (wire format was corrupt)",
+    ),
+    (
+        "canal",
+        None,
+        changed(CANAL),
+        "the record does not parse as Packet (wire format was corrupt)",
+    ),
     # craft
     ("craft", None, b"", "0 bytes"),
     ("craft", None, b"\x01", "1 byte"),
@@ -557,7 +575,6 @@ INSERT INTO t (id, tx) VALUES (3, REPEAT('z', 7000));
 """
 # maxwell: TiCDC's encoder panics on an UPDATE of a binary column non-NULL before and after
 SCRIPTS = {"maxwell": SCRIPT.replace("SET s = 'bye',", "SET s = 'bye', b = NULL, bl = NULL,")}
-NO_CHECKPOINTS = ("maxwell",)
 _CANAL = "protocol=canal-json&enable-tidb-extension=true"
 # variant -> (URI parameters, large-message-handle option): every decoder and large-message path
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -574,6 +591,11 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "open-protocol-claim-check": ("protocol=open-protocol&max-message-bytes=2000", "claim-check"),
     "craft": ("protocol=craft", "none"),
     "maxwell": ("protocol=maxwell", "none"),
+    "canal": ("protocol=canal", "none"),
+    "canal-handle-key-deletes": (
+        "protocol=canal&delete-only-output-handle-key-columns=true",
+        "none",
+    ),
     "simple": ("protocol=simple", "none"),
     "simple-avro": ("protocol=simple&encoding-format=avro", "none"),
     "simple-avro-lz4": (
@@ -583,6 +605,7 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "simple-handle-key-only": ("protocol=simple&max-message-bytes=6000", "handle-key-only"),
     "simple-claim-check": ("protocol=simple&max-message-bytes=6000", "claim-check"),
 }
+WITHOUT_CHECKPOINTS = ("canal", "canal-handle-key-deletes", "maxwell")  # they send none
 JSON_VARIANTS = ("canal-json", "canal-json-handle-key-only", "simple", "simple-handle-key-only")
 
 
@@ -781,10 +804,8 @@ def test_the_fuzzed_records_are_the_real_ones(storage: Path) -> None:
         feed, records, claims = recorded(variant, storage)
         decoder = decoder_for(feed.codec)
         kinds = {type(e).__name__ for r in records for e in decoder.decode(r.key, r.value)}
-        sent = {"DecodedRow", "DecodedDDL", "DecodedCheckpoint"}
-        if variant in NO_CHECKPOINTS:
-            sent.remove("DecodedCheckpoint")
-        assert sent <= kinds, variant
+        checkpoints = set() if variant in WITHOUT_CHECKPOINTS else {"DecodedCheckpoint"}
+        assert {"DecodedRow", "DecodedDDL", *checkpoints} <= kinds, variant
         assert bool(claims) == variant.endswith("claim-check"), variant
 
 
@@ -807,6 +828,7 @@ def test_the_fuzzed_records_are_the_real_ones(storage: Path) -> None:
             "not an open-protocol message: the key does not start with the batch version 1",
         ),
         ("craft", None, b"\xff", "not a craft message: 1 byte"),
+        ("canal", None, b"\x10\x01\x18\x07", "not a canal message: the packet holds no entries"),
         (
             "simple",
             None,

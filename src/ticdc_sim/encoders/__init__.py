@@ -161,6 +161,7 @@ class Decoder(Protocol):
 
 # TiCDC protocol name -> module; the modules that exist so far
 PROTOCOLS: dict[str, str] = {
+    "canal": "ticdc_sim.encoders.canal",
     "canal-json": "ticdc_sim.encoders.canal_json",
     "craft": "ticdc_sim.encoders.craft",
     "maxwell": "ticdc_sim.encoders.maxwell",
@@ -168,9 +169,19 @@ PROTOCOLS: dict[str, str] = {
     "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED = ("avro", "debezium", "csv", "canal")
+PLANNED = ("avro", "debezium", "csv")
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
+
+
+def new_arch_error(protocol: str) -> str:
+    """TiCDC's answer to a classic-only protocol under the new architecture (ticdc
+    `pkg/sink/codec/builder.go` NewEventEncoder)."""
+    return (
+        f"protocol {protocol} does not exist in the new architecture"
+        f" (ticdc-version=new-arch): unknown '{protocol}' message protocol for sink"
+        " (TiCDC: ErrSinkUnknownProtocol)"
+    )
 
 
 def check_protocol(protocol: str) -> str:

@@ -53,6 +53,7 @@ from ticdc_sim.encoders import (
     Message,
     Upstream,
     columnar,
+    new_arch_error,
 )
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE, Writer
 from ticdc_sim.encoders.reading import Fields, not_a
@@ -395,16 +396,6 @@ def _columns(info: TableInfo) -> list[dict[str, str]] | None:
     """A table's columns as `old` lists them (the type "" where maxwell has none)."""
     found = [{"type": COLUMN_TYPES.get(c.tp, ""), "name": c.name} for c in info.columns]
     return found or None
-
-
-def new_arch_error(protocol: str) -> str:
-    """TiCDC's answer to a classic-only protocol under the new architecture (ticdc
-    `pkg/sink/codec/builder.go` NewEventEncoder)."""
-    return (
-        f"protocol {protocol} does not exist in the new architecture"
-        f" (ticdc-version=new-arch): unknown '{protocol}' message protocol for sink"
-        " (TiCDC: ErrSinkUnknownProtocol)"
-    )
 
 
 # -- decoding ----------------------------------------------------------------------------------
