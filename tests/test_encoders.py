@@ -12,6 +12,7 @@ from ticdc_sim.encoders import (
     DecodedCheckpoint,
     DecodedDDL,
     DecodedRow,
+    debezium,
     decoder_for,
     encoder_for,
 )
@@ -44,12 +45,19 @@ def events() -> list[Any]:
     return list(Engine().run(parse_statements(SCRIPT)))
 
 
-def expected_values(event: RowChangedEvent, row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+def expected_values(
+    event: RowChangedEvent, row: tuple[Any, ...] | None, variant: str = ""
+) -> dict[str, Any] | None:
     if row is None:
         return None
     info = event.table
     mounted = mount_row([mounter(c) for c in info.columns], row)
-    return {c.name: mounted[c.offset] for c in info.visible_columns}
+    carry = CARRIED.get(variant, lambda c, v: v)
+    return {c.name: carry(c, mounted[c.offset]) for c in info.visible_columns}
+
+
+# what a protocol's types cannot carry, as its decoder gives it back
+CARRIED = {"debezium": debezium.carried}
 
 
 # every protocol, and each encoding and option that changes how values are written
@@ -107,11 +115,11 @@ def test_every_type_and_event_kind_round_trips(variant: str) -> None:
             "every_type",
             event.commit_ts,
         )
-        assert got.columns == expected_values(event, event.columns)
-        assert got.pre_columns == expected_values(event, event.pre_columns)
+        assert got.columns == expected_values(event, event.columns, variant)
+        assert got.pre_columns == expected_values(event, event.pre_columns, variant)
 
 
-@pytest.mark.parametrize("protocol", ["avro", "debezium", "nonsense"])
+@pytest.mark.parametrize("protocol", ["avro", "nonsense"])
 def test_protocols_not_simulated_yet_fail_clearly(protocol: str) -> None:
     with pytest.raises(ConfigError, match=protocol):
         encoder_for(CodecConfig(protocol))
