@@ -94,6 +94,7 @@ FEEDS = [
     "?protocol=canal-json&enable-tidb-extension=true&partition-num=3",
     "?protocol=open-protocol&partition-num=4&max-batch-size=8",
     "?protocol=craft&partition-num=2&max-batch-size=8",
+    "?protocol=debezium&enable-tidb-extension=true&partition-num=2",
 ]
 DISPATCH = """
 [sink]
