@@ -89,6 +89,7 @@ VARIANTS: dict[str, tuple[CodecConfig, int]] = {
     "craft": (CodecConfig("craft"), 150_000),
     "simple-json": (CodecConfig("simple"), 250_000),
     "simple-avro": (CodecConfig("simple", encoding_format="avro"), 150_000),
+    "debezium": (CodecConfig("debezium"), 200_000),
 }
 
 

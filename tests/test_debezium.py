@@ -12,7 +12,7 @@ import pytest
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS
 from ticdc_sim.encoders.debezium import Decoder, Encoder, schema_topic_name
-from ticdc_sim.generator.sql.engine import Engine
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -180,3 +180,26 @@ def test_unsupported_ddl_sends_nothing_and_checkpoints_need_the_extension() -> N
     encoder = Encoder(CodecConfig("debezium"))
     assert encoder.encode_ddl(lock) is None
     assert encoder.encode_checkpoint(5) is None
+
+
+def test_timestamp_is_read_in_ticdcs_zone_and_sent_in_utc() -> None:
+    # writeDebeziumFieldValue: StrToDateTime in config.TimeZone, then UTC with fsp digits
+    encoder = Encoder(CodecConfig("debezium", time_zone="+08:00", debezium_disable_schema=True))
+    sql = "USE test; CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP(2));"
+    sql += "INSERT INTO t VALUES (1, '2023-11-30 20:34:56.5')"
+    engine = Engine(EngineConfig(time_zone="+08:00"))
+    (row,) = [e for e in engine.run(parse_statements(sql)) if isinstance(e, RowChangedEvent)]
+    encoder.append_row(row)
+    (message,) = encoder.build()
+    assert message.value is not None
+    assert orjson.loads(message.value)["payload"]["after"] == {
+        "id": 1,
+        "ts": "2023-11-30T12:34:56.50Z",
+    }
+    decoder = Decoder(CodecConfig("debezium", time_zone="+08:00"))
+    encoder = Encoder(CodecConfig("debezium", time_zone="+08:00"))
+    encoder.append_row(row)
+    (message,) = encoder.build()
+    (decoded,) = decoder.decode(message.key, message.value)
+    assert isinstance(decoded, DecodedRow)
+    assert decoded.columns == {"id": 1, "ts": "2023-11-30 20:34:56.50"}
