@@ -9,9 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
+from support_changelog import replay
 from ticdc_sim.encoders import CodecConfig, DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.encoders.canal_json import REPLICATION_LAG_MS
 from ticdc_sim.encoders.debezium import Decoder, Encoder, schema_topic_name
+from ticdc_sim.errors import EncodeError
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.model.actions import ActionType
@@ -203,3 +205,21 @@ def test_timestamp_is_read_in_ticdcs_zone_and_sent_in_utc() -> None:
     (decoded,) = decoder.decode(message.key, message.value)
     assert isinstance(decoded, DecodedRow)
     assert decoded.columns == {"id": 1, "ts": "2023-11-30 20:34:56.50"}
+
+
+def test_a_changefeed_sends_no_record_for_unsupported_ddl_and_refuses_a_too_large_row() -> None:
+    script = (
+        "USE test;\nCREATE TABLE t (id INT PRIMARY KEY, s TEXT);\nCREATE SEQUENCE q;\n"
+        "INSERT INTO t VALUES (1, 'x');\n"
+    )
+    run = replay(script, "memory://?protocol=debezium&partition-num=2")
+    ddls = [r for r in run.sink.records() if b'"ddl":' in (r.value or b"")]
+    # CREATE TABLE on both partitions; CREATE SEQUENCE has no Debezium change type
+    assert [orjson.loads(r.value or b"")["payload"]["ddl"] for r in ddls] == [
+        "CREATE TABLE `t` (`id` INT PRIMARY KEY,`s` TEXT)"
+    ] * 2
+    big = script.replace("'x'", "REPEAT('x', 3000)")
+    with pytest.raises(
+        EncodeError, match="exceeds max-message-bytes 2048 .*ErrMessageSizeTooLarge"
+    ):
+        replay(big, "memory://?protocol=debezium&max-message-bytes=2048")

@@ -540,12 +540,26 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
                 Message(k, v, r.commit_ts, 1, info.schema, info.name, NO_HEADERS)
                 for k, v, r in zip(keys, values, rows, strict=True)
             ]
+            self._check_sizes(found)
             messages = columnar.place(messages, positions, found)
         out, start = [], 0
         for group in groups:
             out.append(messages[start : start + len(group)])
             start += len(group)
         return out
+
+    def _check_sizes(self, messages: list[Message]) -> None:
+        """The debezium encoder has no large-message handling: the Kafka producer refuses a
+        record over max-message-bytes (sarama ErrMessageSizeTooLarge) and the changefeed
+        fails."""
+        limit = self.config.max_message_bytes
+        for message in messages:
+            if message.length() > limit:
+                raise EncodeError(
+                    f"a debezium message of {message.length()} bytes for {message.schema}."
+                    f"{message.table} at commit ts {message.ts} exceeds max-message-bytes"
+                    f" {limit} (the Kafka producer refuses it: ErrMessageSizeTooLarge)"
+                )
 
     def _compressed(self, key: bytes, value: bytes) -> tuple[bytes, bytes]:
         codec = self.config.large_message_handle_compression
