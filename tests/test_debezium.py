@@ -212,3 +212,37 @@ def test_real_debeziums_datatype_output(disable_schema: bool) -> None:
         want_key.pop("schema")
         want_value.pop("schema")
     assert (key, value) == (want_key, want_value)
+
+
+def test_ddl_table_changes_read_the_ddl_text_as_ticdc_does() -> None:
+    # codec.go EncodeDDLEvent + helper.go parseColumns/getLen/getExpressionAndName/parseBit:
+    # a column the DDL defines loses its comment and takes the precision written there
+    sql = (
+        "USE test; CREATE TABLE t (id INT UNSIGNED PRIMARY KEY AUTO_INCREMENT COMMENT 'k',"
+        " dt DATETIME, t3 TIME(3) NOT NULL, b BIT(10) DEFAULT b'101', d DECIMAL(6,2),"
+        " e ENUM('x','y'), v VARCHAR(9))"
+    )
+    (ddl,) = [e for e in Engine().run(parse_statements(sql)) if isinstance(e, DDLEvent)]
+    message = Encoder(CodecConfig("debezium", debezium_disable_schema=True)).encode_ddl(ddl)
+    assert message is not None and message.value is not None
+    (change,) = orjson.loads(message.value)["payload"]["tableChanges"]
+    columns = {c["name"]: c for c in change["table"]["columns"]}
+    picked = ("jdbcType", "comment", "typeName", "typeExpression", "length", "scale", "optional")
+    got = {name: tuple(c[k] for k in picked) for name, c in columns.items()}
+    assert got == {
+        "id": (4, None, "INT UNSIGNED", "INT UNSIGNED", None, None, False),
+        "dt": (93, None, "DATETIME", "DATETIME", None, None, True),
+        "t3": (92, None, "TIME", "TIME", 3, None, False),
+        "b": (-7, None, "BIT", "BIT", 10, None, True),
+        "d": (3, None, "DECIMAL", "DECIMAL", 6, 2, True),
+        "e": (1, None, "ENUM", "ENUM", 1, None, True),
+        "v": (12, None, "VARCHAR", "VARCHAR", 9, None, True),
+    }
+    assert columns["b"]["defaultValueExpression"] == "0000000101"
+    assert columns["e"]["enumValues"] == ["'x'", "'y'"]
+    assert (columns["id"]["autoIncremented"], columns["id"]["generated"]) == (True, True)
+    assert (change["type"], change["id"], change["table"]["primaryKeyColumnNames"]) == (
+        "CREATE",
+        '"test"."t"',
+        ["id"],
+    )

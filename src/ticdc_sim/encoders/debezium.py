@@ -736,6 +736,8 @@ def _column_json(col: ColumnInfo, position: int, defined: dict[str, Any]) -> byt
         default = b"null"
     elif str(text).upper() == "CURRENT_TIMESTAMP":
         default = b'"1970-01-01 00:00:00"'
+    elif col.tp == M.BIT and isinstance(text, int):
+        default = _s(_parse_bit(text, col.flen))
     else:
         default = _s(str(text))
     enums = b"null"
@@ -757,6 +759,14 @@ def _column_json(col: ColumnInfo, position: int, defined: dict[str, Any]) -> byt
         + b',"position":%d,"optional":' % position + (b"false" if col.not_null else b"true")
         + b',"autoIncremented":' + flag + b',"generated":' + flag + b"}"
     )  # fmt: skip
+
+
+def _parse_bit(value: int, flen: int) -> str:
+    """helper.go parseBit: TiDB's bytes of a BIT default as binary digits, the first byte
+    padded to flen % 8 digits, the others to 8."""
+    data = value.to_bytes((flen + 7) // 8, "big")
+    head = format(data[0], f"0{flen % 8}b" if flen % 8 else "b")
+    return head + "".join(format(b, "08b") for b in data[1:])
 
 
 def _table_change(event: DDLEvent, change: str, db: str, table: str) -> bytes:
