@@ -6,11 +6,17 @@ Mirrors tiflow `pkg/sink/codec/debezium/codec.go` (`EncodeKey`, `EncodeValue`, `
 (one message per row, key and value compressed alike, unsupported DDL dropped) and `helper.go`
 (`getSchemaTopicName`, `getLen`, `getExpressionAndName`, `parseColumns`), written with
 `pkg/util/json_writer.go` (json-iterator: no HTML escaping, invalid UTF-8 passed through).
-Research: ticdc-canal-simple-avro-debezium-csv.md §5; where it and the code disagree the code
-wins: the source schema never declares `commit_ts`/`cluster_id` (classic), a DROP TABLE's key
-names the dropped table's schema, and `parseColumns` re-reads the DDL text: a column the DDL
-defines loses its comment, and a DATETIME/TIME/TIMESTAMP/YEAR one takes the precision written
-there (-1, so a `null` length, when none is).
+Research: ticdc-canal-simple-avro-debezium-csv.md §5 and §8.3. Where it and the code disagree
+the code wins: its vectors D1-D5 show the key column NOT NULL (`"optional":false`), but TiCDC's
+tests build it nullable (`true`; tests/vectors/debezium.json follows the tests); and it names
+`parseColumns` only for defaults, while the code also re-reads the DDL text for every column it
+defines: the comment is dropped, and a DATETIME/TIME/TIMESTAMP/YEAR takes the precision written
+there (-1, so a `null` length, when none is). Classic only: the source schema never declares
+`commit_ts`/`cluster_id` (the new architecture does with the extension; not simulated).
+Approximations: `parseColumns`' defaults from the DDL text are the column's stored default
+here; a NULL in a binary column with a default, which TiCDC writes as two members of one name,
+is written once, as base64; a DATETIME/TIMESTAMP with DEFAULT CURRENT_TIMESTAMP(n), whose
+default TiCDC fails to parse (an encode error for a NULL), is written as for CURRENT_TIMESTAMP.
 
 What TiCDC leaves to the moment, pinned here:
 - `payload.ts_ms` is `time.Now()` in TiCDC; here the simulated clock: the commit's physical
