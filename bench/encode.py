@@ -92,6 +92,7 @@ VARIANTS: dict[str, tuple[CodecConfig, int]] = {
     "simple-avro": (CodecConfig("simple", encoding_format="avro"), 150_000),
     "maxwell": (CodecConfig("maxwell"), 200_000),
     "canal": (CodecConfig("canal"), 150_000),
+    "debezium": (CodecConfig("debezium"), 200_000),
 }
 
 

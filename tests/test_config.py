@@ -25,6 +25,22 @@ def test_uri_parameters_take_ticdc_names() -> None:
     assert codec.delete_only_output_handle_key_columns
 
 
+def test_debezium_options_take_ticdc_names_the_uri_winning() -> None:
+    # common/config.go: debezium-disable-schema from the URI or [sink], the URI winning;
+    # [sink.debezium] output-old-value
+    text = "[sink]\ndebezium-disable-schema = true\n[sink.debezium]\noutput-old-value = false\n"
+    codec = changefeed("memory://?protocol=debezium", text).codec
+    assert (codec.debezium_disable_schema, codec.debezium_output_old_value) == (True, False)
+    uri = "memory://?protocol=debezium&debezium-disable-schema=false"
+    assert not changefeed(uri, text).codec.debezium_disable_schema
+    codec = changefeed("memory://?protocol=debezium").codec
+    assert (codec.debezium_disable_schema, codec.debezium_output_old_value) == (False, True)
+    with pytest.raises(ConfigError, match="debezium-disable-schema: 'maybe' is not a boolean"):
+        changefeed("memory://?protocol=debezium&debezium-disable-schema=maybe")
+    with pytest.raises(ConfigError, match="ticdc-version=new-arch with it is not simulated yet"):
+        changefeed("memory://?protocol=debezium&ticdc-version=new-arch")
+
+
 def test_defaults_are_ticdcs() -> None:
     feed = changefeed("memory://?protocol=open-protocol")
     assert (feed.topic, feed.partition_num, feed.filter_rules) == ("ticdc", 3, ("*.*",))

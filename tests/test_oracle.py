@@ -29,6 +29,7 @@ THROUGH = [
     "canal",
     "simple",
     "simple&encoding-format=avro",
+    "debezium",
 ]
 
 
@@ -58,6 +59,10 @@ def test_corpus_matches_mariadb(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
+    if protocol == "debezium":
+        # TiCDC's debezium sends no record for DDL types it has no change type for (CREATE
+        # SEQUENCE, LOCK TABLES ...): a replica built from it cannot follow the corpus
+        pytest.skip("debezium drops DDL types as TiCDC does; its oracle is oracle_scripts")
     passed, rejected, failed = [], [], {}
     for path in sorted(CORPUS.rglob("*.sql")):
         name = str(path.relative_to(CORPUS))

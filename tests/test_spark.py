@@ -95,6 +95,7 @@ FEEDS = [
     "?protocol=open-protocol&partition-num=4&max-batch-size=8",
     "?protocol=craft&partition-num=2&max-batch-size=8",
     "?protocol=maxwell&partition-num=2",
+    "?protocol=debezium&enable-tidb-extension=true&partition-num=2",
 ]
 DISPATCH = """
 [sink]

@@ -463,6 +463,8 @@ class Pipeline:
 
     def _send_ddl(self, ddl: DDLEvent) -> None:
         message = self.encoder.encode_ddl(ddl)
+        if message is None:  # debezium drops the DDL types it has no change type for
+            return
         topic = self.router.ddl_topic(ddl)
         for partition in [0] if self.ddl_to_zero else range(self._partitions_of(topic)):
             self._send(topic, partition, [message])

@@ -122,6 +122,7 @@ URIS = {
     "canal": "memory://?protocol=canal",
     "simple": "memory://?protocol=simple",
     "simple-avro": "memory://?protocol=simple&encoding-format=avro",
+    "debezium": "memory://?protocol=debezium",
 }
 # an lz4 frame header that claims a terabyte of content (python-lz4 allocates what it claims)
 LZ4_TERABYTE = lz4.frame.LZ4FrameCompressor().begin(source_size=1 << 40) + bytes(8)
@@ -134,7 +135,46 @@ def _avro_with_trailing_bytes() -> bytes:
     return message.value + b"\x00\x00"
 
 
+DEBEZIUM_KEY = b'{"payload":{"id":1}}'
+DEBEZIUM_ROW = {
+    "payload": {
+        "source": {"db": "test", "table": "t", "commit_ts": TS},
+        "ts_ms": 1,
+        "op": "c",
+        "before": None,
+        "after": {"id": 1},
+    },
+    "schema": {"fields": [{"fields": [{"type": "int32", "field": "id"}]}]},
+}
+
+
+def debezium(**payload: Any) -> bytes:
+    """DEBEZIUM_ROW with payload fields replaced (`_GONE` removes one)."""
+    row = {**DEBEZIUM_ROW["payload"], **payload}
+    body = {k: v for k, v in row.items() if v is not _GONE}
+    return orjson.dumps({**DEBEZIUM_ROW, "payload": body})
+
+
 BAD_RECORDS = [
+    # debezium
+    ("debezium", DEBEZIUM_KEY, b"{", "not JSON at byte 1 (unexpected end of data)"),
+    ("debezium", DEBEZIUM_KEY, debezium(op="r"), "`payload.op` 'r' is not c, u, d or m"),
+    ("debezium", DEBEZIUM_KEY, debezium(source=_GONE), "`payload.source` is missing"),
+    ("debezium", None, debezium(), "a row's record has no key"),
+    ("debezium", b"[", debezium(), "not JSON at byte 1 of the key (unexpected end of data)"),
+    ("debezium", DEBEZIUM_KEY, debezium(before={"id": 1}), "`payload.before` is not null"),
+    (
+        "debezium",
+        DEBEZIUM_KEY,
+        debezium(after={"id": "1"}),
+        "`payload.after.id` '1' is no Debezium value (a str)",
+    ),
+    (
+        "debezium",
+        DEBEZIUM_KEY,
+        debezium(after={"ghost": 1}),
+        "column 'ghost' of `payload.after` has no schema",
+    ),
     # canal-json
     ("canal-json", None, b"", "not JSON at byte 0 (Input is a zero-length, empty document)"),
     ("canal-json", None, b"\x89PNG\r\n", "not JSON at byte 0 (byte 0x89 is not UTF-8)"),
@@ -604,9 +644,21 @@ VARIANTS: dict[str, tuple[str, str]] = {
     ),
     "simple-handle-key-only": ("protocol=simple&max-message-bytes=6000", "handle-key-only"),
     "simple-claim-check": ("protocol=simple&max-message-bytes=6000", "claim-check"),
+    "debezium": ("protocol=debezium&enable-tidb-extension=true", "none"),
+    "debezium-no-schema-lz4": (
+        "protocol=debezium&enable-tidb-extension=true&debezium-disable-schema=true"
+        "&large-message-handle-compression=lz4",
+        "none",
+    ),
 }
 WITHOUT_CHECKPOINTS = ("canal", "canal-handle-key-deletes", "maxwell")  # they send none
-JSON_VARIANTS = ("canal-json", "canal-json-handle-key-only", "simple", "simple-handle-key-only")
+JSON_VARIANTS = (
+    "canal-json",
+    "canal-json-handle-key-only",
+    "simple",
+    "simple-handle-key-only",
+    "debezium",
+)
 
 
 @functools.cache

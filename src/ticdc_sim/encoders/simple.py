@@ -94,7 +94,7 @@ def _flen(col: ColumnInfo) -> int:
     return max(sizes) if col.tp == M.ENUM else sum(sizes) + len(sizes) - 1
 
 
-def _default(col: ColumnInfo) -> str | int | None:
+def column_default(col: ColumnInfo) -> str | int | None:
     """`ColumnInfo.GetDefaultValue()`: TiDB keeps a literal default as the text of the
     column's value; a BIT default is its number (newColumnSchema)."""
     default = col.default
@@ -182,7 +182,7 @@ def table_schema(info: TableInfo, profile: str) -> dict[str, Any]:
                 "name": col.name,
                 "dataType": data_type,
                 "nullable": not col.not_null,
-                "default": _default(col),
+                "default": column_default(col),
             }
         )
     return {
@@ -215,7 +215,7 @@ def avro_table_schema(info: TableInfo, profile: str) -> dict[str, Any]:
             "unsigned": bool(col.flag & TiDBFlag.UNSIGNED) if col.tp in _AVRO_SIGNED else None,
             "zerofill": bool(col.flag & TiDBFlag.ZEROFILL) if col.tp in _AVRO_SIGNED else None,
         }
-        default = _default(col)
+        default = column_default(col)
         if col.tp == M.BIT and default is not None:  # the raw bytes TiDB keeps, as a string
             raw = col.default.value if col.default is not None else b""
             default = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else str(raw)
