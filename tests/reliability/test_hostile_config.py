@@ -147,7 +147,7 @@ BAD_URIS = [
     ),
     pytest.param(
         "jsonl:///x?protocol=cannal-json",
-        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: canal-json, craft, open-protocol, simple)",
+        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)",
         id="unknown-protocol",
     ),
     pytest.param(
@@ -674,7 +674,7 @@ def test_a_megabyte_value_is_quoted_short() -> None:
     message = refused(changefeed, "memory://", text, "cf.toml")
     assert message == (
         "cf.toml: sink.protocol: unknown protocol '" + "p" * 37 + "...'"
-        " (simulated: canal-json, craft, open-protocol, simple)"
+        " (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)"
     )
 
 

@@ -500,7 +500,7 @@ CASES = [
         400,
         "CDC:ErrInvalidReplicaConfig",
         "sink URI parameter protocol: unknown protocol 'nope'"
-        " (simulated: canal-json, craft, open-protocol, simple)",
+        " (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)",
         json={"sink_uri": "memory://?protocol=nope"},
     ),
     refused(
