@@ -245,3 +245,39 @@ def test_kafka_config_producer_keys_merge_into_the_sink_uri_the_uri_winning() ->
         changefeed(
             "kafka://h:9092/t?protocol=canal-json", '[sink.kafka-config]\nrequired-acks = "1"\n'
         )
+
+
+def test_sink_csv_options_are_read_with_their_go_types() -> None:
+    settings = parse_changefeed_toml(
+        "[sink]\nprotocol = 'csv'\nterminator = '\\n'\n"
+        "[sink.csv]\ndelimiter = '|@|'\nquote = ''\nnull = 'NULL'\ninclude-commit-ts = true\n"
+        "binary-encoding-method = 'hex'\noutput-old-value = true\noutput-handle-key = true\n"
+        "output-field-header = true\n",
+        "cf.toml",
+    )
+    assert settings == {
+        "protocol": "csv",
+        "terminator": "\\n",
+        "csv_delimiter": "|@|",
+        "csv_quote": "",
+        "csv_null": "NULL",
+        "csv_include_commit_ts": True,
+        "csv_binary_encoding_method": "hex",
+        "csv_output_old_value": True,
+        "csv_output_handle_key": True,
+        "csv_output_field_header": True,
+    }
+    with pytest.raises(
+        ConfigError, match="cf.toml: sink.csv.include-commit-ts: 'yes' is not a boolean"
+    ):
+        parse_changefeed_toml("[sink.csv]\ninclude-commit-ts = 'yes'\n", "cf.toml")
+
+
+@pytest.mark.parametrize("uri", ["jsonl:///x", "memory://", "kafka://127.0.0.1:9092/t"])
+def test_csv_is_for_the_storage_sink_only(uri: str) -> None:
+    with pytest.raises(
+        ConfigError,
+        match="protocol csv is written by the storage sink only .*"
+        r"unknown 'csv' message protocol for sink \(ErrSinkUnknownProtocol\)",
+    ):
+        changefeed(uri + ("&" if "?" in uri else "?") + "protocol=csv")

@@ -35,6 +35,7 @@ from ticdc_sim.partitioning.topic import TopicDispatcher
 
 SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
 LATER_SCHEMES = ("file", "s3", "gcs", "azure", "pulsar", "mysql")
+STORAGE_SCHEMES = ("file",)  # TiCDC's storage sink: csv and canal-json files by table
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
 
@@ -536,6 +537,45 @@ _KAFKA_FROM_CONFIG: dict[str, Parse] = {
 _KAFKA_PARAM = "kafka-param:"  # the setting name's prefix of those
 
 
+# [sink.csv] (tiflow pkg/config/sink.go CSVConfig); checked in `_adjust`, as TiCDC checks
+# them only for a storage sink
+_CSV: dict[str, tuple[str, Parse]] = {
+    "delimiter": ("csv_delimiter", _text),
+    "quote": ("csv_quote", _text),
+    "null": ("csv_null", _text),
+    "include-commit-ts": ("csv_include_commit_ts", _bool),
+    "binary-encoding-method": ("csv_binary_encoding_method", _text),
+    "output-old-value": ("csv_output_old_value", _bool),
+    "output-handle-key": ("csv_output_handle_key", _bool),
+    "output-field-header": ("csv_output_field_header", _bool),
+}
+
+
+def _csv_errors(codec: CodecConfig) -> str | None:
+    """CSVConfig.validateAndAdjust's refusal of the [sink.csv] options, if any: lengths in
+    bytes, as Go's len; the messages of tiflow pkg/config/sink_test.go
+    TestValidateAndAdjustCSVConfig."""
+    quote, delimiter = codec.csv_quote.encode(), codec.csv_delimiter.encode()
+    if len(quote) > 1:
+        return "csv config quote contains more than one character"
+    if quote in (b"\r", b"\n"):
+        return "csv config quote cannot be line break character"
+    if not delimiter:
+        return "csv config delimiter cannot be empty"
+    if b"\r" in delimiter or b"\n" in delimiter:
+        return "csv config delimiter contains line break characters"
+    if len(delimiter) > 3:
+        return (
+            "csv config delimiter contains more than three characters, note that escape"
+            " sequences can only be used in double quotes in toml configuration items."
+        )
+    if quote and quote in delimiter:
+        return "csv config quote and delimiter has common characters which is not allowed"
+    if codec.csv_binary_encoding_method not in ("base64", "hex"):
+        return "csv config binary-encoding-method can only be hex or base64"
+    return None
+
+
 def _as_param(value: Any) -> str:
     """A config value as the URI parameter's text."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -571,6 +611,8 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         "encoding_format",
         _encoding_format,
     ),
+    ("sink", "terminator"): ("terminator", _text),
+    **{("sink", "csv", k): v for k, v in _CSV.items()},
     ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
     ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count32),
     ("sink", "send-bootstrap-to-all-partition"): ("send_bootstrap_to_all_partition", _bool),
@@ -634,8 +676,6 @@ _TOML_LATER: dict[Path, str] = {
     ("filter", "event-filters"): "event filters are",
     ("filter", "ignore-txn-start-ts"): "ignored transactions are",
     ("sink", "column-selectors"): "column selectors are",
-    ("sink", "csv"): "the csv protocol is",
-    ("sink", "terminator"): "the csv terminator is",
     ("sink", "date-separator"): "the storage sink is",
     ("sink", "enable-partition-separator"): "the storage sink is",
     ("sink", "file-index-digit"): "the storage sink is",
@@ -924,6 +964,25 @@ def changefeed(
     return _adjust(feed)
 
 
+def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
+    """What TiCDC refuses of the csv protocol (tiflow pkg/config/sink.go validateAndAdjust,
+    pkg/sink/codec/builder NewRowEventEncoderBuilder)."""
+    if feed.sink.scheme not in STORAGE_SCHEMES:
+        raise ConfigError(
+            f"protocol csv is written by the storage sink only (file://); TiCDC's"
+            f" {feed.sink.scheme} sink refuses it: unknown 'csv' message protocol for sink"
+            " (ErrSinkUnknownProtocol)"
+        )
+    if codec.delete_only_output_handle_key_columns:
+        raise ConfigError(
+            "CSV protocol always output all columns for the delete event, do not set"
+            " `delete-only-output-handle-key-columns` to true (ErrSinkInvalidConfig)"
+        )
+    error = _csv_errors(codec)
+    if error is not None:
+        raise ConfigError(f"[sink.csv]: {error} (ErrSinkInvalidConfig)")
+
+
 def _adjust(feed: Changefeed) -> Changefeed:
     """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
     codec, warnings = feed.codec, list(feed.warnings)
@@ -958,6 +1017,10 @@ def _adjust(feed: Changefeed) -> Changefeed:
         warnings.append("delete-only-output-handle-key-columns has no effect with protocol simple")
     if codec.encoding_format != "json" and protocol != "simple":
         warnings.append(f"encoding-format has no effect with protocol {protocol}")
+    if protocol == "csv":
+        _check_csv(feed, codec)
+    if not codec.terminator:
+        codec = replace(codec, terminator="\r\n")  # sink.go validateAndAdjust
     if codec.content_compatible and protocol != "canal-json":
         # common/config.go Apply reads content-compatible for canal-json only
         codec = replace(codec, content_compatible=False)
