@@ -33,9 +33,10 @@ from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
 from ticdc_sim.partitioning.topic import TopicDispatcher
 
-SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
-LATER_SCHEMES = ("file", "s3", "gcs", "azure", "pulsar", "mysql")
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file")
+LATER_SCHEMES = ("s3", "gcs", "gs", "azure", "azblob", "pulsar", "mysql")
 STORAGE_SCHEMES = ("file",)  # TiCDC's storage sink: csv and canal-json files by table
+STORAGE_PROTOCOLS = ("csv", "canal-json")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
 
@@ -92,6 +93,12 @@ class Changefeed:
     force_replicate: bool = False
     filter_rules: tuple[str, ...] = ("*.*",)
     output_raw_change_event: bool = False
+    # the storage sink (tiflow pkg/sink/cloudstorage/config.go, pkg/config/sink.go)
+    flush_interval: str = "5s"
+    file_size: int = 64 << 20
+    date_separator: str = "day"
+    enable_partition_separator: bool = True
+    file_index_width: int = 20
     enable_old_value: bool = True
     # [integrity] corruption-handle-level: what TiCDC does on a bad checksum; none happen here
     corruption_handle_level: str = "warn"
@@ -325,6 +332,9 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "large-message-handle-compression": _LARGE["large-message-handle-compression"],
     "claim-check-storage-uri": _LARGE["claim-check-storage-uri"],
     "claim-check-raw-value": ("claim_check_raw_value", parse_bool),
+    # the storage sink's (cloudstorage/config.go Apply)
+    "flush-interval": ("flush_interval", _duration),
+    "file-size": ("file_size", _int_text(_any_int)),
 }
 # Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
 # codec parameters of protocols that ignore them
@@ -370,6 +380,10 @@ _URI_IGNORED = frozenset(
         "output-row-key",
     }
 )
+# the storage sink's tuning (cloudstorage/config.go): accepted, no effect on the files
+_URI_STORAGE_IGNORED = frozenset(
+    {"worker-count", "flush-concurrency", "file-expiration-days", "file-cleanup-cron-spec"}
+)
 # what those must look like all the same: TiCDC binds them to Go types (kafka/options.go
 # urlConfig), and a value it refuses must not pass here
 _URI_CHECKS: dict[str, Parse] = {
@@ -379,6 +393,9 @@ _URI_CHECKS: dict[str, Parse] = {
     "dial-timeout": _duration,
     "write-timeout": _duration,
     "read-timeout": _duration,
+    "worker-count": _int_text(_positive),
+    "flush-concurrency": _int_text(_any_int),
+    "file-expiration-days": _int_text(_any_int),
     **{
         name: parse_bool
         for name in (
@@ -426,7 +443,11 @@ def _query(query: str, text: str) -> dict[str, str]:
         if name in params:
             raise _fail(text, f"parameter {shown(name)} is given twice")
         params[name] = value
-    unknown = [n for n in params if n not in _URI_PARAMS and n not in _URI_IGNORED]
+    unknown = [
+        n
+        for n in params
+        if n not in _URI_PARAMS and n not in _URI_IGNORED and n not in _URI_STORAGE_IGNORED
+    ]
     if unknown:
         names = ", ".join(map(shown, unknown[:5])) + (", ..." if len(unknown) > 5 else "")
         raise _fail(text, f"unknown parameter{'s' if len(unknown) > 1 else ''} {names}")
@@ -486,9 +507,9 @@ def parse_sink_uri(text: str) -> SinkURI:
             params.setdefault("enable-tls", "true")
         return SinkURI("kafka", target, params, text)
     target = _unquoted(parts.netloc + parts.path, text)
-    if scheme in ("jsonl", "parquet") and not target:
+    if scheme in ("jsonl", "parquet", "file") and not target:
         raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
-    if scheme in ("jsonl", "parquet") and target.startswith("~"):  # a directory named ~
+    if scheme in ("jsonl", "parquet", "file") and target.startswith("~"):  # a directory named ~
         raise _fail(text, f"~ is not your home in a URI; write {scheme}://$HOME/... instead")
     return SinkURI(scheme, target, params, text)
 
@@ -549,6 +570,43 @@ _CSV: dict[str, tuple[str, Parse]] = {
     "output-handle-key": ("csv_output_handle_key", _bool),
     "output-field-header": ("csv_output_field_header", _bool),
 }
+
+
+def _date_separator(value: Any, where: str) -> str:
+    """DateSeparator.FromString (any case)."""
+    text = _text(value, where)
+    if text.lower() not in DATE_SEPARATORS:
+        raise ConfigError(
+            f"{where}: date separator in storage sink is invalid: {shown(text)}; none, year,"
+            " month or day (ErrStorageSinkInvalidDateSeparator)"
+        )
+    return text.lower()
+
+
+DATE_SEPARATORS = ("none", "year", "month", "day")
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_MS = {
+    "ns": 1e-6,
+    "us": 1e-3,
+    "µs": 1e-3,
+    "μs": 1e-3,
+    "ms": 1,
+    "s": 1e3,
+    "m": 6e4,
+    "h": 3.6e6,
+}
+
+
+def duration_ms(text: str) -> float:
+    """A Go duration (checked by `_duration`) in milliseconds."""
+    sign = -1 if text.startswith("-") else 1
+    parts = _DURATION_PART.findall(text)
+    return sign * sum(float(n) * _DURATION_MS[unit] for n, unit in parts)
+
+
+# flush-interval and file-size: TiCDC overrides a value out of range, with a warning
+_FLUSH_INTERVAL_MS = (2_000, 600_000)
+_FILE_SIZE = (1 << 20, 512 << 20)
 
 
 def _csv_errors(codec: CodecConfig) -> str | None:
@@ -612,6 +670,9 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         _encoding_format,
     ),
     ("sink", "terminator"): ("terminator", _text),
+    ("sink", "date-separator"): ("date_separator", _date_separator),
+    ("sink", "enable-partition-separator"): ("enable_partition_separator", _bool),
+    ("sink", "file-index-digit"): ("file_index_width", _any_int),
     **{("sink", "csv", k): v for k, v in _CSV.items()},
     ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
     ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count32),
@@ -676,9 +737,6 @@ _TOML_LATER: dict[Path, str] = {
     ("filter", "event-filters"): "event filters are",
     ("filter", "ignore-txn-start-ts"): "ignored transactions are",
     ("sink", "column-selectors"): "column selectors are",
-    ("sink", "date-separator"): "the storage sink is",
-    ("sink", "enable-partition-separator"): "the storage sink is",
-    ("sink", "file-index-digit"): "the storage sink is",
     ("sink", "transaction-atomicity"): "transaction atomicity is",
 }
 _DISPATCHERS: Path = ("sink", "dispatchers")  # read by _Reader.dispatchers
@@ -983,8 +1041,45 @@ def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
         raise ConfigError(f"[sink.csv]: {error} (ErrSinkInvalidConfig)")
 
 
+def _check_storage(feed: Changefeed) -> Changefeed:
+    """The storage sink's protocol and settings (NewTxnEventEncoderBuilder; cloudstorage
+    config.go Apply: out-of-range values overridden with a warning; sink.go: a file index
+    width out of 6..20 is 20)."""
+    protocol = feed.codec.protocol
+    if feed.faults.active:
+        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://) has none")
+    if protocol not in STORAGE_PROTOCOLS:
+        raise ConfigError(
+            f"the storage sink writes protocol csv or canal-json; TiCDC refuses {protocol}:"
+            f" unknown '{protocol}' message protocol for sink (ErrSinkUnknownProtocol)"
+        )
+    warnings = list(feed.warnings)
+    low, high = _FLUSH_INTERVAL_MS
+    interval = duration_ms(feed.flush_interval) if feed.flush_interval else 5_000
+    if not low <= interval <= high:
+        bound = "2s" if interval < low else "10m0s"
+        warnings.append(
+            f"flush-interval {feed.flush_interval} is too {'small' if interval < low else 'large'};"
+            f" TiCDC uses {bound}"
+        )
+        feed = replace(feed, flush_interval=bound)
+    low, high = _FILE_SIZE
+    if not low <= feed.file_size <= high:
+        size = low if feed.file_size < low else high
+        warnings.append(
+            f"file-size {feed.file_size} is too {'small' if size == low else 'large'};"
+            f" TiCDC uses {size}"
+        )
+        feed = replace(feed, file_size=size)
+    if not 6 <= feed.file_index_width <= 20:
+        feed = replace(feed, file_index_width=20)
+    return replace(feed, warnings=tuple(warnings))
+
+
 def _adjust(feed: Changefeed) -> Changefeed:
     """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
+    if feed.sink.scheme in STORAGE_SCHEMES:
+        feed = _check_storage(feed)
     codec, warnings = feed.codec, list(feed.warnings)
     protocol = codec.protocol
     if not feed.enable_old_value and protocol in ("canal-json", "canal", "maxwell"):
