@@ -291,6 +291,7 @@ def test_checkpoint_is_the_metadata_file() -> None:
         (b'"I,"t"\r\n', "at offset 4, 't\"\\r\\n' where a delimiter ',' or the terminator"),
         (b'"I","t","test', "the quoted field opened at offset 8 never ends"),
         (b'\xff"I"', "byte 0xff at offset 0 is not UTF-8"),
+        (b"", "no row (the value is empty)"),
     ],
 )
 def test_bad_rows_are_one_clear_error(value: bytes, error: str) -> None:

@@ -3,6 +3,7 @@ and the layout read back as TiCDC's storage consumer walks it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,43 @@ def test_reading_a_foreign_file_says_which(tmp_path: Path) -> None:
     (tmp_path / "out" / "shop" / "stray.txt").write_text("x")
     with pytest.raises(ConfigError, match="stray.txt is not part of TiCDC's storage layout"):
         list(read_storage(str(tmp_path / "out")))
+
+
+def test_replay_then_decode_on_the_command_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+
+    script = tmp_path / "s.sql"
+    script.write_text(SCRIPT)
+    config = tmp_path / "cf.toml"
+    config.write_text(CSV)
+    uri = f"{(tmp_path / 'out').as_uri()}?protocol=csv"
+    replayed = CliRunner().invoke(
+        app, ["replay", str(script), "--sink-uri", uri, "--config", str(config)]
+    )
+    assert replayed.exit_code == 0, replayed.output
+    assert "5 rows, 3 DDL, 6 checkpoints -> 4 data files" in replayed.output
+    decoded = CliRunner().invoke(app, ["decode", uri, "--config", str(config)])
+    assert decoded.exit_code == 0, decoded.output
+    lines = [json.loads(line) for line in decoded.stdout.splitlines()]
+    assert [line["type"] for line in lines] == [
+        "ddl",
+        "ddl",
+        "insert",
+        "insert",
+        "update",
+        "ddl",
+        "insert",
+        "delete",
+        "checkpoint",
+    ]
+    assert lines[4]["columns"] == {"id": 1, "v": 'x,"y', "b": {"$binary": "AP8="}}
+    # read without the config's options, the rows do not parse: said with the file
+    wrong = CliRunner().invoke(app, ["decode", uri])
+    assert wrong.exit_code == 1
+    assert (
+        f"error: {tmp_path / 'out'}/shop/t/{lines[1]['commit_ts']}/2024-04-11/"
+        "CDC00000000000000000001.csv offset 0: not a csv message: shop.t has 3 columns in its"
+        " schema file, the row 5 values: written with other [sink.csv] options"
+    ) in wrong.output

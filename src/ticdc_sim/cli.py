@@ -477,9 +477,9 @@ def _finish(
 def _print_summary(summary: Summary) -> None:
     """What a run sent, in one line on stderr (both engines)."""
     per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
+    sent = f"{summary.files} data files" if summary.files else f"records per topic: {per_topic}"
     typer.echo(
-        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
-        f" -> records per topic: {per_topic}"
+        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints -> {sent}"
         + (
             f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
             " ineligible tables skipped)"

@@ -91,6 +91,7 @@ class Summary:
     records: dict[str, int] = field(default_factory=dict)  # per topic
     checkpoint_ts: int = 0
     injected: int = 0  # records [faults] added
+    files: int = 0  # data files the storage sink wrote
 
 
 @dataclass
@@ -346,6 +347,8 @@ class Pipeline:
             self.sink.abort()
             raise
         self.sink.close()
+        if self.storage is not None:
+            self.summary.files = self.storage.files
         if isinstance(self.sink, FaultySink):
             self.summary.injected = self.sink.injected
         return self.summary
@@ -469,8 +472,6 @@ class Pipeline:
             self.observer.rows(batch)
         (messages,) = self.encoder.build_groups([batch])
         self.storage.rows(batch, messages)
-        records = self.summary.records
-        records[""] = records.get("", 0) + len(messages)
 
     def _send_bootstraps(self, tables: list[_TableStatistic], now: int) -> None:
         for table in tables:  # bootstrapWorker.generateEvents

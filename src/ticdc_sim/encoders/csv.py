@@ -387,6 +387,8 @@ class Decoder:
             return [DecodedCheckpoint(cloudstorage.read_metadata(value))]
         if cloudstorage.is_schema_path(name):
             return [self.schema(value, name)]
+        if not value:
+            raise DecodeError("not a csv message: no row (the value is empty)")
         return self.rows(value)
 
     def schema(self, data: bytes, path: str = "") -> DecodedDDL:
@@ -476,8 +478,9 @@ class Decoder:
         if len(values) != len(columns):
             raise DecodeError(
                 f"not a csv message: {schema}.{table} has {len(columns)} columns in its schema"
-                f" file, the row {len(values)} values (TiCDC writes none for virtual generated"
-                " columns, which the schema file lists)"
+                f" file, the row {len(values)} values: written with other [sink.csv] options"
+                " (include-commit-ts, output-old-value, output-handle-key), or the table has"
+                " virtual generated columns, which the schema file lists and the rows leave out"
             )
         image: dict[str, Any] = {}
         for col, text, was_quoted in zip(columns, values, quoted[at:], strict=True):

@@ -112,6 +112,7 @@ class StorageSink(StagedSink):
         self.written_ts = 0
         self.written_ms: int | None = None
         self.now_ms = 0
+        self.files = 0  # data files written
 
     # -- what the pipeline calls -----------------------------------------------------------------
 
@@ -200,6 +201,7 @@ class StorageSink(StagedSink):
         name = f"CDC{number:0{self.width}d}{self.extension}"
         self._put(f"{directory}/meta/CDC.index", f"{name}\n".encode())  # before the data
         self._put(f"{directory}/{name}", (buffer.header or b"") + b"".join(buffer.chunks))
+        self.files += 1
 
     def _put(self, relative: str, data: bytes) -> None:
         path = self.work / relative
