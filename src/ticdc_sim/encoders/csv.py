@@ -43,7 +43,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.encoders.columnar import BatchEncoder
 from ticdc_sim.encoders.reading import CONVERSION_ERRORS
 from ticdc_sim.errors import DecodeError, shown
-from ticdc_sim.golang.strconv import float32, format_v
+from ticdc_sim.golang.strconv import float32, format_v, shortest32
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import BLOB_TYPES, INTEGER_TYPES
 from ticdc_sim.model.mysql import MySQLType as M
@@ -62,31 +62,37 @@ _UNBINARY: dict[str, Callable[[str], bytes]] = {
     "hex": bytes.fromhex,
 }
 
-# a column's value -> (text, is a Go string): what fromColValToCsvVal makes of it
-Convert = Callable[[Any], tuple[str, bool]]
+# a column's values (no None among them) -> their fields as written
+Column = Callable[[list[Any]], list[str]]
 
 
-def _number(value: Any) -> tuple[str, bool]:
-    return str(value), False
+def go_v(value: float, bits: int) -> str:
+    """`%v` of a float32 or float64, fast: Python's repr has Go's shortest digits and, where
+    it uses an exponent, Go's layout (`1e-05`, `1.5e+16`); Go also uses one from 1e6 on."""
+    if bits == 32:
+        value = shortest32(value)
+    text = repr(value)
+    if "e" in text:
+        return text
+    if "n" in text or abs(value) >= 1e6:
+        return format_v(value, bits)
+    return text[:-2] if text.endswith(".0") else text
 
 
-def _text(value: Any) -> tuple[str, bool]:
-    return value, True
-
-
-def _converter(col: ColumnInfo, binary: str) -> Convert:
-    """fromColValToCsvVal, then `%v` for what is not a string."""
+def _column(col: ColumnInfo, form: CSVFormat) -> Column:
+    """fromColValToCsvVal, then `formatValue`: `%v` for what is not a Go string."""
     if col.tp in INTEGER_TYPES or col.tp in (M.BIT, M.YEAR):
-        return _number
+        return lambda values: list(map(str, values))
     if col.tp in (M.FLOAT, M.DOUBLE):
         bits = 32 if col.tp == M.FLOAT else 64
-        return lambda v: (format_v(v, bits), False)
+        return lambda values: [go_v(v, bits) for v in values]
+    strings = form.strings
     if col.tp == M.NEWDECIMAL:
-        return lambda v: (format(v, "f"), True)
+        return lambda values: strings([format(v, "f") for v in values])
     if col.tp in _STRING_TYPES and col.is_binary_charset:
-        encode = _BINARY[binary]
-        return lambda v: (encode(v), True)
-    return _text
+        encode = _BINARY[form.binary]
+        return lambda values: strings(list(map(encode, values)))
+    return strings
 
 
 class CSVFormat:
@@ -107,6 +113,8 @@ class CSVFormat:
         self._escapes = [("\\", "\\\\"), ("\r", "\\r"), ("\n", "\\n")]
         # Go writes `rune(delimiter[k])`: each byte as a character (only ASCII survives)
         self._escaped_delimiter = "".join("\\" + chr(b) for b in self.delimiter.encode())
+        self._quoted = self.quote + "%s" + self.quote
+        self._specials = ("\\", "\r", "\n", self.delimiter)
 
     def string(self, value: str) -> str:
         if self.quote:
@@ -124,20 +132,16 @@ class CSVFormat:
             parts[i] = part
         return self._escaped_delimiter.join(parts)
 
-    def field(self, text: str | None, is_string: bool) -> str:
-        if text is None:
-            return self.null
-        return self.string(text) if is_string else text
-
-    def meta(self, op: str, table: TableInfo, ts: int, is_update: bool, handle: str) -> list[str]:
-        out = [self.string(op), self.string(table.name), self.string(table.schema)]
-        if self.commit_ts:
-            out.append(str(ts))
-        if self.old_value:
-            out.append("true" if is_update else "false")
-        if self.handle_key:
-            out.append(self.string(handle))
-        return out
+    def strings(self, values: list[str]) -> list[str]:
+        """Many strings at once: quoted, or escaped where they need it."""
+        joined = "".join(values)
+        if self.quote:
+            if self.quote in joined:
+                return list(map(self.string, values))
+            return list(map(self._quoted.__mod__, values))
+        if any(c in joined for c in self._specials):
+            return list(map(self.escaped, values))
+        return values
 
     def header_names(self, names: Sequence[str]) -> list[str]:
         """encodeHeader's names, unquoted and unescaped as TiCDC writes them."""
@@ -155,31 +159,73 @@ class _TableCodec:
         self.form = form
         self.columns = info.visible_columns
         self.offsets = [c.offset for c in self.columns]
-        self.converters = [_converter(c, form.binary) for c in self.columns]
+        self.writers = [_column(c, form) for c in self.columns]
         self.key: bytes | None = None
         if form.header:
             names = form.header_names([c.name for c in self.columns])
             self.key = (form.delimiter.join(names) + form.terminator).encode()
+        # op, table, schema and the delimiter after them, by op
+        self.heads = {
+            op: form.delimiter.join(map(form.string, (op, info.name, info.schema)))
+            for op in ("I", "U", "D")
+        }
 
-    def line(self, op: str, event: RowChangedEvent, row: Sequence[Any], is_update: bool) -> str:
+    def encode(self, events: Sequence[RowChangedEvent]) -> list[bytes]:
+        """The rows of `events` (all of this table), one value each, column by column."""
         form = self.form
-        fields = form.meta(op, self.info, event.commit_ts, is_update, _handle(event))
-        for offset, convert in zip(self.offsets, self.converters, strict=True):
-            value = row[offset]
-            fields.append(form.null if value is None else form.field(*convert(value)))
-        return form.delimiter.join(fields) + form.terminator
+        lines: list[tuple[str, RowChangedEvent, Sequence[Any], bool]] = []
+        for event in events:
+            kind = event.kind
+            if kind == "update" and form.old_value:
+                assert event.pre_columns is not None and event.columns is not None
+                lines.append(("D", event, event.pre_columns, True))
+                lines.append(("I", event, event.columns, True))
+            else:
+                row = event.pre_columns if kind == "delete" else event.columns
+                assert row is not None
+                lines.append((_OPS[kind], event, row, kind == "update"))
+        images = [line[2] for line in lines]
+        fields = [self._meta(lines)]
+        fields += [
+            self._values(w, [r[o] for r in images])
+            for o, w in zip(self.offsets, self.writers, strict=True)
+        ]
+        texts = list(map(form.delimiter.join, zip(*fields, strict=True)))
+        out: list[bytes] = []
+        at = 0
+        end = form.terminator
+        for event in events:
+            text = texts[at] + end
+            at += 1
+            if event.pre_columns is not None and event.columns is not None and form.old_value:
+                text += texts[at] + end
+                at += 1
+            out.append(text.encode("utf-8", "surrogateescape"))
+        return out
 
-    def encode(self, event: RowChangedEvent) -> bytes:
-        kind = event.kind
-        if kind == "update" and self.form.old_value:
-            assert event.pre_columns is not None and event.columns is not None
-            text = self.line("D", event, event.pre_columns, True)
-            text += self.line("I", event, event.columns, True)
-        else:
-            row = event.pre_columns if kind == "delete" else event.columns
-            assert row is not None
-            text = self.line(_OPS[kind], event, row, kind == "update")
-        return text.encode("utf-8", "surrogateescape")
+    def _meta(self, lines: list[tuple[str, RowChangedEvent, Sequence[Any], bool]]) -> list[str]:
+        form, heads, d = self.form, self.heads, self.form.delimiter
+        out = [heads[op] for op, *_ in lines]
+        if form.commit_ts:
+            out = [f"{h}{d}{line[1].commit_ts}" for h, line in zip(out, lines, strict=True)]
+        if form.old_value:
+            out = [
+                f"{h}{d}{'true' if line[3] else 'false'}"
+                for h, line in zip(out, lines, strict=True)
+            ]
+        if form.handle_key:
+            handles = form.strings([_handle(line[1]) for line in lines])
+            out = [f"{h}{d}{k}" for h, k in zip(out, handles, strict=True)]
+        return out
+
+    def _values(self, write: Column, values: list[Any]) -> list[str]:
+        if None not in values:
+            return write(values)
+        where = [i for i, v in enumerate(values) if v is not None]
+        out = [self.form.null] * len(values)
+        for i, text in zip(where, write([values[i] for i in where]), strict=True):
+            out[i] = text
+        return out
 
 
 def _handle(event: RowChangedEvent) -> str:
@@ -213,13 +259,20 @@ class Encoder(BatchEncoder[_TableCodec]):
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         out = []
         for group in groups:
-            messages = []
-            for event in group:
-                codec = self.codec(event.table)
-                value = codec.encode(event)
-                messages.append(
-                    Message(codec.key, value, event.commit_ts, 1, event.schema, event.table_name)
-                )
+            messages: list[Message] = []
+            start = 0
+            while start < len(group):  # runs of one table version
+                info = group[start].table
+                end = start + 1
+                while end < len(group) and group[end].table is info:
+                    end += 1
+                run = group[start:end]
+                codec = self.codec(info)
+                for event, value in zip(run, codec.encode(run), strict=True):
+                    messages.append(
+                        Message(codec.key, value, event.commit_ts, 1, info.schema, info.name)
+                    )
+                start = end
             out.append(messages)
         return out
 
@@ -386,17 +439,21 @@ class Decoder:
         if name == cloudstorage.METADATA:
             return [DecodedCheckpoint(cloudstorage.read_metadata(value))]
         if cloudstorage.is_schema_path(name):
-            return [self.schema(value, name)]
+            learned = self.schema(value, name)
+            return [] if learned is None else [learned]
         if not value:
             raise DecodeError("not a csv message: no row (the value is empty)")
         return self.rows(value)
 
-    def schema(self, data: bytes, path: str = "") -> DecodedDDL:
-        """A schema file: the table's columns from now on, and the DDL that wrote it."""
+    def schema(self, data: bytes, path: str = "") -> DecodedDDL | None:
+        """A schema file: the table's columns from now on, and the DDL that wrote it (None
+        for the file of a table version no DDL made, whose Query is empty)."""
         found = cloudstorage.read_definition(data, path)
         schema, table = found["Schema"], found["Table"]
         if found["TableColumns"] is not None and table:
             self.tables[(schema, table)] = found["TableColumns"]
+        if not found["Query"]:
+            return None
         return DecodedDDL(schema, table, found["TableVersion"], found["Query"], found["Type"])
 
     def rows(self, data: bytes) -> list[Decoded]:

@@ -19,7 +19,7 @@ DDL (`ddl`), each checkpoint (`checkpoint`) and its clock (`tick`), in place of 
 are the simulated clock's (the commit's physical ms), so a script's `DO SLEEP(n)` passes flush
 intervals and date boundaries at once.
 
-- table version: the commit ts of the last DDL of the table in the run (TiCDC's
+- table version: the commit ts of the last DDL of the table (by name) in the run (TiCDC's
   `TableInfo.Version` after it); a table no DDL of the run touched gets the changefeed's start,
   taken as the first event's commit ts - 1.
 - a data file's number counts up per directory from 1 (a new date directory starts again at 1,
@@ -102,7 +102,9 @@ class StorageSink(StagedSink):
         self.by_partition = feed.enable_partition_separator
         self.flush_ms = int(duration_ms(feed.flush_interval))
         self.file_size = feed.file_size
-        self.versions: dict[int, int] = {}  # table id -> version, from its last DDL
+        # (schema, table) -> version, from its last DDL: by name, as the paths are (a table
+        # that EXCHANGE PARTITION gives a new id keeps its version)
+        self.versions: dict[tuple[str, str], int] = {}
         self.start_version: int | None = None
         self.buffers: dict[FileKey, _Buffer] = {}
         self.indices: dict[str, int] = {}  # data directory -> the last file number
@@ -123,7 +125,7 @@ class StorageSink(StagedSink):
         for event, message in zip(events, messages, strict=True):
             info = event.table
             self._start(event.commit_ts)
-            version = self.versions.get(info.id, self.start_version)
+            version = self.versions.get((info.schema, info.name), self.start_version)
             assert version is not None
             part = event.physical_table_id if info.is_partitioned else None
             key = (info.schema, info.name, version, part)
@@ -152,8 +154,8 @@ class StorageSink(StagedSink):
         definition = cloudstorage.ddl_definition(event)
         self._put(cloudstorage.schema_path(definition), cloudstorage.schema_file(definition))
         if event.table_info is not None and event.table:
-            self.versions[event.table_info.id] = event.commit_ts
             info = event.table_info
+            self.versions[(info.schema, info.name)] = event.commit_ts
             self.schemas.add((info.schema, info.name, event.commit_ts))
 
     def checkpoint(self, ts: int, final: bool = False) -> None:
@@ -291,8 +293,11 @@ class StorageDecoder:
             return [DecodedCheckpoint(cloudstorage.read_metadata(data))]
         if cloudstorage.is_schema_path(name):
             if self.csv is not None:
-                return [self.csv.schema(data, name)]
+                learned = self.csv.schema(data, name)
+                return [] if learned is None else [learned]
             found = cloudstorage.read_definition(data, name)
+            if not found["Query"]:
+                return []  # a table version's columns, no DDL (CheckOrWriteSchema's file)
             schema, table = found["Schema"], found["Table"]
             return [DecodedDDL(schema, table, found["TableVersion"], found["Query"], found["Type"])]
         if self.csv is not None:
