@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from ticdc_sim.errors import DecodeError
 from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import parse_statements
 from ticdc_sim.golang.json import ENCODING_JSON, dumps
-from ticdc_sim.golang.strconv import format_v
+from ticdc_sim.golang.strconv import float32, format_v
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 
@@ -319,3 +320,25 @@ def test_handle_key_int_and_common() -> None:
         b'"I","t_int_pk","test","7",7,"x"\n',
         b'"D","t_common","test","{k, 3}","k",3\n',
     ]
+
+
+def test_float_columns_are_go_v_whatever_the_fast_path() -> None:
+    """A column of floats in one pass equals `format_v` value by value: exponents from 1e6
+    and below 1e-4, float32 digits, values around every switch."""
+    rng = random.Random(27)
+    doubles = [1e6, 999999.9, 1234567.0, 1e-05, 0.0001, 123456.0, -2.25e-7, 1e21, 1e16, 0.5, -0.0]
+    doubles += [rng.choice((-1, 1)) * 10 ** rng.uniform(-12, 25) for _ in range(300)]
+    floats = [float32(v) for v in (1e6, 3.14, 16777216.0, 1e-05, 3.4028234663852886e38, 0.1)]
+    floats += [float32(rng.choice((-1, 1)) * 10 ** rng.uniform(-12, 37)) for _ in range(200)]
+    info = table("t_floats", ["DOUBLE", "FLOAT"])
+    pairs = list(zip(doubles, floats + [None] * (len(doubles) - len(floats)), strict=True))
+    encoder = Encoder(config({"terminator": "\n"}))
+    for d, f in pairs:
+        encoder.append_row(RowChangedEvent(1, 2, info, info.id, (d, f), None))
+    got = [m.value for m in encoder.build()]
+    null = "\\N"
+    want = [
+        f'"I","t_floats","test",{format_v(d, 64)},{null if f is None else format_v(f, 32)}\n'.encode()
+        for d, f in pairs
+    ]
+    assert got == want
