@@ -387,3 +387,11 @@ def test_pyarrow_reads_every_data_file_with_its_schema_file(tmp_path: Path) -> N
             assert row == {"table": "t", "schema": "shop", **image}
             checked += 1
     assert checked == 5
+
+
+def test_a_served_changefeed_refuses_the_storage_sink(tmp_path: Path) -> None:
+    from ticdc_sim.cluster import FeedSpec, build_changefeed
+
+    spec = FeedSpec("cf", f"{tmp_path.as_uri()}?protocol=csv")
+    with pytest.raises(ConfigError, match=r"the storage sink \(file://\) is written by"):
+        build_changefeed(spec)
