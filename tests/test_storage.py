@@ -169,17 +169,23 @@ def test_partition_separator(tmp_path: Path, separate: bool) -> None:
         assert data == [f"test/p/{create}/CDC{width}1.csv", f"test/p/{create}/CDC{width}2.csv"]
 
 
-def test_file_size_flushes_a_full_buffer_at_once(tmp_path: Path) -> None:
+def test_file_size_flushes_a_full_buffer_once_its_transaction_is_in(tmp_path: Path) -> None:
     big = "USE test; CREATE TABLE big (id INT PRIMARY KEY, s LONGTEXT);\n" + "".join(
         f"INSERT INTO big VALUES ({i}, REPEAT('z', 400000));\n" for i in range(6)
+    )
+    big += "INSERT INTO big VALUES " + ", ".join(
+        f"({i}, REPEAT('z', 400000))" for i in range(10, 14)
     )
     toml = "[sink]\ndate-separator = 'none'\nfile-index-digit = 6\n"
     events, files = run(tmp_path / "out", "protocol=csv&file-size=1048576", toml, big)
     (create,) = ddl_ts(events)
-    sizes = [len(files[f"test/big/{create}/CDC00000{n}.csv"]) for n in (1, 2)]
-    # 3 rows pass 1 MiB: one file at once; the other 3 when the run ends
-    row = len(b'"I","big","test",0,"') + 400000 + len(b'"\r\n')
-    assert sizes == [3 * row, 3 * row]
+    sizes = [len(files[f"test/big/{create}/CDC00000{n}.csv"]) for n in (1, 2, 3)]
+
+    def row(i: int) -> int:
+        return len(f'"I","big","test",{i},"'.encode()) + 400000 + len(b'"\r\n')
+
+    # 3 rows reach 1 MiB: written at once, twice; the 4-row transaction is not split
+    assert sizes == [3 * row(0), 3 * row(0), sum(map(row, range(10, 14)))]
 
 
 def test_canal_json_in_storage(tmp_path: Path) -> None:

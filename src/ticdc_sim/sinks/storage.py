@@ -13,7 +13,8 @@ The layout, relative to DIR:
 How it is driven: TiCDC's storage sink has no topics or partitions; its table sinks hand each
 row to the dml workers by *versioned table* (schema, table, table version, physical table id),
 which buffer the encoded rows and write one new data file per versioned table when a
-`flush-interval` ticker fires or a buffer passes `file-size`. So the pipeline, seeing
+`flush-interval` ticker fires or, once a transaction's rows are in, a buffer holds `file-size`
+bytes or more (`dml_worker.go genAndDispatchTask`). So the pipeline, seeing
 `by_table`, gives this sink whole batches (`rows`: each row with its one encoded message), each
 DDL (`ddl`), each checkpoint (`checkpoint`) and its clock (`tick`), in place of `send`. Times
 are the simulated clock's (the commit's physical ms), so a script's `DO SLEEP(n)` passes flush
@@ -115,6 +116,8 @@ class StorageSink(StagedSink):
         self.written_ms: int | None = None
         self.now_ms = 0
         self.files = 0  # data files written
+        self.txn_ts = 0  # the transaction whose rows came last, and the files it touched
+        self.txn_keys: dict[FileKey, None] = {}
 
     # -- what the pipeline calls -----------------------------------------------------------------
 
@@ -124,6 +127,9 @@ class StorageSink(StagedSink):
     def rows(self, events: Sequence[RowChangedEvent], messages: Sequence[Message]) -> None:
         for event, message in zip(events, messages, strict=True):
             info = event.table
+            if event.commit_ts != self.txn_ts:
+                self._check_sizes()
+                self.txn_ts = event.commit_ts
             self._start(event.commit_ts)
             version = self.versions.get((info.schema, info.name), self.start_version)
             assert version is not None
@@ -135,12 +141,21 @@ class StorageSink(StagedSink):
             value = (message.value or b"") + self.row_end
             buffer.chunks.append(value)
             buffer.size += len(value)
-            if buffer.size > self.file_size:  # dml_worker.go: a full buffer goes out at once
-                self._write(key, physical_ms(event.commit_ts))
+            self.txn_keys[key] = None
+
+    def _check_sizes(self) -> None:
+        """dml_worker.go genAndDispatchTask: once a transaction's rows of a table are in,
+        a buffer of `file-size` or more goes out at once (a transaction is never split)."""
+        for key in self.txn_keys:
+            buffer = self.buffers.get(key)
+            if buffer is not None and buffer.size >= self.file_size:
+                self._write(key, physical_ms(self.txn_ts))
+        self.txn_keys.clear()
 
     def tick(self, now_ms: int) -> None:
         """The simulated clock: every `flush-interval`, each buffered table's data file."""
         self.now_ms = max(self.now_ms, now_ms)
+        self._check_sizes()
         if self.next_flush is None:
             self.next_flush = now_ms + self.flush_ms
         elif now_ms >= self.next_flush:
@@ -182,6 +197,7 @@ class StorageSink(StagedSink):
             self.start_version = ts - 1
 
     def _write_all(self, now_ms: int) -> None:
+        self._check_sizes()
         for key in list(self.buffers):
             self._write(key, now_ms)
 
