@@ -23,9 +23,12 @@ intervals and date boundaries at once.
 - table version: the commit ts of the last DDL of the table (by name) in the run (TiCDC's
   `TableInfo.Version` after it); a table no DDL of the run touched gets the changefeed's start,
   taken as the first event's commit ts - 1.
-- a data file's number counts up per directory from 1 (a new date directory starts again at 1,
-  as `FilePathGenerator.GenerateIndexFilePath` does); `meta/CDC.index` names the newest file,
-  and is written before it. Numbers are `file-index-digit` wide.
+- a data file's number counts up from 1 and starts again in a new date directory
+  (`FilePathGenerator.generateDataFileName`); `meta/CDC.index` names the newest file, and is
+  written before it. Numbers are `file-index-digit` wide. TiCDC counts per versioned table,
+  physical table id included, so with `enable-partition-separator = false` the partitions of
+  a table number their files in one directory each from 1 and overwrite each other's; here
+  the count is per directory, so they number on and nothing is lost.
 - the date directory (`date-separator` none/year/month/day) is the flush time's date. TiCDC
   takes it from its wall clock in the TiCDC process's local zone; here from the simulated
   clock, in UTC.
