@@ -257,6 +257,7 @@ def _ours(entry: Path) -> bool:
 # -- reading the layout back ---------------------------------------------------------------------
 
 _DATA_FILE = re.compile(r"CDC([0-9]+)\.(csv|json)")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def read_storage(directory: str) -> Iterator[Record]:
@@ -279,7 +280,11 @@ def read_storage(directory: str) -> Iterator[Record]:
             found.append(((version, 0, (), 0), relative))
         elif parts[-1] == "CDC.index" and parts[-2] == "meta":
             continue  # names the newest data file of its directory, which is read anyway
-        elif (named := _DATA_FILE.fullmatch(parts[-1])) and len(parts) >= 4 and parts[2].isdigit():
+        elif (
+            (named := _DATA_FILE.fullmatch(parts[-1]))
+            and len(parts) >= 4
+            and _DIGITS.fullmatch(parts[2])
+        ):
             found.append(((int(parts[2]), 1, tuple(parts[3:-1]), int(named.group(1))), relative))
         else:
             raise ConfigError(f"storage source: {path} is not part of TiCDC's storage layout")
