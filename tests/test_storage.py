@@ -288,6 +288,11 @@ def test_flush_interval_and_file_size_out_of_range_are_overridden_with_warnings(
             "CSV protocol always output all columns",
         ),
         ("file:///x?protocol=csv&flush-interval=5", "", "'5' is not a duration"),
+        (
+            "file:///x?protocol=csv&ticdc-version=new-arch",
+            "",
+            "ticdc-version=new-arch with the storage sink is not simulated yet",
+        ),
     ],
 )
 def test_what_ticdc_refuses(uri: str, toml: str, message: str) -> None:
