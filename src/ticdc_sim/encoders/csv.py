@@ -1,18 +1,21 @@
 """csv: TiCDC's CSV rows (storage sink only), the schema files and `metadata` beside them.
 
 Mirrors tiflow `pkg/sink/codec/csv/csv_message.go` (`encode`, `encodeMeta`, `formatValue`,
-`formatWithQuotes`, `formatWithEscapes`, `fromColValToCsvVal`), `csv_encoder.go` (one message
-per row: the row's lines as the value, the header as the key when `output-field-header`) and
-`pkg/config/sink.go` (`CSVConfig`). Research: ticdc-other-protocols-pitfalls.md (e),
-ticdc-canal-simple-avro-debezium-csv.md §7.
+`formatWithQuotes`, `formatWithEscapes`, `fromColValToCsvVal`), `csv_encoder.go` (the header
+as the key when `output-field-header`) and `pkg/config/sink.go` (`CSVConfig`). Research:
+ticdc-other-protocols-pitfalls.md (e), ticdc-canal-simple-avro-debezium-csv.md §7.
+TiCDC's txn encoder makes one message of a transaction's rows of a table; here each row is
+one message, which the storage sink writes back to back: the same file bytes. Rows are
+rendered column by column (`_column`), not value by value.
 
 A row is `op, table, schema[, commit-ts][, is-update][, handle-key], columns...` joined by the
 delimiter and ended by the terminator. Strings (and DECIMAL, dates, JSON, ENUM/SET names,
 binary as base64/hex, VECTOR text) are quoted with the quote doubled inside, or, with an empty
-quote, backslash-escaped (CR, LF, `\\` and every character of the delimiter); numbers are
-Go's `%v`, never quoted (floats like `1.234567e+06`); NULL is the null string. An UPDATE is one
-`U` row of the new values, or with `output-old-value` a `D` row of the old values then an `I`
-row of the new, both with is-update `true`.
+quote, backslash-escaped (CR, LF, `\\` and every byte of the delimiter, as Go writes
+`rune(delimiter[k])`); numbers are Go's `%v`, never quoted (floats like `1.234567e+06`);
+NULL is the null string. An UPDATE is one `U` row of the new values, or with
+`output-old-value` a `D` row of the old values then an `I` row of the new, both with
+is-update `true`.
 
 TiCDC's csv encoder does not encode DDL or checkpoints: the storage sink writes schema files
 and the `metadata` file (`cloudstorage`). Here `encode_ddl` and `encode_checkpoint` answer
