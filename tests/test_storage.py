@@ -406,3 +406,16 @@ def test_a_served_changefeed_refuses_the_storage_sink(tmp_path: Path) -> None:
     spec = FeedSpec("cf", f"{tmp_path.as_uri()}?protocol=csv")
     with pytest.raises(ConfigError, match=r"the storage sink \(file://\) is written by"):
         build_changefeed(spec)
+
+
+def test_cloud_storage_config_keys_and_the_uri_winning(tmp_path: Path) -> None:
+    toml = "[sink.cloud-storage-config]\nflush-interval = '20s'\nfile-size = 2097152\nworker-count = 4\n"
+    feed = changefeed(f"{tmp_path.as_uri()}?protocol=csv", toml)
+    assert (feed.flush_interval, feed.file_size) == ("20s", 2 << 20)
+    feed = changefeed(f"{tmp_path.as_uri()}?protocol=csv&flush-interval=3s", toml)
+    assert feed.flush_interval == "3s"
+    with pytest.raises(ConfigError, match="schema files with column ids are not simulated yet"):
+        changefeed(
+            f"{tmp_path.as_uri()}?protocol=csv",
+            "[sink.cloud-storage-config]\noutput-column-id = true\n",
+        )

@@ -673,6 +673,9 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("sink", "date-separator"): ("date_separator", _date_separator),
     ("sink", "enable-partition-separator"): ("enable_partition_separator", _bool),
     ("sink", "file-index-digit"): ("file_index_width", _any_int),
+    # the sink URI's flush-interval and file-size win (cloudstorage/config.go mergeConfig)
+    ("sink", "cloud-storage-config", "flush-interval"): ("flush_interval", _duration),
+    ("sink", "cloud-storage-config", "file-size"): ("file_size", _any_int),
     **{("sink", "csv", k): v for k, v in _CSV.items()},
     ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
     ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count32),
@@ -726,7 +729,15 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         *(("sink", "kafka-config", "codec-config", k) for k in sorted(_URI_IGNORED)),
         ("sink", "debezium"),
         ("sink", "simple"),
-        ("sink", "cloud-storage-config"),
+        *(
+            ("sink", "cloud-storage-config", k)
+            for k in (
+                "worker-count",
+                "file-expiration-days",
+                "file-cleanup-cron-spec",
+                "flush-concurrency",
+            )
+        ),
         ("sink", "pulsar-config"),
         ("sink", "mysql-config"),
     }
@@ -738,6 +749,7 @@ _TOML_LATER: dict[Path, str] = {
     ("filter", "ignore-txn-start-ts"): "ignored transactions are",
     ("sink", "column-selectors"): "column selectors are",
     ("sink", "transaction-atomicity"): "transaction atomicity is",
+    ("sink", "cloud-storage-config", "output-column-id"): "schema files with column ids are",
 }
 _DISPATCHERS: Path = ("sink", "dispatchers")  # read by _Reader.dispatchers
 _TABLES: frozenset[Path] = frozenset(p[:n] for p in _TOML_SETTINGS for n in range(1, len(p)))
