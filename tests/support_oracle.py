@@ -4,9 +4,11 @@ the engine's changelog (DDL queries and row changes applied to a second MariaDB)
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -14,8 +16,8 @@ import pymysql
 from support_changelog import WITHOUT_TS, check_ordering, decode, merged
 from support_mariadb import SYSTEM_SCHEMAS, MariaDB
 from ticdc_sim.config import changefeed
-from ticdc_sim.encoders import DecodedDDL, DecodedRow
-from ticdc_sim.errors import SQLError
+from ticdc_sim.encoders import Decoded, DecodedDDL, DecodedRow
+from ticdc_sim.errors import DecodeError, SQLError
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, split_script
@@ -24,7 +26,9 @@ from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock, physical_ms
 from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.sinks import Record, open_sink
 from ticdc_sim.sinks.memory import MemorySink
+from ticdc_sim.sinks.storage import StorageDecoder, read_storage
 
 _SCHEMA_ACTIONS = {
     ActionType.CREATE_SCHEMA,
@@ -35,6 +39,11 @@ _SCHEMA_ACTIONS = {
 
 class MariaDBRejects(Exception):
     """MariaDB cannot run the script as it is (TiDB-only syntax or semantics)."""
+
+
+class UnreadableInCSV(Exception):
+    """TiCDC's csv files of the script cannot be read back: a table has virtual generated
+    columns, which TiCDC's schema file lists and its rows leave out."""
 
 
 @dataclass
@@ -182,6 +191,27 @@ def row_change_sql(event: RowChangedEvent) -> tuple[str, list[Any]]:
     return f"UPDATE {name} SET {sets} WHERE {where} LIMIT 1", values + params
 
 
+def _through_storage(query: str, events: list[Any]) -> list[tuple[Record, Decoded]]:
+    """`events` through a file:// changefeed (csv with commit ts and old values), its
+    layout read back as TiCDC's storage consumer walks it."""
+    with tempfile.TemporaryDirectory() as directory:
+        toml = "force-replicate = true\n[sink.csv]\ninclude-commit-ts = true\n"
+        toml += "output-old-value = true\n"
+        feed = changefeed(f"{Path(directory, 'out').as_uri()}?{query}", toml)
+        Pipeline(feed, open_sink(feed.sink, feed=feed)).run(events)
+        decoder = StorageDecoder(feed.codec)
+        try:
+            return [
+                (record, event)
+                for record in read_storage(str(Path(directory, "out")))
+                for event in decoder.decode(record.key, record.value)
+            ]
+        except DecodeError as e:
+            if "virtual generated columns" in str(e):
+                raise UnreadableInCSV(str(e)) from None
+            raise
+
+
 def _snapshot(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
     tables: dict[str, list[tuple[Any, ...]]] = {}
     with conn.cursor() as cur:
@@ -256,6 +286,8 @@ def check_script(
             cur.execute("USE test")
         if protocol is None:  # what a default changefeed captures: key changes split
             rows = apply_changelog(dst, captured(events))
+        elif protocol.startswith("file:"):  # the storage sink: its files, read back
+            rows = DecodedApplier(dst).apply(merged(_through_storage(protocol[5:], events)))
         else:
             # without commit ts (canal) a consumer cannot merge partitions: it reads one
             partitions = 1 if protocol in WITHOUT_TS else 3

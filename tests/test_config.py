@@ -65,7 +65,8 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
         ("kafka:///t?protocol=canal-json", "no broker"),
         ("kafka://h:9092/t?protocol=canal-json&topic=u", "the topic is the path"),
         ("parquet://?protocol=canal-json", "parquet:// needs a directory"),
-        ("file:///x?protocol=canal-json", "file:// sink is not simulated yet"),
+        ("s3://bucket/x?protocol=canal-json", "s3:// sink is not simulated yet"),
+        ("file://?protocol=csv", "file:// needs a directory"),
         ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
         ("jsonl://?protocol=canal-json", "jsonl:// needs a directory"),
         ("jsonl:///x", "no protocol"),
@@ -296,3 +297,39 @@ def test_canal_reads_neither_content_compatible_nor_the_tidb_extension() -> None
     # common/config.go Apply reads content-compatible for canal-json only
     assert (feed.codec.protocol, feed.codec.content_compatible) == ("canal", False)
     assert feed.warnings == ("enable-tidb-extension has no effect with protocol canal",)
+
+
+def test_sink_csv_options_are_read_with_their_go_types() -> None:
+    settings = parse_changefeed_toml(
+        "[sink]\nprotocol = 'csv'\nterminator = '\\n'\n"
+        "[sink.csv]\ndelimiter = '|@|'\nquote = ''\nnull = 'NULL'\ninclude-commit-ts = true\n"
+        "binary-encoding-method = 'hex'\noutput-old-value = true\noutput-handle-key = true\n"
+        "output-field-header = true\n",
+        "cf.toml",
+    )
+    assert settings == {
+        "protocol": "csv",
+        "terminator": "\\n",
+        "csv_delimiter": "|@|",
+        "csv_quote": "",
+        "csv_null": "NULL",
+        "csv_include_commit_ts": True,
+        "csv_binary_encoding_method": "hex",
+        "csv_output_old_value": True,
+        "csv_output_handle_key": True,
+        "csv_output_field_header": True,
+    }
+    with pytest.raises(
+        ConfigError, match="cf.toml: sink.csv.include-commit-ts: 'yes' is not a boolean"
+    ):
+        parse_changefeed_toml("[sink.csv]\ninclude-commit-ts = 'yes'\n", "cf.toml")
+
+
+@pytest.mark.parametrize("uri", ["jsonl:///x", "memory://", "kafka://127.0.0.1:9092/t"])
+def test_csv_is_for_the_storage_sink_only(uri: str) -> None:
+    with pytest.raises(
+        ConfigError,
+        match="protocol csv is written by the storage sink only .*"
+        r"unknown 'csv' message protocol for sink \(ErrSinkUnknownProtocol\)",
+    ):
+        changefeed(uri + ("&" if "?" in uri else "?") + "protocol=csv")

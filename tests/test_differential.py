@@ -55,7 +55,15 @@ def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
 
 @pytest.mark.parametrize(
     "protocol",
-    [None, "canal-json", "open-protocol", "craft", "canal", "simple&encoding-format=avro"],
+    [
+        None,
+        "canal-json",
+        "open-protocol",
+        "craft",
+        "canal",
+        "simple&encoding-format=avro",
+        "file:protocol=csv",
+    ],
     ids=lambda p: p or "events",
 )
 def test_random_scripts_rebuild_as_mariadb_runs_them(

@@ -664,7 +664,7 @@ def _opened(feed: ChangefeedConfig, overwrite: bool) -> Sink:
     from ticdc_sim.sinks.staging import NotEmpty
 
     try:
-        return open_sink(feed.sink, overwrite=overwrite)
+        return open_sink(feed.sink, overwrite=overwrite, feed=feed)
     except NotEmpty as e:
         raise NotEmpty(e.sink, e.root, "overwrite=True") from None
 

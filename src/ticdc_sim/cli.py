@@ -429,7 +429,7 @@ def _replay_to_sink(
     from ticdc_sim.sinks import open_sink
 
     pipeline = Pipeline(
-        feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings), warnings
+        feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed), warnings
     )
     observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
     try:
@@ -477,9 +477,9 @@ def _finish(
 def _print_summary(summary: Summary) -> None:
     """What a run sent, in one line on stderr (both engines)."""
     per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
+    sent = f"{summary.files} data files" if summary.files else f"records per topic: {per_topic}"
     typer.echo(
-        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints"
-        f" -> records per topic: {per_topic}"
+        f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints -> {sent}"
         + (
             f" ({summary.skipped_rows} rows, {summary.skipped_ddls} DDL of filtered or"
             " ineligible tables skipped)"
@@ -497,7 +497,8 @@ def decode(
         str,
         typer.Argument(
             metavar="SOURCE",
-            help="jsonl:///DIR?protocol=..., parquet:///DIR?... or kafka://HOST:PORT/TOPIC?..."
+            help="jsonl:///DIR?protocol=..., parquet:///DIR?..., file:///DIR?protocol=csv"
+            " or kafka://HOST:PORT/TOPIC?..."
             " (the sink URI that wrote it)",
         ),
     ],
@@ -533,11 +534,15 @@ def _print_decoded(
 ) -> None:
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines."""
-    from ticdc_sim.encoders import decoder_for
+    from ticdc_sim.encoders import Decoder, decoder_for
     from ticdc_sim.jsonout import decoded_lines
 
     out = sys.stdout.buffer
-    decoder = decoder_for(feed.codec, upstream)
+    decoder: Decoder = decoder_for(feed.codec, upstream)
+    if feed.sink.scheme == "file":
+        from ticdc_sim.sinks.storage import StorageDecoder
+
+        decoder = StorageDecoder(feed.codec)
 
     def unreadable(record: Record, error: SimError) -> SimError:
         hint = _reads_as(feed, record)
@@ -585,6 +590,8 @@ def _where(sink: SinkURI, record: Record) -> str:
         return f"{sink.target}/{topic}/partition-{partition}.jsonl"
     if sink.scheme == "parquet":
         return f"{sink.target}/topic={topic}/partition={partition}"
+    if sink.scheme == "file":
+        return f"{sink.target}/{topic}"
     return f"kafka {topic}[{partition}]"
 
 
@@ -597,12 +604,16 @@ def _records(sink: SinkURI) -> Iterator[Record]:
         from ticdc_sim.sinks.parquet import read_parquet
 
         return read_parquet(sink.target)
+    if sink.scheme == "file":
+        from ticdc_sim.sinks.storage import read_storage
+
+        return read_storage(sink.target)
     if sink.scheme == "kafka":
         from ticdc_sim.sinks.kafka import read_topic
 
         return read_topic(sink)
     raise ConfigError(
-        "decode reads jsonl:// and parquet:// directories and kafka:// topics,"
+        "decode reads jsonl://, parquet:// and file:// directories and kafka:// topics,"
         f" not {sink.scheme}://"
     )
 

@@ -42,9 +42,9 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import TokenType
 
-from ticdc_sim.config import Changefeed, changefeed, parse_replica_config
+from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import Message, decoder_for
-from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
+from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, ticdc_zone
@@ -513,7 +513,14 @@ def build_changefeed(spec: FeedSpec) -> Changefeed:
     configured = spec.configured
     if spec.toml is None and configured is None:
         configured = parse_replica_config(spec.replica_config, "replica_config")
-    return changefeed(spec.sink_uri, spec.toml, "config", spec.overrides, configured)
+    built = changefeed(spec.sink_uri, spec.toml, "config", spec.overrides, configured)
+    if built.sink.scheme in STORAGE_SCHEMES:
+        # its files follow the flush interval, not each request: not wired to the feed log
+        raise ConfigError(
+            f"the storage sink ({built.sink.scheme}://) is written by `ticdc-sim replay` and"
+            " `generate` only; a served or Python-API changefeed cannot use it yet"
+        )
+    return built
 
 
 # -- clusters ----------------------------------------------------------------------------------

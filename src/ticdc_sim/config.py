@@ -33,8 +33,10 @@ from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
 from ticdc_sim.partitioning.topic import TopicDispatcher
 
-SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole")
-LATER_SCHEMES = ("file", "s3", "gcs", "azure", "pulsar", "mysql")
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file")
+LATER_SCHEMES = ("s3", "gcs", "gs", "azure", "azblob", "pulsar", "mysql")
+STORAGE_SCHEMES = ("file",)  # TiCDC's storage sink: csv and canal-json files by table
+STORAGE_PROTOCOLS = ("csv", "canal-json")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
 
@@ -91,6 +93,12 @@ class Changefeed:
     force_replicate: bool = False
     filter_rules: tuple[str, ...] = ("*.*",)
     output_raw_change_event: bool = False
+    # the storage sink (tiflow pkg/sink/cloudstorage/config.go, pkg/config/sink.go)
+    flush_interval: str = "5s"
+    file_size: int = 64 << 20
+    date_separator: str = "day"
+    enable_partition_separator: bool = True
+    file_index_width: int = 20
     enable_old_value: bool = True
     # [integrity] corruption-handle-level: what TiCDC does on a bad checksum; none happen here
     corruption_handle_level: str = "warn"
@@ -325,6 +333,9 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "large-message-handle-compression": _LARGE["large-message-handle-compression"],
     "claim-check-storage-uri": _LARGE["claim-check-storage-uri"],
     "claim-check-raw-value": ("claim_check_raw_value", parse_bool),
+    # the storage sink's (cloudstorage/config.go Apply)
+    "flush-interval": ("flush_interval", _duration),
+    "file-size": ("file_size", _int_text(_any_int)),
 }
 # Kafka producer parameters (the kafka:// sink reads them; elsewhere they have no effect), and
 # codec parameters of protocols that ignore them
@@ -370,6 +381,10 @@ _URI_IGNORED = frozenset(
         "output-row-key",
     }
 )
+# the storage sink's tuning (cloudstorage/config.go): accepted, no effect on the files
+_URI_STORAGE_IGNORED = frozenset(
+    {"worker-count", "flush-concurrency", "file-expiration-days", "file-cleanup-cron-spec"}
+)
 # what those must look like all the same: TiCDC binds them to Go types (kafka/options.go
 # urlConfig), and a value it refuses must not pass here
 _URI_CHECKS: dict[str, Parse] = {
@@ -379,6 +394,9 @@ _URI_CHECKS: dict[str, Parse] = {
     "dial-timeout": _duration,
     "write-timeout": _duration,
     "read-timeout": _duration,
+    "worker-count": _int_text(_positive),
+    "flush-concurrency": _int_text(_any_int),
+    "file-expiration-days": _int_text(_any_int),
     **{
         name: parse_bool
         for name in (
@@ -426,7 +444,11 @@ def _query(query: str, text: str) -> dict[str, str]:
         if name in params:
             raise _fail(text, f"parameter {shown(name)} is given twice")
         params[name] = value
-    unknown = [n for n in params if n not in _URI_PARAMS and n not in _URI_IGNORED]
+    unknown = [
+        n
+        for n in params
+        if n not in _URI_PARAMS and n not in _URI_IGNORED and n not in _URI_STORAGE_IGNORED
+    ]
     if unknown:
         names = ", ".join(map(shown, unknown[:5])) + (", ..." if len(unknown) > 5 else "")
         raise _fail(text, f"unknown parameter{'s' if len(unknown) > 1 else ''} {names}")
@@ -486,9 +508,9 @@ def parse_sink_uri(text: str) -> SinkURI:
             params.setdefault("enable-tls", "true")
         return SinkURI("kafka", target, params, text)
     target = _unquoted(parts.netloc + parts.path, text)
-    if scheme in ("jsonl", "parquet") and not target:
+    if scheme in ("jsonl", "parquet", "file") and not target:
         raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
-    if scheme in ("jsonl", "parquet") and target.startswith("~"):  # a directory named ~
+    if scheme in ("jsonl", "parquet", "file") and target.startswith("~"):  # a directory named ~
         raise _fail(text, f"~ is not your home in a URI; write {scheme}://$HOME/... instead")
     return SinkURI(scheme, target, params, text)
 
@@ -537,6 +559,82 @@ _KAFKA_FROM_CONFIG: dict[str, Parse] = {
 _KAFKA_PARAM = "kafka-param:"  # the setting name's prefix of those
 
 
+# [sink.csv] (tiflow pkg/config/sink.go CSVConfig); checked in `_adjust`, as TiCDC checks
+# them only for a storage sink
+_CSV: dict[str, tuple[str, Parse]] = {
+    "delimiter": ("csv_delimiter", _text),
+    "quote": ("csv_quote", _text),
+    "null": ("csv_null", _text),
+    "include-commit-ts": ("csv_include_commit_ts", _bool),
+    "binary-encoding-method": ("csv_binary_encoding_method", _text),
+    "output-old-value": ("csv_output_old_value", _bool),
+    "output-handle-key": ("csv_output_handle_key", _bool),
+    "output-field-header": ("csv_output_field_header", _bool),
+}
+
+
+def _date_separator(value: Any, where: str) -> str:
+    """DateSeparator.FromString (any case)."""
+    text = _text(value, where)
+    if text.lower() not in DATE_SEPARATORS:
+        raise ConfigError(
+            f"{where}: date separator in storage sink is invalid: {shown(text)}; none, year,"
+            " month or day (ErrStorageSinkInvalidDateSeparator)"
+        )
+    return text.lower()
+
+
+DATE_SEPARATORS = ("none", "year", "month", "day")
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_MS = {
+    "ns": 1e-6,
+    "us": 1e-3,
+    "µs": 1e-3,
+    "μs": 1e-3,
+    "ms": 1,
+    "s": 1e3,
+    "m": 6e4,
+    "h": 3.6e6,
+}
+
+
+def duration_ms(text: str) -> float:
+    """A Go duration (checked by `_duration`) in milliseconds."""
+    sign = -1 if text.startswith("-") else 1
+    parts = _DURATION_PART.findall(text)
+    return sign * sum(float(n) * _DURATION_MS[unit] for n, unit in parts)
+
+
+# flush-interval and file-size: TiCDC overrides a value out of range, with a warning
+_FLUSH_INTERVAL_MS = (2_000, 600_000)
+_FILE_SIZE = (1 << 20, 512 << 20)
+
+
+def _csv_errors(codec: CodecConfig) -> str | None:
+    """CSVConfig.validateAndAdjust's refusal of the [sink.csv] options, if any: lengths in
+    bytes, as Go's len; the messages of tiflow pkg/config/sink_test.go
+    TestValidateAndAdjustCSVConfig."""
+    quote, delimiter = codec.csv_quote.encode(), codec.csv_delimiter.encode()
+    if len(quote) > 1:
+        return "csv config quote contains more than one character"
+    if quote in (b"\r", b"\n"):
+        return "csv config quote cannot be line break character"
+    if not delimiter:
+        return "csv config delimiter cannot be empty"
+    if b"\r" in delimiter or b"\n" in delimiter:
+        return "csv config delimiter contains line break characters"
+    if len(delimiter) > 3:
+        return (
+            "csv config delimiter contains more than three characters, note that escape"
+            " sequences can only be used in double quotes in toml configuration items."
+        )
+    if quote and quote in delimiter:
+        return "csv config quote and delimiter has common characters which is not allowed"
+    if codec.csv_binary_encoding_method not in ("base64", "hex"):
+        return "csv config binary-encoding-method can only be hex or base64"
+    return None
+
+
 def _as_param(value: Any) -> str:
     """A config value as the URI parameter's text."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -574,6 +672,14 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
         "encoding_format",
         _encoding_format,
     ),
+    ("sink", "terminator"): ("terminator", _text),
+    ("sink", "date-separator"): ("date_separator", _date_separator),
+    ("sink", "enable-partition-separator"): ("enable_partition_separator", _bool),
+    ("sink", "file-index-digit"): ("file_index_width", _any_int),
+    # the sink URI's flush-interval and file-size win (cloudstorage/config.go mergeConfig)
+    ("sink", "cloud-storage-config", "flush-interval"): ("flush_interval", _duration),
+    ("sink", "cloud-storage-config", "file-size"): ("file_size", _any_int),
+    **{("sink", "csv", k): v for k, v in _CSV.items()},
     ("sink", "send-bootstrap-interval-in-sec"): ("send_bootstrap_interval_in_sec", _count),
     ("sink", "send-bootstrap-in-msg-count"): ("send_bootstrap_in_msg_count", _count32),
     ("sink", "send-bootstrap-to-all-partition"): ("send_bootstrap_to_all_partition", _bool),
@@ -626,7 +732,15 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         *(("sink", "kafka-config", "codec-config", k) for k in sorted(_URI_IGNORED)),
         ("sink", "debezium"),
         ("sink", "simple"),
-        ("sink", "cloud-storage-config"),
+        *(
+            ("sink", "cloud-storage-config", k)
+            for k in (
+                "worker-count",
+                "file-expiration-days",
+                "file-cleanup-cron-spec",
+                "flush-concurrency",
+            )
+        ),
         ("sink", "pulsar-config"),
         ("sink", "mysql-config"),
     }
@@ -637,12 +751,8 @@ _TOML_LATER: dict[Path, str] = {
     ("filter", "event-filters"): "event filters are",
     ("filter", "ignore-txn-start-ts"): "ignored transactions are",
     ("sink", "column-selectors"): "column selectors are",
-    ("sink", "csv"): "the csv protocol is",
-    ("sink", "terminator"): "the csv terminator is",
-    ("sink", "date-separator"): "the storage sink is",
-    ("sink", "enable-partition-separator"): "the storage sink is",
-    ("sink", "file-index-digit"): "the storage sink is",
     ("sink", "transaction-atomicity"): "transaction atomicity is",
+    ("sink", "cloud-storage-config", "output-column-id"): "schema files with column ids are",
 }
 _DISPATCHERS: Path = ("sink", "dispatchers")  # read by _Reader.dispatchers
 _TABLES: frozenset[Path] = frozenset(p[:n] for p in _TOML_SETTINGS for n in range(1, len(p)))
@@ -931,8 +1041,71 @@ def changefeed(
 _CLASSIC_ONLY = frozenset({"canal", "maxwell"})
 
 
+def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
+    """What TiCDC refuses of the csv protocol (tiflow pkg/config/sink.go validateAndAdjust,
+    pkg/sink/codec/builder NewRowEventEncoderBuilder)."""
+    if feed.sink.scheme not in STORAGE_SCHEMES:
+        raise ConfigError(
+            f"protocol csv is written by the storage sink only (file://); TiCDC's"
+            f" {feed.sink.scheme} sink refuses it: unknown 'csv' message protocol for sink"
+            " (ErrSinkUnknownProtocol)"
+        )
+    if codec.delete_only_output_handle_key_columns:
+        raise ConfigError(
+            "CSV protocol always output all columns for the delete event, do not set"
+            " `delete-only-output-handle-key-columns` to true (ErrSinkInvalidConfig)"
+        )
+    error = _csv_errors(codec)
+    if error is not None:
+        raise ConfigError(f"[sink.csv]: {error} (ErrSinkInvalidConfig)")
+
+
+def _check_storage(feed: Changefeed) -> Changefeed:
+    """The storage sink's protocol and settings (NewTxnEventEncoderBuilder; cloudstorage
+    config.go Apply: out-of-range values overridden with a warning; sink.go: a file index
+    width out of 6..20 is 20)."""
+    protocol = feed.codec.protocol
+    if feed.faults.active:
+        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://) has none")
+    if feed.codec.profile != "v8.5":
+        # ticdc's writer orders data before index, its schema files carry ColumnElems, its
+        # csv drops output-handle-key: none of it simulated
+        raise ConfigError(
+            f"ticdc-version={feed.codec.profile} with the storage sink is not simulated yet;"
+            " the classic (v8.5) storage sink is"
+        )
+    if protocol not in STORAGE_PROTOCOLS:
+        raise ConfigError(
+            f"the storage sink writes protocol csv or canal-json; TiCDC refuses {protocol}:"
+            f" unknown '{protocol}' message protocol for sink (ErrSinkUnknownProtocol)"
+        )
+    warnings = list(feed.warnings)
+    low, high = _FLUSH_INTERVAL_MS
+    interval = duration_ms(feed.flush_interval) if feed.flush_interval else 5_000
+    if not low <= interval <= high:
+        bound = "2s" if interval < low else "10m0s"
+        warnings.append(
+            f"flush-interval {feed.flush_interval} is too {'small' if interval < low else 'large'};"
+            f" TiCDC uses {bound}"
+        )
+        feed = replace(feed, flush_interval=bound)
+    low, high = _FILE_SIZE
+    if not low <= feed.file_size <= high:
+        size = low if feed.file_size < low else high
+        warnings.append(
+            f"file-size {feed.file_size} is too {'small' if size == low else 'large'};"
+            f" TiCDC uses {size}"
+        )
+        feed = replace(feed, file_size=size)
+    if not 6 <= feed.file_index_width <= 20:
+        feed = replace(feed, file_index_width=20)
+    return replace(feed, warnings=tuple(warnings))
+
+
 def _adjust(feed: Changefeed) -> Changefeed:
     """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
+    if feed.sink.scheme in STORAGE_SCHEMES:
+        feed = _check_storage(feed)
     codec, warnings = feed.codec, list(feed.warnings)
     protocol = codec.protocol
     if codec.profile == "new-arch" and protocol in _CLASSIC_ONLY:
@@ -974,6 +1147,10 @@ def _adjust(feed: Changefeed) -> Changefeed:
         warnings.append("delete-only-output-handle-key-columns has no effect with protocol simple")
     if codec.encoding_format != "json" and protocol != "simple":
         warnings.append(f"encoding-format has no effect with protocol {protocol}")
+    if protocol == "csv":
+        _check_csv(feed, codec)
+    if not codec.terminator:
+        codec = replace(codec, terminator="\r\n")  # sink.go validateAndAdjust
     if codec.content_compatible and protocol != "canal-json":
         # common/config.go Apply reads content-compatible for canal-json only
         codec = replace(codec, content_compatible=False)

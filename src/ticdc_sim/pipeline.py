@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
@@ -91,6 +91,7 @@ class Summary:
     records: dict[str, int] = field(default_factory=dict)  # per topic
     checkpoint_ts: int = 0
     injected: int = 0  # records [faults] added
+    files: int = 0  # data files the storage sink wrote
 
 
 @dataclass
@@ -184,6 +185,8 @@ class Pipeline:
         self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
         self.faults = feed.faults
         self.sink: Sink = FaultySink(sink, feed.faults) if feed.faults.active else sink
+        # the storage sink takes rows by table, DDL and checkpoints as such (sinks/storage.py)
+        self.storage: Any = sink if getattr(sink, "by_table", False) else None
         self._sent_checkpoints: dict[tuple[str, int], int] = {}  # the last per partition
         self.partitions = feed.partition_num if feed.partition_num_set else None
         self.warnings = warnings if warnings is not None else Warnings()
@@ -344,6 +347,8 @@ class Pipeline:
             self.sink.abort()
             raise
         self.sink.close()
+        if self.storage is not None:
+            self.summary.files = self.storage.files
         if isinstance(self.sink, FaultySink):
             self.summary.injected = self.sink.injected
         return self.summary
@@ -396,7 +401,7 @@ class Pipeline:
         return {topic: self._partitions_of(topic) for topic in topics}
 
     def _tick(self, now: int) -> None:
-        """The 1 s ticker at simulated time `now` (ms)."""
+        """The 1 s ticker at simulated time `now` (ms); the storage sink's own after it."""
         if self._next_tick is None:
             origin = now if self._tick_origin is None else self._tick_origin
             behind = (now - origin) // CHECKPOINT_INTERVAL_MS + 1
@@ -406,6 +411,8 @@ class Pipeline:
             self._checkpoint()
             behind = (now - self._next_tick) // CHECKPOINT_INTERVAL_MS + 1
             self._next_tick += behind * CHECKPOINT_INTERVAL_MS
+        if self.storage is not None:
+            self.storage.tick(now)
 
     # -- output ------------------------------------------------------------------------------------
 
@@ -417,6 +424,9 @@ class Pipeline:
 
     def _flush(self) -> None:
         if not self._batch:
+            return
+        if self.storage is not None:
+            self._flush_by_table()
             return
         groups: dict[tuple[str, int, str], list[RowChangedEvent]] = {}
         route = self.router
@@ -455,6 +465,14 @@ class Pipeline:
                 )
             self._send(topic, partition, messages)
 
+    def _flush_by_table(self) -> None:
+        """The storage sink's batch: each row with its one message, grouped by the sink."""
+        batch, self._batch = self._batch, []
+        if self.observer is not None:
+            self.observer.rows(batch)
+        (messages,) = self.encoder.build_groups([batch])
+        self.storage.rows(batch, messages)
+
     def _send_bootstraps(self, tables: list[_TableStatistic], now: int) -> None:
         for table in tables:  # bootstrapWorker.generateEvents
             message = self._encode_bootstrap(table.info, now << PHYSICAL_SHIFT_BITS)
@@ -462,6 +480,9 @@ class Pipeline:
                 self._send(table.topic, partition, [message])
 
     def _send_ddl(self, ddl: DDLEvent) -> None:
+        if self.storage is not None:
+            self.storage.ddl(ddl)
+            return
         message = self.encoder.encode_ddl(ddl)
         if message is None:  # debezium drops the DDL types it has no change type for
             return
@@ -481,6 +502,10 @@ class Pipeline:
             self._sent_ts = self.summary.checkpoint_ts = ts
             if self.observer is not None:
                 self.observer.checkpoint(ts)
+        if self.storage is not None:
+            self.summary.checkpoints += new
+            self.storage.checkpoint(ts, final)
+            return
         message = self.encoder.encode_checkpoint(ts)
         if message is None:  # canal-json without the TiDB extension has no checkpoints
             if new and isinstance(self.sink, FaultySink):

@@ -42,22 +42,22 @@ def refused(call: Any, *args: Any) -> str:
 BAD_URIS = [
     pytest.param(
         "",
-        "sink URI '': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://)",
+        "sink URI '': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
         id="empty",
     ),
     pytest.param(
         "/tmp/out",
-        "sink URI '/tmp/out': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://)",
+        "sink URI '/tmp/out': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
         id="no-scheme",
     ),
     pytest.param(
         "ftp://x/y?protocol=canal-json",
-        "sink URI 'ftp://x/y?protocol=canal-json': unknown scheme 'ftp' (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://)",
+        "sink URI 'ftp://x/y?protocol=canal-json': unknown scheme 'ftp' (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
         id="unknown-scheme",
     ),
     pytest.param(
         "s3://bucket/dir?protocol=canal-json",
-        "sink URI 's3://bucket/dir?protocol=canal-json': the s3:// sink is not simulated yet; use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://",
+        "sink URI 's3://bucket/dir?protocol=canal-json': the s3:// sink is not simulated yet; use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://",
         id="later-scheme",
     ),
     pytest.param(
@@ -147,7 +147,7 @@ BAD_URIS = [
     ),
     pytest.param(
         "jsonl:///x?protocol=cannal-json",
-        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)",
+        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)",
         id="unknown-protocol",
     ),
     pytest.param(
@@ -642,11 +642,6 @@ BAD_TOML = [
         id="msg-count-int32",
     ),
     pytest.param(
-        "[sink.csv]\ndelimiter = ','\n",
-        "cf.toml: sink.csv: the csv protocol is not simulated yet",
-        id="later-csv",
-    ),
-    pytest.param(
         "[filter]\nevent-filters = [{matcher = ['*.*'], ignore-event = ['insert']}]\n",
         "cf.toml: filter.event-filters: event filters are not simulated yet",
         id="later-event-filters",
@@ -674,7 +669,7 @@ def test_a_megabyte_value_is_quoted_short() -> None:
     message = refused(changefeed, "memory://", text, "cf.toml")
     assert message == (
         "cf.toml: sink.protocol: unknown protocol '" + "p" * 37 + "...'"
-        " (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)"
+        " (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)"
     )
 
 
@@ -822,11 +817,6 @@ BAD_REPLICA_CONFIGS = [
         {"filter": {"rules": ["a.b.c"]}},
         "replica_config: filter.rules: table filter 'a.b.c': unexpected '.c'",
         id="filter-rule-bad",
-    ),
-    pytest.param(
-        {"sink": {"csv": {"delimiter": ","}}},
-        "replica_config: sink.csv: the csv protocol is not simulated yet",
-        id="later-csv",
     ),
     pytest.param(
         {"sink": {"column_selectors": [{"matcher": ["*.*"], "columns": ["a"]}]}},

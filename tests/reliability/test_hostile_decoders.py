@@ -908,3 +908,61 @@ def test_the_decode_command_names_the_record_it_cannot_read(
     result = CliRunner().invoke(app, ["decode", f"jsonl://{tmp_path}?protocol={protocol}"])
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == f"error: {partition} offset 0: {message}\n"
+
+
+# -- csv: what the storage sink writes, cut and flipped -----------------------------------------
+
+
+def _csv_records(options: dict[str, Any]) -> list[tuple[bytes | None, bytes]]:
+    """The schema files, rows and checkpoint of SCRIPT, as the csv encoder makes them."""
+    from ticdc_sim.encoders import CodecConfig, encoder_for
+    from ticdc_sim.generator.sql.engine import Engine
+    from ticdc_sim.generator.sql.script import parse_statements
+    from ticdc_sim.model.events import DDLEvent
+
+    encoder = encoder_for(CodecConfig("csv", **options))
+    out: list[tuple[bytes | None, bytes]] = []
+    for event in Engine().run(parse_statements(SCRIPT)):
+        if isinstance(event, DDLEvent):
+            message = encoder.encode_ddl(event)
+        else:
+            encoder.append_row(event)
+            (message,) = encoder.build()
+        assert message.value is not None
+        out.append((message.key, message.value))
+    checkpoint = encoder.encode_checkpoint(TS)
+    assert checkpoint is not None and checkpoint.value is not None
+    return [*out, (checkpoint.key, checkpoint.value)]
+
+
+CSV_OPTIONS = {
+    "csv": {"csv_include_commit_ts": True, "csv_output_old_value": True},
+    "csv-escaped": {"csv_quote": "", "csv_delimiter": "|@|", "csv_output_handle_key": True},
+}
+
+
+@pytest.mark.parametrize("variant", CSV_OPTIONS)
+def test_csv_every_prefix_and_flipped_byte_is_events_or_one_clear_error(variant: str) -> None:
+    from ticdc_sim.encoders import CodecConfig
+
+    config = CodecConfig("csv", **CSV_OPTIONS[variant])
+    records = _csv_records(CSV_OPTIONS[variant])
+    schemas = [(k, v) for k, v in records if k is not None and k.endswith(b".json")]
+    checked = 0
+    for key, value in records:
+        cuts = range(0, len(value), max(1, len(value) // 256))  # every byte of short ones
+        damaged = {value[:n] for n in cuts}
+        damaged |= {value[:i] + bytes([value[i] ^ 0x21]) + value[i + 1 :] for i in cuts}
+        for data in damaged:
+            decoder = decoder_for(config)
+            for schema_key, schema in schemas:  # every table known: only the damage can fail
+                decoder.decode(schema_key, schema)
+            try:
+                events = decoder.decode(key, data)
+            except DecodeError as e:
+                assert str(e).startswith(("not a csv message: ", "not a storage ")), str(e)
+                checked += 1
+                continue
+            assert all(isinstance(event, DECODED) for event in events)
+            checked += 1
+    assert checked > 1000

@@ -443,7 +443,7 @@ CASES = [
         400,
         "CDC:ErrSinkURIInvalid",
         "sink URI '::::': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://,"
-        " jsonl://, parquet://, memory://, blackhole://)",
+        " jsonl://, parquet://, memory://, blackhole://, file://)",
         json={"sink_uri": "::::"},
     ),
     refused(
@@ -453,7 +453,7 @@ CASES = [
         400,
         "CDC:ErrSinkURIInvalid",
         "sink URI 'mysql://root@127.0.0.1:3306/': the mysql:// sink is not simulated yet;"
-        " use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://",
+        " use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://",
         json={"sink_uri": "mysql://root@127.0.0.1:3306/"},
     ),
     refused(
@@ -500,7 +500,7 @@ CASES = [
         400,
         "CDC:ErrInvalidReplicaConfig",
         "sink URI parameter protocol: unknown protocol 'nope'"
-        " (simulated: canal, canal-json, craft, debezium, maxwell, open-protocol, simple)",
+        " (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)",
         json={"sink_uri": "memory://?protocol=nope"},
     ),
     refused(

@@ -99,6 +99,28 @@ def json_number(value: float, bits: int) -> str:
     return f"{sign}{mantissa}e{exp_text}"
 
 
+def format_v(value: float, bits: int) -> str:
+    """`fmt.Sprintf("%v", v)` of a float32 (`bits` 32) or float64: `strconv.FormatFloat(v,
+    'g', -1, bits)`, shortest digits, with an exponent (sign, at least two digits) when the
+    decimal exponent is below -4 or at least 6, since shortest 'g' decides with precision 6:
+    `1e+06`, `1.234567e+06`, `1e-05`, `123456`. CSV writes floats so (csv_message.go)."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("+Inf" if value > 0 else "-Inf")
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    digits, point = shortest_digits(abs(value), bits)
+    sign = "-" if value < 0 else ""
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
 # -- strconv.Quote -----------------------------------------------------------------------------
 
 _QUOTE_SHORT = {

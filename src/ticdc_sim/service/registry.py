@@ -67,4 +67,4 @@ class Registry:
 
 def default_open_sink(feed: Changefeed) -> Sink:
     """A service's changefeed runs for as long as the service: file sinks write in place."""
-    return open_sink(feed.sink, overwrite=True, in_place=True)
+    return open_sink(feed.sink, overwrite=True, in_place=True, feed=feed)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, Changefeed, SinkURI
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import Warnings
 
@@ -76,9 +76,11 @@ def open_sink(
     overwrite: bool = False,
     warnings: Warnings | None = None,
     in_place: bool = False,
+    feed: Changefeed | None = None,
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
-    `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`)."""
+    `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
+    the storage sink (file://) reads its settings from the changefeed `feed`."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
@@ -91,6 +93,11 @@ def open_sink(
         from ticdc_sim.sinks.parquet import ParquetSink
 
         return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place)
+    if uri.scheme == "file":
+        from ticdc_sim.sinks.storage import StorageSink
+
+        assert feed is not None, "the storage sink needs the changefeed's settings"
+        return StorageSink(feed, overwrite=overwrite, in_place=in_place)
     if uri.scheme == "memory":
         from ticdc_sim.sinks.memory import MemorySink
 
