@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -22,7 +21,7 @@ from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.models import Error
 from ticdc_sim.service.registry import Registry, default_open_sink
 from ticdc_sim.service.settings import Settings
-from ticdc_sim.sinks import Sink
+from ticdc_sim.sinks import Sink, overlap
 
 T = TypeVar("T")
 
@@ -113,7 +112,7 @@ class State:
                 for feed_id, feed in list(cluster.feeds.items()):
                     theirs = guard.directory(feed.spec.sink_uri)
                     name = f"{cluster.id}/{feed_id}"
-                    if theirs is not None and name != changefeed and _overlap(folder, theirs):
+                    if theirs is not None and name != changefeed and overlap(folder, theirs):
                         raise Conflict(
                             f"{theirs} is written by changefeed {name}: a sink directory has"
                             " one changefeed",
@@ -129,10 +128,6 @@ def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
             return default_open_sink(feed)
 
     return make
-
-
-def _overlap(one: Path, other: Path) -> bool:
-    return one == other or one in other.parents or other in one.parents
 
 
 @contextmanager
