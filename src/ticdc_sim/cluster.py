@@ -44,6 +44,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import Message, decoder_for
+from ticdc_sim.encoders.registry import MemoryRegistry
 from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -585,6 +586,9 @@ class Cluster:
         self.engine.count_affected = True
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
+        # the schema registry its avro changefeeds without a `schema-registry` URL use;
+        # the service serves it over Confluent's REST API
+        self.registry = MemoryRegistry()
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ticdc_sim.service.routes import changefeeds, clusters, ops
+from ticdc_sim.service.routes import changefeeds, clusters, ops, schema_registry
 
-ROUTERS: list[APIRouter] = [changefeeds.router, clusters.router, ops.router]
+ROUTERS: list[APIRouter] = [
+    changefeeds.router,
+    clusters.router,
+    ops.router,
+    schema_registry.router,
+]

@@ -1,0 +1,415 @@
+"""Confluent Schema Registry's REST API over a cluster's schema registry (the `MemoryRegistry`
+its avro changefeeds register in), at /sim/v1/clusters/{cluster}/schema-registry: the subset
+TiCDC (tiflow `pkg/sink/codec/avro/confluent_schema_registry.go`) and confluent-kafka's
+`SchemaRegistryClient` use, in Confluent's shapes (io.confluent.kafka.schemaregistry.rest):
+its content type, its bodies, its `{"error_code": N, "message": ...}` errors with the HTTP
+status N's first three digits name.
+
+One route takes every path under the base and dispatches on the raw path's segments
+(`_ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
+clients send it percent-encoded. The handlers run on the event loop, never in the thread
+pool: a changefeed that registers over HTTP in its own service (a loopback URL) holds a
+pool thread while it waits for the answer. Compatibility levels are stored and answered,
+not enforced (registering never refuses a schema as incompatible)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import fastavro
+from fastapi import APIRouter, Request, Response
+
+from ticdc_sim.cluster import NotFound
+from ticdc_sim.encoders.registry import (
+    INVALID_SCHEMA,
+    INVALID_VERSION,
+    SCHEMA_NOT_FOUND,
+    MemoryRegistry,
+    RegistryError,
+)
+from ticdc_sim.errors import shown
+from ticdc_sim.service.state import BEARER, state_of
+
+router = APIRouter(prefix="/sim/v1/clusters", tags=["schema registry"], dependencies=BEARER)
+MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+# Confluent's error codes beyond the store's (rest/exceptions/Errors.java)
+SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
+INVALID_COMPATIBILITY_LEVEL = 42203
+LEVELS = frozenset(
+    {
+        "NONE",
+        "BACKWARD",
+        "BACKWARD_TRANSITIVE",
+        "FORWARD",
+        "FORWARD_TRANSITIVE",
+        "FULL",
+        "FULL_TRANSITIVE",
+    }
+)
+DEFAULT_LEVEL = "BACKWARD"  # Confluent's default
+_INT32_MAX = 2**31 - 1
+_NUMBER = re.compile(r"[0-9]{1,10}")
+
+
+@dataclass
+class Config:
+    """A registry's compatibility levels: the global one and each subject's own."""
+
+    level: str = DEFAULT_LEVEL
+    subjects: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+# each cluster's registry's config, gone with its registry
+_CONFIGS: weakref.WeakKeyDictionary[MemoryRegistry, Config] = weakref.WeakKeyDictionary()
+_CONFIGS_LOCK = threading.Lock()
+
+
+def _config(registry: MemoryRegistry) -> Config:
+    with _CONFIGS_LOCK:
+        return _CONFIGS.setdefault(registry, Config())
+
+
+class Refused(Exception):
+    """An answer in Confluent's error shape."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+    @property
+    def status(self) -> int:
+        return self.code // 100 if self.code >= 10_000 else self.code
+
+
+@dataclass(frozen=True)
+class Call:
+    """A request as a handler sees it: the registry, the path's variables, the query and the
+    body (parsed only by the handlers that take one)."""
+
+    registry: MemoryRegistry
+    args: tuple[str, ...]
+    query: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        try:
+            found = json.loads(self.body)
+        except RecursionError:
+            raise Refused(400, "the body is not valid JSON: nested too deeply") from None
+        except ValueError as e:  # UnicodeDecodeError too
+            raise Refused(400, f"the body is not valid JSON: {e}") from None
+        if not isinstance(found, dict):
+            raise Refused(422, f"the body is {shown(found)}, not a JSON object")
+        return found
+
+
+Answer = Any  # a JSON value; a Response as it is
+Handler = Callable[[Call], Answer]
+
+
+def _root(call: Call) -> Answer:
+    return {}  # TiCDC checks that the base URL answers exactly this
+
+
+def _subjects(call: Call) -> Answer:
+    prefix = call.query.get("subjectPrefix", "")
+    found = [s for s in call.registry.subjects() if s.startswith(prefix)]
+    offset, limit = _count(call, "offset", 0), _count(call, "limit", -1)
+    return found[offset:] if limit < 0 else found[offset : offset + limit]
+
+
+def _versions(call: Call) -> Answer:
+    return call.registry.versions(call.args[0])
+
+
+def _register(call: Call) -> Answer:
+    schema_id = call.registry.register(call.args[0], _schema(call))
+    return {"id": schema_id}
+
+
+def _version(call: Call) -> Answer:
+    subject = call.args[0]
+    schema_id, version, schema = call.registry.version(subject, _version_of(call.args[1]))
+    return {"subject": subject, "version": version, "id": schema_id, "schema": schema}
+
+
+def _version_schema(call: Call) -> Answer:
+    _, _, schema = call.registry.version(call.args[0], _version_of(call.args[1]))
+    return Response(schema, media_type=MEDIA_TYPE)
+
+
+def _lookup(call: Call) -> Answer:
+    subject = call.args[0]
+    schema = _schema(call)
+    schema_id, version = call.registry.lookup(subject, schema)
+    text = call.registry.schema(schema_id)
+    return {"subject": subject, "version": version, "id": schema_id, "schema": text}
+
+
+def _delete_subject(call: Call) -> Answer:
+    subject = call.args[0]
+    deleted = call.registry.delete_subject(subject)
+    config = _config(call.registry)
+    with config.lock:
+        config.subjects.pop(subject, None)
+    return deleted
+
+
+def _by_id(call: Call) -> Answer:
+    return {"schema": call.registry.schema(_id_of(call.args[0]))}
+
+
+def _id_subjects(call: Call) -> Answer:
+    return sorted({subject for subject, _ in _uses(call)})
+
+
+def _id_versions(call: Call) -> Answer:
+    return [{"subject": subject, "version": version} for subject, version in _uses(call)]
+
+
+def _uses(call: Call) -> list[tuple[str, int]]:
+    """(subject, version) of each registration of the path's schema id."""
+    schema_id = _id_of(call.args[0])
+    call.registry.schema(schema_id)  # 40403 for an id never given
+    subjects: dict[str, list[int]] = call.registry.to_json()["subjects"]
+    return [
+        (subject, number)
+        for subject, ids in sorted(subjects.items())
+        for number, found in enumerate(ids, 1)
+        if found == schema_id
+    ]
+
+
+def _types(call: Call) -> Answer:
+    return ["AVRO"]
+
+
+def _get_global(call: Call) -> Answer:
+    return {"compatibilityLevel": _config(call.registry).level}
+
+
+def _put_global(call: Call) -> Answer:
+    level = _level(call)
+    config = _config(call.registry)
+    with config.lock:
+        config.level = level
+    return {"compatibility": level}
+
+
+def _get_subject_config(call: Call) -> Answer:
+    subject, config = call.args[0], _config(call.registry)
+    with config.lock:
+        level = config.subjects.get(subject)
+        if level is None and call.query.get("defaultToGlobal") == "true":
+            level = config.level
+    if level is None:
+        raise Refused(
+            SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+            f"Subject '{subject}' does not have subject-level compatibility configured",
+        )
+    return {"compatibilityLevel": level}
+
+
+def _put_subject_config(call: Call) -> Answer:
+    level = _level(call)
+    config = _config(call.registry)
+    with config.lock:
+        config.subjects[call.args[0]] = level
+    return {"compatibility": level}
+
+
+def _delete_subject_config(call: Call) -> Answer:
+    subject, config = call.args[0], _config(call.registry)
+    with config.lock:
+        level = config.subjects.pop(subject, None)
+    if level is None:
+        raise Refused(
+            SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+            f"Subject '{subject}' does not have subject-level compatibility configured",
+        )
+    return {"compatibilityLevel": level}
+
+
+_S = "{subject}"
+_V = "{version}"
+_I = "{id}"
+# (method, path segments after the base, handler); `{...}` segments are the handler's args
+_ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
+    ("GET", (), _root),
+    ("GET", ("subjects",), _subjects),
+    ("GET", ("subjects", _S, "versions"), _versions),
+    ("POST", ("subjects", _S, "versions"), _register),
+    ("GET", ("subjects", _S, "versions", _V), _version),
+    ("GET", ("subjects", _S, "versions", _V, "schema"), _version_schema),
+    ("POST", ("subjects", _S), _lookup),
+    ("DELETE", ("subjects", _S), _delete_subject),
+    ("GET", ("schemas", "ids", _I), _by_id),
+    ("GET", ("schemas", "ids", _I, "subjects"), _id_subjects),
+    ("GET", ("schemas", "ids", _I, "versions"), _id_versions),
+    ("GET", ("schemas", "types"), _types),
+    ("GET", ("config",), _get_global),
+    ("PUT", ("config",), _put_global),
+    ("GET", ("config", _S), _get_subject_config),
+    ("PUT", ("config", _S), _put_subject_config),
+    ("DELETE", ("config", _S), _delete_subject_config),
+]
+
+
+def _match(segments: list[str], pattern: tuple[str, ...]) -> tuple[str, ...] | None:
+    if len(segments) != len(pattern):
+        return None
+    args = []
+    for segment, wanted in zip(segments, pattern, strict=True):
+        if wanted.startswith("{"):
+            args.append(segment)
+        elif segment != wanted:
+            return None
+    return tuple(args)
+
+
+def _route(method: str, segments: list[str]) -> tuple[Handler, tuple[str, ...]]:
+    allowed = []
+    for verb, pattern, handler in _ROUTES:
+        args = _match(segments, pattern)
+        if args is None:
+            continue
+        if verb == method:
+            return handler, args
+        allowed.append(verb)
+    path = "/" + "/".join(segments)
+    if allowed:
+        raise Refused(405, f"{method} is not allowed on {path}; it takes {', '.join(allowed)}")
+    raise Refused(404, f"no such path of the schema registry: {method} {shown(path, 200)}")
+
+
+@router.api_route(
+    "/{cluster_id}/schema-registry{rest:path}",
+    methods=["GET", "POST", "PUT", "DELETE"],
+    include_in_schema=False,
+)
+async def schema_registry(request: Request) -> Response:
+    try:
+        cluster_id, segments = _path(request)
+        registry = _registry(request, cluster_id)
+        handler, args = _route(request.method, segments)
+        query = dict(parse_qsl(request.url.query, keep_blank_values=True))
+        answer = handler(Call(registry, args, query, await request.body()))
+    except RegistryError as e:
+        return _refused(Refused(e.code, str(e)))
+    except Refused as e:
+        return _refused(e)
+    if isinstance(answer, Response):
+        return answer
+    return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
+
+
+def _path(request: Request) -> tuple[str, list[str]]:
+    """The cluster and the path's segments after the base, split on the raw path's `/`
+    and unquoted one by one (a subject's `%2F` is not a separator); a trailing `/` is
+    ignored."""
+    raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
+    text = raw.decode("latin-1")
+    parts = text[text.find(_PREFIX) + len(_PREFIX) :].split("/")
+    if len(parts) < 2 or parts[1] != "schema-registry":  # `schema-registryX`, say
+        raise Refused(404, f"no such path: {request.method} {shown(request.url.path, 200)}")
+    segments = parts[2:]
+    if segments and segments[-1] == "":
+        segments.pop()
+    return unquote(parts[0]), [unquote(s) for s in segments]
+
+
+_PREFIX = "/sim/v1/clusters/"
+
+
+def _registry(request: Request, cluster_id: str) -> MemoryRegistry:
+    try:
+        cluster = state_of(request).registry.get(cluster_id)
+    except NotFound as e:
+        raise Refused(404, str(e)) from None
+    found: MemoryRegistry = cluster.registry
+    return found
+
+
+def _refused(e: Refused) -> Response:
+    body = json.dumps({"error_code": e.code, "message": e.message}, ensure_ascii=False)
+    return Response(body, status_code=e.status, media_type=MEDIA_TYPE)
+
+
+def _schema(call: Call) -> str:
+    """The Avro schema of a register or lookup body (`{"schema": ..., "schemaType": "AVRO",
+    "references": []}`), checked as Confluent checks it: 42201 for what is not one."""
+    body = call.json()
+    schema = body.get("schema")
+    if not isinstance(schema, str) or not schema:
+        raise Refused(INVALID_SCHEMA, 'Empty schema: the body needs "schema", a string')
+    kind = body.get("schemaType", "AVRO")
+    if kind != "AVRO":
+        raise Refused(
+            INVALID_SCHEMA,
+            f"schemaType {shown(kind)}: this registry holds AVRO schemas only",
+        )
+    if body.get("references"):
+        raise Refused(INVALID_SCHEMA, "schema references are not supported here")
+    try:
+        parsed = json.loads(schema)
+    except RecursionError:
+        raise Refused(INVALID_SCHEMA, "Invalid schema: nested too deeply") from None
+    except ValueError as e:
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: not JSON: {e}") from None
+    try:
+        fastavro.parse_schema(parsed, _write_hint=False)
+    except RecursionError:
+        raise Refused(INVALID_SCHEMA, "Invalid schema: nested too deeply") from None
+    except Exception as e:  # whatever fastavro refuses is not an Avro schema
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: {shown(str(e), 300)}") from None
+    return schema
+
+
+def _version_of(text: str) -> str:
+    """A version segment: a number in 1..2^31-1, `latest` or -1 (latest), as Confluent
+    takes them; 42202 otherwise."""
+    if text in ("latest", "-1"):
+        return "latest"
+    if _NUMBER.fullmatch(text) and 1 <= int(text) <= _INT32_MAX:
+        return text
+    raise Refused(
+        INVALID_VERSION,
+        f"The specified version '{shown(text, 40)[1:-1]}' is not a valid version id. Allowed"
+        ' values are between [1, 2^31-1] and the string "latest"',
+    )
+
+
+def _id_of(text: str) -> int:
+    if _NUMBER.fullmatch(text) and int(text) <= _INT32_MAX:
+        return int(text)
+    raise Refused(SCHEMA_NOT_FOUND, f"Schema {shown(text, 40)} not found")
+
+
+def _count(call: Call, name: str, default: int) -> int:
+    text = call.query.get(name)
+    if text is None:
+        return default
+    if re.fullmatch(r"-?[0-9]{1,10}", text):
+        return int(text)
+    raise Refused(422, f"{name} {shown(text, 40)} is not a number")
+
+
+def _level(call: Call) -> str:
+    body = call.json()
+    level = body.get("compatibility", body.get("compatibilityLevel"))
+    if not isinstance(level, str) or level.upper() not in LEVELS:
+        raise Refused(
+            INVALID_COMPATIBILITY_LEVEL,
+            f"Invalid compatibility level {shown(level)}. Valid values are"
+            f" {', '.join(sorted(LEVELS))}",
+        )
+    return level.upper()

@@ -1,0 +1,210 @@
+"""An HTTP client of a Confluent Schema Registry, as TiCDC's avro changefeeds use one (tiflow
+`pkg/sink/codec/avro/confluent_schema_registry.go`): `open_registry(url)` checks that
+`GET <url>` answers exactly `{}` (no retry: a changefeed with a registry that is not there
+fails at creation), then `register` POSTs `{"schema": ...}` to
+`/subjects/<subject>/versions` and `schema` GETs `/schemas/ids/<id>`.
+
+TiCDC retries a connection error or a 5xx forever (exponential backoff up to 30 s) and a
+4xx never; here the retries stop after `attempts`, so a registry that stays down is a clear
+error, not a hang. TiCDC's HTTP client has no timeout; here each request has one.
+Ids are cached: by (subject, schema) as TiCDC caches by subject and table version (a schema
+registered again gets its id again, so the cache only saves round trips), schemas by id
+(a registry never gives an id another schema).
+
+Every failure is a `RegistryError` (a SimError) naming the URL, the subject or id, and
+what the registry said; `code` is Confluent's error code when the registry gave one, its
+HTTP status otherwise, 0 when it did not answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+from urllib.parse import quote_plus, urlsplit
+
+import httpx
+
+from ticdc_sim.encoders.registry import RegistryError, compact
+from ticdc_sim.errors import shown
+
+# TiCDC's Accept and Content-Type (confluent_schema_registry.go Register)
+_ACCEPT = (
+    "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
+)
+_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+ATTEMPTS = 5
+BACKOFF_S = 0.5  # cenkalti/backoff's first interval; each next one x1.5 (no jitter here)
+TIMEOUT_S = 10.0
+
+
+class RegistryAPIError(RegistryError):
+    """TiCDC's ErrAvroSchemaAPIError: the registry could not be reached or refused."""
+
+    error_code = "CDC:ErrAvroSchemaAPIError"
+
+
+def open_registry(
+    url: str,
+    *,
+    attempts: int = ATTEMPTS,
+    backoff_s: float = BACKOFF_S,
+    timeout_s: float = TIMEOUT_S,
+) -> HTTPRegistry:
+    """A registry at `url` once it answers `GET <url>` with exactly `{}`, as TiCDC's
+    NewAvroSchemaManager checks."""
+    base = url.rstrip("/")
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise RegistryAPIError(0, f"schema-registry {shown(url)}: not an http:// or https:// URL")
+    registry = HTTPRegistry(base, attempts, backoff_s, timeout_s)
+    response = registry.request("GET", base, "testing the connection", attempts=1)
+    if response.text != "{}":
+        registry.close()
+        raise RegistryAPIError(
+            response.status_code,
+            f"schema registry {base}: GET {base} answered HTTP {response.status_code}"
+            f" {shown(response.text, 200)}, not {{}} (is it a Confluent Schema Registry's"
+            " base URL?)",
+        )
+    return registry
+
+
+class HTTPRegistry:
+    """The `SchemaRegistry` protocol over HTTP; thread-safe."""
+
+    def __init__(self, base: str, attempts: int, backoff_s: float, timeout_s: float) -> None:
+        self.url = base
+        self.attempts, self.backoff_s = attempts, backoff_s
+        self._http = httpx.Client(timeout=timeout_s, headers={"Accept": _ACCEPT})
+        self._lock = threading.Lock()
+        self._ids: dict[tuple[str, str], int] = {}
+        self._schemas: dict[int, str] = {}
+
+    def register(self, subject: str, schema: str) -> int:
+        """The id of `schema` under `subject` (TiCDC's Register: the schema compacted)."""
+        text = compact(schema)
+        with self._lock:
+            known = self._ids.get((subject, text))
+        if known is not None:
+            return known
+        what = f"registering subject {subject!r}"
+        # Go's url.QueryEscape, as TiCDC escapes the subject: a registry reads its `+` as
+        # `+` (topics, and so subjects, have no spaces)
+        url = f"{self.url}/subjects/{quote_plus(subject, safe='')}/versions"
+        response = self.request(
+            "POST",
+            url,
+            what,
+            content=json.dumps({"schema": text}),
+            headers={"Content-Type": _CONTENT_TYPE},
+        )
+        schema_id = self._answer(response, what).get("id")
+        if type(schema_id) is not int or schema_id <= 0:
+            raise RegistryAPIError(
+                response.status_code,
+                f"schema registry {self.url}: {what}: it answered {shown(response.text, 200)},"
+                " not a schema id (a positive integer)",
+            )
+        with self._lock:
+            self._ids[(subject, text)] = schema_id
+            self._schemas[schema_id] = text
+        return schema_id
+
+    def schema(self, schema_id: int) -> str:
+        """The schema text of `schema_id` (TiCDC's Lookup)."""
+        with self._lock:
+            known = self._schemas.get(schema_id)
+        if known is not None:
+            return known
+        what = f"looking up schema id {schema_id}"
+        response = self.request("GET", f"{self.url}/schemas/ids/{schema_id}", what)
+        text = self._answer(response, what).get("schema")
+        if not isinstance(text, str):
+            raise RegistryAPIError(
+                response.status_code,
+                f"schema registry {self.url}: {what}: it answered {shown(response.text, 200)},"
+                ' not {"schema": "..."}',
+            )
+        with self._lock:
+            self._schemas[schema_id] = text
+        return text
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self, method: str, url: str, what: str, attempts: int | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        """The answer to a request, retried (TiCDC's httpRetry) on a connection error or a
+        5xx, never on a 4xx; an error once the attempts are spent."""
+        attempts = attempts or self.attempts
+        wait = self.backoff_s
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(method, url, **kwargs)
+            except httpx.HTTPError as e:
+                failure = f"{method} {url}: {_transport_error(e)}"
+                if attempt == attempts:
+                    raise RegistryAPIError(0, self._said(what, failure, attempts)) from None
+            else:
+                if response.status_code < 500:
+                    return response
+                if attempt == attempts:
+                    code, said = _said(response)
+                    failure = f"HTTP {response.status_code}: {said}"
+                    raise RegistryAPIError(code, self._said(what, failure, attempts))
+            time.sleep(wait)
+            wait *= 1.5
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _said(self, what: str, failure: str, attempts: int) -> str:
+        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+        return f"schema registry {self.url}: {what}: {failure}{tries}"
+
+    def _answer(self, response: httpx.Response, what: str) -> dict[str, Any]:
+        """The JSON object of a 200 answer; the registry's own error otherwise."""
+        if response.status_code != 200:
+            code, said = _said(response)
+            raise RegistryAPIError(
+                code, f"schema registry {self.url}: {what}: HTTP {response.status_code}: {said}"
+            )
+        try:
+            found = response.json()
+        except ValueError:
+            found = None
+        if not isinstance(found, dict):
+            raise RegistryAPIError(
+                200,
+                f"schema registry {self.url}: {what}: the answer is not a JSON object:"
+                f" {shown(response.text, 200)}",
+            )
+        return found
+
+
+def _said(response: httpx.Response) -> tuple[int, str]:
+    """(Confluent's error code, its message) of an error answer: `{"error_code": N,
+    "message": ...}`, or the HTTP status and the body as it came."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        code = body.get("error_code")
+        if type(code) is int:
+            return code, f"error {code}: {shown(body['message'], 300)}"
+        return response.status_code, shown(body["message"], 300)
+    return response.status_code, shown(response.text, 200) if response.text else "(no body)"
+
+
+def _transport_error(e: httpx.HTTPError) -> str:
+    """What went wrong before an answer, in words: httpx's text is the OS's, or empty."""
+    kind = {
+        httpx.ConnectTimeout: "connecting timed out",
+        httpx.ReadTimeout: "no answer in time",
+        httpx.ConnectError: "cannot connect",
+    }
+    said = next((v for k, v in kind.items() if isinstance(e, k)), type(e).__name__)
+    detail = str(e)
+    return f"{said} ({detail})" if detail else said
