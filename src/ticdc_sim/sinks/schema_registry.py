@@ -134,6 +134,12 @@ class HTTPRegistry:
     def close(self) -> None:
         self._http.close()
 
+    def __enter__(self) -> HTTPRegistry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def request(
         self, method: str, url: str, what: str, attempts: int | None = None, **kwargs: Any
     ) -> httpx.Response:

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, unquote
 
 import fastavro
 from fastapi import APIRouter, Request, Response
+from fastavro.schema import UnknownType
 
 from ticdc_sim.cluster import NotFound
 from ticdc_sim.encoders.registry import (
@@ -269,14 +270,15 @@ def _match(segments: list[str], pattern: tuple[str, ...]) -> tuple[str, ...] | N
         return None
     args = []
     for segment, wanted in zip(segments, pattern, strict=True):
-        if wanted.startswith("{"):
+        if wanted.startswith("{") and segment:
             args.append(segment)
         elif segment != wanted:
             return None
     return tuple(args)
 
 
-def _route(method: str, segments: list[str]) -> tuple[Handler, tuple[str, ...]]:
+def _route(method: str, segments: list[str], raw: str) -> tuple[Handler, tuple[str, ...]]:
+    """The handler of a request and its args; `raw`: the path as sent, for errors."""
     allowed = []
     for verb, pattern, handler in _ROUTES:
         args = _match(segments, pattern)
@@ -285,10 +287,10 @@ def _route(method: str, segments: list[str]) -> tuple[Handler, tuple[str, ...]]:
         if verb == method:
             return handler, args
         allowed.append(verb)
-    path = "/" + "/".join(segments)
+    path = raw if len(raw) <= 200 else raw[:197] + "..."
     if allowed:
         raise Refused(405, f"{method} is not allowed on {path}; it takes {', '.join(allowed)}")
-    raise Refused(404, f"no such path of the schema registry: {method} {shown(path, 200)}")
+    raise Refused(404, f"no such path of the schema registry: {method} {path}")
 
 
 @router.api_route(
@@ -298,9 +300,12 @@ def _route(method: str, segments: list[str]) -> tuple[Handler, tuple[str, ...]]:
 )
 async def schema_registry(request: Request) -> Response:
     try:
-        cluster_id, segments = _path(request)
+        cluster_id, raw = _path(request)
         registry = _registry(request, cluster_id)
-        handler, args = _route(request.method, segments)
+        segments = raw.split("/")[1:]  # the part before the first `/` is empty
+        if segments and segments[-1] == "":  # a trailing `/`
+            segments.pop()
+        handler, args = _route(request.method, [unquote(s) for s in segments], raw or "/")
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
         answer = handler(Call(registry, args, query, await request.body()))
     except RegistryError as e:
@@ -312,19 +317,18 @@ async def schema_registry(request: Request) -> Response:
     return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
 
 
-def _path(request: Request) -> tuple[str, list[str]]:
-    """The cluster and the path's segments after the base, split on the raw path's `/`
-    and unquoted one by one (a subject's `%2F` is not a separator); a trailing `/` is
-    ignored."""
+def _path(request: Request) -> tuple[str, str]:
+    """The cluster and the raw path after the base (still percent-encoded: it is split on
+    `/` before its segments are unquoted one by one, so a subject's `%2F` is not a
+    separator)."""
     raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
     text = raw.decode("latin-1")
-    parts = text[text.find(_PREFIX) + len(_PREFIX) :].split("/")
-    if len(parts) < 2 or parts[1] != "schema-registry":  # `schema-registryX`, say
-        raise Refused(404, f"no such path: {request.method} {shown(request.url.path, 200)}")
-    segments = parts[2:]
-    if segments and segments[-1] == "":
-        segments.pop()
-    return unquote(parts[0]), [unquote(s) for s in segments]
+    cluster, _, rest = text[text.find(_PREFIX) + len(_PREFIX) :].partition("/")
+    base, slash, after = rest.partition("/")
+    if base != "schema-registry":  # `schema-registryX`, say
+        said = text if len(text) <= 200 else text[:197] + "..."
+        raise Refused(404, f"no such path: {request.method} {said}")
+    return unquote(cluster), slash + after
 
 
 _PREFIX = "/sim/v1/clusters/"
@@ -369,8 +373,14 @@ def _schema(call: Call) -> str:
         fastavro.parse_schema(parsed, _write_hint=False)
     except RecursionError:
         raise Refused(INVALID_SCHEMA, "Invalid schema: nested too deeply") from None
+    except UnknownType as e:  # its text is the whole schema's
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: unknown type {shown(e.name)}") from None
+    except KeyError as e:  # fastavro's text is the key alone
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: {shown(e.args[0])} is missing") from None
     except Exception as e:  # whatever fastavro refuses is not an Avro schema
-        raise Refused(INVALID_SCHEMA, f"Invalid schema: {shown(str(e), 300)}") from None
+        said = str(e)  # fastavro quotes what it names (a repr)
+        said = said if len(said) <= 300 else said[:297] + "..."
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: {said}") from None
     return schema
 
 
@@ -383,8 +393,8 @@ def _version_of(text: str) -> str:
         return text
     raise Refused(
         INVALID_VERSION,
-        f"The specified version '{shown(text, 40)[1:-1]}' is not a valid version id. Allowed"
-        ' values are between [1, 2^31-1] and the string "latest"',
+        f"The specified version {shown(text, 40)} is not a valid version id. Allowed values"
+        ' are between [1, 2^31-1] and the string "latest"',
     )
 
 

@@ -1,0 +1,406 @@
+"""The schema registry over HTTP: the service's Confluent REST API driven by confluent-kafka's
+own `SchemaRegistryClient` (`ticdc-sim serve` in a subprocess, as users reach it), and
+ticdc-sim's client (`sinks/schema_registry.py`, TiCDC's) against that API and against a
+server that answers wrongly: each failure with its exact message."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from support_service import Server
+from ticdc_sim.errors import SimError
+from ticdc_sim.sinks.schema_registry import RegistryAPIError, open_registry
+
+ROW = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"}]}'
+ROW2 = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"},{"name":"v","type":["null","string"],"default":null}]}'
+MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    found = Server.start(tmp_path_factory.mktemp("serve") / "data")
+    httpx.post(f"{found.http}/sim/v1/clusters", json={"id": "other"}).raise_for_status()
+    yield found
+    found.stop()
+
+
+def base(server: Server, cluster: str = "default") -> str:
+    return f"{server.http}/sim/v1/clusters/{cluster}/schema-registry"
+
+
+@pytest.fixture
+def client(server: Server, request: pytest.FixtureRequest) -> Iterator[SchemaRegistryClient]:
+    """Confluent's client of a cluster of its own (each test a fresh registry)."""
+    cluster = request.node.name.replace("_", "-")[:60].strip("-")
+    made = httpx.post(f"{server.http}/sim/v1/clusters", json={"id": cluster})
+    assert made.status_code == 201, made.text
+    with SchemaRegistryClient({"url": base(server, cluster)}) as found:
+        yield found
+    httpx.delete(f"{server.http}/sim/v1/clusters/{cluster}").raise_for_status()
+
+
+def refused(call: Callable[[], object]) -> tuple[int, int, str]:
+    with pytest.raises(SchemaRegistryError) as caught:
+        call()
+    e = caught.value
+    return e.http_status_code, e.error_code, e.error_message
+
+
+def test_the_base_url_answers_exactly_empty_braces(server: Server) -> None:
+    for url in (base(server), base(server) + "/"):
+        answer = httpx.get(url)
+        assert (answer.status_code, answer.text) == (200, "{}")
+        assert answer.headers["content-type"] == MEDIA_TYPE
+
+
+def test_register_get_by_id_latest_lookup(client: SchemaRegistryClient) -> None:
+    assert client.register_schema("t-value", Schema(ROW, "AVRO")) == 1
+    assert client.register_schema("t-key", Schema(ROW, "AVRO")) == 1  # one schema, one id
+    assert client.register_schema("t-value", Schema(ROW2, "AVRO")) == 2
+    assert client.get_schema(2).schema_str == ROW2
+    latest = client.get_latest_version("t-value")
+    assert (latest.schema_id, latest.version, latest.subject) == (2, 2, "t-value")
+    assert latest.schema.schema_str == ROW2
+    first = client.get_version("t-value", 1)
+    assert (first.schema_id, first.version, first.schema.schema_str) == (1, 1, ROW)
+    found = client.lookup_schema("t-value", Schema(json.dumps(json.loads(ROW)), "AVRO"))
+    assert (found.schema_id, found.version, found.subject) == (1, 1, "t-value")
+    assert client.get_subjects() == ["t-key", "t-value"]
+    assert client.get_versions("t-value") == [1, 2]
+    assert client.get_subjects_by_schema_id(1) == ["t-key", "t-value"]
+    assert [(v.subject, v.version) for v in client.get_schema_versions(1)] == [
+        ("t-key", 1),
+        ("t-value", 1),
+    ]
+    assert client.get_schema_types() == ["AVRO"]
+
+
+def test_delete_a_subject(client: SchemaRegistryClient, server: Server) -> None:
+    client.register_schema("t-value", Schema(ROW, "AVRO"))
+    client.register_schema("t-value", Schema(ROW2, "AVRO"))
+    assert client.delete_subject("t-value") == [1, 2]
+    assert client.get_subjects() == []
+    assert refused(lambda: client.get_versions("t-value")) == (
+        404,
+        40401,
+        "subject 't-value' not found",
+    )
+    # ids stay: a schema registered again keeps its id
+    assert client.register_schema("again", Schema(ROW2, "AVRO")) == 2
+
+
+def test_compatibility_levels_are_stored(client: SchemaRegistryClient) -> None:
+    assert client.get_compatibility() == "BACKWARD"
+    assert client.set_compatibility(level="full") == {"compatibility": "FULL"}
+    assert client.get_compatibility() == "FULL"
+    assert refused(lambda: client.get_compatibility("t-value")) == (
+        404,
+        40408,
+        "Subject 't-value' does not have subject-level compatibility configured",
+    )
+    assert client.set_compatibility("t-value", "NONE") == {"compatibility": "NONE"}
+    assert client.get_compatibility("t-value") == "NONE"
+    assert client.get_compatibility() == "FULL"
+    assert refused(lambda: client.set_compatibility(level="SIDEWAYS")) == (
+        422,
+        42203,
+        "Invalid compatibility level 'SIDEWAYS'. Valid values are BACKWARD,"
+        " BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE, NONE",
+    )
+
+
+def test_error_codes(client: SchemaRegistryClient) -> None:
+    client.register_schema("t-value", Schema(ROW, "AVRO"))
+    assert refused(lambda: client.get_latest_version("nope")) == (
+        404,
+        40401,
+        "subject 'nope' not found",
+    )
+    assert refused(lambda: client.get_version("t-value", 2)) == (
+        404,
+        40402,
+        "version 2 of subject 't-value' not found",
+    )
+    assert refused(lambda: client.get_schema(7)) == (404, 40403, "schema 7 not found")
+    assert refused(lambda: client.lookup_schema("t-value", Schema(ROW2, "AVRO"))) == (
+        404,
+        40403,
+        "schema not found under 't-value'",
+    )
+    assert refused(lambda: client.register_schema("t-value", Schema('{"type": "nope"}'))) == (
+        422,
+        42201,
+        "Invalid schema: unknown type {'type': 'nope'}",
+    )
+    assert refused(lambda: client.register_schema("t-value", Schema(ROW, "PROTOBUF"))) == (
+        422,
+        42201,
+        "schemaType 'PROTOBUF': this registry holds AVRO schemas only",
+    )
+    assert refused(lambda: client.get_version("t-value", 0)) == (
+        422,
+        42202,
+        "The specified version '0' is not a valid version id. Allowed values are between"
+        ' [1, 2^31-1] and the string "latest"',
+    )
+
+
+def test_a_subject_may_hold_any_character(client: SchemaRegistryClient) -> None:
+    """The client percent-encodes it, `/` too; the registry reads each segment on its own."""
+    subject = "a/b c?%é"
+    assert client.register_schema(subject, Schema(ROW, "AVRO")) == 1
+    assert client.get_subjects() == [subject]
+    assert client.get_latest_version(subject).subject == subject
+
+
+def test_each_cluster_has_its_own_registry(server: Server) -> None:
+    with SchemaRegistryClient({"url": base(server, "other")}) as mine:
+        assert mine.register_schema("o-value", Schema(ROW2, "AVRO")) == 1
+    answer = httpx.get(base(server, "nope") + "/subjects")
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error_code": 404,
+        "message": "cluster 'nope' does not exist (POST /sim/v1/clusters creates one)",
+    }
+
+
+# -- ticdc-sim's client (TiCDC's) ---------------------------------------------------------------
+
+
+def test_the_client_against_the_services_registry(server: Server) -> None:
+    with open_registry(base(server, "other") + "/") as registry:
+        assert registry.url == base(server, "other")
+        value = registry.register("p-value", ROW)
+        assert value == registry.register("p-key", json.dumps(json.loads(ROW), indent=2))
+        assert registry.schema(value) == ROW
+        with SchemaRegistryClient({"url": base(server, "other")}) as seen:
+            assert seen.get_latest_version("p-value").schema_id == value
+        assert api_error(lambda: registry.schema(99)) == (
+            40403,
+            f"schema registry {base(server, 'other')}: looking up schema id 99: HTTP 404:"
+            " error 40403: 'schema 99 not found'",
+        )
+
+
+class Junk:
+    """A server that answers each (method, path) as a test says: a list of (status, body)
+    answers in turn (the last one repeats), or a delay before answering."""
+
+    def __init__(self) -> None:
+        self.answers: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self.delay = 0.0
+        self.seen: list[tuple[str, str, bytes]] = []
+        junk = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                junk.seen.append((self.command, self.path, self.rfile.read(size)))
+                time.sleep(junk.delay)
+                found = junk.answers.get((self.command, self.path), [(404, "not found")])
+                status, body = found.pop(0) if len(found) > 1 else found[0]
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/registry"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def junk() -> Iterator[Junk]:
+    server = Junk()
+    server.answers[("GET", "/registry")] = [(200, "{}")]
+    yield server
+    server.close()
+
+
+def api_error(call: Callable[[], object]) -> tuple[int, str]:
+    with pytest.raises(RegistryAPIError) as caught:
+        call()
+    assert isinstance(caught.value, SimError)
+    assert caught.value.error_code == "CDC:ErrAvroSchemaAPIError"
+    return caught.value.code, str(caught.value)
+
+
+def test_a_refused_connection() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    assert api_error(lambda: open_registry(url)) == (
+        0,
+        f"schema registry {url}: testing the connection: GET {url}: cannot connect"
+        " ([Errno 111] Connection refused)",
+    )
+
+
+def test_not_an_http_url() -> None:
+    assert api_error(lambda: open_registry("kafka://127.0.0.1:9092")) == (
+        0,
+        "schema-registry 'kafka://127.0.0.1:9092': not an http:// or https:// URL",
+    )
+    assert api_error(lambda: open_registry("registry:8081")) == (
+        0,
+        "schema-registry 'registry:8081': not an http:// or https:// URL",
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (200, '{"ok": true}', "HTTP 200 '{\"ok\": true}'"),
+        (200, "{} ", "HTTP 200 '{} '"),
+        (404, "<html>not here</html>", "HTTP 404 '<html>not here</html>'"),
+    ],
+)
+def test_a_base_url_that_does_not_answer_empty_braces(
+    junk: Junk, status: int, body: str, said: str
+) -> None:
+    junk.answers[("GET", "/registry")] = [(status, body)]
+    assert api_error(lambda: open_registry(junk.url)) == (
+        status,
+        f"schema registry {junk.url}: GET {junk.url} answered {said}, not {{}} (is it a"
+        " Confluent Schema Registry's base URL?)",
+    )
+    assert len(junk.seen) == 1  # TiCDC does not retry the check
+
+
+def test_a_base_url_that_fails(junk: Junk) -> None:
+    junk.answers[("GET", "/registry")] = [(500, "")]
+    assert api_error(lambda: open_registry(junk.url)) == (
+        500,
+        f"schema registry {junk.url}: testing the connection: HTTP 500: (no body)",
+    )
+    assert len(junk.seen) == 1
+
+
+POST = ("POST", "/registry/subjects/t-value/versions")
+
+
+def test_register_posts_the_compact_schema_and_caches_the_id(junk: Junk) -> None:
+    junk.answers[POST] = [(200, '{"id": 3}')]
+    with open_registry(junk.url, backoff_s=0) as registry:
+        assert registry.register("t-value", json.dumps(json.loads(ROW), indent=2)) == 3
+        assert registry.register("t-value", ROW) == 3
+        assert registry.schema(3) == ROW  # known from registering it
+        posts = [body for method, _, body in junk.seen if method == "POST"]
+        assert posts == [json.dumps({"schema": ROW}).encode()]
+
+
+def test_a_5xx_is_retried_then_reported(junk: Junk) -> None:
+    store_error = '{"error_code": 50001, "message": "Error in the backend data store"}'
+    junk.answers[POST] = [(500, store_error), (503, "busy"), (200, '{"id": 1}')]
+    with open_registry(junk.url, backoff_s=0) as registry:
+        assert registry.register("t-value", ROW) == 1
+        junk.answers[("POST", "/registry/subjects/t-key/versions")] = [(500, store_error)]
+        assert api_error(lambda: registry.register("t-key", ROW2)) == (
+            50001,
+            f"schema registry {junk.url}: registering subject 't-key': HTTP 500: error 50001:"
+            " 'Error in the backend data store' (after 5 attempts)",
+        )
+        assert sum(1 for _, path, _ in junk.seen if path.endswith("t-key/versions")) == 5
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "code", "said"),
+    [
+        (
+            409,
+            '{"error_code": 409, "message": "Schema being registered is incompatible"}',
+            409,
+            "HTTP 409: error 409: 'Schema being registered is incompatible'",
+        ),
+        (422, "no json here", 422, "HTTP 422: 'no json here'"),
+        (401, '{"message": "unauthorized"}', 401, "HTTP 401: 'unauthorized'"),
+        (201, '{"id": 1}', 201, "HTTP 201: '{\"id\": 1}'"),
+        (200, "oops", 200, "the answer is not a JSON object: 'oops'"),
+        (200, "[1]", 200, "the answer is not a JSON object: '[1]'"),
+        (200, '{"id": 0}', 200, "it answered '{\"id\": 0}', not a schema id (a positive integer)"),
+        (
+            200,
+            '{"id": "7"}',
+            200,
+            'it answered \'{"id": "7"}\', not a schema id (a positive integer)',
+        ),
+        (200, "{}", 200, "it answered '{}', not a schema id (a positive integer)"),
+    ],
+)
+def test_a_refused_registration(junk: Junk, status: int, body: str, code: int, said: str) -> None:
+    junk.answers[POST] = [(status, body)]
+    with open_registry(junk.url, backoff_s=0) as registry:
+        assert api_error(lambda: registry.register("t-value", ROW)) == (
+            code,
+            f"schema registry {junk.url}: registering subject 't-value': {said}",
+        )
+        assert sum(1 for method, _, _ in junk.seen if method == "POST") == 1  # 4xx: no retry
+
+
+def test_a_lookup(junk: Junk) -> None:
+    junk.answers[("GET", "/registry/schemas/ids/4")] = [(200, json.dumps({"schema": ROW2}))]
+    junk.answers[("GET", "/registry/schemas/ids/5")] = [(200, '{"schema": 5}')]
+    with open_registry(junk.url, backoff_s=0) as registry:
+        assert registry.schema(4) == ROW2
+        assert registry.schema(4) == ROW2
+        assert sum(1 for _, path, _ in junk.seen if path.endswith("/4")) == 1  # cached
+        assert api_error(lambda: registry.schema(5)) == (
+            200,
+            f"schema registry {junk.url}: looking up schema id 5: it answered '{{\"schema\": 5}}',"
+            ' not {"schema": "..."}',
+        )
+        assert api_error(lambda: registry.schema(6)) == (
+            404,
+            f"schema registry {junk.url}: looking up schema id 6: HTTP 404: 'not found'",
+        )
+
+
+def test_a_registry_that_does_not_answer_in_time(junk: Junk) -> None:
+    with open_registry(junk.url, attempts=2, backoff_s=0, timeout_s=0.2) as registry:
+        junk.delay = 0.5
+        assert api_error(lambda: registry.register("t-value", ROW)) == (
+            0,
+            f"schema registry {junk.url}: registering subject 't-value': POST"
+            f" {junk.url}/subjects/t-value/versions: no answer in time (timed out) (after 2"
+            " attempts)",
+        )
+
+
+def test_a_registry_that_goes_away(junk: Junk) -> None:
+    with open_registry(junk.url, attempts=2, backoff_s=0) as registry:
+        junk.close()
+        code, message = api_error(lambda: registry.register("t-value", ROW))
+        assert code == 0
+        assert message == (
+            f"schema registry {junk.url}: registering subject 't-value': POST"
+            f" {junk.url}/subjects/t-value/versions: cannot connect ([Errno 111] Connection"
+            " refused) (after 2 attempts)"
+        )
+
+
+def test_the_subject_is_escaped_as_ticdc_escapes_it(junk: Junk) -> None:
+    """Go's url.QueryEscape: `/` as %2F, a space as `+`."""
+    junk.answers[("POST", "/registry/subjects/a%2Fb+c%C3%A9/versions")] = [(200, '{"id": 2}')]
+    with open_registry(junk.url, backoff_s=0) as registry:
+        assert registry.register("a/b cé", ROW) == 2
