@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -172,6 +173,34 @@ def test_each_cluster_has_its_own_registry(server: Server) -> None:
         "error_code": 404,
         "message": "cluster 'nope' does not exist (POST /sim/v1/clusters creates one)",
     }
+
+
+def test_with_a_token(tmp_path: Path) -> None:
+    """A service with TICDC_SIM_TOKEN asks the registry's clients for it too: Confluent's
+    client sends it as a static bearer token; without it, Confluent's 401."""
+    server = Server.start(tmp_path / "data", token="tk")
+    try:
+        bearer = {
+            "bearer.auth.credentials.source": "STATIC_TOKEN",
+            "bearer.auth.token": "tk",
+            "bearer.auth.logical.cluster": "default",
+        }
+        with SchemaRegistryClient({"url": base(server), **bearer}) as client:
+            assert client.register_schema("t-value", Schema(ROW, "AVRO")) == 1
+        with SchemaRegistryClient({"url": base(server)}) as client:
+            assert refused(client.get_subjects) == (
+                401,
+                401,
+                "a bearer token is required (Authorization: Bearer ...)",
+            )
+        assert api_error(lambda: open_registry(base(server))) == (
+            401,
+            f"schema registry {base(server)}: GET {base(server)} answered HTTP 401"
+            ' \'{"error_code": 401, "message": "a bearer token is required (Authorization:'
+            " Bearer ...)\"}', not {} (is it a Confluent Schema Registry's base URL?)",
+        )
+    finally:
+        server.stop()
 
 
 # -- ticdc-sim's client (TiCDC's) ---------------------------------------------------------------

@@ -404,6 +404,39 @@ CASES = [
 ]
 
 
+CASES += [
+    row(
+        "body over the limit",
+        "POST",
+        VERSIONS,
+        413,
+        error(
+            413, f"the body is {LIMIT + 1} bytes; the limit is {LIMIT} (TICDC_SIM_MAX_BODY_BYTES)"
+        ),
+        content=b" " * (LIMIT + 1),
+    ),
+    row(
+        "chunked body over the limit",
+        "POST",
+        VERSIONS,
+        413,
+        error(
+            413, f"the body is over {LIMIT} bytes; the limit is {LIMIT} (TICDC_SIM_MAX_BODY_BYTES)"
+        ),
+        content=iter([b" " * LIMIT, b" "]),
+    ),
+    row(
+        "content-length not a number",
+        "POST",
+        VERSIONS,
+        400,
+        error(400, "Content-Length 'many' is not a number"),
+        headers={"content-length": "many"},
+        content=b"{}",
+    ),
+]
+
+
 @pytest.mark.parametrize(("method", "path", "request_", "status", "answer"), CASES)
 def test_hostile_request(
     client: TestClient,

@@ -22,7 +22,7 @@ import fastapi_offline
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -47,6 +47,8 @@ from ticdc_sim.service.guard import Forbidden, sink_uri
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.mysql import start as start_mysql
 from ticdc_sim.service.registry import Registry
+from ticdc_sim.service.routes import schema_registry
+from ticdc_sim.service.routes.schema_registry import confluent_error
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink
 
@@ -235,19 +237,21 @@ class Guard:
                 time.perf_counter() - started,
             )
 
-    def _refused(self, path: str, headers: dict[bytes, bytes]) -> JSONResponse | None:
+    def _refused(self, path: str, headers: dict[bytes, bytes]) -> Response | None:
+        # the schema registry's clients read Confluent's error shape
+        error = confluent_error if schema_registry.serves(path) else _error
         if self.bearer and path != "/" and not path.startswith(_OPEN):
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, self.bearer):
                 message = "a bearer token is required (Authorization: Bearer ...)"
-                return _error(401, message, "SIM:Unauthorized")
+                return error(401, message, "SIM:Unauthorized")
         size = headers.get(b"content-length")
         limit = self.settings.max_body_bytes
         if size is not None and not size.isdigit():
             said = size.decode(errors="replace")
-            return _error(400, f"Content-Length {said!r} is not a number", "SIM:InvalidRequest")
+            return error(400, f"Content-Length {said!r} is not a number", "SIM:InvalidRequest")
         if size is not None and int(size) > limit:
-            return _error(413, _too_large(size.decode(), limit), "SIM:TooLarge")
+            return error(413, _too_large(size.decode(), limit), "SIM:TooLarge")
         return None
 
 

@@ -27,7 +27,7 @@ import fastavro
 from fastapi import APIRouter, Request, Response
 from fastavro.schema import UnknownType
 
-from ticdc_sim.cluster import NotFound
+from ticdc_sim.cluster import NotFound, TooLarge
 from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
     INVALID_VERSION,
@@ -312,6 +312,8 @@ async def schema_registry(request: Request) -> Response:
         return _refused(Refused(e.code, str(e)))
     except Refused as e:
         return _refused(e)
+    except TooLarge as e:  # a chunked body over the limit, found as it arrived
+        return _refused(Refused(413, str(e)))
     if isinstance(answer, Response):
         return answer
     return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
@@ -346,6 +348,17 @@ def _registry(request: Request, cluster_id: str) -> MemoryRegistry:
 def _refused(e: Refused) -> Response:
     body = json.dumps({"error_code": e.code, "message": e.message}, ensure_ascii=False)
     return Response(body, status_code=e.status, media_type=MEDIA_TYPE)
+
+
+def confluent_error(status: int, message: str, code: str = "") -> Response:
+    """The service's own refusals (token, body size) of a registry request, in Confluent's
+    shape (`code`, the service's, is not part of it)."""
+    return _refused(Refused(status, message))
+
+
+def serves(path: str) -> bool:
+    """Whether a request path is the schema registry's."""
+    return path.startswith(_PREFIX) and "/schema-registry" in path
 
 
 def _schema(call: Call) -> str:
