@@ -6,7 +6,7 @@ its content type, its bodies, its `{"error_code": N, "message": ...}` errors wit
 status N's first three digits name.
 
 One route takes every path under the base and dispatches on the raw path's segments
-(`_ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
+(`ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
 clients send it percent-encoded. The handlers run on the event loop, never in the thread
 pool: a changefeed that registers over HTTP in its own service (a loopback URL) holds a
 pool thread while it waits for the answer. Compatibility levels are stored and answered,
@@ -244,7 +244,7 @@ _S = "{subject}"
 _V = "{version}"
 _I = "{id}"
 # (method, path segments after the base, handler); `{...}` segments are the handler's args
-_ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
+ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", (), _root),
     ("GET", ("subjects",), _subjects),
     ("GET", ("subjects", _S, "versions"), _versions),
@@ -280,7 +280,7 @@ def _match(segments: list[str], pattern: tuple[str, ...]) -> tuple[str, ...] | N
 def _route(method: str, segments: list[str], raw: str) -> tuple[Handler, tuple[str, ...]]:
     """The handler of a request and its args; `raw`: the path as sent, for errors."""
     allowed = []
-    for verb, pattern, handler in _ROUTES:
+    for verb, pattern, handler in ROUTES:
         args = _match(segments, pattern)
         if args is None:
             continue
