@@ -195,7 +195,7 @@ def test_with_a_token(tmp_path: Path) -> None:
             )
         assert api_error(lambda: open_registry(base(server))) == (
             401,
-            f"schema registry {base(server)}: GET {base(server)} answered HTTP 401"
+            f"schema registry {base(server)}: testing the connection: GET answered HTTP 401"
             ' \'{"error_code": 401, "message": "a bearer token is required (Authorization:'
             " Bearer ...)\"}', not {} (is it a Confluent Schema Registry's base URL?)",
         )
@@ -229,12 +229,14 @@ class Junk:
         self.answers: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.delay = 0.0
         self.seen: list[tuple[str, str, bytes]] = []
+        self.headers: list[dict[str, str]] = []
         junk = self
 
         class Handler(BaseHTTPRequestHandler):
             def answer(self) -> None:
                 size = int(self.headers.get("content-length") or 0)
                 junk.seen.append((self.command, self.path, self.rfile.read(size)))
+                junk.headers.append({k.lower(): v for k, v in self.headers.items()})
                 time.sleep(junk.delay)
                 found = junk.answers.get((self.command, self.path), [(404, "not found")])
                 status, body = found.pop(0) if len(found) > 1 else found[0]
@@ -281,20 +283,51 @@ def test_a_refused_connection() -> None:
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
     assert api_error(lambda: open_registry(url)) == (
         0,
-        f"schema registry {url}: testing the connection: GET {url}: cannot connect"
-        " ([Errno 111] Connection refused)",
+        f"schema registry {url}: testing the connection: GET /: cannot connect ([Errno 111]"
+        " Connection refused)",
     )
 
 
-def test_not_an_http_url() -> None:
-    assert api_error(lambda: open_registry("kafka://127.0.0.1:9092")) == (
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("kafka://127.0.0.1:9092", "not an http:// or https:// URL"),
+        ("registry:8081", "not an http:// or https:// URL"),
+        ("http://", "not an http:// or https:// URL"),
+        ("http://:8081", "not an http:// or https:// URL"),
+        ("http://127.0.0.1:99999", "port 99999 is past 65535"),
+        ("http://127.0.0.1:port", "not a URL: Invalid port: 'port'"),
+        ("http://[::1", "not a URL: Invalid port: ':1'"),
+        ("http://256.1.1.1", "not a URL: Invalid IPv4 address: '256.1.1.1'"),
+        (
+            "http://127.0.0.1/\x00",
+            "not a URL: Invalid non-printable ASCII character in URL, '\\x00' at position 17.",
+        ),
+    ],
+)
+def test_not_a_registry_url(url: str, said: str) -> None:
+    assert api_error(lambda: open_registry(url)) == (0, f"schema-registry {url!r}: {said}")
+
+
+def test_a_host_name_that_cannot_be_encoded() -> None:
+    url = f"http://{'a' * 64}.invalid"
+    assert api_error(lambda: open_registry(url)) == (
         0,
-        "schema-registry 'kafka://127.0.0.1:9092': not an http:// or https:// URL",
+        f"schema registry {url}: testing the connection: GET /: not a host name (encoding with"
+        " 'idna' codec failed (UnicodeError: label empty or too long))",
     )
-    assert api_error(lambda: open_registry("registry:8081")) == (
-        0,
-        "schema-registry 'registry:8081': not an http:// or https:// URL",
+
+
+def test_a_password_is_sent_and_not_shown(junk: Junk) -> None:
+    url = junk.url.replace("http://", "http://me:secret@")
+    junk.answers[("GET", "/registry")] = [(401, "who are you")]
+    shown_url = junk.url.replace("http://", "http://me:***@")
+    assert api_error(lambda: open_registry(url)) == (
+        401,
+        f"schema registry {shown_url}: testing the connection: GET answered HTTP 401 'who are"
+        " you', not {} (is it a Confluent Schema Registry's base URL?)",
     )
+    assert junk.headers[-1]["authorization"] == "Basic bWU6c2VjcmV0"  # me:secret
 
 
 @pytest.mark.parametrize(
@@ -311,8 +344,8 @@ def test_a_base_url_that_does_not_answer_empty_braces(
     junk.answers[("GET", "/registry")] = [(status, body)]
     assert api_error(lambda: open_registry(junk.url)) == (
         status,
-        f"schema registry {junk.url}: GET {junk.url} answered {said}, not {{}} (is it a"
-        " Confluent Schema Registry's base URL?)",
+        f"schema registry {junk.url}: testing the connection: GET answered {said}, not {{}} (is"
+        " it a Confluent Schema Registry's base URL?)",
     )
     assert len(junk.seen) == 1  # TiCDC does not retry the check
 
@@ -411,8 +444,7 @@ def test_a_registry_that_does_not_answer_in_time(junk: Junk) -> None:
         assert api_error(lambda: registry.register("t-value", ROW)) == (
             0,
             f"schema registry {junk.url}: registering subject 't-value': POST"
-            f" {junk.url}/subjects/t-value/versions: no answer in time (timed out) (after 2"
-            " attempts)",
+            " /subjects/t-value/versions: no answer in time (timed out) (after 2 attempts)",
         )
 
 
@@ -423,8 +455,8 @@ def test_a_registry_that_goes_away(junk: Junk) -> None:
         assert code == 0
         assert message == (
             f"schema registry {junk.url}: registering subject 't-value': POST"
-            f" {junk.url}/subjects/t-value/versions: cannot connect ([Errno 111] Connection"
-            " refused) (after 2 attempts)"
+            " /subjects/t-value/versions: cannot connect ([Errno 111] Connection refused)"
+            " (after 2 attempts)"
         )
 
 

@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from typing import Any
-from urllib.parse import quote_plus, urlsplit
+from urllib.parse import quote_plus
 
 import httpx
 
@@ -53,29 +53,42 @@ def open_registry(
     timeout_s: float = TIMEOUT_S,
 ) -> HTTPRegistry:
     """A registry at `url` once it answers `GET <url>` with exactly `{}`, as TiCDC's
-    NewAvroSchemaManager checks."""
+    NewAvroSchemaManager checks. A user and password in the URL are sent as basic auth
+    (httpx's way; TiCDC sends none) and left out of errors."""
     base = url.rstrip("/")
-    parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parsed = httpx.URL(base)
+    except httpx.InvalidURL as e:
+        raise RegistryAPIError(0, f"schema-registry {shown(url)}: not a URL: {e}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
         raise RegistryAPIError(0, f"schema-registry {shown(url)}: not an http:// or https:// URL")
-    registry = HTTPRegistry(base, attempts, backoff_s, timeout_s)
-    response = registry.request("GET", base, "testing the connection", attempts=1)
-    if response.text != "{}":
+    if parsed.port is not None and parsed.port > 65535:
+        raise RegistryAPIError(0, f"schema-registry {shown(url)}: port {parsed.port} is past 65535")
+    registry = HTTPRegistry(parsed, attempts, backoff_s, timeout_s)
+    try:
+        what = "testing the connection"
+        response = registry.request("GET", base, what, attempts=1)
+        if response.text != "{}":
+            said = f"HTTP {response.status_code} {shown(response.text, 200)}"
+            raise registry.error(
+                response.status_code,
+                what,
+                f"GET answered {said}, not {{}} (is it a Confluent Schema Registry's base URL?)",
+            )
+    except RegistryAPIError:
         registry.close()
-        raise RegistryAPIError(
-            response.status_code,
-            f"schema registry {base}: GET {base} answered HTTP {response.status_code}"
-            f" {shown(response.text, 200)}, not {{}} (is it a Confluent Schema Registry's"
-            " base URL?)",
-        )
+        raise
     return registry
 
 
 class HTTPRegistry:
     """The `SchemaRegistry` protocol over HTTP; thread-safe."""
 
-    def __init__(self, base: str, attempts: int, backoff_s: float, timeout_s: float) -> None:
-        self.url = base
+    def __init__(self, url: httpx.URL, attempts: int, backoff_s: float, timeout_s: float) -> None:
+        self.url = str(url).rstrip("/")
+        # the URL as errors show it
+        hidden = url.copy_with(username=url.username, password="***")
+        self.shown = str(hidden).rstrip("/") if url.password else self.url
         self.attempts, self.backoff_s = attempts, backoff_s
         self._http = httpx.Client(timeout=timeout_s, headers={"Accept": _ACCEPT})
         self._lock = threading.Lock()
@@ -92,21 +105,18 @@ class HTTPRegistry:
         what = f"registering subject {subject!r}"
         # Go's url.QueryEscape, as TiCDC escapes the subject: a registry reads its `+` as
         # `+` (topics, and so subjects, have no spaces)
-        url = f"{self.url}/subjects/{quote_plus(subject, safe='')}/versions"
+        path = f"/subjects/{quote_plus(subject, safe='')}/versions"
         response = self.request(
             "POST",
-            url,
+            self.url + path,
             what,
             content=json.dumps({"schema": text}),
             headers={"Content-Type": _CONTENT_TYPE},
         )
         schema_id = self._answer(response, what).get("id")
         if type(schema_id) is not int or schema_id <= 0:
-            raise RegistryAPIError(
-                response.status_code,
-                f"schema registry {self.url}: {what}: it answered {shown(response.text, 200)},"
-                " not a schema id (a positive integer)",
-            )
+            said = f"it answered {shown(response.text, 200)}, not a schema id (a positive integer)"
+            raise self.error(response.status_code, what, said)
         with self._lock:
             self._ids[(subject, text)] = schema_id
             self._schemas[schema_id] = text
@@ -122,11 +132,8 @@ class HTTPRegistry:
         response = self.request("GET", f"{self.url}/schemas/ids/{schema_id}", what)
         text = self._answer(response, what).get("schema")
         if not isinstance(text, str):
-            raise RegistryAPIError(
-                response.status_code,
-                f"schema registry {self.url}: {what}: it answered {shown(response.text, 200)},"
-                ' not {"schema": "..."}',
-            )
+            said = f'it answered {shown(response.text, 200)}, not {{"schema": "..."}}'
+            raise self.error(response.status_code, what, said)
         with self._lock:
             self._schemas[schema_id] = text
         return text
@@ -140,52 +147,48 @@ class HTTPRegistry:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def error(self, code: int, what: str, said: str) -> RegistryAPIError:
+        return RegistryAPIError(code, f"schema registry {self.shown}: {what}: {said}")
+
     def request(
         self, method: str, url: str, what: str, attempts: int | None = None, **kwargs: Any
     ) -> httpx.Response:
         """The answer to a request, retried (TiCDC's httpRetry) on a connection error or a
         5xx, never on a 4xx; an error once the attempts are spent."""
         attempts = attempts or self.attempts
+        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         wait = self.backoff_s
         for attempt in range(1, attempts + 1):
             try:
                 response = self._http.request(method, url, **kwargs)
-            except httpx.HTTPError as e:
-                failure = f"{method} {url}: {_transport_error(e)}"
+            # ValueError: a host name IDNA cannot encode (a UnicodeError), found as it connects
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
                 if attempt == attempts:
-                    raise RegistryAPIError(0, self._said(what, failure, attempts)) from None
+                    path = url.removeprefix(self.url) or "/"
+                    said = f"{method} {path}: {_transport_error(e)}{tries}"
+                    raise self.error(0, what, said) from None
             else:
                 if response.status_code < 500:
                     return response
                 if attempt == attempts:
                     code, said = _said(response)
-                    failure = f"HTTP {response.status_code}: {said}"
-                    raise RegistryAPIError(code, self._said(what, failure, attempts))
+                    raise self.error(code, what, f"HTTP {response.status_code}: {said}{tries}")
             time.sleep(wait)
             wait *= 1.5
         raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _said(self, what: str, failure: str, attempts: int) -> str:
-        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
-        return f"schema registry {self.url}: {what}: {failure}{tries}"
 
     def _answer(self, response: httpx.Response, what: str) -> dict[str, Any]:
         """The JSON object of a 200 answer; the registry's own error otherwise."""
         if response.status_code != 200:
             code, said = _said(response)
-            raise RegistryAPIError(
-                code, f"schema registry {self.url}: {what}: HTTP {response.status_code}: {said}"
-            )
+            raise self.error(code, what, f"HTTP {response.status_code}: {said}")
         try:
             found = response.json()
         except ValueError:
             found = None
         if not isinstance(found, dict):
-            raise RegistryAPIError(
-                200,
-                f"schema registry {self.url}: {what}: the answer is not a JSON object:"
-                f" {shown(response.text, 200)}",
-            )
+            said = f"the answer is not a JSON object: {shown(response.text, 200)}"
+            raise self.error(200, what, said)
         return found
 
 
@@ -204,12 +207,13 @@ def _said(response: httpx.Response) -> tuple[int, str]:
     return response.status_code, shown(response.text, 200) if response.text else "(no body)"
 
 
-def _transport_error(e: httpx.HTTPError) -> str:
+def _transport_error(e: Exception) -> str:
     """What went wrong before an answer, in words: httpx's text is the OS's, or empty."""
     kind = {
         httpx.ConnectTimeout: "connecting timed out",
         httpx.ReadTimeout: "no answer in time",
         httpx.ConnectError: "cannot connect",
+        UnicodeError: "not a host name",
     }
     said = next((v for k, v in kind.items() if isinstance(e, k)), type(e).__name__)
     detail = str(e)
