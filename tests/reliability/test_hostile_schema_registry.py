@@ -318,7 +318,7 @@ CASES = [
         "GET",
         f"{BASE}/subjects?offset=two",
         422,
-        error(422, "offset 'two' is not a number"),
+        error(422, "offset 'two' is not a number of 0 or more"),
     ),
     row(
         "offset and limit",
@@ -406,6 +406,29 @@ CASES = [
 
 CASES += [
     row(
+        "offset negative",
+        "GET",
+        f"{BASE}/subjects?offset=-1",
+        422,
+        error(422, "offset '-1' is not a number of 0 or more"),
+    ),
+    row(
+        "a lone surrogate in the schema",
+        "POST",
+        VERSIONS,
+        422,
+        error(42201, "Invalid schema: '\\ud800' is a lone surrogate"),
+        json={"schema": '{"type": "enum", "name": "e", "symbols": ["\\ud800"]}'},
+    ),
+    row(
+        "a lone surrogate in the body",
+        "POST",
+        VERSIONS,
+        422,
+        error(42201, "Invalid schema: '\\udfff' is a lone surrogate"),
+        content=b'{"schema": "\\"\\udfff\\""}',
+    ),
+    row(
         "body over the limit",
         "POST",
         VERSIONS,
@@ -491,6 +514,7 @@ BODIES: list[bytes | None] = [
     b"[" * 5000,
     b'{"schema": "["}',
     b'{"compatibilityLevel": ["x"]}',
+    b'{"schema": "{\\"type\\": \\"enum\\", \\"name\\": \\"e\\", \\"symbols\\": [\\"\\\\ud800\\"]}"}',
 ]
 
 

@@ -382,6 +382,11 @@ def _schema(call: Call) -> str:
         raise Refused(INVALID_SCHEMA, "Invalid schema: nested too deeply") from None
     except ValueError as e:
         raise Refused(INVALID_SCHEMA, f"Invalid schema: not JSON: {e}") from None
+    try:  # a string of it with "\ud800" in it: no UTF-8 answer could hold it
+        json.dumps(parsed, ensure_ascii=False).encode()
+    except UnicodeEncodeError as e:
+        lone = shown(e.object[e.start])
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: {lone} is a lone surrogate") from None
     try:
         fastavro.parse_schema(parsed, _write_hint=False)
     except RecursionError:
@@ -421,9 +426,9 @@ def _count(call: Call, name: str, default: int) -> int:
     text = call.query.get(name)
     if text is None:
         return default
-    if re.fullmatch(r"-?[0-9]{1,10}", text):
+    if re.fullmatch(r"-?[0-9]{1,10}", text) and (int(text) >= 0 or name == "limit"):
         return int(text)
-    raise Refused(422, f"{name} {shown(text, 40)} is not a number")
+    raise Refused(422, f"{name} {shown(text, 40)} is not a number of 0 or more")
 
 
 def _level(call: Call) -> str:
