@@ -13,13 +13,20 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
+import uvicorn
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from support_service import Server
 from ticdc_sim.errors import SimError
+from ticdc_sim.service.app import create_app
+from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks.schema_registry import RegistryAPIError, open_registry
 
 ROW = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"}]}'
@@ -36,7 +43,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def base(server: Server, cluster: str = "default") -> str:
-    return f"{server.http}/sim/v1/clusters/{cluster}/schema-registry"
+    return base_of(server.http, cluster)
 
 
 @pytest.fixture
@@ -219,6 +226,42 @@ def test_the_client_against_the_services_registry(server: Server) -> None:
             f"schema registry {base(server, 'other')}: looking up schema id 99: HTTP 404:"
             " error 40403: 'schema 99 not found'",
         )
+
+
+def test_a_thread_of_the_service_reaches_its_own_registry(tmp_path: Path) -> None:
+    """A changefeed whose `schema-registry` is its own service's registers from a pool
+    thread while its request waits: the registry answers on the event loop, so it answers
+    even with every pool thread taken (here: one thread, the waiting one)."""
+    app = create_app(Settings(data_dir=tmp_path, mysql_port=0))
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listening.getsockname()[1]}"
+
+    async def loopback(request: Request) -> JSONResponse:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+
+        def register() -> int:
+            with open_registry(base_of(url), attempts=1, timeout_s=5) as registry:
+                return registry.register("t-value", ROW)
+
+        return JSONResponse(await run_in_threadpool(register))
+
+    app.add_route("/loopback", loopback)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]})
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.01)
+        assert httpx.get(f"{url}/loopback", timeout=10).json() == 1
+    finally:
+        server.should_exit = True
+        thread.join()
+        listening.close()
+
+
+def base_of(url: str, cluster: str = "default") -> str:
+    return f"{url}/sim/v1/clusters/{cluster}/schema-registry"
 
 
 class Junk:
