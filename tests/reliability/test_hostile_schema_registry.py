@@ -406,6 +406,13 @@ CASES = [
 
 CASES += [
     row(
+        "a subject that is not utf-8",
+        "GET",
+        f"{BASE}/subjects/a%FFb/versions",
+        404,
+        error(40401, "subject 'a\ufffdb' not found"),
+    ),
+    row(
         "offset negative",
         "GET",
         f"{BASE}/subjects?offset=-1",

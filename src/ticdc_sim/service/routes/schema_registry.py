@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 import fastavro
 from fastapi import APIRouter, Request, Response
@@ -38,7 +38,7 @@ from ticdc_sim.encoders.registry import (
 from ticdc_sim.errors import shown
 from ticdc_sim.service.state import BEARER, state_of
 
-router = APIRouter(prefix="/sim/v1/clusters", tags=["schema registry"], dependencies=BEARER)
+router = APIRouter(prefix="/sim/v1/clusters", dependencies=BEARER)
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 # Confluent's error codes beyond the store's (rest/exceptions/Errors.java)
@@ -302,10 +302,11 @@ async def schema_registry(request: Request) -> Response:
     try:
         cluster_id, raw = _path(request)
         registry = _registry(request, cluster_id)
-        segments = raw.split("/")[1:]  # the part before the first `/` is empty
-        if segments and segments[-1] == "":  # a trailing `/`
+        segments = raw.split(b"/")[1:]  # the part before the first `/` is empty
+        if segments and segments[-1] == b"":  # a trailing `/`
             segments.pop()
-        handler, args = _route(request.method, [unquote(s) for s in segments], raw or "/")
+        said = raw.decode("utf-8", "replace") or "/"
+        handler, args = _route(request.method, [_unquoted(s) for s in segments], said)
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
         answer = handler(Call(registry, args, query, await request.body()))
     except RegistryError as e:
@@ -319,21 +320,25 @@ async def schema_registry(request: Request) -> Response:
     return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
 
 
-def _path(request: Request) -> tuple[str, str]:
-    """The cluster and the raw path after the base (still percent-encoded: it is split on
-    `/` before its segments are unquoted one by one, so a subject's `%2F` is not a
-    separator)."""
+def _path(request: Request) -> tuple[str, bytes]:
+    """The cluster and the raw path after the base, as sent: it is split on `/` before its
+    segments are unquoted one by one, so a subject's `%2F` is not a separator."""
     raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
-    text = raw.decode("latin-1")
-    cluster, _, rest = text[text.find(_PREFIX) + len(_PREFIX) :].partition("/")
-    base, slash, after = rest.partition("/")
-    if base != "schema-registry":  # `schema-registryX`, say
-        said = text if len(text) <= 200 else text[:197] + "..."
+    cluster, _, rest = raw[raw.find(_PREFIX) + len(_PREFIX) :].partition(b"/")
+    base, slash, after = rest.partition(b"/")
+    if base != b"schema-registry":  # `schema-registryX`, say
+        said = raw.decode("utf-8", "replace")
+        said = said if len(said) <= 200 else said[:197] + "..."
         raise Refused(404, f"no such path: {request.method} {said}")
-    return unquote(cluster), slash + after
+    return _unquoted(cluster), slash + after
 
 
-_PREFIX = "/sim/v1/clusters/"
+def _unquoted(segment: bytes) -> str:
+    """A path segment's text: its %XX and raw bytes as UTF-8 (what is not, replaced)."""
+    return unquote_to_bytes(segment).decode("utf-8", "replace")
+
+
+_PREFIX = b"/sim/v1/clusters/"
 
 
 def _registry(request: Request, cluster_id: str) -> MemoryRegistry:
@@ -358,7 +363,7 @@ def confluent_error(status: int, message: str, code: str = "") -> Response:
 
 def serves(path: str) -> bool:
     """Whether a request path is the schema registry's."""
-    return path.startswith(_PREFIX) and "/schema-registry" in path
+    return path.startswith("/sim/v1/clusters/") and "/schema-registry" in path
 
 
 def _schema(call: Call) -> str:
