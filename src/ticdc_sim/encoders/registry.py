@@ -9,6 +9,11 @@ under any subject, keeps its id; a subject's versions count from 1; registering 
 latest schema again returns its existing version. Schemas are compared by their compact JSON
 text (whitespace outside strings does not make a new schema), as Confluent compares parsed
 schemas.
+
+Compatibility is enforced as Confluent enforces it: a schema new to a subject that has
+versions is checked against its latest version (every version, at a `_TRANSITIVE` level)
+at the subject's level, or the registry's (default BACKWARD), and refused with 409 when a
+reader could not read a writer (`compatibility.py` holds the levels and Avro's rules).
 """
 
 from __future__ import annotations
@@ -17,14 +22,21 @@ import json
 import threading
 from typing import Any, Protocol
 
-from ticdc_sim.errors import SimError
+import avro.schema
+
+from ticdc_sim.encoders import compatibility
+from ticdc_sim.encoders.compatibility import DEFAULT_LEVEL, LEVELS
+from ticdc_sim.errors import SimError, shown
 
 # Confluent's REST error codes (io.confluent.kafka.schemaregistry.rest.exceptions)
 SUBJECT_NOT_FOUND = 40401
 VERSION_NOT_FOUND = 40402
 SCHEMA_NOT_FOUND = 40403
+SUBJECT_LEVEL_NOT_CONFIGURED = 40408
+INCOMPATIBLE_SCHEMA = 409
 INVALID_SCHEMA = 42201
 INVALID_VERSION = 42202
+INVALID_COMPATIBILITY_LEVEL = 42203
 
 
 class RegistryError(SimError):
@@ -61,19 +73,31 @@ class MemoryRegistry:
         self._schemas: list[str] = []  # id - 1 -> compact schema text
         self._ids: dict[str, int] = {}  # compact schema text -> id
         self._subjects: dict[str, list[int]] = {}  # subject -> schema id of each version
+        self._level = DEFAULT_LEVEL
+        self._levels: dict[str, str] = {}  # subject -> its own compatibility level
+        self._parsed: dict[int, avro.schema.Schema] = {}  # id -> schema, as checked
 
     def register(self, subject: str, schema: str) -> int:
         """The id of `schema` under `subject`, registering it as the subject's next version
-        unless it is already one of its versions."""
+        unless it is already one of its versions; 409 when the subject's compatibility level
+        refuses it."""
         text = compact(schema)
         with self._lock:
             schema_id = self._ids.get(text)
+            versions = self._subjects.get(subject, [])
+            if schema_id is not None and schema_id in versions:
+                return schema_id
+            said = self._refusals(subject, text, versions)
+            if said:
+                raise RegistryError(
+                    INCOMPATIBLE_SCHEMA,
+                    "Schema being registered is incompatible with an earlier schema for"
+                    f' subject "{subject}", details: [{", ".join(said)}]',
+                )
             if schema_id is None:
                 self._schemas.append(text)
                 schema_id = self._ids[text] = len(self._schemas)
-            versions = self._subjects.setdefault(subject, [])
-            if schema_id not in versions:
-                versions.append(schema_id)
+            self._subjects[subject] = [*versions, schema_id]
             return schema_id
 
     def schema(self, schema_id: int) -> str:
@@ -116,11 +140,91 @@ class MemoryRegistry:
         """Forget a subject; its versions are returned. Ids stay (Confluent never reuses one)."""
         with self._lock:
             self._versions(subject)
+            self._levels.pop(subject, None)
             return list(range(1, len(self._subjects.pop(subject)) + 1))
+
+    def level(self, subject: str | None = None) -> str | None:
+        """The registry's compatibility level, or `subject`'s own (None: it has none)."""
+        with self._lock:
+            return self._level if subject is None else self._levels.get(subject)
+
+    def set_level(self, level: object, subject: str | None = None) -> str:
+        """Set the registry's level, or `subject`'s; 42203 for what is not a level."""
+        if not isinstance(level, str) or level.upper() not in LEVELS:
+            raise RegistryError(
+                INVALID_COMPATIBILITY_LEVEL,
+                f"Invalid compatibility level {shown(level)}. Valid values are"
+                f" {', '.join(sorted(LEVELS))}",
+            )
+        with self._lock:
+            if subject is None:
+                self._level = level.upper()
+            else:
+                self._levels[subject] = level.upper()
+        return level.upper()
+
+    def delete_level(self, subject: str) -> str:
+        """Forget `subject`'s own level (it follows the registry's again); the level it had."""
+        with self._lock:
+            level = self._levels.pop(subject, None)
+        if level is None:
+            raise RegistryError(
+                SUBJECT_LEVEL_NOT_CONFIGURED,
+                f"Subject '{subject}' does not have subject-level compatibility configured",
+            )
+        return level
+
+    def compatibility(
+        self, subject: str, schema: str, version: int | str | None = None
+    ) -> list[str]:
+        """Why `schema` could not be registered under `subject` at its level (Confluent's
+        verbose messages; empty: it could), checked against one `version`, or as `register`
+        checks it when None."""
+        text = compact(schema)
+        if version is None:
+            with self._lock:
+                return self._refusals(subject, text, self._subjects.get(subject, []))
+        schema_id, number, _ = self.version(subject, version)
+        with self._lock:
+            return self._refusals(subject, text, [schema_id], number)
+
+    def _refusals(
+        self, subject: str, text: str, versions: list[int], number: int | None = None
+    ) -> list[str]:
+        """Confluent's words for why `text` cannot follow `versions` (the last first, as
+        Confluent checks; only it unless the level is transitive); the lock is held."""
+        level = self._levels.get(subject, self._level)
+        directions, transitive = LEVELS[level]
+        if not versions or not directions:
+            return []
+        new = _parsed(text)
+        numbered = list(enumerate(versions, number or 1))
+        for version, schema_id in reversed(numbered if transitive else numbered[-1:]):
+            old = self._parsed.get(schema_id)
+            if old is None:
+                old = self._parsed[schema_id] = _parsed(self._schemas[schema_id - 1])
+            said = [
+                difference.said(direction)
+                for direction in directions
+                for difference in compatibility.differences(new, old, direction)
+            ]
+            if said:
+                old_text = self._schemas[schema_id - 1]
+                return [
+                    *said,
+                    f"{{oldSchemaVersion: {version}}}",
+                    f"{{oldSchema: '{old_text}'}}",
+                    f"{{compatibility: '{level}'}}",
+                ]
+        return []
 
     def to_json(self) -> dict[str, Any]:
         with self._lock:
-            return {"schemas": list(self._schemas), "subjects": dict(self._subjects)}
+            return {
+                "schemas": list(self._schemas),
+                "subjects": dict(self._subjects),
+                "compatibility": {"global": self._level, "subjects": dict(self._levels)},
+            }
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the registry file") -> MemoryRegistry:
@@ -137,11 +241,16 @@ class MemoryRegistry:
                 ):
                     raise TypeError(subject)
                 registry._subjects[subject] = list(ids)
+            # files saved before levels were kept have none: Confluent's default
+            levels = data.get("compatibility", {"global": DEFAULT_LEVEL, "subjects": {}})
+            registry.set_level(levels["global"])
+            for subject, level in levels["subjects"].items():
+                registry.set_level(level, subject)
         except (KeyError, TypeError, AttributeError, RegistryError):
             raise RegistryError(
                 INVALID_SCHEMA,
                 f"{where} is not a schema registry ticdc-sim saved"
-                ' ({"schemas": [...], "subjects": {...}})',
+                ' ({"schemas": [...], "subjects": {...}, "compatibility": {...}})',
             ) from None
         return registry
 
@@ -150,6 +259,13 @@ class MemoryRegistry:
         if ids is None:
             raise RegistryError(SUBJECT_NOT_FOUND, f"subject {subject!r} not found")
         return ids
+
+
+def _parsed(text: str) -> avro.schema.Schema:
+    try:
+        return compatibility.parse(text)
+    except ValueError as e:
+        raise RegistryError(INVALID_SCHEMA, f"Invalid schema: {shown(str(e), 300)}") from None
 
 
 def _version_number(version: int | str) -> int:

@@ -9,17 +9,15 @@ One route takes every path under the base and dispatches on the raw path's segme
 (`ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
 clients send it percent-encoded. The handlers run on the event loop, never in the thread
 pool: a changefeed that registers over HTTP in its own service (a loopback URL) holds a
-pool thread while it waits for the answer. Compatibility levels are stored and answered,
-not enforced (registering never refuses a schema as incompatible)."""
+pool thread while it waits for the answer. Compatibility levels are the store's, and
+enforced there: a registration they refuse is answered 409 as Confluent answers it."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
 
@@ -32,6 +30,7 @@ from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
     INVALID_VERSION,
     SCHEMA_NOT_FOUND,
+    SUBJECT_LEVEL_NOT_CONFIGURED,
     MemoryRegistry,
     RegistryError,
 )
@@ -41,42 +40,8 @@ from ticdc_sim.service.state import BEARER, state_of
 router = APIRouter(prefix="/sim/v1/clusters", dependencies=BEARER)
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
-# Confluent's error codes beyond the store's (rest/exceptions/Errors.java)
-SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
-INVALID_COMPATIBILITY_LEVEL = 42203
-LEVELS = frozenset(
-    {
-        "NONE",
-        "BACKWARD",
-        "BACKWARD_TRANSITIVE",
-        "FORWARD",
-        "FORWARD_TRANSITIVE",
-        "FULL",
-        "FULL_TRANSITIVE",
-    }
-)
-DEFAULT_LEVEL = "BACKWARD"  # Confluent's default
 _INT32_MAX = 2**31 - 1
 _NUMBER = re.compile(r"[0-9]{1,10}")
-
-
-@dataclass
-class Config:
-    """A registry's compatibility levels: the global one and each subject's own."""
-
-    level: str = DEFAULT_LEVEL
-    subjects: dict[str, str] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-# each cluster's registry's config, gone with its registry
-_CONFIGS: weakref.WeakKeyDictionary[MemoryRegistry, Config] = weakref.WeakKeyDictionary()
-_CONFIGS_LOCK = threading.Lock()
-
-
-def _config(registry: MemoryRegistry) -> Config:
-    with _CONFIGS_LOCK:
-        return _CONFIGS.setdefault(registry, Config())
 
 
 class Refused(Exception):
@@ -157,12 +122,7 @@ def _lookup(call: Call) -> Answer:
 
 
 def _delete_subject(call: Call) -> Answer:
-    subject = call.args[0]
-    deleted = call.registry.delete_subject(subject)
-    config = _config(call.registry)
-    with config.lock:
-        config.subjects.pop(subject, None)
-    return deleted
+    return call.registry.delete_subject(call.args[0])
 
 
 def _by_id(call: Call) -> Answer:
@@ -195,49 +155,45 @@ def _types(call: Call) -> Answer:
 
 
 def _get_global(call: Call) -> Answer:
-    return {"compatibilityLevel": _config(call.registry).level}
+    return {"compatibilityLevel": call.registry.level()}
 
 
 def _put_global(call: Call) -> Answer:
-    level = _level(call)
-    config = _config(call.registry)
-    with config.lock:
-        config.level = level
-    return {"compatibility": level}
+    return {"compatibility": call.registry.set_level(_level(call))}
 
 
 def _get_subject_config(call: Call) -> Answer:
-    subject, config = call.args[0], _config(call.registry)
-    with config.lock:
-        level = config.subjects.get(subject)
-        if level is None and call.query.get("defaultToGlobal") == "true":
-            level = config.level
+    subject = call.args[0]
+    level = call.registry.level(subject)
+    if level is None and call.query.get("defaultToGlobal") == "true":
+        level = call.registry.level()
     if level is None:
         raise Refused(
-            SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+            SUBJECT_LEVEL_NOT_CONFIGURED,
             f"Subject '{subject}' does not have subject-level compatibility configured",
         )
     return {"compatibilityLevel": level}
 
 
 def _put_subject_config(call: Call) -> Answer:
-    level = _level(call)
-    config = _config(call.registry)
-    with config.lock:
-        config.subjects[call.args[0]] = level
-    return {"compatibility": level}
+    return {"compatibility": call.registry.set_level(_level(call), call.args[0])}
 
 
 def _delete_subject_config(call: Call) -> Answer:
-    subject, config = call.args[0], _config(call.registry)
-    with config.lock:
-        level = config.subjects.pop(subject, None)
-    if level is None:
-        raise Refused(
-            SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-            f"Subject '{subject}' does not have subject-level compatibility configured",
-        )
-    return {"compatibilityLevel": level}
+    return {"compatibilityLevel": call.registry.delete_level(call.args[0])}
+
+
+def _compatible(call: Call) -> Answer:
+    """Whether the body's schema could be registered: against one version of the subject
+    (`/versions/{version}`) or as a registration is checked (`/versions`)."""
+    subject, version = call.args[0], call.args[1] if len(call.args) > 1 else None
+    schema = _schema(call)
+    if version is not None:
+        version = _version_of(version)
+    said = call.registry.compatibility(subject, schema, version)
+    if call.query.get("verbose") == "true":
+        return {"is_compatible": not said, "messages": said}
+    return {"is_compatible": not said}
 
 
 _S = "{subject}"
@@ -262,6 +218,8 @@ ROUTES: list[tuple[str, tuple[str, ...], Handler]] = [
     ("GET", ("config", _S), _get_subject_config),
     ("PUT", ("config", _S), _put_subject_config),
     ("DELETE", ("config", _S), _delete_subject_config),
+    ("POST", ("compatibility", "subjects", _S, "versions"), _compatible),
+    ("POST", ("compatibility", "subjects", _S, "versions", _V), _compatible),
 ]
 
 
@@ -436,13 +394,8 @@ def _count(call: Call, name: str, default: int) -> int:
     raise Refused(422, f"{name} {shown(text, 40)} is not a number of 0 or more")
 
 
-def _level(call: Call) -> str:
+def _level(call: Call) -> object:
+    """The level a config body names (`compatibility`, or `compatibilityLevel` as some
+    clients send it); the store says whether it is one."""
     body = call.json()
-    level = body.get("compatibility", body.get("compatibilityLevel"))
-    if not isinstance(level, str) or level.upper() not in LEVELS:
-        raise Refused(
-            INVALID_COMPATIBILITY_LEVEL,
-            f"Invalid compatibility level {shown(level)}. Valid values are"
-            f" {', '.join(sorted(LEVELS))}",
-        )
-    return level.upper()
+    return body.get("compatibility", body.get("compatibilityLevel"))
