@@ -17,7 +17,12 @@ import anyio
 import httpx
 import pytest
 import uvicorn
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    ConfigCompatibilityLevel,
+    Schema,
+    SchemaRegistryClient,
+    ServerConfig,
+)
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -31,7 +36,14 @@ from ticdc_sim.sinks.schema_registry import RegistryAPIError, open_registry
 
 ROW = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"}]}'
 ROW2 = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"},{"name":"v","type":["null","string"],"default":null}]}'
+# ROW with a NOT NULL column of no default (ADD COLUMN w VARCHAR(8) NOT NULL): BACKWARD refuses it
+ROW_W = '{"type":"record","name":"row","namespace":"default.test","fields":[{"name":"id","type":"int"},{"name":"w","type":"string"}]}'
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+REFUSED_W = (
+    "{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'w' at path"
+    " '/fields/1' in the new schema has no default value and is missing in the old schema',"
+    " additionalInfo:'w'}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +137,53 @@ def test_compatibility_levels_are_stored(client: SchemaRegistryClient) -> None:
         "Invalid compatibility level 'SIDEWAYS'. Valid values are BACKWARD,"
         " BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE, NONE",
     )
+
+
+def test_compatibility_is_enforced(client: SchemaRegistryClient, server: Server) -> None:
+    assert client.register_schema("t-value", Schema(ROW, "AVRO")) == 1
+    assert client.test_compatibility("t-value", Schema(ROW2, "AVRO")) is True
+    assert client.test_compatibility("t-value", Schema(ROW_W, "AVRO")) is False
+    assert client.test_compatibility("t-value", Schema(ROW_W, "AVRO"), version=1) is False
+    assert client.test_compatibility_all_versions("t-value", Schema(ROW_W, "AVRO")) is False
+    details = f"{REFUSED_W}, {{oldSchemaVersion: 1}}, {{oldSchema: '{ROW}'}}, {{compatibility: 'BACKWARD'}}"
+    assert refused(lambda: client.register_schema("t-value", Schema(ROW_W, "AVRO"))) == (
+        409,
+        409,
+        "Schema being registered is incompatible with an earlier schema for subject"
+        f' "t-value", details: [{details}]',
+    )
+    assert client.get_versions("t-value") == [1]
+    url = client._rest_client.base_urls[0]  # the client's own base: the cluster's registry
+    verbose = httpx.post(
+        f"{url}/compatibility/subjects/t-value/versions/latest?verbose=true",
+        json={"schema": ROW_W},
+    )
+    assert verbose.json() == {
+        "is_compatible": False,
+        "messages": [
+            REFUSED_W,
+            "{oldSchemaVersion: 1}",
+            f"{{oldSchema: '{ROW}'}}",
+            "{compatibility: 'BACKWARD'}",
+        ],
+    }
+    # a subject of its own level: NONE lets the schema in
+    none = ServerConfig(compatibility=ConfigCompatibilityLevel.NONE)
+    assert client.set_config("t-value", none) == {"compatibility": "NONE"}
+    assert client.get_config("t-value").compatibility_level == ConfigCompatibilityLevel.NONE
+    assert client.get_config().compatibility_level == ConfigCompatibilityLevel.BACKWARD
+    assert client.test_compatibility("t-value", Schema(ROW_W, "AVRO")) is True
+    assert client.register_schema("t-value", Schema(ROW_W, "AVRO")) == 2
+    # a subject without versions: nothing to be incompatible with, no version to test against
+    assert client.test_compatibility_all_versions("u-value", Schema(ROW_W, "AVRO")) is True
+    assert refused(lambda: client.test_compatibility("u-value", Schema(ROW, "AVRO"))) == (
+        404,
+        40401,
+        "subject 'u-value' not found",
+    )
+    full = ServerConfig(compatibility=ConfigCompatibilityLevel.FULL_TRANSITIVE)
+    assert client.set_config(config=full) == {"compatibility": "FULL_TRANSITIVE"}
+    assert client.get_config().compatibility_level == ConfigCompatibilityLevel.FULL_TRANSITIVE
 
 
 def test_error_codes(client: SchemaRegistryClient) -> None:
@@ -224,8 +283,26 @@ def test_the_client_against_the_services_registry(server: Server) -> None:
         assert api_error(lambda: registry.schema(99)) == (
             40403,
             f"schema registry {base(server, 'other')}: looking up schema id 99: HTTP 404:"
-            " error 40403: 'schema 99 not found'",
+            " error 40403: schema 99 not found",
         )
+
+
+def test_the_client_is_refused_a_registration_as_ticdc_is(server: Server) -> None:
+    """TiCDC's Register answers a 409 with ErrAvroSchemaAPIError at once (httpRetry retries
+    no 4xx): the changefeed fails with it."""
+    url = base(server, "other")
+    with open_registry(url) as registry:
+        registry.register("r-value", ROW)
+        with pytest.raises(RegistryAPIError) as caught:
+            registry.register("r-value", ROW_W)
+    details = f"{REFUSED_W}, {{oldSchemaVersion: 1}}, {{oldSchema: '{ROW}'}}, {{compatibility: 'BACKWARD'}}"
+    assert (caught.value.code, caught.value.error_code, str(caught.value)) == (
+        409,
+        "CDC:ErrAvroSchemaAPIError",
+        f"schema registry {url}: registering subject 'r-value': HTTP 409: error 409:"
+        " Schema being registered is incompatible with an earlier schema for subject"
+        f' "r-value", details: [{details}]',
+    )
 
 
 def test_a_thread_of_the_service_reaches_its_own_registry(tmp_path: Path) -> None:
@@ -424,7 +501,7 @@ def test_a_5xx_is_retried_then_reported(junk: Junk) -> None:
         assert api_error(lambda: registry.register("t-key", ROW2)) == (
             50001,
             f"schema registry {junk.url}: registering subject 't-key': HTTP 500: error 50001:"
-            " 'Error in the backend data store' (after 5 attempts)",
+            " Error in the backend data store (after 5 attempts)",
         )
         assert sum(1 for _, path, _ in junk.seen if path.endswith("t-key/versions")) == 5
 
@@ -436,7 +513,19 @@ def test_a_5xx_is_retried_then_reported(junk: Junk) -> None:
             409,
             '{"error_code": 409, "message": "Schema being registered is incompatible"}',
             409,
-            "HTTP 409: error 409: 'Schema being registered is incompatible'",
+            "HTTP 409: error 409: Schema being registered is incompatible",
+        ),
+        (
+            409,
+            '{"error_code": 409, "message": "two\\nlines"}',
+            409,
+            "HTTP 409: error 409: 'two\\nlines'",
+        ),
+        (
+            409,
+            json.dumps({"error_code": 409, "message": "x" * 5000}),
+            409,
+            "HTTP 409: error 409: " + "x" * 3997 + "...",
         ),
         (422, "no json here", 422, "HTTP 422: 'no json here'"),
         (401, '{"message": "unauthorized"}', 401, "HTTP 401: 'unauthorized'"),

@@ -300,6 +300,92 @@ CASES = [
         error(404, "cluster 'nope' does not exist (POST /sim/v1/clusters creates one)"),
     ),
     row(
+        "a name Avro refuses",
+        "POST",
+        VERSIONS,
+        422,
+        error(
+            42201,
+            "Invalid schema: row-x is not a valid Avro name because it does not match the"
+            " pattern (?:^|\\.)[A-Za-z_][A-Za-z0-9_]*$",
+        ),
+        json={"schema": ROW.replace('"row"', '"row-x"')},
+    ),
+    row(
+        "a field twice",
+        "POST",
+        VERSIONS,
+        422,
+        error(42201, "Invalid schema: Field name id already in use."),
+        json={"schema": ROW.replace("}]}", '},{"name":"id","type":"int"}]}')},
+    ),
+    row(
+        "an incompatible schema",
+        "POST",
+        VERSIONS,
+        409,
+        error(
+            409,
+            'Schema being registered is incompatible with an earlier schema for subject "t-value",'
+            " details: [{errorType:'TYPE_MISMATCH', description:'The type (path"
+            " '/fields/0/type') of a field in the new schema does not match with the old"
+            " schema', additionalInfo:'reader type: string not compatible with writer type:"
+            f" int'}}, {{oldSchemaVersion: 1}}, {{oldSchema: '{ROW}'}}, {{compatibility:"
+            " 'BACKWARD'}]",
+        ),
+        json={"schema": ROW.replace('"int"', '"string"')},
+    ),
+    row(
+        "compatibility, verbose",
+        "POST",
+        f"{BASE}/compatibility/subjects/t-value/versions/1?verbose=true",
+        200,
+        {"is_compatible": True, "messages": []},
+        json={"schema": ROW.replace("}]}", '},{"name":"v","type":"int","default":0}]}')},
+    ),
+    row(
+        "compatibility of a version that is not one",
+        "POST",
+        f"{BASE}/compatibility/subjects/t-value/versions/0",
+        422,
+        error(42202, f"The specified version '0' {NOT_A_VERSION}"),
+        json={"schema": ROW},
+    ),
+    row(
+        "compatibility of a version never made",
+        "POST",
+        f"{BASE}/compatibility/subjects/t-value/versions/2",
+        404,
+        error(40402, "version 2 of subject 't-value' not found"),
+        json={"schema": ROW},
+    ),
+    row(
+        "compatibility of a subject never made",
+        "POST",
+        f"{BASE}/compatibility/subjects/nope/versions/latest",
+        404,
+        error(40401, "subject 'nope' not found"),
+        json={"schema": ROW},
+    ),
+    row(
+        "compatibility without a schema",
+        "POST",
+        f"{BASE}/compatibility/subjects/t-value/versions",
+        422,
+        error(42201, 'Empty schema: the body needs "schema", a string'),
+        json={"schema": 1},
+    ),
+    row(
+        "compatibility by GET",
+        "GET",
+        f"{BASE}/compatibility/subjects/t-value/versions/latest",
+        405,
+        error(
+            405,
+            "GET is not allowed on /compatibility/subjects/t-value/versions/latest; it takes POST",
+        ),
+    ),
+    row(
         "method",
         "PUT",
         f"{BASE}/subjects",
@@ -506,6 +592,7 @@ SEGMENTS = [
     "",
     "\u00e9",
     "types",
+    "compatibility",
 ]
 BODIES: list[bytes | None] = [
     None,
@@ -521,6 +608,8 @@ BODIES: list[bytes | None] = [
     b"[" * 5000,
     b'{"schema": "["}',
     b'{"compatibilityLevel": ["x"]}',
+    json.dumps({"schema": ROW.replace('"int"', '"string"')}).encode(),
+    json.dumps({"schema": ROW.replace('"row"', '"row-x"')}).encode(),
     b'{"schema": "{\\"type\\": \\"enum\\", \\"name\\": \\"e\\", \\"symbols\\": [\\"\\\\ud800\\"]}"}',
 ]
 

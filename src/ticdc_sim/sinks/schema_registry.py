@@ -201,10 +201,17 @@ def _said(response: httpx.Response) -> tuple[int, str]:
         body = None
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         code = body.get("error_code")
-        if type(code) is int:
-            return code, f"error {code}: {shown(body['message'], 300)}"
+        if type(code) is int:  # a registry's own words, whole: a 409's details are long
+            return code, f"error {code}: {_words(body['message'])}"
         return response.status_code, shown(body["message"], 300)
     return response.status_code, shown(response.text, 200) if response.text else "(no body)"
+
+
+def _words(message: str, limit: int = 4000) -> str:
+    """A registry's error message as it said it, cut at `limit`; repr'd if it holds what a
+    log line should not (a newline, a control character)."""
+    text = message if message.isprintable() else repr(message)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _transport_error(e: Exception) -> str:

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Request, Response
 from fastavro.schema import UnknownType
 
 from ticdc_sim.cluster import NotFound, TooLarge
+from ticdc_sim.encoders import compatibility
 from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
     INVALID_VERSION,
@@ -362,6 +363,10 @@ def _schema(call: Call) -> str:
         said = str(e)  # fastavro quotes what it names (a repr)
         said = said if len(said) <= 300 else said[:297] + "..."
         raise Refused(INVALID_SCHEMA, f"Invalid schema: {said}") from None
+    try:
+        compatibility.parse(schema)
+    except ValueError as e:
+        raise Refused(INVALID_SCHEMA, f"Invalid schema: {e}") from None
     return schema
 
 
@@ -398,4 +403,5 @@ def _level(call: Call) -> object:
     """The level a config body names (`compatibility`, or `compatibilityLevel` as some
     clients send it); the store says whether it is one."""
     body = call.json()
-    return body.get("compatibility", body.get("compatibilityLevel"))
+    level = body.get("compatibility")  # null as confluent-kafka sends the one it leaves unset
+    return body.get("compatibilityLevel") if level is None else level
