@@ -104,6 +104,15 @@ DDL: dict[str, tuple[str, str]] = {
     "MODIFY c BIGINT NOT NULL": (table(C_INT), table(column("c", "long", "BIGINT"))),
     "MODIFY c VARCHAR(8) NOT NULL": (table(C_INT), table(column("c", "string", "TEXT"))),
     "MODIFY c INT NULL": (table(C_INT), table(column("c", "int", "INT", null=True))),
+    "MODIFY c INT NOT NULL (from NULL)": (
+        table(column("c", "int", "INT", null=True)),
+        table(C_INT),
+    ),
+    # TiCDC writes no default for a logical type (goavro's limit): as if it had none
+    "ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0": (
+        table(),
+        table(column("c", "bytes", "DECIMAL", logicalType="decimal", precision=10, scale=2)),
+    ),
     "MODIFY price DECIMAL(12,4)": (
         table(),
         table().replace('"precision": 10', '"precision": 12').replace('"scale": 2', '"scale": 4'),
@@ -119,6 +128,8 @@ ALLOWED: dict[str, tuple[bool, bool, bool, bool]] = {
     "MODIFY c BIGINT NOT NULL": (True, True, False, False),  # long reads int, not back
     "MODIFY c VARCHAR(8) NOT NULL": (True, False, False, False),
     "MODIFY c INT NULL": (True, True, False, False),
+    "MODIFY c INT NOT NULL (from NULL)": (True, False, True, False),  # int cannot read null
+    "ADD COLUMN c DECIMAL(10,2) NOT NULL DEFAULT 0": (True, False, True, False),
     # Avro's rules (and Confluent's) do not look at logical types
     "MODIFY price DECIMAL(12,4)": (True, True, True, True),
 }
