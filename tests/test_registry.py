@@ -232,7 +232,7 @@ def test_a_transitive_level_checks_every_version_the_latest_first() -> None:
 def test_levels_global_and_per_subject() -> None:
     registry = MemoryRegistry()
     assert registry.level() == "BACKWARD"
-    assert registry.level("t-value") is None
+    assert registry.level("t-value", default_to_global=True) == "BACKWARD"
     assert registry.set_level("forward_transitive", "t-value") == "FORWARD_TRANSITIVE"
     assert registry.set_level("Full") == "FULL"
     assert (registry.level(), registry.level("t-value")) == ("FULL", "FORWARD_TRANSITIVE")
@@ -240,6 +240,11 @@ def test_levels_global_and_per_subject() -> None:
     cases = [
         (
             lambda: registry.delete_level("t-value"),
+            SUBJECT_LEVEL_NOT_CONFIGURED,
+            "Subject 't-value' does not have subject-level compatibility configured",
+        ),
+        (
+            lambda: registry.level("t-value"),
             SUBJECT_LEVEL_NOT_CONFIGURED,
             "Subject 't-value' does not have subject-level compatibility configured",
         ),
@@ -264,7 +269,7 @@ def test_levels_global_and_per_subject() -> None:
     registry.register("t-value", A)
     registry.set_level("NONE", "t-value")
     registry.delete_subject("t-value")
-    assert registry.level("t-value") is None
+    assert registry.to_json()["compatibility"]["subjects"] == {}
 
 
 def test_a_schema_avro_cannot_read_is_refused_when_it_must_be_checked() -> None:
@@ -288,7 +293,7 @@ def test_levels_are_saved_and_an_older_file_reads_with_the_default() -> None:
     again = MemoryRegistry.from_json(json.loads(json.dumps(saved)))
     assert (again.level(), again.level("t-value")) == ("NONE", "FULL")
     older = MemoryRegistry.from_json({"schemas": saved["schemas"], "subjects": saved["subjects"]})
-    assert (older.level(), older.level("t-value")) == ("BACKWARD", None)
+    assert older.to_json()["compatibility"] == {"global": "BACKWARD", "subjects": {}}
     for levels in ({"global": "SIDEWAYS", "subjects": {}}, {"global": "NONE"}, []):
         with pytest.raises(RegistryError, match="r.json is not a schema registry ticdc-sim"):
             MemoryRegistry.from_json({**saved, "compatibility": levels}, "r.json")

@@ -143,10 +143,16 @@ class MemoryRegistry:
             self._levels.pop(subject, None)
             return list(range(1, len(self._subjects.pop(subject)) + 1))
 
-    def level(self, subject: str | None = None) -> str | None:
-        """The registry's compatibility level, or `subject`'s own (None: it has none)."""
+    def level(self, subject: str | None = None, *, default_to_global: bool = False) -> str:
+        """The registry's compatibility level, or `subject`'s own: 40408 if it has none,
+        unless `default_to_global` (Confluent's `?defaultToGlobal=true`)."""
         with self._lock:
-            return self._level if subject is None else self._levels.get(subject)
+            level = self._level if subject is None else self._levels.get(subject)
+            if level is None and default_to_global:
+                level = self._level
+        if level is None:
+            raise _not_configured(subject)
+        return level
 
     def set_level(self, level: object, subject: str | None = None) -> str:
         """Set the registry's level, or `subject`'s; 42203 for what is not a level."""
@@ -168,10 +174,7 @@ class MemoryRegistry:
         with self._lock:
             level = self._levels.pop(subject, None)
         if level is None:
-            raise RegistryError(
-                SUBJECT_LEVEL_NOT_CONFIGURED,
-                f"Subject '{subject}' does not have subject-level compatibility configured",
-            )
+            raise _not_configured(subject)
         return level
 
     def compatibility(
@@ -259,6 +262,13 @@ class MemoryRegistry:
         if ids is None:
             raise RegistryError(SUBJECT_NOT_FOUND, f"subject {subject!r} not found")
         return ids
+
+
+def _not_configured(subject: str | None) -> RegistryError:
+    return RegistryError(
+        SUBJECT_LEVEL_NOT_CONFIGURED,
+        f"Subject '{subject}' does not have subject-level compatibility configured",
+    )
 
 
 def _parsed(text: str) -> avro.schema.Schema:

@@ -31,7 +31,6 @@ from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
     INVALID_VERSION,
     SCHEMA_NOT_FOUND,
-    SUBJECT_LEVEL_NOT_CONFIGURED,
     MemoryRegistry,
     RegistryError,
 )
@@ -164,16 +163,10 @@ def _put_global(call: Call) -> Answer:
 
 
 def _get_subject_config(call: Call) -> Answer:
-    subject = call.args[0]
-    level = call.registry.level(subject)
-    if level is None and call.query.get("defaultToGlobal") == "true":
-        level = call.registry.level()
-    if level is None:
-        raise Refused(
-            SUBJECT_LEVEL_NOT_CONFIGURED,
-            f"Subject '{subject}' does not have subject-level compatibility configured",
-        )
-    return {"compatibilityLevel": level}
+    default_to_global = call.query.get("defaultToGlobal") == "true"
+    return {
+        "compatibilityLevel": call.registry.level(call.args[0], default_to_global=default_to_global)
+    }
 
 
 def _put_subject_config(call: Call) -> Answer:
