@@ -8,7 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from avro.compatibility import SchemaIncompatibilityType
 
+from ticdc_sim.encoders import compatibility
+from ticdc_sim.encoders.compatibility import BACKWARD, parse
 from ticdc_sim.encoders.registry import (
     INCOMPATIBLE_SCHEMA,
     INVALID_COMPATIBILITY_LEVEL,
@@ -297,3 +300,62 @@ def test_levels_are_saved_and_an_older_file_reads_with_the_default() -> None:
     for levels in ({"global": "SIDEWAYS", "subjects": {}}, {"global": "NONE"}, []):
         with pytest.raises(RegistryError, match="r.json is not a schema registry ticdc-sim"):
             MemoryRegistry.from_json({**saved, "compatibility": levels}, "r.json")
+
+
+# the Avro specification's Schema Resolution: what a reader of each primitive type reads
+PRIMITIVES = ["null", "boolean", "int", "long", "float", "double", "bytes", "string"]
+PROMOTED = {  # writer -> the other reader types it may be read as
+    "int": {"long", "float", "double"},
+    "long": {"float", "double"},
+    "float": {"double"},
+    "string": {"bytes"},
+    "bytes": {"string"},
+}
+
+
+@pytest.mark.parametrize("writer", PRIMITIVES)
+def test_primitives_resolve_as_the_avro_specification_says(writer: str) -> None:
+    for reader in PRIMITIVES:
+        found = compatibility.differences(parse(f'"{reader}"'), parse(f'"{writer}"'), BACKWARD)
+        readable = reader == writer or reader in PROMOTED.get(writer, set())
+        assert (found == []) is readable, (reader, writer)
+        if not readable:
+            assert found == [
+                compatibility.Difference(
+                    SchemaIncompatibilityType.type_mismatch,
+                    "/",
+                    f"reader type: {reader} not compatible with writer type: {writer}",
+                )
+            ]
+
+
+ENUM = '{"type": "enum", "name": "e", "symbols": %s%s}'
+# (reader, writer, what keeps the reader from reading the writer; "" : nothing)
+SPEC_CASES = [
+    ('["null", "long"]', '"int"', ""),  # the first union branch that reads it
+    ('"long"', '["null", "long"]', "TYPE_MISMATCH"),  # each writer branch must be read
+    ('["null", "string"]', '["null", "long"]', "MISSING_UNION_BRANCH"),
+    (ENUM % ('["a", "b"]', ""), ENUM % ('["a"]', ""), ""),
+    (ENUM % ('["a"]', ""), ENUM % ('["a", "b"]', ""), "MISSING_ENUM_SYMBOLS"),
+    (ENUM % ('["a"]', ', "default": "a"'), ENUM % ('["a", "b"]', ""), ""),
+    (
+        '{"type": "fixed", "name": "f", "size": 4}',
+        '{"type": "fixed", "name": "f", "size": 8}',
+        "FIXED_SIZE_MISMATCH",
+    ),
+    (
+        '{"type": "fixed", "name": "g", "size": 4}',
+        '{"type": "fixed", "name": "f", "size": 4}',
+        "NAME_MISMATCH",
+    ),
+    ('{"type": "array", "items": "long"}', '{"type": "array", "items": "int"}', ""),
+    ('{"type": "map", "values": "int"}', '{"type": "map", "values": "long"}', "TYPE_MISMATCH"),
+]
+
+
+@pytest.mark.parametrize(("reader", "writer", "kind"), SPEC_CASES)
+def test_complex_types_resolve_as_the_avro_specification_says(
+    reader: str, writer: str, kind: str
+) -> None:
+    found = compatibility.differences(parse(reader), parse(writer), BACKWARD)
+    assert [d.kind.name.upper() for d in found] == ([kind] if kind else [])
