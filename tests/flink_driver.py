@@ -7,7 +7,7 @@ JOB is a JSON list of tables, each {"name", "format", "path", "columns": [[name,
 "primary_key": [names], "options": {…}}: one `filesystem` table per entry, read with its
 `format` (debezium-json, canal-json, maxwell-json). OUT gets one JSON line per table:
 {"name", "changes": [[row kind, [values]]]} with Flink's RowKind (+I -U +U -D) as Flink
-emitted it, or {"name", "error": Flink's message} where the reader failed. Values are written
+emitted it, or {"name", "error": Flink's exception, "at": its top frame} where the reader failed. Values are written
 as Flink gives them: numbers as numbers, DECIMAL and temporal values as their text (TIMESTAMP
 as Flink's CAST to STRING), BYTES as hex. One TableEnvironment serves every table: the JVM starts once.
 """
@@ -18,10 +18,13 @@ import datetime
 import decimal
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyflink.table import EnvironmentSettings, TableEnvironment
+
+BATCH = 8  # jobs in flight at once
 
 
 def _value(value: Any) -> Any:
@@ -52,22 +55,35 @@ def _select(table: dict[str, Any]) -> str:
     return f"SELECT {', '.join(columns)} FROM `{table['name']}`"
 
 
-def _cause(error: Py4JJavaError) -> str:
-    """The innermost Java exception's class and message: what Flink's reader said."""
+def _cause(error: Py4JJavaError) -> dict[str, str]:
+    """The innermost Java exception: its class and message, and where Flink threw it (a
+    NullPointerException's message is lost when it crosses from a task to the client)."""
     throwable = error.java_exception
     while throwable.getCause() is not None:
         throwable = throwable.getCause()
-    return f"{throwable.getClass().getName()}: {throwable.getMessage()}"
+    frames = throwable.getStackTrace()
+    return {
+        "error": f"{throwable.getClass().getName()}: {throwable.getMessage()}",
+        "at": frames[0].toString() if len(frames) else "",
+    }
 
 
-def read(env: TableEnvironment, table: dict[str, Any]) -> dict[str, Any]:
-    env.execute_sql(_ddl(table))
-    try:
-        with env.execute_sql(_select(table)).collect() as rows:
-            changes = [[str(row.get_row_kind()), [_value(v) for v in row]] for row in rows]
-    except Py4JJavaError as e:
-        return {"name": table["name"], "error": _cause(e)}
-    return {"name": table["name"], "changes": changes}
+def read(env: TableEnvironment, tables: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Each table's changelog. Jobs are submitted BATCH at a time, then collected: a job's
+    submission (planning, a mini cluster) is most of its time, and overlaps the others'."""
+    for at in range(0, len(tables), BATCH):
+        batch = tables[at : at + BATCH]
+        for table in batch:
+            env.execute_sql(_ddl(table))
+        results = [env.execute_sql(_select(table)) for table in batch]
+        for table, result in zip(batch, results, strict=True):
+            try:
+                with result.collect() as rows:
+                    changes = [[str(row.get_row_kind()), [_value(v) for v in row]] for row in rows]
+            except Py4JJavaError as e:
+                yield {"name": table["name"], **_cause(e)}
+                continue
+            yield {"name": table["name"], "changes": changes}
 
 
 def main(job: str, out: str) -> None:
@@ -77,8 +93,8 @@ def main(job: str, out: str) -> None:
     with open(job) as f:
         tables = json.load(f)
     with open(out, "w") as f:
-        for table in tables:
-            f.write(json.dumps(read(env, table)) + "\n")
+        for answer in read(env, tables):
+            f.write(json.dumps(answer) + "\n")
 
 
 if __name__ == "__main__":
