@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support_mariadb import SYSTEM_SCHEMAS
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders import DecodedDDL, decoder_for
 from ticdc_sim.sinks import Record
@@ -161,7 +162,7 @@ _BINARIES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"
 # as their index/bits and binary strings as base64 in maxwell, DECIMAL as a double, dates as
 # days, DATETIME as epoch ms (µs above fsp 3), TIMESTAMP as ISO text and TIME as µs in
 # debezium. TIME goes to Flink as text where it is text: Flink's TIME stops at 24 hours.
-_BY_FORMAT: dict[str, dict[str, Rule]] = {
+TYPES: dict[str, dict[str, Rule]] = {
     "canal-json": {
         **dict.fromkeys(_INTEGERS, (_fixed("BIGINT"), _same)),
         "bigint": (lambda c: "DECIMAL(20, 0)" if c.unsigned else "BIGINT", _bigint),
@@ -192,15 +193,15 @@ _BY_FORMAT: dict[str, dict[str, Rule]] = {
         "time": (_fixed("BIGINT"), lambda _, v: v // _MICRO),
     },
 }
-_BY_FORMAT["maxwell"] = {
-    **_BY_FORMAT["canal-json"],
+TYPES["maxwell"] = {
+    **TYPES["canal-json"],
     **dict.fromkeys(_BINARIES, (_fixed("BYTES"), _hex)),
 }
 
 
 def rule(protocol: str, column: Column) -> Rule:
     try:
-        return _BY_FORMAT[protocol][column.data_type]
+        return TYPES[protocol][column.data_type]
     except KeyError:
         raise AssertionError(
             f"{protocol}: no Flink type for MariaDB's {column.data_type}"
@@ -231,11 +232,12 @@ def catalog(conn: Any) -> dict[str, tuple[list[Column], list[str]]]:
             "SELECT c.table_schema, c.table_name, column_name, data_type, column_type,"
             " numeric_precision, numeric_scale, datetime_precision, column_key"
             " FROM information_schema.columns c JOIN information_schema.tables t"
-            " USING (table_schema, table_name) WHERE t.table_type = 'BASE TABLE' AND"
-            " c.table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
+            " USING (table_schema, table_name) WHERE t.table_type = 'BASE TABLE'"
             " ORDER BY c.table_schema, c.table_name, ordinal_position"
         )
         for schema, table, name, tp, full, precision, scale, fsp, key in cur.fetchall():
+            if schema.lower() in SYSTEM_SCHEMAS:
+                continue
             columns, primary = tables.setdefault(f"{schema}.{table}", ([], []))
             columns.append(Column(name, tp, full, precision, scale, fsp))
             if key == "PRI":
