@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-docker lint bench openapi docs
+.PHONY: install run test test-docker lint bench openapi docs flink
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,7 +30,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
-test: lint
+# PyFlink in a venv of its own (.venv-flink) for tests/test_flink.py, where Java and PyPI allow
+flink:
+	scripts/ensure-flink
+
+test: lint flink
 	scripts/ensure-mariadb
 	scripts/ensure-chromium
 	$(BIN)/pytest

@@ -212,7 +212,7 @@ def _through_storage(query: str, events: list[Any]) -> list[tuple[Record, Decode
             raise
 
 
-def _snapshot(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
+def snapshot(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
     tables: dict[str, list[tuple[Any, ...]]] = {}
     with conn.cursor() as cur:
         cur.execute(
@@ -253,6 +253,19 @@ def _row_key(row: tuple[Any, ...]) -> str:
     return repr(tuple(float(v) if isinstance(v, Decimal) else v for v in row))
 
 
+def run_both(source: MariaDB, conn: Any, text: str, name: str, **config: Any) -> list[Event]:
+    """Run `text` on a reset MariaDB (`conn`) and on the engine: the engine's events. Raises
+    MariaDBRejects where MariaDB cannot run it, SQLError where the engine fails."""
+    statements = list(split_script(text.splitlines(keepends=True), name))
+    source.reset(conn)
+    with conn.cursor() as cur:  # NOW() on MariaDB reads the engine's simulated clock
+        cur.execute(f"SET timestamp = {physical_ms(TSOClock().next()) / 1000}")
+    run_on_mariadb(conn, statements)
+    engine = Engine(EngineConfig(**config))
+    engine.catalog.current_schema = "test"
+    return list(engine.run(statements))
+
+
 def check_script(
     source: MariaDB,
     replica: MariaDB,
@@ -264,18 +277,11 @@ def check_script(
     """Run `text` on MariaDB and through the engine; compare every table. With a `protocol`,
     the changelog goes through the pipeline (every table replicated, 3 partitions) and the
     replica gets what a consumer decodes from the records."""
-    statements = list(split_script(text.splitlines(keepends=True), name))
     src, dst = source.connect(), replica.connect()
     try:
-        source.reset(src)
         replica.reset(dst)
-        with src.cursor() as cur:  # NOW() on MariaDB reads the engine's simulated clock
-            cur.execute(f"SET timestamp = {physical_ms(TSOClock().next()) / 1000}")
-        run_on_mariadb(src, statements)
-        engine = Engine(EngineConfig(**config))
-        engine.catalog.current_schema = "test"
         try:
-            events = list(engine.run(statements))
+            events = run_both(source, src, text, name, **config)
         except SQLError as e:
             return Outcome(0, 0, [f"engine failed where MariaDB did not: {e}"])
         with dst.cursor() as cur:
@@ -301,7 +307,7 @@ def check_script(
             decoded = decode(feed, sink.records())
             check_ordering(decoded, protocol)
             rows = DecodedApplier(dst).apply(merged(decoded))
-        expected, actual = _snapshot(src), _snapshot(dst)
+        expected, actual = snapshot(src), snapshot(dst)
         if protocol in AS_DOUBLES:  # the protocol sends DECIMAL as a double
             expected, actual = _doubles(expected), _doubles(actual)
         mismatches = []
