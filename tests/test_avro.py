@@ -288,7 +288,7 @@ def test_defaults_flip_the_union_and_float_defaults_go_through_float32() -> None
     _, records, registry = _run(script, "memory://?protocol=avro&partition-num=1")
     fields = json.loads(registry.schema(2))["fields"]
     assert [f.get("default") for f in fields] == [
-        None, 3.140000104904175, "AAU=", "YWI=", 7, "z", -1,
+        None, 3.140000104904175, "BQ==", "YWI=", 7, "z", -1,
     ]  # fmt: skip
     assert fields[1]["type"][1] == "null" and fields[2]["type"][0]["connect.parameters"] == {
         "length": "10",

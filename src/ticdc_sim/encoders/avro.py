@@ -301,9 +301,8 @@ def _default(col: ColumnInfo, avro: dict[str, Any]) -> Any:
         return None
     kind = avro["type"]
     try:
-        if col.tp == M.BIT:  # TiDB keeps a BIT default as its bytes at the column's width
-            number = int(text)
-            return _base64(number.to_bytes(max(1, (col.flen + 7) // 8), "big"))
+        if col.tp == M.BIT:  # TiDB keeps a BIT default as its bytes, leading zeros trimmed
+            return _base64(_bit_bytes(int(text)))  # (ddl getDefaultValue: b'...' as written)
         if kind in ("int", "long"):
             number = int(str(text), 10)  # strconv.ParseInt/ParseUint
             return _int64(number) if col.tp == M.LONGLONG and col.unsigned else number
