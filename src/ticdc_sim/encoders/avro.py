@@ -192,8 +192,9 @@ def _enum(col: ColumnInfo) -> Write:
     def write(value: str) -> bytes:
         if value not in members:  # types.ParseEnumValue refuses index 0 (the '' member)
             raise EncodeError(
-                f"avro: ENUM column {col.name!r} holds {shown(value)}, which TiCDC cannot"
-                " encode (its number overflows the enum boundary; ErrAvroEncodeFailed)"
+                f"avro: ENUM column {col.name!r} holds {shown(value)}, whose number 0 TiCDC"
+                " cannot encode (TiCDC: ErrAvroEncodeFailed, the number overflows the enum"
+                " boundary)"
             )
         return _string(value)
 
@@ -601,8 +602,10 @@ def _converter(kind: str, params: Fields, avro: Fields) -> Callable[[Any], Any]:
         return lambda v: int.from_bytes(v, "big")
     if kind == "DECIMAL":
         if "logicalType" in avro.values:
+            from ticdc_sim.generator.sql.values import WIDE  # DECIMAL(65, 30): 65 digits
+
             scale = avro.integer("scale")
-            return lambda v: Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale)
+            return lambda v: Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale, WIDE)
         return Decimal
     if kind in ("ENUM", "SET"):
         members = _members(params.text("allowed"))
