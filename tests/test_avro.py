@@ -377,9 +377,84 @@ def test_a_decoder_without_the_registry_says_what_it_needs() -> None:
         decoder_for(CodecConfig("avro")).decode(record.key, record.value)
     assert str(found.value) == (
         "the value names schema 2, and no schema registry was given to look it up in"
-        " (decode's --schema-registry, or the schema-registry.json a replay wrote beside its"
-        " records)"
+        " (schema-registry=URL in the URI, or the schema-registry.json a replay wrote beside"
+        " its records)"
     )
     with pytest.raises(DecodeError) as found:
         decoder_for(CodecConfig("avro"), registry=MemoryRegistry()).decode(None, record.value)
     assert str(found.value) == "the value names schema 2: schema 2 not found"
+
+
+# -- the CLI: a replay keeps its registry beside the records, decode reads it ---------------
+
+
+@pytest.mark.parametrize("scheme", ["jsonl", "parquet"])
+def test_a_replay_keeps_its_schemas_beside_the_records_and_decode_reads_them(
+    tmp_path: Path, scheme: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+
+    script = tmp_path / "person.sql"
+    script.write_text(PERSON)
+    out = tmp_path / "out"
+    uri = f"{scheme}://{out}?protocol=avro&enable-tidb-extension=true&partition-num=1"
+    ran = CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri])
+    assert ran.exit_code == 0, ran.stderr
+    saved = json.loads((out / "schema-registry.json").read_text())
+    assert saved["subjects"] == {"ticdc-key": [1], "ticdc-value": [2]}
+    assert MemoryRegistry.from_json(saved).schema(1) == (
+        '{"type":"record","name":"person","namespace":"default.test","fields":[{"name":"id",'
+        '"type":{"type":"int","connect.parameters":{"tidb_type":"INT"}}}]}'
+    )
+    decoded = CliRunner().invoke(app, ["decode", uri])
+    assert decoded.exit_code == 0, decoded.stderr
+    lines = [json.loads(line) for line in decoded.stdout.splitlines()]
+    assert [(line["type"], line["columns"] or line["pre_columns"]) for line in lines] == [
+        ("insert", {"id": 1, "age": 25}),
+        ("delete", {"id": 1}),
+    ]
+    # a second replay into the same directory with --overwrite replaces the file too
+    again = CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, "--overwrite"])
+    assert again.exit_code == 0, again.stderr
+    assert json.loads((out / "schema-registry.json").read_text()) == saved
+
+
+def test_decode_without_the_registry_file_says_what_is_missing(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+
+    script = tmp_path / "person.sql"
+    script.write_text(PERSON)
+    out = tmp_path / "out"
+    uri = f"jsonl://{out}?protocol=avro&partition-num=1"
+    assert CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri]).exit_code == 0
+    (out / "schema-registry.json").unlink()
+    decoded = CliRunner().invoke(app, ["decode", uri])
+    assert (decoded.exit_code, decoded.stdout) == (1, "")
+    assert decoded.stderr == (
+        f"error: {out}/ticdc/partition-0.jsonl offset 0: the value names schema 2, and no schema"
+        " registry was given to look it up in (schema-registry=URL in the URI, or the"
+        " schema-registry.json a replay wrote beside its records)\n"
+    )
+
+
+def test_a_replay_to_kafka_needs_a_schema_registry(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ticdc_sim.cli import app
+
+    script = tmp_path / "person.sql"
+    script.write_text(PERSON)
+    ran = CliRunner().invoke(
+        app, ["replay", str(script), "--sink-uri", "kafka://127.0.0.1:1/t?protocol=avro"]
+    )
+    assert ran.exit_code == 1
+    assert ran.stderr.endswith(
+        'error: Avro protocol requires parameter "schema-registry" to specify the schema'
+        " registry (ErrCodecInvalidConfig): add ?schema-registry=http://HOST:PORT to the sink"
+        " URI or schema-registry under [sink] (a Confluent registry, or the one `ticdc-sim"
+        " serve` serves); jsonl:// and parquet:// keep the schemas beside the records instead\n"
+    )

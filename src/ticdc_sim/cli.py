@@ -427,12 +427,15 @@ def _replay_to_sink(
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
-    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.encoders import WITH_REGISTRY
+    from ticdc_sim.pipeline import Pipeline, open_registry
     from ticdc_sim.sinks import open_sink
 
-    pipeline = Pipeline(
-        feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed), warnings
-    )
+    # avro's registry first: a Kafka sink without one is refused before the brokers are asked
+    avro = feed.codec.protocol in WITH_REGISTRY
+    registry = open_registry(feed.codec, feed.sink.scheme) if avro else None
+    sink = open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed)
+    pipeline = Pipeline(feed, sink, warnings, registry)
     observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
     try:
         for event in events:

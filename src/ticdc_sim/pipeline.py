@@ -249,10 +249,11 @@ class Pipeline:
             codec = replace(codec, max_message_bytes=limit)
         self.registry = registry
         if registry is None and codec.protocol in WITH_REGISTRY:
-            own = self.registry = open_registry(codec, feed.sink.scheme)
-            beside = getattr(sink, "beside", None)  # a directory sink keeps it for decode
-            if beside is not None and not codec.schema_registry:
-                beside(REGISTRY_FILE, lambda: registry_file(own))
+            self.registry = open_registry(codec, feed.sink.scheme)
+        own = self.registry
+        beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's
+        if isinstance(own, MemoryRegistry) and beside is not None:
+            beside(REGISTRY_FILE, lambda: registry_file(own))
         self.encoder = encoder_for(codec, self.registry, self.router.topic)
         self.observer: Observer | None = None
         self.claims = (

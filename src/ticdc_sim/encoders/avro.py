@@ -720,7 +720,7 @@ class Decoder:
             if self.registry is None:
                 raise DecodeError(
                     f"{what} names schema {schema_id}, and no schema registry was given to"
-                    " look it up in (decode's --schema-registry, or the schema-registry.json"
+                    " look it up in (schema-registry=URL in the URI, or the schema-registry.json"
                     " a replay wrote beside its records)"
                 )
             try:
