@@ -96,7 +96,7 @@ def open_registry(codec: CodecConfig, scheme: str = "") -> SchemaRegistry:
     return opened
 
 
-def registry_file(registry: SchemaRegistry) -> bytes:
+def registry_file(registry: SchemaRegistry | None) -> bytes:
     """The registry as a run keeps it beside its records (`MemoryRegistry.to_json`)."""
     assert isinstance(registry, MemoryRegistry)
     return json.dumps(registry.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
