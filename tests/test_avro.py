@@ -458,3 +458,23 @@ def test_a_replay_to_kafka_needs_a_schema_registry(tmp_path: Path) -> None:
         " URI or schema-registry under [sink] (a Confluent registry, or the one `ticdc-sim"
         " serve` serves); jsonl:// and parquet:// keep the schemas beside the records instead\n"
     )
+
+
+def test_a_simulators_avro_changefeeds_share_its_registry() -> None:
+    """The cluster's registry, which the service serves: every changefeed without a
+    `schema-registry` registers there, and a test reads schemas by the ids records name."""
+    from ticdc_sim.api import Simulator
+
+    with Simulator(seed=1) as sim:
+        one = sim.changefeed("memory://?protocol=avro&enable-tidb-extension=true")
+        two = sim.changefeed("memory://?protocol=avro&topic=other")
+        sim.execute(PERSON)
+        (insert, delete) = one.records()
+        assert (
+            json.loads(sim.registry.schema(int.from_bytes(insert.value[1:5], "big")))["name"]
+            == "person"
+        )
+        assert sim.registry.subjects() == ["other-key", "other-value", "ticdc-key", "ticdc-value"]
+        assert [e["type"] for e in one.events()] == ["insert", "delete"]
+        assert [e["columns"] for e in two.events()] == [{"id": 1, "age": 25}, None]
+        assert delete.value is None

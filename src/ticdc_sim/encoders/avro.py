@@ -77,7 +77,7 @@ MAGIC = b"\x00"  # confluent_schema_registry.go magicByte
 DDL_BYTE, CHECKPOINT_BYTE = b"\x01", b"\x02"  # test-only watermark mode
 NAMESPACE = "default"  # the changefeed's namespace (model.DefaultNamespace)
 DEFAULT_TOPIC = "ticdc"  # config.DEFAULT_TOPIC, for an encoder not told its topics
-PRECISE, STRING, LONG = "precise", "string", "long"
+PRECISE, STRING = "precise", "string"  # the handling modes' values that change the type
 _U64 = struct.Struct(">Q")
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
@@ -98,8 +98,7 @@ _AVRO_TYPES: dict[str, str] = {
     "INT": "int", "BIGINT": "long", "FLOAT": "float", "DOUBLE": "double", "BIT": "bytes",
     "TEXT": "string", "BLOB": "bytes", "ENUM": "string", "SET": "string", "JSON": "string",
     "DECIMAL": "string", "DATE": "string", "DATETIME": "string", "TIMESTAMP": "string",
-    "TIME": "string",
-    "YEAR": "int", "TiDBVECTORFloat32": "string",
+    "TIME": "string", "YEAR": "int", "TiDBVECTORFloat32": "string",
 }  # fmt: skip
 _STRING_TYPES = (M.VARCHAR, M.VAR_STRING, M.STRING, *BLOB_TYPES)
 
@@ -618,19 +617,21 @@ def _converter(kind: str, params: Fields, avro: Fields) -> Callable[[Any], Any]:
 
 
 class _Field:
-    __slots__ = ("name", "read", "convert", "union")
+    """A record field of a registered schema: how its value is read and made the
+    simulator's."""
+
+    __slots__ = ("name", "read", "convert", "null_branch")
 
     def __init__(self, spec: Any, where: str) -> None:
         field = Fields(spec, PROTOCOL, where, "schema")
         self.name = field.text("name")
         kind = field.values.get("type")
-        self.union: tuple[bool, bool] | None = None  # (null first, ...) for ["null",T]/[T,"null"]
+        self.null_branch: int | None = None  # a union's: 0 for ["null", T], 1 for [T, "null"]
         if isinstance(kind, list):
             if len(kind) != 2 or "null" not in kind:
                 raise field.fail(f"{field.name('type')} is a union TiCDC does not write")
-            null_first = kind[0] == "null"
-            self.union = (null_first, True)
-            kind = kind[1] if null_first else kind[0]
+            self.null_branch = kind.index("null")
+            kind = kind[1 - self.null_branch]
         if isinstance(kind, str):  # the extension's fields
             if kind == "boolean":
                 self.read: Read = _boolean
@@ -649,11 +650,11 @@ class _Field:
         self.convert = _converter(params.text("tidb_type"), params, avro)
 
     def value(self, reader: _Reader) -> Any:
-        if self.union is not None:
+        if self.null_branch is not None:
             branch = reader.long()
             if branch not in (0, 1):
                 raise reader.fail(f"has union branch {branch} for {self.name!r}")
-            if (branch == 0) == self.union[0]:
+            if branch == self.null_branch:
                 return None
         value = self.read(reader)
         if self.convert is None:
