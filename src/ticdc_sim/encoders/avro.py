@@ -59,7 +59,7 @@ from ticdc_sim.encoders import (
     simple,
 )
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE
-from ticdc_sim.encoders.debezium import sanitize_name
+from ticdc_sim.encoders.debezium import allowed_members, escape_member, sanitize_name
 from ticdc_sim.encoders.reading import Fields, json_document, not_a
 from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, varint
@@ -284,14 +284,9 @@ def _avro_type(col: ColumnInfo, config: CodecConfig) -> dict[str, Any]:
             }
         avro = "string"
     elif col.tp in (M.ENUM, M.SET):
-        allowed = ",".join(_escape_member(e) for e in col.elems)
+        allowed = ",".join(map(escape_member, col.elems))
         params = {"allowed": allowed, "tidb_type": kind}
     return {"type": avro, "connect.parameters": params}
-
-
-def _escape_member(member: str) -> str:
-    """common.EscapeEnumAndSetOptions."""
-    return member.replace(",", "\\,").replace("\\'", "'").replace("''", "'")
 
 
 def _default(col: ColumnInfo, avro: dict[str, Any]) -> Any:
@@ -489,11 +484,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
                     )
                 found.append(message)
             messages = columnar.place(messages, positions, found)
-        out, start = [], 0
-        for group in groups:
-            out.append(messages[start : start + len(group)])
-            start += len(group)
-        return out
+        return columnar.regroup(messages, groups)
 
     def encode_ddl(self, event: DDLEvent) -> Message | None:
         if not self.watermark:
@@ -579,20 +570,6 @@ def _boolean(reader: _Reader) -> bool:
     return byte == 1
 
 
-def _members(allowed: str) -> list[str]:
-    """`allowed` split at the commas EscapeEnumAndSetOptions left unescaped."""
-    out, current, chars = [], "", iter(allowed)
-    for char in chars:
-        if char == "\\":
-            current += next(chars, "")
-        elif char == ",":
-            out.append(current)
-            current = ""
-        else:
-            current += char
-    return [*out, current]
-
-
 def _converter(kind: str, params: Fields, avro: Fields) -> Callable[[Any], Any]:
     """A decoded Avro value -> the simulator's mounted value, by its `tidb_type`."""
     if kind == "BIGINT UNSIGNED":
@@ -607,7 +584,7 @@ def _converter(kind: str, params: Fields, avro: Fields) -> Callable[[Any], Any]:
             return lambda v: Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale, WIDE)
         return Decimal
     if kind in ("ENUM", "SET"):
-        members = _members(params.text("allowed"))
+        members = allowed_members(params.text("allowed"))
         if kind == "ENUM":
             index = {m: i for i, m in enumerate(members, start=1)}
             return lambda v: index[v]
