@@ -478,3 +478,21 @@ def test_a_simulators_avro_changefeeds_share_its_registry() -> None:
         assert [e["type"] for e in one.events()] == ["insert", "delete"]
         assert [e["columns"] for e in two.events()] == [{"id": 1, "age": 25}, None]
         assert delete.value is None
+
+
+def test_the_python_apis_generate_keeps_the_registry_beside_a_directorys_records(
+    tmp_path: Path,
+) -> None:
+    from ticdc_sim.api import generate
+
+    spec = {
+        "tables": [{"ddl": "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(8))", "rows": 5}],
+        "operations": {"events": 20},
+    }
+    out = tmp_path / "out"
+    records = generate(spec, f"jsonl://{out}?protocol=avro", seed=3)
+    saved = MemoryRegistry.from_json(json.loads((out / "schema-registry.json").read_text()))
+    assert saved.subjects() == ["ticdc-key", "ticdc-value"]
+    decoder = decoder_for(CodecConfig("avro"), registry=saved)
+    decoded = [e for r in records for e in decoder.decode(r.key, r.value)]
+    assert len(records) >= 20 and [type(e) for e in decoded] == [DecodedRow] * len(records)

@@ -329,6 +329,11 @@ class LoggedSink:
         if isinstance(self.inner, StagedSink):
             self.inner.flush()
 
+    def beside(self, name: str, content: Callable[[], bytes]) -> None:
+        """A directory sink keeps the file beside its records (`StagedSink.beside`)."""
+        if isinstance(self.inner, StagedSink):
+            self.inner.beside(name, content)
+
 
 @dataclass
 class FeedSpec:
