@@ -496,3 +496,19 @@ def test_the_python_apis_generate_keeps_the_registry_beside_a_directorys_records
     decoder = decoder_for(CodecConfig("avro"), registry=saved)
     decoded = [e for r in records for e in decoder.decode(r.key, r.value)]
     assert len(records) >= 20 and [type(e) for e in decoded] == [DecodedRow] * len(records)
+
+
+def test_current_timestamp_defaults_are_tidbs_text() -> None:
+    script = (
+        "USE test; CREATE TABLE t (id INT PRIMARY KEY, a TIMESTAMP NULL DEFAULT NOW(),"
+        " b DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3), c DATETIME DEFAULT '2024-01-01 00:00:00');"
+        " INSERT INTO t (id) VALUES (1);"
+    )
+    _, _, registry = _run(script, "memory://?protocol=avro")
+    fields = json.loads(registry.schema(2))["fields"]
+    assert [f.get("default") for f in fields] == [
+        None,
+        "CURRENT_TIMESTAMP",
+        "CURRENT_TIMESTAMP(3)",
+        "2024-01-01 00:00:00",
+    ]

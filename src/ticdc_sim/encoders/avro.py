@@ -289,9 +289,19 @@ def _avro_type(col: ColumnInfo, config: CodecConfig) -> dict[str, Any]:
     return {"type": avro, "connect.parameters": params}
 
 
+def _tidb_default(col: ColumnInfo) -> str | int | None:
+    """`ColumnInfo.GetDefaultValue()`: TiDB's parser makes NOW() and its synonyms
+    CURRENT_TIMESTAMP, and the DDL keeps it so, with its precision when there is one."""
+    default = col.default
+    if default is not None and default.kind == "now":
+        digits = default.sql.partition("(")[2].rstrip(")").strip()
+        return f"CURRENT_TIMESTAMP({digits})" if digits and digits != "0" else "CURRENT_TIMESTAMP"
+    return simple.column_default(col)
+
+
 def _default(col: ColumnInfo, avro: dict[str, Any]) -> Any:
     """The field's default: TiDB's default text through columnToAvroData, or None."""
-    text = simple.column_default(col)
+    text = _tidb_default(col)
     if text is None:
         return None
     kind = avro["type"]
