@@ -512,3 +512,28 @@ def test_current_timestamp_defaults_are_tidbs_text() -> None:
         "CURRENT_TIMESTAMP(3)",
         "2024-01-01 00:00:00",
     ]
+
+
+def test_row_checksums_are_verified_as_ticdcs_consumer_does() -> None:
+    uri = (
+        "memory://?protocol=avro&enable-tidb-extension=true&avro-decimal-handling-mode=string"
+        "&avro-bigint-unsigned-handling-mode=string"
+    )
+    toml = "[integrity]\nintegrity-check-level = 'correctness'\n"
+    feed = changefeed(uri, toml)
+    sink = MemorySink()
+    pipeline = Pipeline(feed, sink)
+    pipeline.run(events(PERSON.replace("(1, 25)", "(1, 25), (2, 31)")))
+    first, *_ = sink.records()
+    decoder = decoder_for(feed.codec, registry=pipeline.registry)
+    (row,) = decoder.decode(first.key, first.value)
+    assert isinstance(row, DecodedRow)
+    assert (row.extra["_tidb_corrupted"], row.extra["_tidb_checksum_version"]) == (False, 2)
+    changed = first.value.replace(b"\x02\x32", b"\x02\x34", 1)  # age 25 -> 26
+    with pytest.raises(DecodeError) as found:
+        decoder.decode(first.key, changed)
+    want = row.extra["_tidb_row_level_checksum"]
+    assert str(found.value) == (
+        f"avro row of test.person at commit ts {row.commit_ts}: the checksum '{want}' does not"
+        " match its values (checksum corrupted)"
+    )

@@ -975,10 +975,17 @@ AVRO_URI = (
 )
 
 
+# the string modes and row checksums, which the decoder verifies
+AVRO_CHECKSUMS = (
+    AVRO_URI + "&avro-decimal-handling-mode=string&avro-bigint-unsigned-handling-mode=string",
+    "[integrity]\nintegrity-check-level = 'correctness'\n",
+)
+
+
 @functools.cache
-def _avro_run() -> tuple[Decoder, tuple[Record, ...]]:
-    run = replay(SCRIPT, AVRO_URI)
-    decoder = decoder_for(changefeed(AVRO_URI).codec, registry=run.pipeline.registry)
+def _avro_run(uri: str = AVRO_URI, toml: str | None = None) -> tuple[Decoder, tuple[Record, ...]]:
+    run = replay(SCRIPT, uri, toml)
+    decoder = decoder_for(changefeed(uri, toml).codec, registry=run.pipeline.registry)
     return decoder, tuple(run.sink.records())
 
 
@@ -1022,8 +1029,11 @@ def test_bad_avro_records(key: bytes | None, value: bytes | None, message: str) 
     assert str(refused.value) == message
 
 
-def test_avro_every_prefix_and_flipped_byte_is_events_or_one_clear_error() -> None:
-    decoder, records = _avro_run()
+@pytest.mark.parametrize("options", [(AVRO_URI, None), AVRO_CHECKSUMS], ids=["avro", "checksums"])
+def test_avro_every_prefix_and_flipped_byte_is_events_or_one_clear_error(
+    options: tuple[str, str | None],
+) -> None:
+    decoder, records = _avro_run(*options)
     kinds = {type(e).__name__ for r in records for e in decoder.decode(r.key, r.value)}
     assert kinds == {"DecodedRow", "DecodedDDL", "DecodedCheckpoint"}
     checked = 0
@@ -1041,7 +1051,12 @@ def test_avro_every_prefix_and_flipped_byte_is_events_or_one_clear_error() -> No
                     events = decoder.decode(key, value)
                 except DecodeError as e:
                     assert str(e).startswith(
-                        ("not an avro message: ", "the key names schema", "the value names schema")
+                        (
+                            "not an avro message: ",
+                            "the key names schema",
+                            "the value names schema",
+                            "avro row of test.t at commit ts",
+                        )
                     ), str(e)
                 else:
                     assert all(isinstance(event, DECODED) for event in events)

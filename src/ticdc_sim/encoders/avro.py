@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, Literal
@@ -79,9 +80,12 @@ NAMESPACE = "default"  # the changefeed's namespace (model.DefaultNamespace)
 DEFAULT_TOPIC = "ticdc"  # config.DEFAULT_TOPIC, for an encoder not told its topics
 PRECISE, STRING = "precise", "string"  # the handling modes' values that change the type
 _U64 = struct.Struct(">Q")
+_U64LE = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
 _M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
 
 # type2TiDBType
 _TIDB_TYPES: dict[M, str] = {
@@ -607,13 +611,14 @@ class _Field:
     """A record field of a registered schema: how its value is read and made the
     simulator's."""
 
-    __slots__ = ("name", "read", "convert", "null_branch")
+    __slots__ = ("name", "read", "convert", "null_branch", "tidb_type")
 
     def __init__(self, spec: Any, where: str) -> None:
         field = Fields(spec, PROTOCOL, where, "schema")
         self.name = field.text("name")
         kind = field.values.get("type")
         self.null_branch: int | None = None  # a union's: 0 for ["null", T], 1 for [T, "null"]
+        self.tidb_type = ""  # a column's (the extension's fields have none)
         if isinstance(kind, list):
             if len(kind) != 2 or "null" not in kind:
                 raise field.fail(f"{field.name('type')} is a union TiCDC does not write")
@@ -634,7 +639,8 @@ class _Field:
             raise avro.fail(f"{avro.name('type')} {shown(name)} is no type TiCDC writes")
         self.read = _PRIMITIVES[name]
         params = avro.nested("connect.parameters")
-        self.convert = _converter(params.text("tidb_type"), params, avro)
+        self.tidb_type = params.text("tidb_type")
+        self.convert = _converter(self.tidb_type, params, avro)
 
     def value(self, reader: _Reader) -> Any:
         if self.null_branch is not None:
@@ -677,7 +683,33 @@ class _Schema:
             raise reader.fail(f"has {len(data) - reader.at} bytes after its record")
         return out
 
+    def checksum(self, record: dict[str, Any]) -> int:
+        """The row's column-level checksum (verify_checksum.go calculateChecksum): the
+        columns in the schema's order, which is column-id order when rows carry one."""
+        crc = 0
+        for field in self.fields:
+            value = record.get(field.name)
+            if field.tidb_type and value is not None:
+                crc = zlib.crc32(_CHECKSUMMED.get(field.tidb_type, _checksum_text)(value), crc)
+        return crc
 
+
+def _checksum_text(value: Any) -> bytes:
+    data = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+    return _U32.pack(len(data)) + data
+
+
+# a decoded value's bytes in TiDB's checksum, by tidb_type (simple._checksum_bytes' rules);
+# the others are length-prefixed text or bytes
+_CHECKSUMMED: dict[str, Callable[[Any], bytes]] = {
+    **dict.fromkeys(
+        ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED", "YEAR", "BIT", "ENUM", "SET"),
+        lambda v: _U64LE.pack(v & _M64),
+    ),
+    "FLOAT": _F64.pack,
+    "DOUBLE": _F64.pack,
+    "DECIMAL": lambda v: _checksum_text(_decimal_text(v)),
+}
 _KINDS: dict[str, Literal["insert", "update"]] = {"c": "insert", "u": "update"}
 _EXTENSION_NAMES = frozenset(f["name"] for f in _EXTENSION + _CHECKSUM)
 
@@ -746,6 +778,15 @@ class Decoder:
         if isinstance(op, str) and op not in _KINDS:
             raise DecodeError(f"{not_a(PROTOCOL)}: `_tidb_op` {shown(op)} is not c or u")
         extra = {k: record.pop(k) for k in list(record) if k in _EXTENSION_NAMES}
+        want = extra.get("_tidb_row_level_checksum")
+        verified = not want or (  # common.VerifyChecksum, as TiCDC's consumer does
+            want.isascii() and want.isdigit() and schema.checksum(record) == int(want) & _M32
+        )
+        if not verified:
+            raise DecodeError(
+                f"avro row of {schema.schema}.{schema.table} at commit ts {commit_ts}: the"
+                f" checksum {shown(want)} does not match its values (checksum corrupted)"
+            )
         ts = None if commit_ts is None else commit_ts & _M64
         # no old values: an update's old image is its key, which the update kept (TiCDC
         # splits an update of a handle key into a delete and an insert)
