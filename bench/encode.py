@@ -7,10 +7,12 @@ The 10-column mixed-type table of bench/workload.py; the engine makes an insert/
 mix once (not timed), then each protocol encodes every event on one core the way the pipeline
 drives it: one `build_groups` call a window (2048 rows, the pipeline's batch; one group, as
 under the table dispatcher with one table).
-The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run. Each
+The baseline is `orjson.dumps` of each event's row as a dict, measured in the same run (and
+for canal, csv and avro their plain library: protobuf, the csv module, fastavro). Each
 figure is the best of --repeat runs (this kind of machine varies by a factor of two from one
 run to the next). The level to keep (a team decision: encoders stay pure Python) is 250k
-events/s a core, 150k for the binary formats (craft, simple-avro), 200k for maxwell (issue 27);
+events/s a core, 150k for the binary formats (craft, simple-avro, avro), 200k for maxwell
+(issue 27);
 the orjson ratio is printed as a guard against regressions (its measured floor is about 0.3),
 not as a target.
 
@@ -96,6 +98,7 @@ VARIANTS: dict[str, tuple[CodecConfig, int]] = {
     "canal": (CodecConfig("canal"), 150_000),
     "debezium": (CodecConfig("debezium"), 200_000),
     "csv": (CodecConfig("csv"), 400_000),
+    "avro": (CodecConfig("avro", enable_tidb_extension=True), 150_000),
 }
 
 
@@ -131,10 +134,30 @@ def bodies(events: list[RowChangedEvent]) -> dict[str, Callable[[], object]]:
         for event in events:
             write(event.columns if event.columns is not None else event.pre_columns or ())
 
+    def fastavro_baseline() -> None:
+        # avro's plain-library baseline: fastavro's schemaless writer of each row (the
+        # columns and the extension fields) under the value schema avro registers
+        import fastavro
+
+        info = events[0].table
+        encoder = encoder_for(VARIANTS["avro"][0])
+        schema = fastavro.parse_schema(orjson.loads(encoder.codec(info).value_schema))
+        write = fastavro.schemaless_writer
+        for event, row in zip(events, dicts, strict=True):
+            out = io.BytesIO()
+            ts = event.commit_ts
+            extension = {
+                "_tidb_op": "c",
+                "_tidb_commit_ts": ts,
+                "_tidb_commit_physical_time": ts >> 18,
+            }
+            write(out, schema, row | extension)
+
     runs: dict[str, Callable[[], object]] = {
         "orjson": baseline,
         "protobuf": protobuf_baseline,
         "csv-module": csv_baseline,
+        "fastavro": fastavro_baseline,
     }
     for variant in VARIANTS:
         runs[variant] = partial(encode_all, variant, events)
@@ -181,8 +204,10 @@ def count_instructions(count: int) -> None:
         }
     baseline = per_event.pop("orjson")
     csv_module = per_event.pop("csv-module")
+    plain_avro = per_event.pop("fastavro")
     print(f"{len(events)} events; orjson.dumps of the row dicts: {baseline:,.0f} instr/event")
-    print(f"the csv module's writerow of the row tuples: {csv_module:,.0f} instr/event\n")
+    print(f"the csv module's writerow of the row tuples: {csv_module:,.0f} instr/event")
+    print(f"fastavro's schemaless writer of the row dicts: {plain_avro:,.0f} instr/event\n")
     print(f"{'protocol':<14} {'instr/event':>12} {'orjson/this':>12}")
     for protocol, cost in per_event.items():
         print(f"{protocol:<14} {cost:>12,.0f} {baseline / cost:>12.2f}")
@@ -212,6 +237,8 @@ def main() -> None:
     print(f"plain protobuf (canal's baseline): {plain_protobuf:,.0f} events/s\n")
     csv_module = best_rate(len(events), runs.pop("csv-module"), args.repeat)
     print(f"the csv module's writerow of the row tuples (csv's baseline): {csv_module:,.0f}\n")
+    plain_avro = best_rate(len(events), runs.pop("fastavro"), args.repeat)
+    print(f"fastavro's schemaless writer of the row dicts (avro's baseline): {plain_avro:,.0f}\n")
     print(f"{'protocol':<14} {'events/s':>10} {'vs orjson':>10}  {'level':>8}")
     for variant, run in runs.items():
         rate = best_rate(len(events), run, args.repeat)

@@ -16,6 +16,7 @@ from ticdc_sim.encoders import (
     DecodedRow,
     decoder_for,
 )
+from ticdc_sim.encoders.registry import SchemaRegistry
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.model.mounted import mount_row, mounter
@@ -26,6 +27,9 @@ from ticdc_sim.sinks.memory import MemorySink
 # protocols that carry no commit ts and send no checkpoints (canal: only executeTime, in ms)
 WITHOUT_TS = frozenset({"canal"})
 _KIND_ORDER = {"delete": 0, "update": 1, "insert": 2}
+# a Kafka tombstone (avro's delete: its key, no value) carries no commit ts; it stands after
+# the record before it on its partition
+_AFTER_THE_PREVIOUS = 3
 
 
 @dataclass
@@ -45,8 +49,11 @@ def replay(script: str, sink_uri: str, toml: str | None = None, **engine: Any) -
     return Replay(eng, pipeline, sink, summary)
 
 
-def decode(feed: Changefeed, records: Iterable[Record]) -> list[tuple[Record, Decoded]]:
-    decoder = decoder_for(feed.codec)
+def decode(
+    feed: Changefeed, records: Iterable[Record], registry: SchemaRegistry | None = None
+) -> list[tuple[Record, Decoded]]:
+    """`registry`: the one avro's records were written with (`Pipeline.registry`)."""
+    decoder = decoder_for(feed.codec, registry=registry)
     return [(r, event) for r in records for event in decoder.decode(r.key, r.value)]
 
 
@@ -61,7 +68,7 @@ def check_ordering(decoded: list[tuple[Record, Decoded]], protocol: str = "") ->
         if isinstance(event, DecodedCheckpoint):
             assert event.ts >= last.get(where, 0), f"checkpoint went back at {record}"
             last[where] = event.ts
-        elif protocol not in WITHOUT_TS:
+        elif protocol not in WITHOUT_TS and not _tombstone(event):
             assert event.commit_ts is not None
             assert event.commit_ts > last.get(where, 0), f"{event} after checkpoint {last}"
 
@@ -75,10 +82,16 @@ def merged(decoded: list[tuple[Record, Decoded]]) -> list[DecodedRow | DecodedDD
         return changes
     seen_ddl: set[tuple[Any, ...]] = set()
     out: list[tuple[tuple[int, int, int], DecodedRow | DecodedDDL]] = []
-    for seq, (_, event) in enumerate(decoded):
+    last: dict[tuple[str, int], int] = {}  # the commit ts a partition is at
+    for seq, (record, event) in enumerate(decoded):
+        where = (record.topic, record.partition)
         if isinstance(event, DecodedCheckpoint | DecodedBootstrap):
             continue
+        if _tombstone(event):
+            out.append(((last.get(where, 0), _AFTER_THE_PREVIOUS, seq), event))
+            continue
         assert event.commit_ts is not None, "merging partitions needs commit ts"
+        last[where] = event.commit_ts
         if isinstance(event, DecodedDDL):
             key = (event.commit_ts, event.schema, event.table, event.query)
             if key in seen_ddl:
@@ -88,6 +101,10 @@ def merged(decoded: list[tuple[Record, Decoded]]) -> list[DecodedRow | DecodedDD
         else:
             out.append(((event.commit_ts, _KIND_ORDER[event.kind], seq), event))
     return [event for _, event in sorted(out, key=lambda item: item[0])]
+
+
+def _tombstone(event: Decoded) -> bool:
+    return isinstance(event, DecodedRow) and event.kind == "delete" and event.commit_ts is None
 
 
 def _identity(row: DecodedRow, image: dict[str, Any]) -> tuple[Any, ...]:

@@ -41,6 +41,80 @@ def test_debezium_options_take_ticdc_names_the_uri_winning() -> None:
         changefeed("memory://?protocol=debezium&ticdc-version=new-arch")
 
 
+def test_avro_options_take_ticdc_names_and_types() -> None:
+    # common/config.go: the URI's parameters win over [sink] schema-registry and
+    # [sink.kafka-config.codec-config]; the watermark mode only with the extension
+    text = (
+        "[sink]\nschema-registry = 'http://registry:8081'\n"
+        "[sink.kafka-config.codec-config]\navro-decimal-handling-mode = 'string'\n"
+        "avro-bigint-unsigned-handling-mode = 'string'\navro-enable-watermark = true\n"
+        "enable-tidb-extension = true\n"
+    )
+    feed = changefeed("memory://?protocol=avro", text)
+    codec = feed.codec
+    assert (
+        codec.schema_registry,
+        codec.avro_decimal_handling_mode,
+        codec.avro_bigint_unsigned_handling_mode,
+        codec.avro_enable_watermark,
+    ) == ("http://registry:8081", "string", "string", True)
+    assert feed.warnings == (
+        "avro-enable-watermark is TiCDC's testing mode: DDL and checkpoint records that no"
+        " Avro deserializer reads",
+    )
+    uri = "memory://?protocol=avro&schema-registry=https://r&avro-decimal-handling-mode=precise"
+    codec = changefeed(uri, text).codec
+    assert (codec.schema_registry, codec.avro_decimal_handling_mode) == ("https://r", "precise")
+    codec = changefeed("memory://?protocol=avro").codec
+    assert (
+        codec.schema_registry,
+        codec.avro_decimal_handling_mode,
+        codec.avro_bigint_unsigned_handling_mode,
+        codec.avro_enable_watermark,
+    ) == ("", "precise", "long", False)
+    feed = changefeed("memory://?protocol=avro&avro-enable-watermark=true")
+    assert not feed.codec.avro_enable_watermark
+    assert feed.warnings == (
+        "avro-enable-watermark has no effect without enable-tidb-extension, as in TiCDC",
+    )
+    with pytest.raises(ConfigError, match="avro-enable-watermark: 'on' is not a boolean"):
+        changefeed("memory://?protocol=avro&avro-enable-watermark=on")
+
+
+@pytest.mark.parametrize(
+    ("uri", "toml"),
+    [
+        ("memory://?protocol=avro", "[integrity]\nintegrity-check-level = 'correctness'\n"),
+        (
+            "memory://?protocol=avro&enable-tidb-extension=true&avro-decimal-handling-mode=string",
+            "[integrity]\nintegrity-check-level = 'correctness'\n",
+        ),
+    ],
+)
+def test_avro_row_checksums_need_the_extension_and_strings(uri: str, toml: str) -> None:
+    # common/config.go Validate
+    with pytest.raises(ConfigError) as found:
+        changefeed(uri, toml)
+    assert str(found.value) == (
+        'Avro protocol with row level checksum, should set "enable-tidb-extension" to "true",'
+        ' and set "avro-decimal-handling-mode" to "string" and'
+        ' "avro-bigint-unsigned-handling-mode" to "string" (ErrCodecInvalidConfig)'
+    )
+    uri = (
+        "memory://?protocol=avro&enable-tidb-extension=true&avro-decimal-handling-mode=string"
+        "&avro-bigint-unsigned-handling-mode=string"
+    )
+    assert changefeed(uri, toml).codec.enable_row_checksum
+
+
+def test_avro_refuses_force_replicate() -> None:
+    with pytest.raises(ConfigError) as found:
+        changefeed("memory://?protocol=avro", "force-replicate = true\n")
+    assert str(found.value) == (
+        "force-replicate must be disabled, when using avro protocol (ErrCodecInvalidConfig)"
+    )
+
+
 def test_defaults_are_ticdcs() -> None:
     feed = changefeed("memory://?protocol=open-protocol")
     assert (feed.topic, feed.partition_num, feed.filter_rules) == ("ticdc", 3, ("*.*",))
@@ -70,7 +144,24 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
         ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
         ("jsonl://?protocol=canal-json", "jsonl:// needs a directory"),
         ("jsonl:///x", "no protocol"),
-        ("jsonl:///x?protocol=avro", "protocol 'avro' is not simulated yet"),
+        ("jsonl:///x?protocol=avro&ticdc-version=new-arch", "protocol avro is simulated as"),
+        (
+            "jsonl:///x?protocol=avro&avro-decimal-handling-mode=exact",
+            '\'exact\'; avro-decimal-handling-mode value could only be "string" or "precise"',
+        ),
+        (
+            "jsonl:///x?protocol=avro&avro-bigint-unsigned-handling-mode=",
+            '\'\'; avro-bigint-unsigned-handling-mode value could only be "long" or "string"',
+        ),
+        (
+            "jsonl:///x?protocol=avro&schema-registry=localhost:8081",
+            "'localhost:8081' is not a schema registry URL such as http://127.0.0.1:8081",
+        ),
+        ("file:///x?protocol=avro", "TiCDC refuses avro: unknown 'avro' message protocol"),
+        (
+            "jsonl:///x?protocol=avro&large-message-handle-option=claim-check",
+            "large message handle is set to claim-check, protocol is avro, it's not supported",
+        ),
         ("jsonl:///x?protocol=cannal-json", "unknown protocol 'cannal-json'"),
         ("jsonl:///x?protocol=canal-json&partition-num=0", "partition-num: must be greater"),
         ("jsonl:///x?protocol=canal-json&max-batch-size=x", "max-batch-size: 'x' is not an"),

@@ -63,6 +63,7 @@ def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
         "canal",
         "simple&encoding-format=avro",
         "file:protocol=csv",
+        "avro&avro-enable-watermark=true",  # DDL records in TiCDC's test-only mode
     ],
     ids=lambda p: p or "events",
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support_mariadb import MariaDB
-from support_oracle import MariaDBRejects, UnreadableInCSV, check_script
+from support_oracle import MariaDBRejects, TiCDCFails, UnreadableInCSV, check_script
 from ticdc_sim.generator.sql.script import read_script
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -31,11 +31,17 @@ THROUGH = [
     "simple&encoding-format=avro",
     "debezium",
     "file:protocol=csv",  # the storage sink, its files read back
+    # DDL records only in TiCDC's test-only watermark mode; decimals and unsigned bigints in
+    # both of avro's modes
+    "avro&avro-enable-watermark=true",
+    "avro&avro-enable-watermark=true&avro-decimal-handling-mode=string"
+    "&avro-bigint-unsigned-handling-mode=string",
 ]
 
 
 def _name(protocol: str | None) -> str:
     name = (protocol or "events").replace("&encoding-format=", "-")
+    name = name.replace("&avro-enable-watermark=true", "").replace("-handling-mode=", "=")
     return name.replace("file:protocol=", "file-")
 
 
@@ -58,7 +64,8 @@ def _known_differences() -> dict[str, str]:
 # TiCDC's debezium sends no record for DDL types it has no change type for (CREATE SEQUENCE,
 # LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
 # its oracle
-CORPUS_THROUGH = [p for p in THROUGH if p != "debezium"]
+# its oracle. Avro's string modes run the scripts above only: the corpus once per protocol
+CORPUS_THROUGH = [p for p in THROUGH if p != "debezium" and "handling-mode" not in (p or "")]
 
 
 @pytest.mark.parametrize("protocol", CORPUS_THROUGH, ids=_name)
@@ -67,7 +74,7 @@ def test_corpus_matches_mariadb(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    passed, rejected, failed, unreadable = [], [], {}, []
+    passed, rejected, failed, unreadable, refused = [], [], {}, [], []
     for path in sorted(CORPUS.rglob("*.sql")):
         name = str(path.relative_to(CORPUS))
         try:
@@ -78,6 +85,9 @@ def test_corpus_matches_mariadb(
         except UnreadableInCSV:
             unreadable.append(name)  # virtual generated columns: TiCDC's csv cannot say them
             continue
+        except TiCDCFails:
+            refused.append(name)  # TiCDC fails on the data, or renames (avro: an ENUM's '')
+            continue
         if outcome.mismatches:
             failed[name] = outcome.mismatches[0][:300]
         else:
@@ -87,10 +97,11 @@ def test_corpus_matches_mariadb(
             f"\noracle corpus ({_name(protocol)}): {len(passed)} passed, {len(failed)} differ (all listed in "
             f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
             + (f", {len(unreadable)} with virtual columns csv cannot carry" if unreadable else "")
+            + (f", {len(refused)} TiCDC's protocol cannot carry" if refused else "")
         )
     known = _known_differences()
     unexpected = {k: v for k, v in failed.items() if k not in known}
-    fixed = sorted(set(known) - set(failed))
+    fixed = sorted(set(known) - set(failed) - set(refused))
     assert unexpected == {}, "new differences from MariaDB"
     assert fixed == [], "these now match: remove them from oracle_known_differences.txt"
-    assert len(passed) >= 60
+    assert len(passed) + len(refused) >= 60  # the latter: what the protocol cannot carry

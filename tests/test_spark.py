@@ -22,9 +22,10 @@ from typer.testing import CliRunner
 
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
+from ticdc_sim.encoders.avro import header
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.generator.workload import Generator, parse
-from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.pipeline import Pipeline, registry_file
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks.jsonl import read_jsonl
 from ticdc_sim.sinks.kafka import read_topic
@@ -35,7 +36,7 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed")
 if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime (java is not on PATH)", allow_module_level=True)
 
-from ticdc_sim.spark import job, records, session  # noqa: E402
+from ticdc_sim.spark import generate, job, records, session  # noqa: E402
 from ticdc_sim.testing.broker import Broker  # noqa: E402
 
 # py4j (pyspark's bridge to the JVM) leaves its sockets to the garbage collector
@@ -645,3 +646,24 @@ def test_initial_rows_from_a_file_read_by_spark(tmp_path: Path, form: str) -> No
     values = b"".join(r[4] or b"" for r in expected)
     assert b'"owner":"owner 399"' in values and b'"id":"3793"' in values  # from the file
     assert b'"id":"3800"' in values  # a new row: the key after the file's largest
+
+
+def test_avro_schema_ids_are_the_one_process_runs(tmp_path: Path) -> None:
+    """Each task registers every table version's schemas as its DDL passes, resumed from the
+    run's history: the same ids as one process, and parquet's registry file the same."""
+    query = "?protocol=avro&enable-tidb-extension=true&partition-num=2"
+    feed = changefeed("memory://" + query)
+    sink = MemorySink()
+    pipeline = Pipeline(feed, sink)
+    pipeline.run(Generator(parse(yaml.safe_load(SPEC))).events())
+    expected = sorted(_row(r) for r in sink.records())
+    assert {r[4][:5] for r in expected if r[4]} == {header(i) for i in (2, 4, 6, 7)}
+    same(spark_records("local[2]", query), expected, "local[2]")
+    out = tmp_path / "out"
+    generate(
+        parse(yaml.safe_load(SPEC)),
+        changefeed(f"parquet://{out}" + query),
+        "local[2]",
+        spark=_session("local[2]"),
+    )
+    assert (out / "schema-registry.json").read_bytes() == registry_file(pipeline.registry)

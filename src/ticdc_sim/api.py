@@ -49,6 +49,7 @@ from ticdc_sim.config import (
     parse_faults,
 )
 from ticdc_sim.encoders import decoder_for
+from ticdc_sim.encoders.registry import MemoryRegistry
 from ticdc_sim.errors import ConfigError, SimError, SQLError
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
@@ -142,7 +143,8 @@ class Changefeed:
     ) -> list[dict[str, Any]]:
         """Its records decoded, one dict per event with its position (topic, partition,
         offset, index): what `ticdc-sim decode` prints."""
-        decoder = decoder_for(self._feed.changefeed.codec, self._upstream)
+        codec = self._feed.changefeed.codec
+        decoder = decoder_for(codec, self._upstream, self._feed.registry)
         return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
 
     def checkpoint(self) -> int:
@@ -208,6 +210,12 @@ class Simulator:
         # each DDL's tables as they were right after it: the history `expect` writes
         self._after_ddl: dict[int, dict[Name, tuple[TableInfo, list[Row]] | None]] = {}
         self._closed = False
+
+    @property
+    def registry(self) -> MemoryRegistry:
+        """The schema registry avro changefeeds without a `schema-registry` URL register
+        in: `registry.schema(id)` is the schema a record's id names."""
+        return self._cluster.registry
 
     # -- the upstream ------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import itertools
+import json
 import logging
 import sys
 import time
@@ -26,6 +27,7 @@ from ticdc_sim.model.tso import LAST_START_TS
 # engine and sqlglot, the sinks, the encoders), not for the others' (tests/test_startup.py).
 if TYPE_CHECKING:
     from ticdc_sim.config import Changefeed, SinkURI
+    from ticdc_sim.encoders.registry import SchemaRegistry
     from ticdc_sim.generator.sql.ddl import Catalog
     from ticdc_sim.generator.sql.engine import Engine
     from ticdc_sim.generator.workload.reading import Override
@@ -425,12 +427,15 @@ def _replay_to_sink(
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
-    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.encoders import WITH_REGISTRY
+    from ticdc_sim.pipeline import Pipeline, open_registry
     from ticdc_sim.sinks import open_sink
 
-    pipeline = Pipeline(
-        feed, open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed), warnings
-    )
+    # avro's registry first: a Kafka sink without one is refused before the brokers are asked
+    avro = feed.codec.protocol in WITH_REGISTRY
+    registry = open_registry(feed.codec, feed.sink.scheme) if avro else None
+    sink = open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed)
+    pipeline = Pipeline(feed, sink, warnings, registry)
     observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
     try:
         for event in events:
@@ -530,15 +535,22 @@ def decode(
 
 
 def _print_decoded(
-    feed: Changefeed, records: Iterable[Record], upstream: Upstream, limit: int | None = None
+    feed: Changefeed,
+    records: Iterable[Record],
+    upstream: Upstream,
+    limit: int | None = None,
+    registry: SchemaRegistry | None = None,
 ) -> None:
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
-    no more than that many lines."""
-    from ticdc_sim.encoders import Decoder, decoder_for
+    no more than that many lines. Avro's schema ids are looked up in `registry`, else in
+    the registry the source names or keeps beside its records (`_source_registry`)."""
+    from ticdc_sim.encoders import WITH_REGISTRY, Decoder, decoder_for
     from ticdc_sim.jsonout import decoded_lines
 
     out = sys.stdout.buffer
-    decoder: Decoder = decoder_for(feed.codec, upstream)
+    if registry is None and feed.codec.protocol in WITH_REGISTRY:
+        registry = _source_registry(feed)
+    decoder: Decoder = decoder_for(feed.codec, upstream, registry)
     if feed.sink.scheme == "file":
         from ticdc_sim.sinks.storage import StorageDecoder
 
@@ -551,6 +563,31 @@ def _print_decoded(
     lines = decoded_lines(decoder, records, unreadable)
     for line in lines if limit is None else itertools.islice(lines, limit):
         out.write(orjson.dumps(line) + b"\n")
+
+
+def _source_registry(feed: Changefeed) -> SchemaRegistry | None:
+    """The registry avro records are read with: the one `schema-registry` names, else the
+    schema-registry.json a replay wrote beside the jsonl or parquet records (None without:
+    the decoder then says what is missing)."""
+    from ticdc_sim.encoders.registry import MemoryRegistry
+    from ticdc_sim.pipeline import open_registry
+    from ticdc_sim.sinks.staging import REGISTRY_FILE
+
+    if feed.codec.schema_registry:
+        return open_registry(feed.codec)
+    if feed.sink.scheme not in ("jsonl", "parquet"):
+        raise ConfigError(
+            f"decode of avro records from {feed.sink.scheme}:// needs the schema registry"
+            " they were written with: add ?schema-registry=http://HOST:PORT to the URI"
+        )
+    path = Path(feed.sink.target) / REGISTRY_FILE
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the schema registry ({e})") from None
+    return MemoryRegistry.from_json(document, str(path))
 
 
 def _reads_as(feed: Changefeed, record: Record) -> str:
@@ -841,7 +878,7 @@ def _preview(
     for event in events:
         pipeline.push(event)
     pipeline.close()
-    _print_decoded(feed, sink.arrived, _upstream(feed, None), count)
+    _print_decoded(feed, sink.arrived, _upstream(feed, None), count, pipeline.registry)
 
 
 def _generate_on_spark(

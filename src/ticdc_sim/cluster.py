@@ -43,8 +43,8 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
-from ticdc_sim.encoders import Message, decoder_for
-from ticdc_sim.encoders.registry import MemoryRegistry
+from ticdc_sim.encoders import WITH_REGISTRY, Message, decoder_for
+from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
 from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -54,7 +54,7 @@ from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
-from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.pipeline import Pipeline, open_registry
 from ticdc_sim.sinks import Record, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
@@ -329,6 +329,11 @@ class LoggedSink:
         if isinstance(self.inner, StagedSink):
             self.inner.flush()
 
+    def beside(self, name: str, content: Callable[[], bytes]) -> None:
+        """A directory sink keeps the file beside its records (`StagedSink.beside`)."""
+        if isinstance(self.inner, StagedSink):
+            self.inner.beside(name, content)
+
 
 @dataclass
 class FeedSpec:
@@ -362,12 +367,15 @@ class Feed:
         kept: tuple[Sink, FeedLog] | None = None,
         flush_each: bool = True,
         announce: bool = True,
+        registry: SchemaRegistry | None = None,
     ):
         """`since`: the changefeed this one rebuilds (an update): its creation time and
         checkpoint carry over; `kept`: its sink and log, when they write on (the same
         files), so that its records stay and offsets run on; `flush_each`: send what is
         pending and a checkpoint after each push (the service's requests); `announce`: log
-        its config's warnings, as TiCDC logs them (they are in `warnings` either way)."""
+        its config's warnings, as TiCDC logs them (they are in `warnings` either way);
+        `registry`: the cluster's schema registry, which avro uses unless its
+        `schema-registry` names another."""
         self.spec = spec
         self.flush_each = flush_each
         self.created: float = since.created if since else time.time()
@@ -377,8 +385,13 @@ class Feed:
         self.error: str | None = None
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
+        codec = self.changefeed.codec
+        self.registry: SchemaRegistry | None = None
+        if codec.protocol in WITH_REGISTRY:
+            own = registry is not None and not codec.schema_registry
+            self.registry = registry if own else open_registry(codec)
         # one decoder a feed: simple's learns table schemas from the records as they are sent
-        self.decoder = decoder_for(self.changefeed.codec)
+        self.decoder = decoder_for(codec, registry=self.registry)
         learn = getattr(self.decoder, "learn", None)
         if kept is None:
             self.log = FeedLog(retain, learn)
@@ -396,7 +409,7 @@ class Feed:
         logged: Sink = self.sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
-        self.pipeline = Pipeline(self.changefeed, logged, self.warnings)
+        self.pipeline = Pipeline(self.changefeed, logged, self.warnings, self.registry)
         for warning in self.warnings if announce else ():  # as TiCDC logs them at its start
             _LOG.warning("changefeed %s: %s", spec.id, warning)
         assert isinstance(self.pipeline.sink, FaultySink)
@@ -586,8 +599,7 @@ class Cluster:
         self.engine.count_affected = True
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
-        # the schema registry its avro changefeeds without a `schema-registry` URL use;
-        # the service serves it over Confluent's REST API
+        # the Confluent registry the service serves; avro changefeeds without a URL use it
         self.registry = MemoryRegistry()
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
@@ -808,7 +820,12 @@ class Cluster:
                 )
             self._check_range(spec)
             feed = Feed(
-                self._zoned(spec), open_sink_, retain, flush_each=flush_each, announce=announce
+                self._zoned(spec),
+                open_sink_,
+                retain,
+                flush_each=flush_each,
+                announce=announce,
+                registry=self.registry,
             )
             past = [e for e in self.history if e.commit_ts > spec.start_ts]
             if past:
@@ -862,7 +879,9 @@ class Cluster:
                 before.target,
             )
             kept = old.handed_over() if same_files else None
-            feed = Feed(self._zoned(spec), open_sink_, retain, since=old, kept=kept)
+            feed = Feed(
+                self._zoned(spec), open_sink_, retain, since=old, kept=kept, registry=self.registry
+            )
             feed.state, feed.paused = "stopped", old.paused
             self.feeds[spec.id] = feed
         if not same_files:

@@ -23,17 +23,27 @@ clock (the physical part of commit ts), so that the same input gives the same re
   partition of every active topic. The checkpoint is the commit ts of the last event processed,
   so it never goes back and every later row has a larger commit ts.
 - simple's BOOTSTRAP messages (`pkg/sink/codec/bootstraper.go`, see `Bootstraps`).
+- avro's schema registry (`open_registry`): the one the caller gives, else the Confluent
+  registry the changefeed's `schema-registry` names, else a fresh one in memory.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ticdc_sim.config import Changefeed
-from ticdc_sim.encoders import DDL_TO_PARTITION_ZERO, Message, encoder_for
-from ticdc_sim.errors import Warnings
+from ticdc_sim.encoders import (
+    DDL_TO_PARTITION_ZERO,
+    WITH_REGISTRY,
+    CodecConfig,
+    Message,
+    encoder_for,
+)
+from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
+from ticdc_sim.errors import ConfigError, Warnings
 from ticdc_sim.generator.capture import Capture
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, ResolvedEvent, RowChangedEvent
@@ -45,6 +55,7 @@ from ticdc_sim.partitioning.router import EventRouter
 from ticdc_sim.sinks import Sink
 from ticdc_sim.sinks.claim_check import ClaimStorage
 from ticdc_sim.sinks.faults import FaultySink, lagged
+from ticdc_sim.sinks.staging import REGISTRY_FILE
 
 BATCH_ROWS = 2048  # worker.go batchSize
 BOOTSTRAP_TICK_MS = 5_000  # bootstraper.go bootstrapWorkerTickerInterval
@@ -62,6 +73,32 @@ _SCHEMA_ACTIONS = frozenset(
         ActionType.MODIFY_SCHEMA_CHARSET_AND_COLLATE,
     }
 )
+
+
+def open_registry(codec: CodecConfig, scheme: str = "") -> SchemaRegistry:
+    """The Confluent registry `schema-registry` names (TiCDC's `GET /` check done), or a
+    fresh one in memory; to a Kafka sink (`scheme`), whose consumers must find the
+    schemas, TiCDC's error without a URL."""
+    if not codec.schema_registry:
+        if scheme in ("kafka", "kafka+ssl"):
+            raise ConfigError(
+                'Avro protocol requires parameter "schema-registry" to specify the schema'
+                " registry (ErrCodecInvalidConfig): add ?schema-registry=http://HOST:PORT to"
+                " the sink URI or schema-registry under [sink] (a Confluent registry, or the"
+                " one `ticdc-sim serve` serves); jsonl:// and parquet:// keep the schemas"
+                " beside the records instead"
+            )
+        return MemoryRegistry()
+    # HTTP, imported only by a changefeed naming a registry
+    from ticdc_sim.sinks.schema_registry import open_registry as open_http
+
+    return open_http(codec.schema_registry)
+
+
+def registry_file(registry: SchemaRegistry | None) -> bytes:
+    """The registry as a run keeps it beside its records (`MemoryRegistry.to_json`)."""
+    assert isinstance(registry, MemoryRegistry)
+    return json.dumps(registry.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
 
 
 def eligible(info: TableInfo) -> bool:
@@ -179,7 +216,13 @@ def _no_bootstrap(info: TableInfo, ts: int) -> Message:
 class Pipeline:
     """Feed it events in commit order (`push`), then `close` it; or `run` an iterable."""
 
-    def __init__(self, feed: Changefeed, sink: Sink, warnings: Warnings | None = None) -> None:
+    def __init__(
+        self,
+        feed: Changefeed,
+        sink: Sink,
+        warnings: Warnings | None = None,
+        registry: SchemaRegistry | None = None,
+    ) -> None:
         self.feed = feed
         old_value, raw = feed.enable_old_value, feed.output_raw_change_event
         self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
@@ -203,7 +246,14 @@ class Pipeline:
         limit = self.sink.max_message_bytes  # the broker's, as TiCDC adjusts max-message-bytes
         if limit is not None and limit < codec.max_message_bytes:
             codec = replace(codec, max_message_bytes=limit)
-        self.encoder = encoder_for(codec)
+        self.registry = registry
+        if registry is None and codec.protocol in WITH_REGISTRY:
+            self.registry = open_registry(codec, feed.sink.scheme)
+        own = self.registry
+        beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's
+        if isinstance(own, MemoryRegistry) and beside is not None:
+            beside(REGISTRY_FILE, lambda: registry_file(own))
+        self.encoder = encoder_for(codec, self.registry, self.router.topic)
         self.observer: Observer | None = None
         self.claims = (
             ClaimStorage(codec.claim_check_storage_uri)
@@ -226,6 +276,9 @@ class Pipeline:
             else None
         )
         self._bootstrap_all = codec.send_bootstrap_to_all_partition
+        # avro's own verb: a table version's schemas registered as its DDL passes, in commit
+        # order, so that every engine (and every Spark task, resumed) assigns the same ids
+        self._prepare: Callable[[TableInfo], object] | None = getattr(self.encoder, "prepare", None)
         # simple's own verb: only its encoder has it
         self._encode_bootstrap: Callable[[TableInfo, int], Message] = (
             getattr(self.encoder, "encode_bootstrap", None) or _no_bootstrap
@@ -272,6 +325,8 @@ class Pipeline:
         if info is not None and info.columns:
             if self.replicates(info):
                 self.tables[info.id] = info
+                if self._prepare is not None:
+                    self._prepare(info)
             else:
                 self.tables.pop(info.id, None)
 

@@ -147,13 +147,15 @@ BAD_URIS = [
     ),
     pytest.param(
         "jsonl:///x?protocol=cannal-json",
-        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)",
+        "sink URI parameter protocol: unknown protocol 'cannal-json' (simulated: avro, canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)",
         id="unknown-protocol",
     ),
     pytest.param(
-        "jsonl:///x?protocol=avro",
-        "sink URI parameter protocol: protocol 'avro' is not simulated yet",
-        id="planned-protocol",
+        "jsonl:///x?protocol=avro&avro-bigint-unsigned-handling-mode=LONG",
+        "sink URI parameter avro-bigint-unsigned-handling-mode: 'LONG';"
+        ' avro-bigint-unsigned-handling-mode value could only be "long" or "string"'
+        " (ErrCodecInvalidConfig)",
+        id="avro-mode",
     ),
     pytest.param(
         "jsonl:///x?protocol=canal-json&partition-num=0",
@@ -669,7 +671,7 @@ def test_a_megabyte_value_is_quoted_short() -> None:
     message = refused(changefeed, "memory://", text, "cf.toml")
     assert message == (
         "cf.toml: sink.protocol: unknown protocol '" + "p" * 37 + "...'"
-        " (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)"
+        " (simulated: avro, canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)"
     )
 
 

@@ -966,3 +966,112 @@ def test_csv_every_prefix_and_flipped_byte_is_events_or_one_clear_error(variant:
             assert all(isinstance(event, DECODED) for event in events)
             checked += 1
     assert checked > 1000
+
+
+# -- avro: records through the registry their schema ids name ----------------------------------
+
+AVRO_URI = (
+    "memory://?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true&partition-num=1"
+)
+
+
+# the string modes and row checksums, which the decoder verifies
+AVRO_CHECKSUMS = (
+    AVRO_URI + "&avro-decimal-handling-mode=string&avro-bigint-unsigned-handling-mode=string",
+    "[integrity]\nintegrity-check-level = 'correctness'\n",
+)
+
+
+@functools.cache
+def _avro_run(uri: str = AVRO_URI, toml: str | None = None) -> tuple[Decoder, tuple[Record, ...]]:
+    run = replay(SCRIPT, uri, toml)
+    decoder = decoder_for(changefeed(uri, toml).codec, registry=run.pipeline.registry)
+    return decoder, tuple(run.sink.records())
+
+
+AVRO_BAD = [
+    (None, None, "not an avro message: a record with neither key nor value"),
+    (
+        None,
+        b"",
+        "not an avro message: the value does not start with the magic byte 0 and a"
+        " 4-byte schema id",
+    ),  # fmt: skip
+    (
+        None,
+        b"\x00\x00\x00\x00",
+        "not an avro message: the value does not start with the magic"
+        " byte 0 and a 4-byte schema id",
+    ),  # fmt: skip
+    (None, b"\x00\x00\x00\x01\x00", "the value names schema 256: schema 256 not found"),
+    (None, b"\x02\x00", "not an avro message: a checkpoint is 0x02 and an 8-byte ts, not 2 bytes"),
+    (None, b"\x01{", "not an avro message: not JSON at byte 1 of the DDL (unexpected end of data)"),
+    (None, b'\x01{"query":"x"}', "not an avro message: `schema` is missing"),
+    (
+        b"\x00\x00\x00\x00\x01\x81\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01",
+        None,
+        "not an avro message: the key has a number longer than 10 bytes at byte 15",
+    ),
+    (b"\x00\x00\x00\x00\x01", None, "not an avro message: the key ends at byte 5, inside a number"),
+    (
+        b"\x00\x00\x00\x00\x01\x02\x00",
+        None,
+        "not an avro message: the key has 1 bytes after its record",
+    ),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize(("key", "value", "message"), AVRO_BAD)
+def test_bad_avro_records(key: bytes | None, value: bytes | None, message: str) -> None:
+    decoder, _ = _avro_run()
+    with pytest.raises(DecodeError) as refused:
+        decoder.decode(key, value)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize("options", [(AVRO_URI, None), AVRO_CHECKSUMS], ids=["avro", "checksums"])
+def test_avro_every_prefix_and_flipped_byte_is_events_or_one_clear_error(
+    options: tuple[str, str | None],
+) -> None:
+    decoder, records = _avro_run(*options)
+    kinds = {type(e).__name__ for r in records for e in decoder.decode(r.key, r.value)}
+    assert kinds == {"DecodedRow", "DecodedDDL", "DecodedCheckpoint"}
+    checked = 0
+    for record in records:
+        for side in ("key", "value"):
+            data = getattr(record, side)
+            if data is None:
+                continue
+            cuts = range(0, len(data), max(1, len(data) // 256))
+            damaged = {data[:n] for n in cuts}
+            damaged |= {data[:i] + bytes([data[i] ^ 0x21]) + data[i + 1 :] for i in cuts}
+            for bad in damaged:
+                key, value = (bad, record.value) if side == "key" else (record.key, bad)
+                try:
+                    events = decoder.decode(key, value)
+                except DecodeError as e:
+                    assert str(e).startswith(
+                        (
+                            "not an avro message: ",
+                            "the key names schema",
+                            "the value names schema",
+                            "avro row of test.t at commit ts",
+                        )
+                    ), str(e)
+                else:
+                    assert all(isinstance(event, DECODED) for event in events)
+                checked += 1
+    assert checked > 1000
+
+
+@FUZZ
+@given(key=st.none() | st.binary(max_size=24), value=st.none() | st.binary(max_size=200))
+def test_avro_random_bytes(key: bytes | None, value: bytes | None) -> None:
+    decoder, _ = _avro_run()
+    for head in (b"", b"\x00\x00\x00\x00\x01", b"\x00\x00\x00\x00\x02"):  # past the framing
+        try:
+            events = decoder.decode(key and head + key, value and head + value)
+        except SimError as e:
+            assert str(e) and "Traceback" not in str(e)
+        else:
+            assert all(isinstance(event, DECODED) for event in events)

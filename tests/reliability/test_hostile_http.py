@@ -500,7 +500,8 @@ CASES = [
         400,
         "CDC:ErrInvalidReplicaConfig",
         "sink URI parameter protocol: unknown protocol 'nope'"
-        " (simulated: canal, canal-json, craft, csv, debezium, maxwell, open-protocol, simple)",
+        " (simulated: avro, canal, canal-json, craft, csv, debezium, maxwell, open-protocol,"
+        " simple)",
         json={"sink_uri": "memory://?protocol=nope"},
     ),
     refused(

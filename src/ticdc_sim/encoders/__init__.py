@@ -13,11 +13,12 @@ when asked.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ticdc_sim.encoders.registry import SchemaRegistry
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TiCDCProfile
@@ -70,6 +71,12 @@ class CodecConfig:
     csv_output_handle_key: bool = False
     csv_output_field_header: bool = False
     terminator: str = "\r\n"
+    # avro (common/config.go): the Confluent registry's URL ("" for the simulator's own),
+    # the type options, and the test-only watermark mode (only with enable-tidb-extension)
+    schema_registry: str = ""
+    avro_decimal_handling_mode: str = "precise"
+    avro_bigint_unsigned_handling_mode: str = "long"
+    avro_enable_watermark: bool = False
 
     @property
     def bootstrap(self) -> bool:
@@ -177,6 +184,7 @@ class Decoder(Protocol):
 
 # TiCDC protocol name -> module; the modules that exist so far
 PROTOCOLS: dict[str, str] = {
+    "avro": "ticdc_sim.encoders.avro",
     "canal": "ticdc_sim.encoders.canal",
     "canal-json": "ticdc_sim.encoders.canal_json",
     "craft": "ticdc_sim.encoders.craft",
@@ -187,7 +195,7 @@ PROTOCOLS: dict[str, str] = {
     "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED = ("avro",)
+PLANNED: tuple[str, ...] = ()
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 
@@ -218,13 +226,33 @@ def _module(protocol: str) -> Any:
     return importlib.import_module(check_protocol(protocol))
 
 
-def encoder_for(config: CodecConfig) -> Encoder:
-    encoder: Encoder = _module(config.protocol).Encoder(config)
+# protocols whose records name schemas in a schema registry (`encoders.registry`)
+WITH_REGISTRY = frozenset({"avro"})
+
+
+def encoder_for(
+    config: CodecConfig,
+    registry: SchemaRegistry | None = None,
+    topic: Callable[[str, str], str] | None = None,
+) -> Encoder:
+    """A protocol's encoder. Avro registers its schemas in `registry` (a fresh in-memory one
+    when None) under the subjects of the topic `topic(schema, table)` names."""
+    module = _module(config.protocol)
+    if config.protocol in WITH_REGISTRY:
+        with_registry: Encoder = module.Encoder(config, registry, topic)
+        return with_registry
+    encoder: Encoder = module.Encoder(config)
     return encoder
 
 
-def decoder_for(config: CodecConfig, upstream: Upstream | None = None) -> Decoder:
+def decoder_for(
+    config: CodecConfig, upstream: Upstream | None = None, registry: SchemaRegistry | None = None
+) -> Decoder:
     """A protocol's decoder; `upstream` resolves claim-check and handle-key-only messages
-    (without it, they decode as they are sent)."""
-    decoder: Decoder = _module(config.protocol).Decoder(config, upstream)
+    (without it, they decode as they are sent); avro looks its schema ids up in `registry`."""
+    module = _module(config.protocol)
+    if config.protocol in WITH_REGISTRY:
+        with_registry: Decoder = module.Decoder(config, upstream, registry)
+        return with_registry
+    decoder: Decoder = module.Decoder(config, upstream)
     return decoder

@@ -490,11 +490,16 @@ class RowEncoder(BatchEncoder[Codec]):
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:
         messages = self.encode_rows([e for group in groups for e in group])
-        out, start = [], 0
-        for group in groups:
-            out.append(messages[start : start + len(group)])
-            start += len(group)
-        return out
+        return regroup(messages, groups)
+
+
+def regroup(messages: list[Message], groups: Sequence[Sequence[Any]]) -> list[list[Message]]:
+    """One message a row, in the order of `groups` flattened, cut back into the groups."""
+    out, start = [], 0
+    for group in groups:
+        out.append(messages[start : start + len(group)])
+        start += len(group)
+    return out
 
 
 def members(keys: Sequence[bytes], image: str, picked: Sequence[int]) -> Iterator[bytes | str]:

@@ -297,7 +297,7 @@ _NUMBERS = (M.TINY, M.SHORT, M.INT24, M.LONG, M.LONGLONG, M.FLOAT, M.DOUBLE, M.N
 _TIDB_TYPE_PLAIN = (M.YEAR, M.BIT, M.VARCHAR, M.STRING, M.NEWDECIMAL)
 
 
-def _escape_member(member: str) -> str:
+def escape_member(member: str) -> str:
     """common.EscapeEnumAndSetOptions."""
     return member.replace(",", "\\,").replace("\\'", "'").replace("''", "'")
 
@@ -376,7 +376,7 @@ def field_schema(col: ColumnInfo, extension: bool, zone: dt.tzinfo = dt.UTC) -> 
     elif name is not None:
         parts.append(b'"name":"' + name.encode() + b'","version":1')
         if col.tp in (M.ENUM, M.SET):
-            members = map(_escape_member, col.elems) if col.tp == M.ENUM else col.elems
+            members = map(escape_member, col.elems) if col.tp == M.ENUM else col.elems
             parts.append(b'"parameters":{"allowed":' + _s(",".join(members)) + b"}")
     parts.append(b'"field":' + _s(col.name))
     default = _default_json(col, zone)
@@ -548,11 +548,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             ]
             self._check_sizes(found)
             messages = columnar.place(messages, positions, found)
-        out, start = [], 0
-        for group in groups:
-            out.append(messages[start : start + len(group)])
-            start += len(group)
-        return out
+        return columnar.regroup(messages, groups)
 
     def _check_sizes(self, messages: list[Message]) -> None:
         """The debezium encoder has no large-message handling: the Kafka producer refuses a
@@ -921,7 +917,7 @@ def carried(col: ColumnInfo, value: Any) -> Any:
     return value
 
 
-def _members(allowed: str) -> list[str]:
+def allowed_members(allowed: str) -> list[str]:
     """`parameters.allowed` split at the commas EscapeEnumAndSetOptions left unescaped."""
     out, current, chars = [], "", iter(allowed)
     for char in chars:
@@ -943,7 +939,7 @@ def _reader(schema: Fields, zone: dt.tzinfo) -> Callable[[Any], Any]:
     if name == "io.debezium.data.Bits":
         return lambda v: int.from_bytes(base64.b64decode(_typed(v, str), validate=True), "little")
     if name == "io.debezium.data.Enum":
-        index = {m: i for i, m in enumerate(_members(_allowed(schema)), start=1)}
+        index = {m: i for i, m in enumerate(allowed_members(_allowed(schema)), start=1)}
         return lambda v: index.get(_typed(v, str), 0)
     if name == "io.debezium.data.EnumSet":
         bits = {m: 1 << i for i, m in enumerate(_allowed(schema).split(","))}

@@ -388,6 +388,35 @@ def _length_value(data: bytes) -> bytes:
     return _U32.pack(len(data)) + data
 
 
+Checksummed = list[tuple[int, Callable[[Any], bytes]]]  # (column offset, its bytes) by id
+
+
+def checksum_columns(info: TableInfo) -> Checksummed | None:
+    """The columns a row checksum covers, in id order; None when one has a type TiDB cannot
+    checksum (the row then carries none). Simple and avro send it."""
+    by_id = sorted(info.visible_columns, key=lambda c: c.id)
+    found = [_checksum_bytes(c) for c in by_id]
+    if not all(f is not None for f in found):
+        return None
+    return [(c.offset, f) for c, f in zip(by_id, found, strict=True) if f]
+
+
+def row_checksums(columns: Checksummed, images: Sequence[Any]) -> list[int]:
+    """Each image's CRC32 over its columns in id order; 0 for no image."""
+    out = []
+    for row in images:
+        if row is None:
+            out.append(0)
+            continue
+        crc = 0
+        for offset, to_bytes in columns:
+            value = row[offset]
+            if value is not None:
+                crc = zlib.crc32(to_bytes(value), crc)
+        out.append(crc)
+    return out
+
+
 # -- encoding ------------------------------------------------------------------------------------
 
 
@@ -405,11 +434,7 @@ class _TableCodec:
         handle = [i for i, c in enumerate(self.columns) if flags[c.offset] & ColumnFlag.HANDLE_KEY]
         self.handle_positions = handle
         self.schema_version = info.update_ts
-        by_id = sorted(visible, key=lambda c: c.id)
-        checksummers = [_checksum_bytes(c) for c in by_id]
-        self.checksum: list[tuple[int, Callable[[Any], bytes]]] | None = None
-        if config.enable_row_checksum and all(f is not None for f in checksummers):
-            self.checksum = [(c.offset, f) for c, f in zip(by_id, checksummers, strict=True) if f]
+        self.checksum = checksum_columns(info) if config.enable_row_checksum else None
         if config.encoding_format == "avro":
             tz = config.time_zone
             self.avro_values = [_avro_value(c, config.profile, tz) for c in self.columns]
@@ -438,20 +463,8 @@ class _TableCodec:
         return self.handle_positions if large != "none" else list(range(len(self.columns)))
 
     def checksums(self, images: Sequence[Any]) -> list[int]:
-        """Each image's CRC32 over its columns in id order; 0 for no image."""
         assert self.checksum is not None
-        out = []
-        for row in images:
-            if row is None:
-                out.append(0)
-                continue
-            crc = 0
-            for offset, to_bytes in self.checksum:
-                value = row[offset]
-                if value is not None:
-                    crc = zlib.crc32(to_bytes(value), crc)
-            out.append(crc)
-        return out
+        return row_checksums(self.checksum, images)
 
     # -- JSON
 

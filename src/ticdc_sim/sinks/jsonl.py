@@ -25,7 +25,7 @@ import orjson
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import Record
-from ticdc_sim.sinks.staging import StagedSink, Staging
+from ticdc_sim.sinks.staging import BESIDE, StagedSink, Staging
 
 _FLUSH_BYTES = 1 << 20
 _PARTITION_FILE = re.compile(r"partition-(0|[1-9][0-9]*)\.jsonl")
@@ -130,7 +130,7 @@ def read_jsonl(directory: str) -> Iterator[Record]:
     root = Path(directory)
     if not root.is_dir():
         raise ConfigError(f"jsonl source: {root} is not a directory")
-    topics = sorted(root.iterdir())
+    topics = sorted(e for e in root.iterdir() if not (e.name in BESIDE and e.is_file()))
     for entry in topics:  # anything else is not what a jsonl sink wrote: said, not skipped
         if not _ours(entry):
             raise ConfigError(

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import Record
-from ticdc_sim.sinks.staging import StagedSink, Staging
+from ticdc_sim.sinks.staging import BESIDE, StagedSink, Staging
 
 SCHEMA = pa.schema(
     [
@@ -204,7 +204,7 @@ def read_parquet(directory: str) -> Iterator[Record]:
     root = Path(directory)
     if not root.is_dir():
         raise ConfigError(f"parquet source: {root} is not a directory")
-    topics = sorted(root.iterdir())
+    topics = sorted(e for e in root.iterdir() if not (e.name in BESIDE and e.is_file()))
     for entry in topics:  # anything else is not what a parquet sink wrote: said, not skipped
         if not _ours(entry):
             raise ConfigError(

@@ -9,6 +9,10 @@ must be absent, empty, or (with `overwrite`) hold only the sink's own layout, so
 path never deletes someone's data. A DIR that exists stays where it is and gets the new
 entries (a symlink's target, a mount point, the working directory given as `.`); a new one
 is the staged directory, renamed.
+
+Beside the records a run may keep files of its own (`BESIDE`: avro's schema registry, whose
+ids the records name), written into the work directory when the sink closes, so that they
+move into place with the records (or into DIR.partial with them).
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ from pathlib import Path
 
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink
+
+# files a directory sink keeps beside its topics: the schema registry of an avro run
+REGISTRY_FILE = "schema-registry.json"
+BESIDE = frozenset({REGISTRY_FILE})
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole or is left as it was: a temporary file, then a rename."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError as e:
+        raise SimError(f"cannot write {path}: {e.strerror}") from None
 
 
 class NotEmpty(ConfigError):
@@ -51,7 +69,7 @@ class Staging:
             _check_target(root, sink, overwrite, ours)
             if in_place:
                 for entry in list(root.iterdir()) if root.exists() else []:
-                    shutil.rmtree(entry)  # checked: earlier output of ours
+                    _remove(entry)  # checked: earlier output of ours
                     self.replaced = True
                 root.mkdir(parents=True, exist_ok=True)
                 return
@@ -69,7 +87,7 @@ class Staging:
                 self.work.rename(self.target)
                 return
             for entry in list(self.target.iterdir()):
-                shutil.rmtree(entry)  # checked at open: earlier output of ours
+                _remove(entry)  # checked at open: earlier output of ours
             for entry in list(self.work.iterdir()):
                 shutil.move(entry, self.target / entry.name)  # a copy across file systems
             self.work.rmdir()
@@ -93,6 +111,13 @@ class Staging:
             ) from None
 
 
+def _remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
+
+
 def partial_dir(root: Path) -> Path:
     """Where a failed run leaves what it sent: DIR.partial beside DIR (the directory itself,
     through symlinks, `.` and `..`)."""
@@ -106,6 +131,17 @@ class StagedSink(LocalSink):
     sent as `DIR.partial`, never where complete output would be."""
 
     staging: Staging
+    _beside: dict[str, Callable[[], bytes]] | None = None
+
+    def beside(self, name: str, content: Callable[[], bytes]) -> None:
+        """Keep a file `name` (one of `BESIDE`) beside the records, its content asked for
+        when the sink closes or flushes."""
+        assert name in BESIDE
+        self._beside = {**(self._beside or {}), name: content}
+
+    def _write_beside(self) -> None:
+        for name, content in (self._beside or {}).items():
+            write_atomically(self.staging.work / name, content())
 
     def _finish(self) -> None:
         raise NotImplementedError
@@ -118,6 +154,7 @@ class StagedSink(LocalSink):
     def close(self) -> None:
         try:
             self._finish()
+            self._write_beside()
             self.staging.commit()
         except BaseException:
             self.staging.keep_partial()
@@ -126,6 +163,7 @@ class StagedSink(LocalSink):
     def abort(self) -> None:
         try:
             self._finish()
+            self._write_beside()
         finally:
             self.staging.keep_partial()
 
@@ -137,7 +175,7 @@ def _check_target(root: Path, sink: str, overwrite: bool, ours: Callable[[Path],
     if entries and not overwrite:
         raise NotEmpty(sink, root)
     for entry in entries:
-        if not ours(entry):
+        if not ours(entry) and not (entry.name in BESIDE and entry.is_file()):
             raise ConfigError(
                 f"{sink} sink: {root} holds {entry.name!r}, which is not ticdc-sim output;"
                 " refusing to overwrite it"

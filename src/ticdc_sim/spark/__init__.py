@@ -22,12 +22,14 @@ import pyarrow as pa
 
 from ticdc_sim.config import Changefeed, changefeed
 from ticdc_sim.datasets import check_columns, file_format
+from ticdc_sim.encoders import WITH_REGISTRY
+from ticdc_sim.encoders.registry import SchemaRegistry
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.generator.workload import check, load
 from ticdc_sim.generator.workload.spec import SpecError, Workload
-from ticdc_sim.pipeline import Pipeline
+from ticdc_sim.pipeline import Pipeline, registry_file
 from ticdc_sim.sinks import LocalSink, Sink
-from ticdc_sim.sinks.staging import Staging
+from ticdc_sim.sinks.staging import REGISTRY_FILE, Staging, write_atomically
 from ticdc_sim.spark import job
 from ticdc_sim.spark.changes import records_from_changes
 from ticdc_sim.spark.job import session
@@ -163,8 +165,22 @@ def generate(
             shutil.rmtree(ranges, ignore_errors=True)
         driver_sink.close()
     if staging is not None:
+        if feed.codec.protocol in WITH_REGISTRY and not feed.codec.schema_registry:
+            registry = registry_file(_registry(plan))  # avro's schema ids, for decode
+            write_atomically(staging.work / REGISTRY_FILE, registry)
         staging.commit()
     return Report.of(counted, plan.ranges, written)
+
+
+def _registry(plan: job.Plan) -> SchemaRegistry | None:
+    """The schemas the tasks registered, each in a registry of its own: a table version's
+    as its DDL passes, in commit order (`Pipeline._track`), so that every task that saw a
+    DDL gave its schemas the ids the one-process run gives them, and the whole history,
+    replayed here, gives the run's registry."""
+    copy = job.Replica(plan.spec, plan.feed, plan.tables())
+    pipeline = Pipeline(plan.feed, _Counting(), Warnings())
+    pipeline.resume([*copy.initial, *(ddl for _, ddl in copy.chapters)], 0, 0)
+    return pipeline.registry
 
 
 _MASTER = re.compile(
