@@ -20,6 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from support_oracle import AVRO_TOPICS
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders.avro import header
@@ -652,17 +653,17 @@ def test_avro_schema_ids_are_the_one_process_runs(tmp_path: Path) -> None:
     """Each task registers every table version's schemas as its DDL passes, resumed from the
     run's history: the same ids as one process, and parquet's registry file the same."""
     query = "?protocol=avro&enable-tidb-extension=true&partition-num=2"
-    feed = changefeed("memory://" + query)
+    feed = changefeed("memory://" + query, AVRO_TOPICS)
     sink = MemorySink()
     pipeline = Pipeline(feed, sink)
     pipeline.run(Generator(parse(yaml.safe_load(SPEC))).events())
     expected = sorted(_row(r) for r in sink.records())
     assert {r[4][:5] for r in expected if r[4]} == {header(i) for i in (2, 4, 6, 7)}
-    same(spark_records("local[2]", query), expected, "local[2]")
+    same(spark_records("local[2]", query, AVRO_TOPICS), expected, "local[2]")
     out = tmp_path / "out"
     generate(
         parse(yaml.safe_load(SPEC)),
-        changefeed(f"parquet://{out}" + query),
+        changefeed(f"parquet://{out}" + query, AVRO_TOPICS),
         "local[2]",
         spark=_session("local[2]"),
     )

@@ -30,8 +30,13 @@ from ticdc_sim.encoders import CodecConfig, check_protocol, large, new_arch_erro
 from ticdc_sim.errors import ConfigError, shown
 from ticdc_sim.model.table import TiCDCProfile
 from ticdc_sim.partitioning.filter import TableFilter
-from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
-from ticdc_sim.partitioning.topic import TopicDispatcher
+from ticdc_sim.partitioning.router import (
+    PARTITION_DISPATCHERS,
+    DispatchRule,
+    EventRouter,
+    shared_topics,
+)
+from ticdc_sim.partitioning.topic import TopicDispatcher, check_for_avro
 
 SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file")
 LATER_SCHEMES = ("s3", "gcs", "gs", "azure", "azblob", "pulsar", "mysql")
@@ -1129,6 +1134,20 @@ def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> Co
             'Avro protocol with row level checksum, should set "enable-tidb-extension" to'
             ' "true", and set "avro-decimal-handling-mode" to "string" and'
             ' "avro-bigint-unsigned-handling-mode" to "string" (ErrCodecInvalidConfig)'
+        )
+    for rule in feed.rules:  # event_router.go getTopicDispatcher
+        check_for_avro(rule.topic)
+    for topic, rules in shared_topics(feed.rules, feed.topic).items():
+        # TiCDC's docs: "one Kafka topic can only contain data for one table"; its code
+        # does not check, and its registry refuses the second table's schema in the
+        # topic's subject (a record's name must stay) once it has rows
+        warnings.append(
+            f"protocol avro: topic {topic!r} can carry more than one table"
+            f" ({'; '.join(rules)}), and avro needs one table a topic: their schemas share"
+            f" the subjects {topic}-key and {topic}-value, where a registry at BACKWARD"
+            " refuses the second table's, failing the changefeed (ErrAvroSchemaAPIError);"
+            " TiCDC's docs ask for [sink] dispatchers ="
+            " [{matcher = ['*.*'], topic = \"tidb_{schema}_{table}\"}]"
         )
     if codec.avro_enable_watermark:
         if not codec.enable_tidb_extension:

@@ -62,7 +62,7 @@ from ticdc_sim.encoders import (
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE
 from ticdc_sim.encoders.debezium import allowed_members, escape_member, sanitize_name
 from ticdc_sim.encoders.reading import Fields, json_document, not_a
-from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
+from ticdc_sim.encoders.registry import MemoryRegistry, RegistryError, SchemaRegistry, refused
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, varint
 from ticdc_sim.errors import DecodeError, EncodeError, SimError, shown
 from ticdc_sim.golang import json as gj
@@ -416,9 +416,9 @@ class _TableCodec:
         key_subject, value_subject = subjects(topic)
         registry = encoder.registry
         self.key_header = (
-            header(registry.register(key_subject, self.key_schema)) if self.key_columns else None
+            header(_register(registry, key_subject, self.key_schema)) if self.key_columns else None
         )
-        self.value_header = header(registry.register(value_subject, self.value_schema))
+        self.value_header = header(_register(registry, value_subject, self.value_schema))
 
     def keys(self, images: list[Any]) -> list[bytes] | None:
         if self.key_header is None:
@@ -441,6 +441,14 @@ class _TableCodec:
                 tails = [t + _string(str(c)) + version for t, c in zip(tails, sums, strict=True)]
             fields.append(tails)
         return [head + b"".join(parts) for parts in zip(*fields, strict=True)]
+
+
+def _register(registry: SchemaRegistry, subject: str, schema: str) -> int:
+    """GetCachedOrRegister's Register: a refusal fails the changefeed with TiCDC's error."""
+    try:
+        return registry.register(subject, schema)
+    except RegistryError as e:
+        raise refused(subject, e) from None
 
 
 class Encoder(columnar.BatchEncoder[_TableCodec]):

@@ -47,6 +47,26 @@ class RegistryError(SimError):
         self.code = code
 
 
+class RegistryAPIError(RegistryError):
+    """TiCDC's ErrAvroSchemaAPIError: a registry that could not be reached, or refused a
+    request; what fails an avro changefeed (tiflow `confluent_schema_registry.go`)."""
+
+    error_code = "CDC:ErrAvroSchemaAPIError"
+
+
+def refused(subject: str, error: RegistryError) -> RegistryAPIError:
+    """A registration this process's registry refused, as TiCDC says one its registry
+    refused (ErrAvroSchemaAPIError, "schema manager API error, ..."), with the registry's
+    own words (a 409's details) whole."""
+    if isinstance(error, RegistryAPIError):  # an HTTP registry's: it names its URL already
+        return error
+    return RegistryAPIError(
+        error.code,
+        f"schema manager API error, registering subject {subject!r}: error {error.code}:"
+        f" {error} (TiCDC: ErrAvroSchemaAPIError)",
+    )
+
+
 class SchemaRegistry(Protocol):
     """What the avro encoder and decoder need of a registry (TiCDC's
     `pkg/sink/codec/avro/confluent_schema_registry.go`: Register, Lookup)."""

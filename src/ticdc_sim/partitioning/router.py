@@ -9,6 +9,7 @@ schema-level DDL, to the default topic; checkpoints go to every active topic.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,7 +21,7 @@ from ticdc_sim.partitioning.columns import ColumnsDispatcher
 from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.index_value import IndexValueDispatcher
 from ticdc_sim.partitioning.table import TableDispatcher
-from ticdc_sim.partitioning.topic import TopicDispatcher
+from ticdc_sim.partitioning.topic import TopicDispatcher, is_static
 from ticdc_sim.partitioning.ts import TsDispatcher
 
 
@@ -53,6 +54,33 @@ class DispatchRule:
     index: str = ""
     columns: tuple[str, ...] = ()
     topic: str = ""
+
+
+# a matcher pattern naming one table: no wildcard, negation, regex or escape
+_ONE_TABLE = re.compile(r"[^!*?\[\]/\\.]+\.[^!*?\[\]/\\.]+")
+
+
+def shared_topics(rules: Iterable[DispatchRule], default_topic: str) -> dict[str, list[str]]:
+    """The fixed topics the rules (then the implicit `*.*` one, to `default_topic`) may give
+    more than one table, each with the rules that send tables there: what avro, one table
+    a topic, cannot carry. A rule with a {schema} and {table} expression and a plain `*.*`
+    matcher leaves no table to the rules after it."""
+    sources: dict[str, list[tuple[str, bool]]] = {}  # topic -> (rule, gives many tables)
+    implicit = DispatchRule(matcher=("*.*",))
+    for rule in [*rules, implicit]:
+        catch_all = "*.*" in rule.matcher and not any(m.startswith("!") for m in rule.matcher)
+        if not is_static(rule.topic):
+            if catch_all:
+                break
+            continue
+        many = len(rule.matcher) > 1 or not _ONE_TABLE.fullmatch(rule.matcher[0])
+        said = "tables no rule matches" if rule is implicit else f"rule {list(rule.matcher)}"
+        sources.setdefault(rule.topic or default_topic, []).append((said, many))
+    return {
+        topic: [said for said, _ in found]
+        for topic, found in sources.items()
+        if len(found) > 1 or found[0][1]
+    }
 
 
 @dataclass

@@ -15,6 +15,8 @@ from ticdc_sim.errors import ConfigError
 _NAME = r"[A-Za-z0-9\._\-]"
 _STATIC = re.compile(rf"{_NAME}+")
 _EXPRESSION = re.compile(rf"{_NAME}*(\{{schema\}})?({_NAME}*\{{table\}})?{_NAME}*")
+# expression.go avroTopicNameRE: an avro topic rule names both, one table a topic
+_AVRO_EXPRESSION = re.compile(rf"{_NAME}*\{{schema\}}{_NAME}*\{{table\}}{_NAME}*")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._\-]")
 _MAX_TOPIC_BYTES = 249
 
@@ -35,6 +37,21 @@ class TopicDispatcher:
         if self.static is not None:
             return self.static
         return substitute(self.expression, schema, table)
+
+
+def is_static(expression: str) -> bool:
+    """`IsHardCode`: the rule names one topic (or, empty, the sink URI's)."""
+    return not expression or _STATIC.fullmatch(expression) is not None
+
+
+def check_for_avro(expression: str) -> None:
+    """`Expression.ValidateForAvro`, which TiCDC applies to a rule's topic expression (not
+    to a fixed topic name) when the protocol is avro."""
+    if not is_static(expression) and not _AVRO_EXPRESSION.fullmatch(expression):
+        raise ConfigError(
+            f"invalid topic expression {expression!r}: topic rule for Avro must contain"
+            " {schema} and {table} (ErrKafkaInvalidTopicExpression)"
+        )
 
 
 def substitute(expression: str, schema: str, table: str) -> str:

@@ -26,7 +26,7 @@ from urllib.parse import quote_plus
 
 import httpx
 
-from ticdc_sim.encoders.registry import RegistryError, compact
+from ticdc_sim.encoders.registry import RegistryAPIError, compact
 from ticdc_sim.errors import shown
 
 # TiCDC's Accept and Content-Type (confluent_schema_registry.go Register)
@@ -37,12 +37,6 @@ _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 ATTEMPTS = 5
 BACKOFF_S = 0.5  # cenkalti/backoff's first interval; each next one x1.5 (no jitter here)
 TIMEOUT_S = 10.0
-
-
-class RegistryAPIError(RegistryError):
-    """TiCDC's ErrAvroSchemaAPIError: the registry could not be reached or refused."""
-
-    error_code = "CDC:ErrAvroSchemaAPIError"
 
 
 def open_registry(
