@@ -427,23 +427,22 @@ def _replay_to_sink(
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
 ) -> Pipeline:
-    from ticdc_sim.encoders import WITH_REGISTRY
-    from ticdc_sim.pipeline import Pipeline, open_registry
+    from ticdc_sim.pipeline import Pipeline, registry_of
     from ticdc_sim.sinks import open_sink
 
-    # avro's registry first: a Kafka sink without one is refused before the brokers are asked
-    avro = feed.codec.protocol in WITH_REGISTRY
-    registry = open_registry(feed.codec, feed.sink.scheme) if avro else None
-    sink = open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed)
-    pipeline = Pipeline(feed, sink, warnings, registry)
-    observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
-    try:
-        for event in events:
-            pipeline.push(event)
-    except BaseException as e:
-        _finish(feed, pipeline, observer, e)
-        raise
-    _finish(feed, pipeline, observer, None)
+    # avro's registry first: a Kafka sink without one is refused before the brokers are
+    # asked; an HTTP one is closed when the run ends, however it ends
+    with registry_of(feed) as registry:
+        sink = open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed)
+        pipeline = Pipeline(feed, sink, warnings, registry)
+        observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
+        try:
+            for event in events:
+                pipeline.push(event)
+        except BaseException as e:
+            _finish(feed, pipeline, observer, e)
+            raise
+        _finish(feed, pipeline, observer, None)
     return pipeline
 
 
@@ -546,10 +545,20 @@ def _print_decoded(
     the registry the source names or keeps beside its records (`_source_registry`)."""
     from ticdc_sim.encoders import WITH_REGISTRY, Decoder, decoder_for
     from ticdc_sim.jsonout import decoded_lines
+    from ticdc_sim.pipeline import close_registry
 
+    opened = (
+        _source_registry(feed)
+        if registry is None and feed.codec.protocol in WITH_REGISTRY
+        else None
+    )
+    if opened is not None:  # closed once read (an HTTP registry)
+        try:
+            _print_decoded(feed, records, upstream, limit, opened)
+        finally:
+            close_registry(opened)
+        return
     out = sys.stdout.buffer
-    if registry is None and feed.codec.protocol in WITH_REGISTRY:
-        registry = _source_registry(feed)
     decoder: Decoder = decoder_for(feed.codec, upstream, registry)
     if feed.sink.scheme == "file":
         from ticdc_sim.sinks.storage import StorageDecoder
@@ -867,18 +876,19 @@ def _preview(
     """The first `count` events: without a changefeed as captured, with one as a consumer
     decodes the records it would send (in the order sent; nothing is written)."""
     from ticdc_sim.generator.capture import captured
-    from ticdc_sim.pipeline import Pipeline
+    from ticdc_sim.pipeline import Pipeline, registry_of
     from ticdc_sim.sinks.memory import MemorySink
 
     if feed is None:
         _print_events(captured(events))
         return
     sink = MemorySink()
-    pipeline = Pipeline(feed, sink, warnings)
-    for event in events:
-        pipeline.push(event)
-    pipeline.close()
-    _print_decoded(feed, sink.arrived, _upstream(feed, None), count, pipeline.registry)
+    with registry_of(feed) as registry:  # open until the records are decoded
+        pipeline = Pipeline(feed, sink, warnings, registry)
+        for event in events:
+            pipeline.push(event)
+        pipeline.close()
+        _print_decoded(feed, sink.arrived, _upstream(feed, None), count, registry)
 
 
 def _generate_on_spark(

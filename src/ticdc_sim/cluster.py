@@ -44,7 +44,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import WITH_REGISTRY, Message, decoder_for
-from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
+from ticdc_sim.encoders.registry import MemoryRegistry, RegistryAPIError, SchemaRegistry
 from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -54,7 +54,7 @@ from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
-from ticdc_sim.pipeline import Pipeline, open_registry
+from ticdc_sim.pipeline import Pipeline, close_registry, open_registry
 from ticdc_sim.sinks import Record, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
@@ -349,6 +349,11 @@ class FeedSpec:
     target_ts: int = 0  # 0: no end
 
 
+# states in which a changefeed holds back what commits, until it is resumed (TiCDC updates
+# and resumes a changefeed in either)
+HELD = ("stopped", "failed")
+
+
 def update_refused() -> Conflict:
     """TiCDC's answer to an update of a changefeed that is not stopped."""
     return Conflict(
@@ -381,15 +386,34 @@ class Feed:
         self.created: float = since.created if since else time.time()
         # TiCDC's checkpoint starts at start-ts and never goes back
         self.floor = since.checkpoint_ts if since else spec.start_ts
-        self.state = "normal"  # TiCDC's FeedState: normal | stopped
+        self.state = "normal"  # TiCDC's FeedState: normal | stopped | failed | finished
         self.error: str | None = None
+        self.error_code = "CDC:ErrSinkInvalid"  # of `error`
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
         self.registry: SchemaRegistry | None = None
+        self._opened: SchemaRegistry | None = None  # an HTTP registry, closed with the feed
         if codec.protocol in WITH_REGISTRY:
             own = registry is not None and not codec.schema_registry
             self.registry = registry if own else open_registry(codec)
+            self._opened = None if own else self.registry
+        try:
+            self._build(spec, open_sink_, retain, kept, announce)
+        except BaseException:
+            close_registry(self._opened)
+            raise
+
+    def _build(
+        self,
+        spec: FeedSpec,
+        open_sink_: Callable[[Changefeed], Sink],
+        retain: int,
+        kept: tuple[Sink, FeedLog] | None,
+        announce: bool,
+    ) -> None:
+        """The decoder, sink, log and pipeline, once the registry is open."""
+        codec = self.changefeed.codec
         # one decoder a feed: simple's learns table schemas from the records as they are sent
         self.decoder = decoder_for(codec, registry=self.registry)
         learn = getattr(self.decoder, "learn", None)
@@ -426,7 +450,7 @@ class Feed:
         with self.lock:
             if self.state == "finished":
                 return
-            if self.state == "stopped":
+            if self.state in HELD:
                 self.paused.extend(e for e in events if e.commit_ts > self.spec.start_ts)
                 return
             self._push(events)
@@ -447,11 +471,15 @@ class Feed:
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
-        """A send that fails stops the changefeed with its error, as TiCDC's fails."""
+        """A send that fails stops the changefeed with its error, as TiCDC's fails; a schema
+        its registry refused fails it (TiCDC retries the changefeed, and every retry meets
+        the same refusal until it gives up: `failed`)."""
         try:
             yield
         except SimError as e:
-            self.state, self.error = "stopped", str(e)
+            self.state = "failed" if isinstance(e, RegistryAPIError) else "stopped"
+            self.error = str(e)
+            self.error_code = getattr(e, "error_code", "CDC:ErrSinkInvalid")
             raise
 
     def pause(self) -> None:
@@ -460,7 +488,7 @@ class Feed:
 
     def resume(self) -> None:
         with self.lock:
-            if self.state != "stopped":  # running, or finished at its target-ts
+            if self.state not in HELD:  # running, or finished at its target-ts
                 return
             events, self.paused = self.paused, []
             self.state, self.error = "normal", None
@@ -495,13 +523,16 @@ class Feed:
         changefeed whose sink failed sends nothing more: its checkpoint stays where it was,
         as a failed TiCDC changefeed's does (a last one would vouch for rows never sent)."""
         with self.lock:
-            if self.error is not None:
-                self.pipeline.sink.abort()
-                return [
-                    f"{self.log.total} records to {where(self.changefeed)}, then it failed:"
-                    f" {self.error} (checkpoint left at {self.checkpoint_ts})"
-                ]
-            self.pipeline.close()
+            try:
+                if self.error is not None:
+                    self.pipeline.sink.abort()
+                    return [
+                        f"{self.log.total} records to {where(self.changefeed)}, then it failed:"
+                        f" {self.error} (checkpoint left at {self.checkpoint_ts})"
+                    ]
+                self.pipeline.close()
+            finally:
+                close_registry(self._opened)
         return [f"{self.log.total} records to {where(self.changefeed)}"]
 
     def handed_over(self) -> tuple[Sink, FeedLog]:
@@ -871,7 +902,7 @@ class Cluster:
         files and offsets stay, as a TiCDC changefeed updated to a new protocol writes on)."""
         with self.lock:
             old = self.feed(spec.id)
-            if old.state != "stopped":  # resumed since the request looked
+            if old.state not in HELD:  # resumed since the request looked
                 raise update_refused()
             new, before = build_changefeed(spec).sink, old.changefeed.sink
             same_files = new.scheme in ("jsonl", "parquet") and (new.scheme, new.target) == (

@@ -23,14 +23,16 @@ clock (the physical part of commit ts), so that the same input gives the same re
   partition of every active topic. The checkpoint is the commit ts of the last event processed,
   so it never goes back and every later row has a larger commit ts.
 - simple's BOOTSTRAP messages (`pkg/sink/codec/bootstraper.go`, see `Bootstraps`).
-- avro's schema registry (`open_registry`): the one the caller gives, else the Confluent
-  registry the changefeed's `schema-registry` names, else a fresh one in memory.
+- avro's schema registry (`open_registry`): the one the caller gives (the caller closes it),
+  else the Confluent registry the changefeed's `schema-registry` names (closed with the
+  pipeline), else a fresh one in memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -93,6 +95,27 @@ def open_registry(codec: CodecConfig, scheme: str = "") -> SchemaRegistry:
     from ticdc_sim.sinks.schema_registry import open_registry as open_http
 
     return open_http(codec.schema_registry)
+
+
+def close_registry(registry: SchemaRegistry | None) -> None:
+    """Close a registry that holds a connection (HTTP); the in-memory one has nothing to."""
+    close = getattr(registry, "close", None)
+    if close is not None:
+        close()
+
+
+@contextlib.contextmanager
+def registry_of(feed: Changefeed) -> Iterator[SchemaRegistry | None]:
+    """An avro changefeed's registry (`open_registry`) while the block runs, closed after;
+    None for other protocols."""
+    if feed.codec.protocol not in WITH_REGISTRY:
+        yield None
+        return
+    registry = open_registry(feed.codec, feed.sink.scheme)
+    try:
+        yield registry
+    finally:
+        close_registry(registry)
 
 
 def registry_file(registry: SchemaRegistry | None) -> bytes:
@@ -246,14 +269,6 @@ class Pipeline:
         limit = self.sink.max_message_bytes  # the broker's, as TiCDC adjusts max-message-bytes
         if limit is not None and limit < codec.max_message_bytes:
             codec = replace(codec, max_message_bytes=limit)
-        self.registry = registry
-        if registry is None and codec.protocol in WITH_REGISTRY:
-            self.registry = open_registry(codec, feed.sink.scheme)
-        own = self.registry
-        beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's
-        if isinstance(own, MemoryRegistry) and beside is not None:
-            beside(REGISTRY_FILE, lambda: registry_file(own))
-        self.encoder = encoder_for(codec, self.registry, self.router.topic)
         self.observer: Observer | None = None
         self.claims = (
             ClaimStorage(codec.claim_check_storage_uri)
@@ -276,6 +291,21 @@ class Pipeline:
             else None
         )
         self._bootstrap_all = codec.send_bootstrap_to_all_partition
+        # the registry last: one this pipeline opens (HTTP) is closed with it, and nothing
+        # after the opening can fail but the encoder, which closes it too
+        self.registry = registry
+        self._opened: SchemaRegistry | None = None
+        if registry is None and codec.protocol in WITH_REGISTRY:
+            self.registry = self._opened = open_registry(codec, feed.sink.scheme)
+        try:
+            own = self.registry
+            beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's
+            if isinstance(own, MemoryRegistry) and beside is not None:
+                beside(REGISTRY_FILE, lambda: registry_file(own))
+            self.encoder = encoder_for(codec, self.registry, self.router.topic)
+        except BaseException:
+            close_registry(self._opened)
+            raise
         # avro's own verb: a table version's schemas registered as its DDL passes, in commit
         # order, so that every engine (and every Spark task, resumed) assigns the same ids
         self._prepare: Callable[[TableInfo], object] | None = getattr(self.encoder, "prepare", None)
@@ -399,9 +429,15 @@ class Pipeline:
             self._flush()
             self._checkpoint(final=True)
         except BaseException:
-            self.sink.abort()
+            try:
+                self.sink.abort()
+            finally:
+                close_registry(self._opened)
             raise
-        self.sink.close()
+        try:
+            self.sink.close()
+        finally:
+            close_registry(self._opened)
         if self.storage is not None:
             self.summary.files = self.storage.files
         if isinstance(self.sink, FaultySink):
@@ -430,7 +466,10 @@ class Pipeline:
             self._drain()
             self._flush()
         finally:
-            self.sink.abort()
+            try:
+                self.sink.abort()
+            finally:
+                close_registry(self._opened)
         return self.summary
 
     def resume(self, history: Iterable[DDLEvent], checkpoint_ts: int, tick_origin_ms: int) -> None:

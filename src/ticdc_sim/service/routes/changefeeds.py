@@ -15,6 +15,7 @@ from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ticdc_sim.cluster import (
+    HELD,
     ChangefeedNotFound,
     Cluster,
     Conflict,
@@ -80,7 +81,7 @@ async def status(request: Request) -> ServerStatus:
 def _running_error(feed: Feed) -> RunningError | None:
     if feed.error is None:
         return None
-    return RunningError(addr="127.0.0.1:8300", code="CDC:ErrSinkInvalid", message=feed.error)
+    return RunningError(addr="127.0.0.1:8300", code=feed.error_code, message=feed.error)
 
 
 def _info(cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
@@ -190,7 +191,7 @@ async def update_changefeed(
     replicates what committed meanwhile into the new sink."""
     state = state_of(request)
     cluster, old = _lookup(request, namespace, changefeed_id)
-    if old.state != "stopped":
+    if old.state not in HELD:
         raise update_refused()
     target_ts = body.target_ts or old.spec.target_ts
     if target_ts and target_ts <= old.spec.start_ts:
