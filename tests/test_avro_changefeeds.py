@@ -255,3 +255,20 @@ def test_a_changefeed_closes_its_registry(
             f"jsonl://{tmp_path / 'out'}?protocol=avro&schema-registry={url}", AVRO_TOPICS
         )
     assert closes == [url, url]
+
+
+def test_a_schema_no_confluent_registry_takes_fails_the_changefeed() -> None:
+    """Two columns SanitizeName makes one field name: TiCDC writes the schema, Confluent's
+    registry (Java's Avro) refuses it, 42201, and the changefeed fails; the simulator's own
+    registry refuses it as its REST API does."""
+    with Simulator(seed=1) as sim:
+        sim.changefeed("memory://?protocol=avro", AVRO_TOPICS)
+        with pytest.raises(ChangefeedFailed) as caught:
+            sim.execute("CREATE TABLE t (id INT PRIMARY KEY, `a-b` INT, `a.b` INT)")
+        assert str(caught.value) == (
+            "changefeed feed-1 failed: schema manager API error, registering subject"
+            " 'tidb_test_t-value': error 42201: Invalid schema: Field name a_b already in use."
+            " (TiCDC: ErrAvroSchemaAPIError) (the upstream committed; the changefeed sends"
+            " nothing more)"
+        )
+        assert sim.registry.subjects() == ["tidb_test_t-key"]

@@ -10,10 +10,12 @@ latest schema again returns its existing version. Schemas are compared by their 
 text (whitespace outside strings does not make a new schema), as Confluent compares parsed
 schemas.
 
-Compatibility is enforced as Confluent enforces it: a schema new to a subject that has
-versions is checked against its latest version (every version, at a `_TRANSITIVE` level)
-at the subject's level, or the registry's (default BACKWARD), and refused with 409 when a
-reader could not read a writer (`compatibility.py` holds the levels and Avro's rules).
+A schema Apache Avro's parser (as strict as the Java one Confluent uses) refuses is refused
+(42201), such as a record naming a field twice. Compatibility is enforced as Confluent
+enforces it: a schema new to a subject that has versions is checked against its latest
+version (every version, at a `_TRANSITIVE` level) at the subject's level, or the registry's
+(default BACKWARD), and refused with 409 when a reader could not read a writer
+(`compatibility.py` holds the levels and Avro's rules).
 """
 
 from __future__ import annotations
@@ -115,8 +117,10 @@ class MemoryRegistry:
                     f' subject "{subject}", details: [{", ".join(said)}]',
                 )
             if schema_id is None:
+                parsed = _parsed(text)  # what Java's Avro refuses, Confluent refuses (42201)
                 self._schemas.append(text)
                 schema_id = self._ids[text] = len(self._schemas)
+                self._parsed[schema_id] = parsed
             self._subjects[subject] = [*versions, schema_id]
             return schema_id
 
