@@ -26,13 +26,12 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from support_mariadb import MariaDB
-from support_oracle import MariaDBRejects, TiCDCFails, check_script
+from support_oracle import CORPUS, check_script, run_corpus
 from support_service import Server
-from test_oracle import CORPUS, SCRIPTS, _known_differences
+from test_oracle import SCRIPTS
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import Decoded, DecodedRow, decoder_for
 from ticdc_sim.encoders.avro import MAGIC
-from ticdc_sim.generator.sql.script import read_script
 from ticdc_sim.sinks import Record
 
 _M64 = (1 << 64) - 1
@@ -163,31 +162,12 @@ def test_confluents_deserializer_rebuilds_the_corpus(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    passed, rejected, refused, failed = [], [], [], {}
-    for path in sorted(CORPUS.rglob("*.sql")):
-        name = str(path.relative_to(CORPUS))
-        try:
-            outcome = check_script(
-                *mariadb_pair, read_script(path), str(path), PROTOCOL + registry, consumer
-            )
-        except MariaDBRejects:
-            rejected.append(name)  # TiDB-only syntax or semantics: not an oracle case
-            continue
-        except TiCDCFails:
-            refused.append(name)  # TiCDC's avro cannot carry it (test_oracle.py counts them)
-            continue
-        if outcome.mismatches:
-            failed[name] = outcome.mismatches[0][:300]
-        else:
-            passed.append(name)
+    run = run_corpus(mariadb_pair, PROTOCOL + registry, consumer)
     with capsys.disabled():
         print(
-            f"\nconfluent AvroDeserializer over the corpus: {len(passed)} passed, {len(failed)}"
-            f" differ (known), {len(rejected)} not runnable on MariaDB, {len(refused)} TiCDC's"
-            f" avro cannot carry; {consumer.rows} Avro records decoded, {consumer.others} DDL"
-            " and checkpoint records apart"
+            f"\nconfluent AvroDeserializer over the corpus: {len(run.passed)} passed,"
+            f" {len(run.failed)} differ (known), {len(run.rejected)} not runnable on MariaDB,"
+            f" {len(run.refused)} TiCDC's avro cannot carry; {consumer.rows} Avro records"
+            f" decoded, {consumer.others} DDL and checkpoint records apart"
         )
-    known = _known_differences()
-    assert {k: v for k, v in failed.items() if k not in known} == {}
-    assert sorted(set(known) - set(failed) - set(refused)) == []
-    assert len(passed) + len(refused) >= 60
+    run.check_known()

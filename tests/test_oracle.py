@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 
 from support_mariadb import MariaDB
-from support_oracle import MariaDBRejects, TiCDCFails, UnreadableInCSV, check_script
-from ticdc_sim.generator.sql.script import read_script
+from support_oracle import CORPUS, check_script, run_corpus
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
-CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 
 
 # None: the engine's events as they are; else through the pipeline, encoded and decoded
@@ -55,12 +53,6 @@ def test_script_matches_mariadb(
     assert outcome.rows > 0 and outcome.tables > 0
 
 
-def _known_differences() -> dict[str, str]:
-    lines = (Path(__file__).parent / "oracle_known_differences.txt").read_text().splitlines()
-    entries = (line.split(" | ", 1) for line in lines if line and not line.startswith("#"))
-    return {path.strip(): reason.strip() for path, reason in entries}
-
-
 # TiCDC's debezium sends no record for DDL types it has no change type for (CREATE SEQUENCE,
 # LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
 # its oracle
@@ -74,34 +66,17 @@ def test_corpus_matches_mariadb(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    passed, rejected, failed, unreadable, refused = [], [], {}, [], []
-    for path in sorted(CORPUS.rglob("*.sql")):
-        name = str(path.relative_to(CORPUS))
-        try:
-            outcome = check_script(*mariadb_pair, read_script(path), str(path), protocol)
-        except MariaDBRejects:
-            rejected.append(name)  # TiDB-only syntax or semantics: not an oracle case
-            continue
-        except UnreadableInCSV:
-            unreadable.append(name)  # virtual generated columns: TiCDC's csv cannot say them
-            continue
-        except TiCDCFails:
-            refused.append(name)  # TiCDC fails on the data, or renames (avro: an ENUM's '')
-            continue
-        if outcome.mismatches:
-            failed[name] = outcome.mismatches[0][:300]
-        else:
-            passed.append(name)
+    run = run_corpus(mariadb_pair, protocol)
     with capsys.disabled():
         print(
-            f"\noracle corpus ({_name(protocol)}): {len(passed)} passed, {len(failed)} differ (all listed in "
-            f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
-            + (f", {len(unreadable)} with virtual columns csv cannot carry" if unreadable else "")
-            + (f", {len(refused)} TiCDC's protocol cannot carry" if refused else "")
+            f"\noracle corpus ({_name(protocol)}): {len(run.passed)} passed, {len(run.failed)}"
+            f" differ (all listed in oracle_known_differences.txt), {len(run.rejected)} not"
+            " runnable on MariaDB"
+            + (
+                f", {len(run.unreadable)} with virtual columns csv cannot carry"
+                if run.unreadable
+                else ""
+            )
+            + (f", {len(run.refused)} TiCDC's protocol cannot carry" if run.refused else "")
         )
-    known = _known_differences()
-    unexpected = {k: v for k, v in failed.items() if k not in known}
-    fixed = sorted(set(known) - set(failed) - set(refused))
-    assert unexpected == {}, "new differences from MariaDB"
-    assert fixed == [], "these now match: remove them from oracle_known_differences.txt"
-    assert len(passed) + len(refused) >= 60  # the latter: what the protocol cannot carry
+    run.check_known()
