@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from fastavro.schema import SchemaParseException
 
 from support_mariadb import MariaDB
 from support_oracle import CORPUS, check_script, run_corpus
@@ -100,7 +101,10 @@ class ConfluentConsumer:
         return DecodedRow(kind, schema, table, commit_ts & _M64, value, pre, {}, keys)
 
     def image(self, data: bytes, topic: str, field: str) -> dict[str, Any]:
-        decoded = self.deserializer(data, SerializationContext(topic, field))
+        try:
+            decoded = self.deserializer(data, SerializationContext(topic, field))
+        except SchemaParseException as e:
+            raise Unreadable(f"{self.table(data)}: {e}") from None
         assert isinstance(decoded, dict)
         types = self.tidb_types(data)
         return {
@@ -127,6 +131,13 @@ class ConfluentConsumer:
             if isinstance(kind, dict):
                 out[field["name"]] = kind.get("connect.parameters", {}).get("tidb_type", "")
         return out
+
+
+class Unreadable(Exception):
+    """A schema confluent-kafka's deserializer cannot parse, though TiCDC writes it and
+    Confluent's registry (Java's Avro) takes it: fastavro refuses an integer default of a
+    FLOAT column written in the object form TiCDC writes every column's type in (`FLOAT
+    DEFAULT 1`: `{"default": 1, "type": {"type": "float", ...}}`)."""
 
 
 def _same(value: Any) -> Any:
@@ -162,12 +173,15 @@ def test_confluents_deserializer_rebuilds_the_corpus(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    run = run_corpus(mariadb_pair, PROTOCOL + registry, consumer)
+    run = run_corpus(mariadb_pair, PROTOCOL + registry, consumer, Unreadable)
     with capsys.disabled():
         print(
             f"\nconfluent AvroDeserializer over the corpus: {len(run.passed)} passed,"
             f" {len(run.failed)} differ (known), {len(run.rejected)} not runnable on MariaDB,"
-            f" {len(run.refused)} TiCDC's avro cannot carry; {consumer.rows} Avro records"
-            f" decoded, {consumer.others} DDL and checkpoint records apart"
+            f" {len(run.refused)} TiCDC's avro cannot carry, {len(run.apart)} with a schema"
+            f" fastavro cannot parse; {consumer.rows} Avro records decoded, {consumer.others}"
+            " DDL and checkpoint records apart"
         )
     run.check_known()
+    # the one script with a FLOAT column's integer default (see Unreadable)
+    assert run.apart == ["tiflow-integration/debezium/sql/debezium/default_value.sql"]

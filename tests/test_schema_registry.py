@@ -597,3 +597,23 @@ def test_the_subject_is_escaped_as_ticdc_escapes_it(junk: Junk) -> None:
     junk.answers[("POST", "/registry/subjects/a%2Fb+c%C3%A9/versions")] = [(200, '{"id": 2}')]
     with open_registry(junk.url, backoff_s=0) as registry:
         assert registry.register("a/b cé", ROW) == 2
+
+
+def test_a_float_column_with_an_integer_default_is_a_schema(client: SchemaRegistryClient) -> None:
+    """TiCDC writes a FLOAT column's `DEFAULT 1` as `"default": 1` beside the type's object
+    form; Java's Avro (Confluent) takes a JSON integer for a float, and so does this registry
+    (fastavro alone refuses it against the object form). A default of the wrong kind is
+    still refused."""
+    float_default = (
+        '{"type":"record","name":"t","namespace":"default.test","fields":[{"default":1,'
+        '"name":"a","type":{"type":"float","connect.parameters":{"tidb_type":"FLOAT"}}},'
+        '{"default":3,"name":"c","type":[{"type":"float","connect.parameters":'
+        '{"tidb_type":"FLOAT"}},"null"]}]}'
+    )
+    assert client.register_schema("t-value", Schema(float_default, "AVRO")) == 1
+    text_default = float_default.replace('"default":1', '"default":"x"')
+    assert refused(lambda: client.register_schema("t-value", Schema(text_default, "AVRO"))) == (
+        422,
+        42201,
+        "Invalid schema: Default value <x> must match schema type: float",
+    )

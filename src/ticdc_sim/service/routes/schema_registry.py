@@ -345,7 +345,7 @@ def _schema(call: Call) -> str:
         lone = shown(e.object[e.start])
         raise Refused(INVALID_SCHEMA, f"Invalid schema: {lone} is a lone surrogate") from None
     try:
-        fastavro.parse_schema(parsed, _write_hint=False)
+        fastavro.parse_schema(_named_primitives(parsed), _write_hint=False)
     except RecursionError:
         raise Refused(INVALID_SCHEMA, "Invalid schema: nested too deeply") from None
     except UnknownType as e:  # its text is the whole schema's
@@ -361,6 +361,34 @@ def _schema(call: Call) -> str:
     except ValueError as e:
         raise Refused(INVALID_SCHEMA, f"Invalid schema: {e}") from None
     return schema
+
+
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+
+
+def _named_primitives(node: Any) -> Any:
+    """The schema with each primitive written as an object (`{"type": "float", ...}`, as
+    TiCDC writes every column's) written as its name: the same type (the Avro
+    specification), whose default fastavro checks as Java's Avro does (an integer default
+    of a FLOAT column: TiCDC writes `1`, Confluent takes it, fastavro refuses it against the
+    object form only). Logical types keep their form."""
+    if isinstance(node, list):  # a union
+        return [_named_primitives(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if isinstance(kind, str) and kind in _PRIMITIVES and "logicalType" not in node:
+        return kind
+    out = {k: _named_primitives(node[k]) for k in ("items", "values") if k in node}
+    fields = node.get("fields")
+    if isinstance(fields, list):
+        out["fields"] = [
+            {**f, "type": _named_primitives(f["type"])}
+            if isinstance(f, dict) and "type" in f
+            else f
+            for f in fields
+        ]
+    return {**node, **out}
 
 
 def _version_of(text: str) -> str:
