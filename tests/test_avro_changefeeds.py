@@ -129,6 +129,35 @@ def test_a_refused_schema_fails_a_served_changefeed(tmp_path: Path) -> None:
         assert (info["state"], info["error"]) == ("normal", None)
 
 
+def test_a_served_avro_changefeed_without_a_topic_rule_is_warned_of(tmp_path: Path) -> None:
+    """Before the registry refuses the second table, the changefeed's status says why it will."""
+    with service(tmp_path) as client:
+        body = {"changefeed_id": "one-topic", "sink_uri": "memory://?protocol=avro"}
+        assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+        status = client.get("/api/v2/changefeeds/one-topic/status").json()
+        assert status["warnings"] == [
+            "protocol avro: topic 'ticdc' can carry more than one table (tables no rule"
+            " matches), and avro needs one table a topic: their schemas share the subjects"
+            " ticdc-key and ticdc-value, where a registry at BACKWARD refuses the second"
+            " table's, failing the changefeed (ErrAvroSchemaAPIError); TiCDC's docs ask for"
+            " [sink] dispatchers = [{matcher = ['*.*'], topic = \"tidb_{schema}_{table}\"}]"
+        ]
+        # as warned: the second table's key schema is refused under the first's subject
+        sql(client, "CREATE TABLE a (id INT PRIMARY KEY);\nCREATE TABLE b (id INT PRIMARY KEY);")
+        info = client.get("/api/v2/changefeeds/one-topic").json()
+        assert (info["state"], info["error"]["message"]) == (
+            "failed",
+            "schema manager API error, registering subject 'ticdc-key': error 409: Schema being"
+            ' registered is incompatible with an earlier schema for subject "ticdc-key",'
+            " details: [{errorType:'NAME_MISMATCH', description:'The name of the schema has"
+            " changed (path '/name')', additionalInfo:'expected: default.test.a'},"
+            ' {oldSchemaVersion: 1}, {oldSchema: \'{"type":"record","name":"a",'
+            '"namespace":"default.test","fields":[{"name":"id","type":{"type":"int",'
+            '"connect.parameters":{"tidb_type":"INT"}}}]}\'}, {compatibility: \'BACKWARD\'}]'
+            " (TiCDC: ErrAvroSchemaAPIError)",
+        )
+
+
 # -- schema-registry=URL: a running service's registry ------------------------------------------
 
 
