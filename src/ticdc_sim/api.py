@@ -59,7 +59,7 @@ from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo, quoted_name, table_names
 from ticdc_sim.model.tso import LAST_START_TS
-from ticdc_sim.pipeline import Pipeline, eligible
+from ticdc_sim.pipeline import Pipeline, eligible, registry_of
 from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, Sink, open_sink, overlap
 
@@ -555,8 +555,10 @@ def generate(
     try:
         datasets = read_datasets(workload)
         check(workload, datasets)
-        pipeline = Pipeline(feed, LoggedSink(_opened(feed, overwrite), log))
-        pipeline.run(Generator(workload, datasets).events())
+        # avro's registry before the sink: one that is not there leaves no output behind
+        with registry_of(feed) as registry:
+            pipeline = Pipeline(feed, LoggedSink(_opened(feed, overwrite), log), None, registry)
+            pipeline.run(Generator(workload, datasets).events())
     except SpecError as e:
         raise e.located(workload) from None
     return log.read(None, None, 0, sys.maxsize)

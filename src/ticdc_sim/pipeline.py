@@ -296,7 +296,11 @@ class Pipeline:
         self.registry = registry
         self._opened: SchemaRegistry | None = None
         if registry is None and codec.protocol in WITH_REGISTRY:
-            self.registry = self._opened = open_registry(codec, feed.sink.scheme)
+            try:
+                self.registry = self._opened = open_registry(codec, feed.sink.scheme)
+            except BaseException:
+                self.sink.abort()  # the pipeline owns its sink: nothing will be sent
+                raise
         try:
             own = self.registry
             beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's
