@@ -544,8 +544,8 @@ def _print_decoded(
     no more than that many lines. Avro's schema ids are looked up in `registry`, else in
     the registry the source names or keeps beside its records (`_source_registry`)."""
     from ticdc_sim.encoders import WITH_REGISTRY, Decoder, decoder_for
+    from ticdc_sim.encoders.registry import close_registry
     from ticdc_sim.jsonout import decoded_lines
-    from ticdc_sim.pipeline import close_registry
 
     opened = (
         _source_registry(feed)

@@ -44,7 +44,12 @@ from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import WITH_REGISTRY, Message, decoder_for
-from ticdc_sim.encoders.registry import MemoryRegistry, RegistryAPIError, SchemaRegistry
+from ticdc_sim.encoders.registry import (
+    MemoryRegistry,
+    RegistryAPIError,
+    SchemaRegistry,
+    close_registry,
+)
 from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -54,7 +59,7 @@ from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
-from ticdc_sim.pipeline import Pipeline, close_registry, open_registry
+from ticdc_sim.pipeline import Pipeline, open_registry
 from ticdc_sim.sinks import Record, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink

@@ -44,7 +44,7 @@ from ticdc_sim.encoders import (
     Message,
     encoder_for,
 )
-from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
+from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry, close_registry
 from ticdc_sim.errors import ConfigError, Warnings
 from ticdc_sim.generator.capture import Capture
 from ticdc_sim.model.actions import ActionType
@@ -95,13 +95,6 @@ def open_registry(codec: CodecConfig, scheme: str = "") -> SchemaRegistry:
     from ticdc_sim.sinks.schema_registry import open_registry as open_http
 
     return open_http(codec.schema_registry)
-
-
-def close_registry(registry: SchemaRegistry | None) -> None:
-    """Close a registry that holds a connection (HTTP); the in-memory one has nothing to."""
-    close = getattr(registry, "close", None)
-    if close is not None:
-        close()
 
 
 @contextlib.contextmanager
@@ -296,11 +289,9 @@ class Pipeline:
         self.registry = registry
         self._opened: SchemaRegistry | None = None
         if registry is None and codec.protocol in WITH_REGISTRY:
-            try:
-                self.registry = self._opened = open_registry(codec, feed.sink.scheme)
-            except BaseException:
-                self.sink.abort()  # the pipeline owns its sink: nothing will be sent
-                raise
+            # a failure leaves the sink to the caller, who opened it (the CLI, the Python API
+            # and the service open the registry first: `registry_of`)
+            self.registry = self._opened = open_registry(codec, feed.sink.scheme)
         try:
             own = self.registry
             beside = getattr(sink, "beside", None)  # a directory sink keeps the simulator's

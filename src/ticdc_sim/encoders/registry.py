@@ -77,6 +77,13 @@ class SchemaRegistry(Protocol):
     def schema(self, schema_id: int) -> str: ...
 
 
+def close_registry(registry: SchemaRegistry | None) -> None:
+    """Close a registry that holds a connection (HTTP); the in-memory one has nothing to."""
+    close = getattr(registry, "close", None)
+    if close is not None:
+        close()
+
+
 def compact(schema: str) -> str:
     """A schema's text as the registry compares and stores it: compact JSON."""
     try:

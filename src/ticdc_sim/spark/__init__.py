@@ -27,7 +27,7 @@ from ticdc_sim.encoders.registry import SchemaRegistry
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.generator.workload import check, load
 from ticdc_sim.generator.workload.spec import SpecError, Workload
-from ticdc_sim.pipeline import Pipeline, registry_file
+from ticdc_sim.pipeline import Pipeline, registry_file, registry_of
 from ticdc_sim.sinks import LocalSink, Sink
 from ticdc_sim.sinks.staging import REGISTRY_FILE, Staging, write_atomically
 from ticdc_sim.spark import job
@@ -213,13 +213,14 @@ def _plan(
 ) -> job.Plan:
     """The job's plan; the sink (the brokers, for Kafka) gives the topics' partitions and
     the message limit as it would to the one-process pipeline."""
-    pipeline = Pipeline(feed, sink, warnings)
-    limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
-    datasets = _read_datasets(spark, spec)
-    check(spec, datasets)  # what would fail mid-run, found before the job starts
-    shared = spark.sparkContext.broadcast(datasets) if datasets else None
-    parallelism = spark.sparkContext.defaultParallelism
-    return job.plan(spec, feed, parallelism, pipeline, limit, shared)
+    with registry_of(feed) as registry:  # an HTTP one closed once planned
+        pipeline = Pipeline(feed, sink, warnings, registry)
+        limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
+        datasets = _read_datasets(spark, spec)
+        check(spec, datasets)  # what would fail mid-run, found before the job starts
+        shared = spark.sparkContext.broadcast(datasets) if datasets else None
+        parallelism = spark.sparkContext.defaultParallelism
+        return job.plan(spec, feed, parallelism, pipeline, limit, shared)
 
 
 def _read_datasets(spark: SparkSession, spec: Workload) -> dict[int, pa.Table]:
