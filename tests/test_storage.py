@@ -246,7 +246,7 @@ def test_flush_interval_and_file_size_out_of_range_are_overridden_with_warnings(
 @pytest.mark.parametrize(
     ("uri", "toml", "message"),
     [
-        ("s3://bucket/prefix?protocol=csv", "", "the s3:// sink is not simulated yet"),
+        ("gcs://bucket/prefix?protocol=csv", "", "the gcs:// sink is not simulated yet"),
         (
             "file:///x?protocol=open-protocol",
             "",

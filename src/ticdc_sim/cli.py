@@ -464,7 +464,7 @@ def _finish(
     finally:
         if observer is not None:
             observer.close(failed)
-        if failed and feed.sink.scheme in ("jsonl", "parquet"):
+        if failed and feed.sink.scheme in ("jsonl", "parquet", "file"):
             partial = partial_dir(Path(feed.sink.target))
             typer.echo(f"the records sent before the error are in {partial}", err=True)
         _print_summary(pipeline.summary)
@@ -497,8 +497,8 @@ def decode(
         str,
         typer.Argument(
             metavar="SOURCE",
-            help="jsonl:///DIR?protocol=..., parquet:///DIR?..., file:///DIR?protocol=csv"
-            " or kafka://HOST:PORT/TOPIC?..."
+            help="jsonl:///DIR?protocol=..., parquet:///DIR?..., file:///DIR?protocol=csv,"
+            " s3://BUCKET/PREFIX?protocol=csv or kafka://HOST:PORT/TOPIC?..."
             " (the sink URI that wrote it)",
         ),
     ],
@@ -534,12 +534,13 @@ def _print_decoded(
 ) -> None:
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines."""
+    from ticdc_sim.config import STORAGE_SCHEMES
     from ticdc_sim.encoders import Decoder, decoder_for
     from ticdc_sim.jsonout import decoded_lines
 
     out = sys.stdout.buffer
     decoder: Decoder = decoder_for(feed.codec, upstream)
-    if feed.sink.scheme == "file":
+    if feed.sink.scheme in STORAGE_SCHEMES:
         from ticdc_sim.sinks.storage import StorageDecoder
 
         decoder = StorageDecoder(feed.codec)
@@ -592,10 +593,14 @@ def _where(sink: SinkURI, record: Record) -> str:
         return f"{sink.target}/topic={topic}/partition={partition}"
     if sink.scheme == "file":
         return f"{sink.target}/{topic}"
+    if sink.scheme == "s3":
+        return f"s3://{sink.target}/{topic}"
     return f"kafka {topic}[{partition}]"
 
 
 def _records(sink: SinkURI) -> Iterator[Record]:
+    from ticdc_sim.config import STORAGE_SCHEMES
+
     if sink.scheme == "jsonl":
         from ticdc_sim.sinks.jsonl import read_jsonl
 
@@ -604,16 +609,18 @@ def _records(sink: SinkURI) -> Iterator[Record]:
         from ticdc_sim.sinks.parquet import read_parquet
 
         return read_parquet(sink.target)
-    if sink.scheme == "file":
+    if sink.scheme in STORAGE_SCHEMES:
         from ticdc_sim.sinks.storage import read_storage
+        from ticdc_sim.sinks.store import read_store
 
-        return read_storage(sink.target)
+        return read_storage(read_store(sink))
     if sink.scheme == "kafka":
         from ticdc_sim.sinks.kafka import read_topic
 
         return read_topic(sink)
     raise ConfigError(
-        "decode reads jsonl://, parquet:// and file:// directories and kafka:// topics,"
+        "decode reads jsonl://, parquet:// and file:// directories, s3:// prefixes and"
+        " kafka:// topics,"
         f" not {sink.scheme}://"
     )
 

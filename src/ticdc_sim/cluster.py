@@ -386,7 +386,7 @@ class Feed:
             if isinstance(inner, StagedSink) and inner.staging.replaced:
                 # a new changefeed starts its files anew: the folder's earlier output (of a
                 # service started again, say) is another cluster's and is gone; said, not silent
-                where = inner.staging.root.resolve()
+                where = inner.staging.location()
                 self.warnings.warn("replaced", f"earlier output in {where} replaced")
         else:
             self.log = kept[1]

@@ -80,7 +80,7 @@ def open_sink(
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
     `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
-    the storage sink (file://) reads its settings from the changefeed `feed`."""
+    the storage sink (file://, s3://) reads its settings from the changefeed `feed`."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
@@ -93,7 +93,7 @@ def open_sink(
         from ticdc_sim.sinks.parquet import ParquetSink
 
         return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place)
-    if uri.scheme == "file":
+    if uri.scheme in ("file", "s3"):
         from ticdc_sim.sinks.storage import StorageSink
 
         assert feed is not None, "the storage sink needs the changefeed's settings"
