@@ -400,14 +400,6 @@ def test_pyarrow_reads_every_data_file_with_its_schema_file(tmp_path: Path) -> N
     assert checked == 5
 
 
-def test_a_served_changefeed_refuses_the_storage_sink(tmp_path: Path) -> None:
-    from ticdc_sim.cluster import FeedSpec, build_changefeed
-
-    spec = FeedSpec("cf", f"{tmp_path.as_uri()}?protocol=csv")
-    with pytest.raises(ConfigError, match=r"the storage sink \(file://\) is written by"):
-        build_changefeed(spec)
-
-
 def test_cloud_storage_config_keys_and_the_uri_winning(tmp_path: Path) -> None:
     toml = "[sink.cloud-storage-config]\nflush-interval = '20s'\nfile-size = 2097152\nworker-count = 4\n"
     feed = changefeed(f"{tmp_path.as_uri()}?protocol=csv", toml)

@@ -61,6 +61,7 @@ from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
 from ticdc_sim.sinks import Record, Sink, open_sink, overlap
+from ticdc_sim.sinks.storage import StorageDecoder, read_storage
 
 if TYPE_CHECKING:
     from ticdc_sim.check import Diff, ExpectedTable
@@ -132,7 +133,9 @@ class Changefeed:
 
     def records(self, topic: str | None = None, partition: int | None = None) -> list[Record]:
         """Every record it sent, by topic, then partition, in offset order; the pending
-        batch is sent first."""
+        batch is sent first. A storage sink's (file://, s3://) records are the files it
+        wrote, each time it wrote one: the topic and key are the file's path, the value its
+        bytes, partition 0."""
         with self._said():
             self._feed.send_pending()
         return self._feed.log.read(topic, partition, 0, sys.maxsize)
@@ -141,9 +144,24 @@ class Changefeed:
         self, topic: str | None = None, partition: int | None = None
     ) -> list[dict[str, Any]]:
         """Its records decoded, one dict per event with its position (topic, partition,
-        offset, index): what `ticdc-sim decode` prints."""
-        decoder = decoder_for(self._feed.changefeed.codec, self._upstream)
-        return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
+        offset, index): what `ticdc-sim decode` prints. A storage sink's: the files it has
+        written so far (on its flush interval of simulated time, and at close), as
+        `ticdc-sim decode` walks them, each once; `topic` filters by path prefix."""
+        feed = self._feed
+        storage = feed.sink.storage
+        if storage is None:
+            decoder = decoder_for(feed.changefeed.codec, self._upstream)
+            return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
+        with self._said():
+            feed.send_pending()  # what the capture stage and the batch hold, to the sink
+        with feed.lock:
+            files = [
+                r
+                for r in read_storage(storage.written())
+                if topic is None or r.topic.startswith(topic)
+            ]
+        decoder = StorageDecoder(feed.changefeed.codec)
+        return list(decoded_lines(decoder, files, self._unreadable))
 
     def checkpoint(self) -> int:
         """Send the pending batch and a checkpoint now, as TiCDC's ticker would; its ts."""
@@ -598,7 +616,7 @@ def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
     return parse_faults(faults, "faults")
 
 
-_FILE_SINKS = ("jsonl", "parquet")
+_FILE_SINKS = ("jsonl", "parquet", "file")
 
 
 def _apart(new: ChangefeedConfig, other: ChangefeedConfig, whose: str) -> None:

@@ -48,10 +48,12 @@ intervals and date boundaries at once.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ticdc_sim.config import Changefeed, SinkURI, duration_ms
 from ticdc_sim.encoders import (
@@ -98,6 +100,7 @@ class StorageSink(StagedSink):
     def __init__(self, feed: Changefeed, *, overwrite: bool = False, in_place: bool = False):
         self.store = open_store(feed.sink, _ours, overwrite=overwrite, in_place=in_place)
         self.staging = self.store.finishing
+        self.on_file: Callable[[str, bytes], None] | None = None  # each file, once written
         codec = feed.codec
         self.extension = _EXTENSIONS[codec.protocol]
         self.row_end = codec.terminator.encode() if codec.protocol == "canal-json" else b""
@@ -226,6 +229,12 @@ class StorageSink(StagedSink):
 
     def _put(self, relative: str, data: bytes) -> None:
         self.store.put(relative, data)
+        if self.on_file is not None:
+            self.on_file(relative, data)
+
+    def written(self) -> Store:
+        """The files written so far, to read while the sink is open."""
+        return self.store.written()
 
     def flush(self) -> None:
         self._write_all(self.now_ms)
@@ -249,6 +258,7 @@ def _ours(name: str) -> bool:
 
 _DATA_FILE = re.compile(r"CDC([0-9]+)\.(csv|json)")
 _DIGITS = re.compile(r"[0-9]+")
+_SCHEMA_FILE_START = b'{\n    "Table": '  # json.MarshalIndent of a TableDefinition
 
 
 def read_storage(source: Store | str) -> Iterator[Record]:
@@ -289,29 +299,56 @@ def read_storage(source: Store | str) -> Iterator[Record]:
 class StorageDecoder:
     """What the storage sink wrote, read back: the `metadata` checkpoint, schema files (DDL;
     for csv, the columns the rows after them are read with) and data files, whose rows the
-    protocol's decoder reads (a csv file whole, after its header; canal-json line by line)."""
+    protocol's decoder reads (a csv file whole, after its header; canal-json line by line).
+    A csv data file is read with the schema file of the table version its path names, once
+    that file has been decoded or `learn`ed: files read out of order (the service's pages of
+    a changefeed's files) decode as they do in the consumer's order."""
 
     def __init__(self, config: CodecConfig) -> None:
         self.config = config
         self.csv = CSVDecoder(config) if config.protocol == "csv" else None
         self.rows = decoder_for(config)
         self.terminator = config.terminator.encode()
+        self.versions: dict[tuple[str, str, int], bytes] = {}  # table version -> schema file
+
+    def learn(self, value: bytes | None) -> None:
+        """A file as it is written (the service's log shows each one): keep a table
+        version's schema file; pass over the others cheaply."""
+        if value is None or not value.startswith(_SCHEMA_FILE_START):
+            return
+        with contextlib.suppress(DecodeError):
+            self._keep(value, cloudstorage.read_definition(value))
+
+    def _keep(self, data: bytes, found: dict[str, Any]) -> None:
+        if found["Table"] and found["TableColumns"] is not None:
+            self.versions[(found["Schema"], found["Table"], found["TableVersion"])] = data
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
         name = (key or b"").decode("utf-8", "replace")
         data = value or b""
+        parts = name.split("/")
         if name == cloudstorage.METADATA:
             return [DecodedCheckpoint(cloudstorage.read_metadata(data))]
+        if parts[-1] == "CDC.index":
+            return []  # names the newest data file of its directory
         if cloudstorage.is_schema_path(name):
+            found = cloudstorage.read_definition(data, name)
+            self._keep(data, found)
             if self.csv is not None:
                 learned = self.csv.schema(data, name)
                 return [] if learned is None else [learned]
-            found = cloudstorage.read_definition(data, name)
             if not found["Query"]:
                 return []  # a table version's columns, no DDL (CheckOrWriteSchema's file)
             schema, table = found["Schema"], found["Table"]
             return [DecodedDDL(schema, table, found["TableVersion"], found["Query"], found["Type"])]
         if self.csv is not None:
+            version = (
+                self.versions.get((parts[0], parts[1], int(parts[2])))
+                if len(parts) >= 4 and _DIGITS.fullmatch(parts[2])
+                else None
+            )
+            if version is not None:  # the columns of the file's own table version
+                self.csv.schema(version, name)
             if self.config.csv_output_field_header and data.startswith(HEADER_PREFIX.encode()):
                 end = data.find(self.terminator)
                 data = b"" if end < 0 else data[end + len(self.terminator) :]

@@ -59,6 +59,10 @@ class Store(Protocol):
         """How errors name a file (the root itself for "")."""
         ...
 
+    def written(self) -> Store:
+        """What was put so far, to read (before a run's files are in place)."""
+        ...
+
 
 def open_store(
     sink: SinkURI,
@@ -142,6 +146,11 @@ class LocalStore:
 
     def where(self, name: str = "") -> str:
         return str(self.root / name) if name else str(self.root)
+
+    def written(self) -> Store:
+        # a run's staged files are in place once it has closed
+        where = self.work if self.work.exists() else self.root
+        return LocalStore(where, where)
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -240,6 +249,9 @@ class S3Store:
 
     def where(self, name: str = "") -> str:
         return self.location.url(name)
+
+    def written(self) -> Store:
+        return self
 
     def _call(self, action: str, name: str, call: Callable[..., Any], **kwargs: Any) -> Any:
         """`call(**kwargs)`, its failure as a SimError naming the object and what S3 said."""
