@@ -36,7 +36,7 @@ THROUGH = [
 
 def _name(protocol: str | None) -> str:
     name = (protocol or "events").replace("&encoding-format=", "-")
-    return name.replace("file:protocol=", "file-")
+    return name.replace(":protocol=", "-")
 
 
 @pytest.mark.parametrize("protocol", THROUGH, ids=_name)
@@ -59,6 +59,9 @@ def _known_differences() -> dict[str, str]:
 # LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
 # its oracle
 CORPUS_THROUGH = [p for p in THROUGH if p != "debezium"]
+# a real consumer of the storage sink: pyarrow's CSV reader, each data file with the names and
+# types of its schema file (tests/support_arrow.py), over the whole corpus
+CORPUS_THROUGH.append("pyarrow-file:protocol=csv")
 
 
 @pytest.mark.parametrize("protocol", CORPUS_THROUGH, ids=_name)
