@@ -21,6 +21,7 @@ from ticdc_sim.generator.sql.engine import Engine
 from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.pipeline import Pipeline
 from ticdc_sim.sinks import open_sink
+from ticdc_sim.sinks.store import S3Store
 
 
 def replay(tmp_path: Path, uri: str, *extra: str) -> tuple[int, str]:
@@ -124,6 +125,37 @@ def test_a_failed_put_mid_run_is_reported(s3: S3Server) -> None:
     assert str(raised.value).endswith(
         ".json: PutObject failed: S3 said NoSuchBucket: The specified bucket does not exist"
         " (HTTP 404)"
+    )
+
+
+def test_access_denied_and_timeouts_are_said_with_the_key(s3: S3Server) -> None:
+    """What boto3 raises, as the sink says it: S3's code and message, or the timeout."""
+    from botocore.exceptions import ClientError, ReadTimeoutError
+
+    store = S3Store(s3_location(changefeed(s3.uri(s3.bucket("denied"), "out")).sink))
+
+    def denied() -> None:
+        raise ClientError(
+            {
+                "Error": {"Code": "AccessDenied", "Message": "Access Denied"},
+                "ResponseMetadata": {"HTTPStatusCode": 403},
+            },
+            "PutObject",
+        )
+
+    def stalled() -> None:
+        raise ReadTimeoutError(endpoint_url=f"{s3.endpoint}/denied/out/metadata")
+
+    with pytest.raises(SimError) as raised:
+        store._call("PutObject", "metadata", denied)
+    assert str(raised.value) == (
+        "s3://denied/out/metadata: PutObject failed: S3 said AccessDenied: Access Denied (HTTP 403)"
+    )
+    with pytest.raises(SimError) as raised:
+        store._call("PutObject", "metadata", stalled)
+    assert str(raised.value) == (
+        "s3://denied/out/metadata: PutObject failed: timed out (Read timeout on endpoint URL:"
+        f' "{s3.endpoint}/denied/out/metadata")'
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -14,6 +15,7 @@ from support_s3 import S3Server
 from test_storage import CSV, SCRIPT
 from ticdc_sim.api import Simulator
 from ticdc_sim.cli import app as cli
+from ticdc_sim.errors import ConfigError
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
 
@@ -114,6 +116,17 @@ def test_a_served_s3_feed_at_an_allowed_endpoint(s3: S3Server, tmp_path: Path) -
             headers=TEXT,
         )
         assert done.json()["ok"], done.text
+        # a prefix inside another changefeed's is its output: refused, not cleared
+        inside = {"changefeed_id": "cf", "sink_uri": s3.uri(bucket, "feed/sub")}
+        refused = client.post("/api/v2/changefeeds", json=inside)
+        assert (refused.status_code, refused.json()) == (
+            409,
+            {
+                "error_msg": f"s3://{bucket}/feed is written by changefeed default/default: a"
+                " sink directory has one changefeed",
+                "error_code": "SIM:ErrSinkInUse",
+            },
+        )
     written = s3.objects(bucket, "feed")  # the service's stop closed the feed: all written
     assert sorted(written) == [
         "metadata",
@@ -156,3 +169,19 @@ def test_the_python_api_reads_the_files_written_so_far(tmp_path: Path) -> None:
         found[1]["topic"],
         found[1]["topic"].replace("01.csv", "02.csv"),
     ]
+
+
+def test_two_feeds_of_a_simulator_keep_apart(s3: S3Server, tmp_path: Path) -> None:
+    bucket = s3.bucket("apart")
+    with Simulator() as sim:
+        sim.changefeed(s3.uri(bucket, "a"))
+        with pytest.raises(ConfigError) as raised:
+            sim.changefeed(s3.uri(bucket, "a/b"))
+        assert str(raised.value) == (
+            f"sink URI {s3.uri(bucket, 'a/b')!r}: changefeed feed-1 writes s3://{bucket}/a;"
+            " give each changefeed an S3 prefix of its own, neither inside the other"
+        )
+        sim.changefeed(s3.uri(bucket, "ab"))  # a sibling prefix is apart
+        sim.changefeed(f"{tmp_path.as_uri()}?protocol=csv")
+        with pytest.raises(ConfigError, match="give each changefeed a directory"):
+            sim.changefeed(f"{(tmp_path / 'in').as_uri()}?protocol=csv")

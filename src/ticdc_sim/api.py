@@ -60,7 +60,7 @@ from ticdc_sim.model.table import TableInfo, quoted_name, table_names
 from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible
 from ticdc_sim.scriptfiles import check_scripts, statements
-from ticdc_sim.sinks import Record, Sink, open_sink, overlap
+from ticdc_sim.sinks import Record, Sink, open_sink, overlap, place
 from ticdc_sim.sinks.storage import StorageDecoder, read_storage
 
 if TYPE_CHECKING:
@@ -316,9 +316,8 @@ class Simulator:
             old_value = changefeed.config.enable_old_value
             raw = changefeed.config.output_raw_change_event
         for feed in self._feeds.values():
-            if feed.config.sink.scheme in _FILE_SINKS and overlap(
-                directory, feed.config.sink.target
-            ):
+            theirs = place(feed.config.sink)
+            if theirs is not None and overlap(directory, theirs):
                 raise ConfigError(
                     f"expect {str(directory)!r}: changefeed {feed.id} writes"
                     f" {feed.config.sink.target}; give each a directory of its own"
@@ -616,17 +615,15 @@ def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
     return parse_faults(faults, "faults")
 
 
-_FILE_SINKS = ("jsonl", "parquet", "file")
-
-
 def _apart(new: ChangefeedConfig, other: ChangefeedConfig, whose: str) -> None:
     """Two changefeeds' file sinks in directories of their own: one would replace the
     other's files at close."""
-    a, b = new.sink, other.sink
-    if a.scheme in _FILE_SINKS and b.scheme in _FILE_SINKS and overlap(a.target, b.target):
+    mine, theirs = place(new.sink), place(other.sink)
+    if mine is not None and theirs is not None and overlap(mine, theirs):
+        what = "an S3 prefix" if new.sink.scheme == "s3" else "a directory"
         raise ConfigError(
-            f"sink URI {a.text!r}: {whose} writes {b.target}; give each changefeed a"
-            " directory of its own, neither inside the other"
+            f"sink URI {new.sink.text!r}: {whose} writes {theirs}; give each changefeed"
+            f" {what} of its own, neither inside the other"
         )
 
 

@@ -344,11 +344,12 @@ def replay(
 
 
 def _apart(expect: Path, sink: SinkURI) -> None:
-    """--expect and a jsonl/parquet sink in directories of their own: each refuses the
-    other's files (on the next run, if not on this one)."""
-    from ticdc_sim.sinks import overlap
+    """--expect and a file sink in directories of their own: each refuses the other's files
+    (on the next run, if not on this one)."""
+    from ticdc_sim.sinks import overlap, place
 
-    if sink.scheme in ("jsonl", "parquet") and overlap(expect, sink.target):
+    where = place(sink)
+    if where is not None and overlap(expect, where):
         raise ConfigError(
             f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
             " directory of its own, neither inside the other"

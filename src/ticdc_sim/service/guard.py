@@ -11,9 +11,9 @@ from ticdc_sim.cluster import TooLarge
 from ticdc_sim.config import Changefeed, parse_sink_uri, s3_location, sink_uri_text
 from ticdc_sim.errors import SimError
 from ticdc_sim.service.settings import Settings
+from ticdc_sim.sinks import DIRECTORY_SINKS, place
 from ticdc_sim.sinks.claim_check import storage_path
 
-_DIRECTORY_SINKS = ("jsonl", "parquet", "file")
 AWS = "aws"  # TICDC_SIM_S3_ALLOW's name of AWS's own endpoint (a URI without endpoint=)
 
 
@@ -34,7 +34,7 @@ def sink_uri(text: str, settings: Settings) -> str:
     """The sink URI a changefeed may use: file sinks under the data directory (a relative
     path is taken from it), Kafka only on allowed brokers, S3 only at allowed endpoints."""
     uri = parse_sink_uri(text)
-    if uri.scheme in _DIRECTORY_SINKS:
+    if uri.scheme in DIRECTORY_SINKS:
         path = inside(settings.data_dir, Path(uri.target), f"{uri.scheme}:// directory")
         return sink_uri_text(uri.scheme, str(path), urlsplit(text.strip()).query)
     if uri.scheme == "kafka":
@@ -55,10 +55,9 @@ def sink_uri(text: str, settings: Settings) -> str:
     return text
 
 
-def directory(checked_uri: str) -> Path | None:
-    """The directory a checked sink URI writes, for file sinks."""
-    uri = parse_sink_uri(checked_uri)
-    return Path(uri.target) if uri.scheme in _DIRECTORY_SINKS else None
+def directory(checked_uri: str) -> str | None:
+    """Where a checked sink URI writes: a file sink's directory, an S3 prefix."""
+    return place(parse_sink_uri(checked_uri))
 
 
 def changefeed(feed: Changefeed, settings: Settings) -> None:
