@@ -210,7 +210,7 @@ def replay(
     ] = None,
     config: ConfigOption = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
+        bool, typer.Option(help="replace earlier output in the sink's directory or S3 prefix")
     ] = False,
     seed: Annotated[
         int,
@@ -717,7 +717,7 @@ def generate(
         ),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
+        bool, typer.Option(help="replace earlier output in the sink's directory or S3 prefix")
     ] = False,
     preview: Annotated[
         int | None,
