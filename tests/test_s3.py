@@ -193,6 +193,22 @@ def test_credentials_from_the_environment(
     assert "metadata" in s3.objects(bucket, "x")
 
 
+def test_an_assumed_role_writes(s3: S3Server, tmp_path: Path) -> None:
+    """role-arn: STS's AssumeRole at the same endpoint (aws-sdk-go's session-wide endpoint),
+    the files written with the role's keys."""
+    bucket = s3.bucket("by-role")
+    role = "arn:aws:iam::123456789012:role/cdc"
+    code, output = replay(tmp_path, s3.uri(bucket, "r") + f"&role-arn={role}&external-id=ext-1")
+    assert code == 0, output
+    assert "metadata" in s3.objects(bucket, "r")
+    code, output = replay(tmp_path, s3.uri(bucket, "q") + f"&role-arn={role}&external-id=x")
+    assert code == 1
+    assert (
+        f"error: s3://{bucket}/q: AssumeRole {role} failed: Parameter validation failed:"
+        " Invalid length for parameter ExternalId, value: 1, valid min length: 2\n"
+    ) in output
+
+
 def test_the_bucket_region_must_be_the_one_asked_for(s3: S3Server) -> None:
     bucket = s3.bucket("in-europe", region="eu-west-1")
     feed = changefeed(s3.uri(bucket, "p") + "&region=us-west-2")

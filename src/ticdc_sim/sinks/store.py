@@ -284,7 +284,7 @@ class S3Store:
         except (ConnectTimeoutError, ReadTimeoutError) as e:
             raise SimError(f"{where}: {action} failed: timed out ({e})") from None
         except BotoCoreError as e:
-            raise SimError(f"{where}: {action} failed: {e}") from None
+            raise SimError(f"{where}: {action} failed: {_one_line(e)}") from None
 
 
 # what a HEAD answer's status means: it has no body to say it (HeadBucket)
@@ -318,6 +318,11 @@ def _unreachable(error: object) -> str:
     return found.group(1) if found else text
 
 
+def _one_line(error: Exception) -> str:
+    """botocore's message, its lines joined (parameter validation says one per line)."""
+    return " ".join(str(error).split())
+
+
 def _client(location: S3Location, region: str) -> Any:
     """boto3's S3 client as s3.go NewS3Storage configures aws-sdk-go's: the URI's keys, or the
     credentials boto3 finds itself (environment, profile, instance role); the endpoint for
@@ -325,6 +330,7 @@ def _client(location: S3Location, region: str) -> Any:
     try:
         import boto3
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
         raise ConfigError(
             "the s3:// sink needs boto3, which is not installed (pip install boto3)"
@@ -352,9 +358,9 @@ def _client(location: S3Location, region: str) -> Any:
             assume["ExternalId"] = location.external_id
         try:
             keys = sts.assume_role(**assume)["Credentials"]
-        except Exception as e:  # botocore's errors, said as S3's are
+        except (BotoCoreError, ClientError) as e:
             raise SimError(
-                f"{location.url()}: AssumeRole {location.role_arn} failed: {e}"
+                f"{location.url()}: AssumeRole {location.role_arn} failed: {_one_line(e)}"
             ) from None
         session = boto3.session.Session(
             aws_access_key_id=keys["AccessKeyId"],
