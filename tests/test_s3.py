@@ -223,6 +223,21 @@ def test_the_bucket_region_must_be_the_one_asked_for(s3: S3Server) -> None:
     assert "metadata" not in s3.objects(bucket, "p")  # nothing replicated, no checkpoint
 
 
+def test_messages_do_not_repeat_the_keys() -> None:
+    with pytest.raises(ConfigError) as raised:
+        changefeed("s3://b/p?protocol=csv&Access_Key=AK&secret_access_key=S+1&regoin=x")
+    assert str(raised.value) == (
+        "sink URI 's3://b/p?protocol=csv&Access_Key=redacted&secret_access_key=redacted"
+        "&regoin=x': unknown parameter 'regoin'"
+    )
+    with pytest.raises(ConfigError) as raised:
+        changefeed("s3://b/p?protocol=csv&access-key=AK&endpoint=minio")
+    assert str(raised.value) == (
+        "sink URI 's3://b/p?protocol=csv&access-key=redacted&endpoint=minio': scheme not"
+        " found in endpoint 'minio'"
+    )
+
+
 def test_without_boto3_the_sink_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 raises ImportError
     feed = changefeed("s3://bucket/out?protocol=csv")

@@ -437,7 +437,7 @@ def s3_location(sink: SinkURI) -> S3Location:
             options[key] = parse_bool(options[key], f"sink URI parameter {name}")
     options.pop("object_lock_enabled", None)  # BR's check of the bucket; no effect on writes
     found = S3Location(bucket, prefix.strip("/"), **options)
-    where = shown(sink.text, 120)
+    where = shown(redacted(sink.text), 120)
     if found.endpoint:
         endpoint = urlsplit(found.endpoint)
         if not endpoint.scheme:
@@ -487,8 +487,17 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _BROKER = re.compile(r"(\[[0-9A-Fa-f:.]+(%[^\]]+)?\]|[A-Za-z0-9._-]+)(:([0-9]{1,5}))?")
 
 
+# parse.go RedactURL: the keys an s3:// URI carries are not repeated in messages
+_SECRET = re.compile(r"(?i)([?&](?:access[-_]key|secret[-_]access[-_]key|session[-_]token)=)[^&#]*")
+
+
+def redacted(text: str) -> str:
+    """A sink URI as messages show it: its S3 keys `redacted`, as TiDB's RedactURL does."""
+    return _SECRET.sub(r"\1redacted", text)
+
+
 def _fail(text: str, what: str) -> ConfigError:
-    return ConfigError(f"sink URI {shown(text, 120)}: {what}")
+    return ConfigError(f"sink URI {shown(redacted(text), 120)}: {what}")
 
 
 def _unquoted(part: str, uri: str) -> str:
