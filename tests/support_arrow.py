@@ -25,8 +25,10 @@ from ticdc_sim.sinks.storage import read_storage
 
 _INTEGERS = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "BIT", "YEAR"}
 _KINDS = {"I": "insert", "D": "delete", "U": "update"}
-# include-commit-ts and output-old-value: what precedes the columns
-_META = ["op", "table", "schema", "commit_ts", "is_update"]
+# what precedes the columns: with include-commit-ts and output-old-value (the oracle's), and
+# without (TiCDC's defaults)
+META = ("op", "table", "schema", "commit_ts", "is_update")
+PLAIN = ("op", "table", "schema")
 
 
 class VirtualColumns(Exception):
@@ -61,9 +63,12 @@ def _binary(column: dict[str, Any]) -> bool:
     return "BLOB" in name or "BINARY" in name
 
 
-def read_table_file(data: bytes, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One csv data file's rows, read by pyarrow with the schema file's columns."""
-    names = _META + [c["ColumnName"] for c in columns]
+def read_table_file(
+    data: bytes, columns: list[dict[str, Any]], meta: tuple[str, ...] = META
+) -> list[dict[str, Any]]:
+    """One csv data file's rows, read by pyarrow with the schema file's columns after the
+    `meta` fields."""
+    names = [*meta, *(c["ColumnName"] for c in columns)]
     types = {c["ColumnName"]: _arrow_type(c) for c in columns}
     try:
         table = pacsv.read_csv(
