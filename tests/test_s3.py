@@ -72,6 +72,8 @@ def test_decode_reads_s3_as_it_reads_file(s3: S3Server, tmp_path: Path) -> None:
     assert kinds == [
         *("ddl", "ddl", "insert", "insert", "update", "ddl", "insert", "delete", "checkpoint"),
     ]
+    empty = CliRunner().invoke(app, ["decode", s3.uri(bucket, "ouT")])
+    assert empty.output == f"error: storage source: s3://{bucket}/ouT holds no objects\n"
     # a row that does not parse is named by its object
     wrong = CliRunner().invoke(app, ["decode", uri])
     assert wrong.exit_code == 1

@@ -81,9 +81,14 @@ def open_store(
 
 
 def read_store(sink: SinkURI) -> Store:
-    """The store a storage sink wrote, to read."""
+    """The store a storage sink wrote, to read: a directory, or a prefix with objects (S3
+    has no empty directories: a prefix without any is said, as a directory that is not
+    there is, for a mistyped one)."""
     if sink.scheme == "s3":
-        return S3Store(s3_location(sink))
+        store = S3Store(s3_location(sink))
+        if not store.names():
+            raise ConfigError(f"storage source: {store.where()} holds no objects")
+        return store
     root = Path(sink.target)
     if not root.is_dir():
         raise ConfigError(f"storage source: {root} is not a directory")
