@@ -38,6 +38,10 @@ _SCHEMA_ACTIONS = {
 }
 
 
+# a storage-sink variant's prefix: who reads its files back (`file:protocol=csv`)
+STORAGE_READERS = ("file:", "pyarrow-file:")
+
+
 class MariaDBRejects(Exception):
     """MariaDB cannot run the script as it is (TiDB-only syntax or semantics)."""
 
@@ -225,23 +229,29 @@ def row_change_sql(event: RowChangedEvent) -> tuple[str, list[Any]]:
     return f"UPDATE {name} SET {sets} WHERE {where} LIMIT 1", values + params
 
 
-def _through_storage(query: str, events: list[Any]) -> list[tuple[Record, Decoded]]:
+def _through_storage(query: str, events: list[Any], reader: str) -> list[tuple[Record, Decoded]]:
     """`events` through a file:// changefeed (csv with commit ts and old values), its
-    layout read back as TiCDC's storage consumer walks it."""
+    layout read back as TiCDC's storage consumer walks it: by ticdc-sim's decoder (`reader`
+    "file"), or by pyarrow's CSV reader ("pyarrow-file", tests/support_arrow.py)."""
+    from support_arrow import VirtualColumns, read_layout
+
     with tempfile.TemporaryDirectory() as directory:
         toml = "force-replicate = true\n[sink.csv]\ninclude-commit-ts = true\n"
         toml += "output-old-value = true\n"
-        feed = changefeed(f"{Path(directory, 'out').as_uri()}?{query}", toml)
+        out = Path(directory, "out")
+        feed = changefeed(f"{out.as_uri()}?{query}", toml)
         Pipeline(feed, open_sink(feed.sink, feed=feed)).run(events)
         decoder = StorageDecoder(feed.codec)
         try:
+            if reader == "pyarrow-file":
+                return read_layout(out)
             return [
                 (record, event)
-                for record in read_storage(str(Path(directory, "out")))
+                for record in read_storage(str(out))
                 for event in decoder.decode(record.key, record.value)
             ]
-        except DecodeError as e:
-            if "virtual generated columns" in str(e):
+        except (DecodeError, VirtualColumns) as e:
+            if isinstance(e, VirtualColumns) or "virtual generated columns" in str(e):
                 raise UnreadableInCSV(str(e)) from None
             raise
 
@@ -341,8 +351,9 @@ def check_script(
             cur.execute("USE test")
         if protocol is None:  # what a default changefeed captures: key changes split
             rows = apply_changelog(dst, captured(events))
-        elif protocol.startswith("file:"):  # the storage sink: its files, read back
-            rows = DecodedApplier(dst).apply(merged(_through_storage(protocol[5:], events)))
+        elif protocol.startswith(STORAGE_READERS):  # the storage sink: its files, read back
+            reader, query = protocol.split(":", 1)
+            rows = DecodedApplier(dst).apply(merged(_through_storage(query, events, reader)))
         else:
             # without commit ts (canal) a consumer cannot merge partitions: it reads one
             partitions = 1 if protocol in WITHOUT_TS else 3

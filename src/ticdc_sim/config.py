@@ -33,9 +33,9 @@ from ticdc_sim.partitioning.filter import TableFilter
 from ticdc_sim.partitioning.router import PARTITION_DISPATCHERS, DispatchRule, EventRouter
 from ticdc_sim.partitioning.topic import TopicDispatcher
 
-SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file")
-LATER_SCHEMES = ("s3", "gcs", "gs", "azure", "azblob", "pulsar", "mysql")
-STORAGE_SCHEMES = ("file",)  # TiCDC's storage sink: csv and canal-json files by table
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file", "s3")
+LATER_SCHEMES = ("gcs", "gs", "azure", "azblob", "pulsar", "mysql")
+STORAGE_SCHEMES = ("file", "s3")  # TiCDC's storage sink: csv and canal-json files by table
 STORAGE_PROTOCOLS = ("csv", "canal-json")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
@@ -420,6 +420,78 @@ _URI_IGNORED = frozenset(
 _URI_STORAGE_IGNORED = frozenset(
     {"worker-count", "flush-concurrency", "file-expiration-days", "file-cleanup-cron-spec"}
 )
+# the s3:// sink's (TiDB br/pkg/storage/s3.go S3BackendOptions, which TiCDC's storage sink
+# parses from its URI): a name is read lower-cased with `_` as `-` (parse.go
+# ExtractQueryParameters), so `access_key` is `access-key`
+S3_PARAMS = frozenset(
+    {
+        *("endpoint", "region", "provider", "force-path-style", "use-accelerate-endpoint"),
+        *("access-key", "secret-access-key", "session-token", "role-arn", "external-id"),
+        *("storage-class", "sse", "sse-kms-key-id", "acl", "object-lock-enabled"),
+    }
+)
+_S3_BOOLS = ("force-path-style", "use-accelerate-endpoint", "object-lock-enabled")
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """Where an s3:// sink writes, and how its client connects (s3.go `Apply`,
+    `NewS3Storage`): empty strings are unset, as in TiCDC."""
+
+    bucket: str
+    prefix: str  # without a trailing "/"; "" for the bucket's root
+    endpoint: str = ""
+    region: str = ""
+    provider: str = ""
+    force_path_style: bool = True  # parse.go: true unless the URI says otherwise
+    use_accelerate_endpoint: bool = False
+    access_key: str = ""
+    secret_access_key: str = ""
+    session_token: str = ""
+    role_arn: str = ""
+    external_id: str = ""
+    storage_class: str = ""
+    sse: str = ""
+    sse_kms_key_id: str = ""
+    acl: str = ""
+
+    def url(self, name: str = "") -> str:
+        """s3://BUCKET/PREFIX/NAME, how errors name an object."""
+        return "s3://" + "/".join(p for p in (self.bucket, self.prefix, name) if p)
+
+
+def s3_location(sink: SinkURI) -> S3Location:
+    """An s3:// sink URI's bucket, prefix and options, refused where TiCDC refuses them."""
+    bucket, _, prefix = sink.target.partition("/")
+    options: dict[str, Any] = {
+        k.replace("-", "_"): v for k, v in sink.params.items() if k in S3_PARAMS
+    }
+    for name in _S3_BOOLS:
+        key = name.replace("-", "_")
+        if key in options:
+            options[key] = parse_bool(options[key], f"sink URI parameter {name}")
+    options.pop("object_lock_enabled", None)  # BR's check of the bucket; no effect on writes
+    found = S3Location(bucket, prefix.strip("/"), **options)
+    where = shown(redacted(sink.text), 120)
+    if found.endpoint:
+        endpoint = urlsplit(found.endpoint)
+        if not endpoint.scheme:
+            raise ConfigError(
+                f"sink URI {where}: scheme not found in endpoint {shown(found.endpoint)}"
+            )
+        if not endpoint.netloc:
+            raise ConfigError(
+                f"sink URI {where}: host not found in endpoint {shown(found.endpoint)}"
+            )
+    if bool(found.access_key) != bool(found.secret_access_key):
+        missing = "secret_access_key" if found.access_key else "access_key"
+        raise ConfigError(f"sink URI {where}: {missing} not found (ErrStorageInvalidConfig)")
+    # s3.go Apply: these providers, and the accelerate endpoint, take virtual-hosted style
+    if found.provider in ("alibaba", "netease") or found.use_accelerate_endpoint:
+        found = replace(found, force_path_style=False)
+    return replace(found, endpoint=found.endpoint.rstrip("/"))
+
+
 # what those must look like all the same: TiCDC binds them to Go types (kafka/options.go
 # urlConfig), and a value it refuses must not pass here
 _URI_CHECKS: dict[str, Parse] = {
@@ -449,8 +521,17 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _BROKER = re.compile(r"(\[[0-9A-Fa-f:.]+(%[^\]]+)?\]|[A-Za-z0-9._-]+)(:([0-9]{1,5}))?")
 
 
+# parse.go RedactURL: the keys an s3:// URI carries are not repeated in messages
+_SECRET = re.compile(r"(?i)([?&](?:access[-_]key|secret[-_]access[-_]key|session[-_]token)=)[^&#]*")
+
+
+def redacted(text: str) -> str:
+    """A sink URI as messages show it: its S3 keys `redacted`, as TiDB's RedactURL does."""
+    return _SECRET.sub(r"\1redacted", text)
+
+
 def _fail(text: str, what: str) -> ConfigError:
-    return ConfigError(f"sink URI {shown(text, 120)}: {what}")
+    return ConfigError(f"sink URI {shown(redacted(text), 120)}: {what}")
 
 
 def _unquoted(part: str, uri: str) -> str:
@@ -467,21 +548,30 @@ def _unquoted(part: str, uri: str) -> str:
     return found
 
 
-def _query(query: str, text: str) -> dict[str, str]:
+def _query(query: str, text: str, scheme: str) -> dict[str, str]:
     if ";" in query:  # Go's url.ParseQuery refuses them since Go 1.17
         raise _fail(text, "';' does not separate parameters; use '&' (or %3B inside a value)")
+    # br/pkg/storage parse.go ParseRawURL: in an s3:// URI a + is itself (secret keys hold
+    # them), elsewhere a space as Go's url.ParseQuery reads it
+    space = "+" if scheme == "s3" else " "
+    s3 = S3_PARAMS if scheme == "s3" else frozenset()
     params: dict[str, str] = {}
     for item in filter(None, query.split("&")):
         raw_name, _, raw_value = item.partition("=")
-        name = _unquoted(raw_name.replace("+", " "), text)
-        value = _unquoted(raw_value.replace("+", " "), text)
+        name = _unquoted(raw_name.replace("+", space), text)
+        value = _unquoted(raw_value.replace("+", space), text)
+        if name.lower().replace("_", "-") in s3:
+            name = name.lower().replace("_", "-")
         if name in params:
             raise _fail(text, f"parameter {shown(name)} is given twice")
         params[name] = value
     unknown = [
         n
         for n in params
-        if n not in _URI_PARAMS and n not in _URI_IGNORED and n not in _URI_STORAGE_IGNORED
+        if n not in _URI_PARAMS
+        and n not in _URI_IGNORED
+        and n not in _URI_STORAGE_IGNORED
+        and n not in s3
     ]
     if unknown:
         names = ", ".join(map(shown, unknown[:5])) + (", ..." if len(unknown) > 5 else "")
@@ -528,7 +618,7 @@ def parse_sink_uri(text: str) -> SinkURI:
         raise _fail(text, f"unknown scheme {shown(parts.scheme)} (simulated: {simulated})")
     if parts.fragment or stripped.endswith("#"):
         raise _fail(text, "a sink URI has no #fragment (a '#' in a value is %23)")
-    params = _query(parts.query, text)
+    params = _query(parts.query, text, scheme)
     if scheme.startswith("kafka"):
         # TiCDC: the brokers are the host list, the topic is the path
         target = _brokers(parts.netloc, text)
@@ -541,12 +631,28 @@ def parse_sink_uri(text: str) -> SinkURI:
         if scheme == "kafka+ssl":
             params.setdefault("enable-tls", "true")
         return SinkURI("kafka", target, params, text)
+    if scheme == "s3":
+        return _s3(parts.netloc, parts.path, params, text)
     target = _unquoted(parts.netloc + parts.path, text)
     if scheme in ("jsonl", "parquet", "file") and not target:
         raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
     if scheme in ("jsonl", "parquet", "file") and target.startswith("~"):  # a directory named ~
         raise _fail(text, f"~ is not your home in a URI; write {scheme}://$HOME/... instead")
     return SinkURI(scheme, target, params, text)
+
+
+def _s3(netloc: str, path: str, params: dict[str, str], text: str) -> SinkURI:
+    """s3://BUCKET/PREFIX (parse.go parseBackend): the target is BUCKET/PREFIX."""
+    if not netloc:
+        raise _fail(text, "please specify the bucket for s3, e.g. s3://bucket/prefix")
+    if "@" in netloc or ":" in netloc:
+        raise _fail(
+            text, "the host is the bucket; credentials go in access-key and secret-access-key"
+        )
+    prefix = _unquoted(path, text).strip("/")
+    sink = SinkURI("s3", f"{netloc}/{prefix}".rstrip("/"), params, text)
+    s3_location(sink)  # its options checked now, not when the first file is written
+    return sink
 
 
 def sink_uri_text(scheme: str, target: str, query: str = "") -> str:
@@ -1092,7 +1198,7 @@ def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
     pkg/sink/codec/builder NewRowEventEncoderBuilder)."""
     if feed.sink.scheme not in STORAGE_SCHEMES:
         raise ConfigError(
-            f"protocol csv is written by the storage sink only (file://); TiCDC's"
+            f"protocol csv is written by the storage sink only (file://, s3://); TiCDC's"
             f" {feed.sink.scheme} sink refuses it: unknown 'csv' message protocol for sink"
             " (ErrSinkUnknownProtocol)"
         )
@@ -1149,7 +1255,7 @@ def _check_storage(feed: Changefeed) -> Changefeed:
     width out of 6..20 is 20)."""
     protocol = feed.codec.protocol
     if feed.faults.active:
-        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://) has none")
+        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://, s3://) has none")
     if feed.codec.profile != "v8.5":
         # ticdc's writer orders data before index, its schema files carry ColumnElems, its
         # csv drops output-handle-key: none of it simulated
