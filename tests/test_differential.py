@@ -62,6 +62,7 @@ def random_script(data: st.DataObject, source: MariaDB) -> tuple[rs.Table, str]:
         "craft",
         "canal",
         "simple&encoding-format=avro",
+        "debezium",
         "file:protocol=csv",
     ],
     ids=lambda p: p or "events",
