@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from support_mariadb import MariaDB
-from support_oracle import MariaDBRejects, TiCDCPanics, UnreadableInCSV, check_script
+from support_oracle import (
+    MariaDBRejects,
+    TiCDCPanics,
+    UnreadableInCSV,
+    UnsentDDL,
+    check_script,
+)
 from ticdc_sim.generator.sql.script import read_script
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -68,19 +74,18 @@ def _known_differences() -> dict[str, str]:
     return {path.strip(): reason.strip() for path, reason in entries}
 
 
-# TiCDC's debezium sends no record for DDL types it has no change type for (CREATE SEQUENCE,
-# LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
-# its oracle
-CORPUS_THROUGH = [p for p in THROUGH if p != "debezium"]
+# the corpus scripts that pass, at least: maxwell's TiCDC panics on a schema DDL (CREATE
+# DATABASE), which about half of the runnable corpus has
+PASSED_AT_LEAST = {"maxwell": 30}
 
 
-@pytest.mark.parametrize("protocol", CORPUS_THROUGH, ids=_name)
+@pytest.mark.parametrize("protocol", THROUGH, ids=_name)
 def test_corpus_matches_mariadb(
     protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB], capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    passed, rejected, failed, unreadable, panics = [], [], {}, [], []
+    passed, rejected, failed, unreadable, panics, unsent = [], [], {}, [], [], []
     for path in sorted(CORPUS.rglob("*.sql")):
         name = str(path.relative_to(CORPUS))
         try:
@@ -94,6 +99,11 @@ def test_corpus_matches_mariadb(
         except TiCDCPanics:
             panics.append(name)  # maxwell: TiCDC's encoder panics (a schema DDL ...)
             continue
+        except UnsentDDL:
+            # debezium: no record for a DDL it has no change type for (CREATE SEQUENCE ...),
+            # and a replica built without it differs
+            unsent.append(name)
+            continue
         if outcome.mismatches:
             failed[name] = outcome.mismatches[0][:300]
         else:
@@ -104,10 +114,11 @@ def test_corpus_matches_mariadb(
             f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
             + (f", {len(unreadable)} with virtual columns csv cannot carry" if unreadable else "")
             + (f", {len(panics)} TiCDC's encoder panics on" if panics else "")
+            + (f", {len(unsent)} that need a DDL the protocol does not send" if unsent else "")
         )
     known = _known_differences()
     unexpected = {k: v for k, v in failed.items() if k not in known}
     fixed = sorted(set(known) - set(failed))
     assert unexpected == {}, "new differences from MariaDB"
     assert fixed == [], "these now match: remove them from oracle_known_differences.txt"
-    assert len(passed) >= 60
+    assert len(passed) >= PASSED_AT_LEAST.get(protocol, 60)
