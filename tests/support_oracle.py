@@ -339,75 +339,63 @@ NULL_AS_DEFAULT = frozenset({"debezium"})
 _LITERAL_DEFAULT = re.compile(r"'.*'|b'[01]*'|-?[0-9]+(\.[0-9]*)?(e[+-]?[0-9]+)?", re.S)
 
 
-def _defaults_for_nulls(
-    conn: Any, tables: dict[str, list[tuple[Any, ...]]]
-) -> dict[str, list[tuple[Any, ...]]]:
-    """`tables` (MariaDB's) with each NULL in a column with a literal default replaced by
-    the default as MariaDB types it (`DEFAULT(col)`)."""
+Tables = dict[str, list[tuple[Any, ...]]]
+# a table's replacements by column position, from its schema and name (and a cursor)
+Replacements = Callable[[Any, str, str], dict[int, Any]]
+
+
+def _replaced(conn: Any, tables: Tables, pick: Replacements, when: Callable[[Any], bool]) -> Tables:
+    """`tables` (MariaDB's) with each value `when` holds for replaced by its column's pick."""
     out = dict(tables)
     with conn.cursor() as cur:
         for name, rows in tables.items():
             schema, table = name.split(".", 1)
-            cur.execute(
-                "SELECT ordinal_position, column_name, column_default FROM"
-                " information_schema.columns WHERE table_schema = %s AND table_name = %s"
-                " AND is_generated = 'NEVER'",
-                (schema, table),
-            )
-            literal = [
-                (position - 1, column)
-                for position, column, default in cur.fetchall()
-                if default is not None and _LITERAL_DEFAULT.fullmatch(default)
-            ]
-            if not literal or not rows:
-                continue
-            picked = ", ".join(f"DEFAULT(`{column}`)" for _, column in literal)
-            cur.execute(f"SELECT {picked} FROM `{schema}`.`{table}` LIMIT 1")
-            defaults = dict(zip((i for i, _ in literal), cur.fetchone(), strict=True))
-            filled = [
-                tuple(
-                    defaults.get(i) if v is None and i in defaults else v for i, v in enumerate(row)
+            by = pick(cur, schema, table) if rows else {}
+            if by:
+                out[name] = sorted(
+                    (
+                        tuple(by[i] if i in by and when(v) else v for i, v in enumerate(row))
+                        for row in rows
+                    ),
+                    key=_row_key,
                 )
-                for row in rows
-            ]
-            out[name] = sorted(filled, key=_row_key)
     return out
+
+
+def _literal_defaults(cur: Any, schema: str, table: str) -> dict[int, Any]:
+    """Each column with a literal default: the default as MariaDB types it (`DEFAULT(col)`)."""
+    cur.execute(
+        "SELECT ordinal_position, column_name, column_default FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = %s AND is_generated = 'NEVER'",
+        (schema, table),
+    )
+    literal = [
+        (position - 1, column)
+        for position, column, default in cur.fetchall()
+        if default is not None and _LITERAL_DEFAULT.fullmatch(default)
+    ]
+    if not literal:
+        return {}
+    picked = ", ".join(f"DEFAULT(`{column}`)" for _, column in literal)
+    cur.execute(f"SELECT {picked} FROM `{schema}`.`{table}` LIMIT 1")
+    return dict(zip((i for i, _ in literal), cur.fetchone(), strict=True))
 
 
 # protocols that send a DATE or DATETIME Go's time.Parse refuses (a zero date, a zero month or
 # day: 1000-00-00) as null, or as 0 (the epoch) in a NOT NULL column (debezium: TiCDC's
-# writeDebeziumFieldValue): MariaDB's such dates are compared so
+# writeDebeziumFieldValue): MariaDB's such dates (pymysql gives those as text) are compared so
 INVALID_DATES_AS_EPOCH = frozenset({"debezium"})
 _EPOCHS = {"date": dt.date(1970, 1, 1), "datetime": dt.datetime(1970, 1, 1)}
 
 
-def _invalid_dates_as_sent(
-    conn: Any, tables: dict[str, list[tuple[Any, ...]]]
-) -> dict[str, list[tuple[Any, ...]]]:
-    """`tables` (MariaDB's) with each DATE/DATETIME that is no valid date (pymysql gives
-    those as text: '0000-00-00', '1000-00-00') as TiCDC's debezium sends it: null, the
-    epoch where NOT NULL."""
-    out = dict(tables)
-    with conn.cursor() as cur:
-        for name, rows in tables.items():
-            schema, table = name.split(".", 1)
-            cur.execute(
-                "SELECT ordinal_position, data_type, is_nullable FROM information_schema.columns"
-                " WHERE table_schema = %s AND table_name = %s AND data_type IN ('date', 'datetime')",
-                (schema, table),
-            )
-            invalid = {p - 1: None if n == "YES" else _EPOCHS[t] for p, t, n in cur.fetchall()}
-            if not invalid:
-                continue
-            sent = [
-                tuple(
-                    invalid[i] if i in invalid and isinstance(v, str) else v
-                    for i, v in enumerate(row)
-                )
-                for row in rows
-            ]
-            out[name] = sorted(sent, key=_row_key)
-    return out
+def _dates_as_sent(cur: Any, schema: str, table: str) -> dict[int, Any]:
+    """Each DATE and DATETIME column: what debezium sends for an invalid date in it."""
+    cur.execute(
+        "SELECT ordinal_position, data_type, is_nullable FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = %s AND data_type IN ('date', 'datetime')",
+        (schema, table),
+    )
+    return {p - 1: None if n == "YES" else _EPOCHS[t] for p, t, n in cur.fetchall()}
 
 
 def _row_key(row: tuple[Any, ...]) -> str:
@@ -479,9 +467,9 @@ def check_script(
                 raise
         expected, actual = _snapshot(src), _snapshot(dst)
         if protocol in NULL_AS_DEFAULT:  # the protocol sends a NULL as the column's default
-            expected = _defaults_for_nulls(src, expected)
+            expected = _replaced(src, expected, _literal_defaults, lambda v: v is None)
         if protocol in INVALID_DATES_AS_EPOCH:  # and an invalid date as null or the epoch
-            expected = _invalid_dates_as_sent(src, expected)
+            expected = _replaced(src, expected, _dates_as_sent, lambda v: isinstance(v, str))
         if protocol in AS_DOUBLES:  # the protocol sends DECIMAL as a double
             expected, actual = _doubles(expected), _doubles(actual)
         mismatches = []
