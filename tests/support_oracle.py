@@ -56,6 +56,12 @@ class TiCDCPanics(Exception):
     fail, so there is nothing to compare."""
 
 
+class DefaultsCollide(Exception):
+    """The protocol sends NULLs as the column's default (NULL_AS_DEFAULT), and two rows that
+    MariaDB's UNIQUE key holds with NULLs collide on the default in the replica (MySQL error
+    1062): a consumer applying TiCDC's debezium rows fails the same way."""
+
+
 class UnsentDDL(Exception):
     """The changefeed sent no record for a DDL (debezium: TiCDC has no change type for it,
     ErrDDLUnsupportType, and sends nothing), and the replica built without it differs."""
@@ -334,6 +340,7 @@ def _doubles(tables: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[A
 # column with a literal default is compared as that default. A NULL under any other default
 # (CURRENT_TIMESTAMP, an expression) is outside the rule and stays a mismatch
 NULL_AS_DEFAULT = frozenset({"debezium"})
+DUPLICATE_ENTRY = 1062  # ER_DUP_ENTRY
 # information_schema.columns.column_default of a literal on MariaDB: a quoted string, a number,
 # a bit literal ('NULL' is DEFAULT NULL, and also what a nullable column without one shows)
 _LITERAL_DEFAULT = re.compile(r"'.*'|b'[01]*'|-?[0-9]+(\.[0-9]*)?(e[+-]?[0-9]+)?", re.S)
@@ -464,6 +471,9 @@ def check_script(
             except (pymysql.MySQLError, AssertionError) as e:
                 if unsent:  # the replica cannot follow: a table the DDL made is not there ...
                     raise UnsentDDL(f"{protocol} sends no record for {unsent[0]!r}: {e}") from None
+                duplicate = isinstance(e, pymysql.IntegrityError) and e.args[0] == DUPLICATE_ENTRY
+                if protocol in NULL_AS_DEFAULT and duplicate:
+                    raise DefaultsCollide(f"{protocol}: {e.args[1]}") from None
                 raise
         expected, actual = _snapshot(src), _snapshot(dst)
         if protocol in NULL_AS_DEFAULT:  # the protocol sends a NULL as the column's default
