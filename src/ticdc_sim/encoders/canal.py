@@ -15,8 +15,8 @@ number order, leaves zero scalars out and writes a set oneof member even when it
 false, as the gogo code TiCDC marshals with does (`isNull` 0x30 0x00, `isDdl`, versions).
 Rows are written through one template Entry per table version and kind, whose constants are
 set once: a row sets its values, formatted a column of the batch at a time with columnar's
-number passes, and serialises the entry once (`_Template`; about 1.6 times what building a
-plain RowData of the row's values costs, see bench/encode.py).
+number passes, and serialises the entry once (`_Template`; faster than the protobuf package
+building a bare RowData of the row's values, see bench/encode.py).
 
 Where the notes and the code differ, the code wins: DDL entries are ROWDATA entries whose
 header has no `rowsCount` prop (`buildHeader(..., -1)`); Column `updated` is `!IsDelete()` for
