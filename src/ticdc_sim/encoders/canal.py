@@ -355,6 +355,7 @@ class _Template:
         stored = self.entry.storeValue.rowDatas[0]
         self.cells = [*stored.afterColumns, *stored.beforeColumns]
         self.slots = [(False, i) for i in after] + [(True, i) for i in before]
+        self.nulled: list[Any] = []  # cells the last row made NULL, set back before the next
 
 
 class _TableCodec:
@@ -419,7 +420,7 @@ class _TableCodec:
         times = map(physical_ms, commit_ts(events))
         rows = zip(*texts, strict=True) if texts else repeat((), len(events))
         header, serialize, cells = template.header, template.entry.SerializeToString, template.cells
-        nulled: list[Any] = []  # cells a row made NULL, set back before the next
+        nulled = template.nulled
         out = []
         for n, (ms, row) in enumerate(zip(times, rows, strict=True)):
             header.executeTime = ms
@@ -436,8 +437,6 @@ class _TableCodec:
             for cell, types in java:
                 cell.sqlType = types[n]
             out.append(serialize())
-        for cell in nulled:
-            cell.isNull = False
         return out
 
     def entry(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
