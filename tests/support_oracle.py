@@ -3,10 +3,13 @@ the engine's changelog (DDL queries and row changes applied to a second MariaDB)
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
+import re
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from ticdc_sim.generator.sql.engine import Engine, EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.model.actions import ActionType
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
+from ticdc_sim.model.mysql import BLOB_TYPES, MySQLType
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import TSOClock, physical_ms
 from ticdc_sim.pipeline import Pipeline
@@ -56,6 +60,28 @@ class TiCDCFails(Exception):
     data (avro: an ENUM's '' value, a default its type cannot parse), as the simulator does
     with TiCDC's error, or it names a table or column other than the script (avro's
     SanitizeName)."""
+
+
+class TiCDCPanics(TiCDCFails):
+    """TiCDC's own encoder panics on the script (maxwell: a schema DDL, an UPDATE of a binary
+    value non-NULL before and after, a NULL VECTOR): the simulator refuses it as TiCDC would
+    fail, so there is nothing to compare."""
+
+
+class DefaultsCollide(Exception):
+    """The protocol sends NULLs as the column's default (NULL_AS_DEFAULT), and two rows that
+    MariaDB's UNIQUE key holds with NULLs collide on the default in the replica (MySQL error
+    1062): a consumer applying TiCDC's debezium rows fails the same way."""
+
+
+class UnsentDDL(Exception):
+    """The changefeed sent no record for a DDL (debezium: TiCDC has no change type for it,
+    ErrDDLUnsupportType, and sends nothing), and the replica built without it differs."""
+
+
+# protocols that send no record for some DDL (debezium's EncodeDDLEvent): a mismatch of a
+# script with such a DDL is UnsentDDL; one without is a mismatch as for every protocol
+DROPS_DDL = frozenset({"debezium"})
 
 
 @dataclass
@@ -256,6 +282,66 @@ def _through_storage(query: str, events: list[Any], reader: str) -> list[tuple[R
             raise
 
 
+# protocols whose rows carry neither types nor keys (maxwell): the oracle's consumer types
+# them from the catalog, the table versions of ticdc-sim's own DDL history (each DDL record
+# names its commit ts), and TiCDC's maxwell rules:
+# - a row carries no commit ts (`ts` is the commit's physical time in whole seconds): one
+#   partition keeps Kafka order, which is commit order, and rows apply in that order;
+# - a delete's row is in `old` (the decoder's pre image), an update's `old` holds the changed
+#   columns only (the decoder's pre image is `data` overlaid with `old`);
+# - a binary string is its base64 text: decoded back to bytes; ENUM, SET and BIT are numbers,
+#   which MariaDB takes as an ENUM's index, a SET's bits and a BIT's value;
+# - rows are found by the table's handle key (the catalog's), as TiCDC's MySQL sink finds them
+UNTYPED = frozenset({"maxwell"})
+
+
+def _typed(
+    decoded: list[tuple[Record, Decoded]], events: list[Event]
+) -> list[tuple[Record, Decoded]]:
+    versions = {(e.commit_ts, e.schema, e.table): e for e in events if isinstance(e, DDLEvent)}
+    tables: dict[tuple[str, str], TableInfo] = {}
+    out: list[tuple[Record, Decoded]] = []
+    for record, event in decoded:
+        if isinstance(event, DecodedDDL):
+            ddl = versions[event.commit_ts, event.schema, event.table]
+            if ddl.pre_table_info is not None:
+                tables.pop((ddl.pre_table_info.schema, ddl.pre_table_info.name), None)
+            if ddl.table_info is not None:
+                tables[ddl.table_info.schema, ddl.table_info.name] = ddl.table_info
+        elif isinstance(event, DecodedRow):
+            info = tables[event.schema, event.table]
+            event = replace(
+                event,
+                columns=_typed_image(info, event.columns),
+                pre_columns=_typed_image(info, event.pre_columns),
+                keys=info.handle_key_columns,
+            )
+        out.append((record, event))
+    return out
+
+
+_BINARY_STRINGS = BLOB_TYPES | {MySQLType.STRING, MySQLType.VARCHAR, MySQLType.VAR_STRING}
+
+
+def _typed_image(info: TableInfo, image: dict[str, Any] | None) -> dict[str, Any] | None:
+    if image is None:
+        return None
+    out = dict(image)
+    for name, value in image.items():
+        column = info.column(name)
+        assert column is not None, f"{info.schema}.{info.name} has no column {name!r}"
+        if value is not None and column.is_binary_charset and column.tp in _BINARY_STRINGS:
+            out[name] = base64.b64decode(value, validate=True)
+    return out
+
+
+def _unsent(events: list[Event], decoded: list[tuple[Record, Decoded]]) -> list[str]:
+    sent = {(e.commit_ts, e.query) for _, e in decoded if isinstance(e, DecodedDDL)}
+    return [
+        e.query for e in events if isinstance(e, DDLEvent) and (e.commit_ts, e.query) not in sent
+    ]
+
+
 def snapshot(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
     tables: dict[str, list[tuple[Any, ...]]] = {}
     with conn.cursor() as cur:
@@ -308,6 +394,76 @@ def _doubles(tables: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[A
     }
 
 
+# protocols that send a NULL as the column's DEFAULT (debezium: TiCDC's writeDebeziumFieldValue
+# writes the default of a column that has one in place of its NULL): MariaDB's NULL in a
+# column with a literal default is compared as that default. A NULL under any other default
+# (CURRENT_TIMESTAMP, an expression) is outside the rule and stays a mismatch
+NULL_AS_DEFAULT = frozenset({"debezium"})
+DUPLICATE_ENTRY = 1062  # ER_DUP_ENTRY
+# information_schema.columns.column_default of a literal on MariaDB: a quoted string, a number,
+# a bit literal ('NULL' is DEFAULT NULL, and also what a nullable column without one shows)
+_LITERAL_DEFAULT = re.compile(r"'.*'|b'[01]*'|-?[0-9]+(\.[0-9]*)?(e[+-]?[0-9]+)?", re.S)
+
+
+Tables = dict[str, list[tuple[Any, ...]]]
+# a table's replacements by column position, from its schema and name (and a cursor)
+Replacements = Callable[[Any, str, str], dict[int, Any]]
+
+
+def _replaced(conn: Any, tables: Tables, pick: Replacements, when: Callable[[Any], bool]) -> Tables:
+    """`tables` (MariaDB's) with each value `when` holds for replaced by its column's pick."""
+    out = dict(tables)
+    with conn.cursor() as cur:
+        for name, rows in tables.items():
+            schema, table = name.split(".", 1)
+            by = pick(cur, schema, table) if rows else {}
+            if by:
+                out[name] = sorted(
+                    (
+                        tuple(by[i] if i in by and when(v) else v for i, v in enumerate(row))
+                        for row in rows
+                    ),
+                    key=_row_key,
+                )
+    return out
+
+
+def _literal_defaults(cur: Any, schema: str, table: str) -> dict[int, Any]:
+    """Each column with a literal default: the default as MariaDB types it (`DEFAULT(col)`)."""
+    cur.execute(
+        "SELECT ordinal_position, column_name, column_default FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = %s AND is_generated = 'NEVER'",
+        (schema, table),
+    )
+    literal = [
+        (position - 1, column)
+        for position, column, default in cur.fetchall()
+        if default is not None and _LITERAL_DEFAULT.fullmatch(default)
+    ]
+    if not literal:
+        return {}
+    picked = ", ".join(f"DEFAULT(`{column}`)" for _, column in literal)
+    cur.execute(f"SELECT {picked} FROM `{schema}`.`{table}` LIMIT 1")
+    return dict(zip((i for i, _ in literal), cur.fetchone(), strict=True))
+
+
+# protocols that send a DATE or DATETIME Go's time.Parse refuses (a zero date, a zero month or
+# day: 1000-00-00) as null, or as 0 (the epoch) in a NOT NULL column (debezium: TiCDC's
+# writeDebeziumFieldValue): MariaDB's such dates (pymysql gives those as text) are compared so
+INVALID_DATES_AS_EPOCH = frozenset({"debezium"})
+_EPOCHS = {"date": dt.date(1970, 1, 1), "datetime": dt.datetime(1970, 1, 1)}
+
+
+def _dates_as_sent(cur: Any, schema: str, table: str) -> dict[int, Any]:
+    """Each DATE and DATETIME column: what debezium sends for an invalid date in it."""
+    cur.execute(
+        "SELECT ordinal_position, data_type, is_nullable FROM information_schema.columns"
+        " WHERE table_schema = %s AND table_name = %s AND data_type IN ('date', 'datetime')",
+        (schema, table),
+    )
+    return {p - 1: None if n == "YES" else _EPOCHS[t] for p, t, n in cur.fetchall()}
+
+
 def _row_key(row: tuple[Any, ...]) -> str:
     return repr(tuple(float(v) if isinstance(v, Decimal) else v for v in row))
 
@@ -339,6 +495,7 @@ def check_script(
     src, dst = source.connect(), replica.connect()
     try:
         replica.reset(dst)
+        unsent: list[str] = []  # DDL queries the changefeed sent no record for (DROPS_DDL)
         try:
             events = run_both(source, src, text, name, **config)
         except SQLError as e:
@@ -367,6 +524,8 @@ def check_script(
             try:
                 pipeline.run(events)
             except EncodeError as e:
+                if "TiCDC's encoder panics" in str(e):
+                    raise TiCDCPanics(str(e)) from None
                 if "(TiCDC: " not in str(e):
                     raise
                 raise TiCDCFails(str(e)) from None
@@ -378,8 +537,24 @@ def check_script(
                 _drop_unreplicated(src, replicated)
                 applier = UnreplicatedDrops(dst)
             check_ordering(decoded, protocol)
-            rows = applier.apply(merged(decoded))
+            if protocol in UNTYPED:
+                decoded = _typed(decoded, events)
+            if protocol in DROPS_DDL:
+                unsent = _unsent(events, decoded)
+            try:
+                rows = applier.apply(merged(decoded))
+            except (pymysql.MySQLError, AssertionError) as e:
+                if unsent:  # the replica cannot follow: a table the DDL made is not there ...
+                    raise UnsentDDL(f"{protocol} sends no record for {unsent[0]!r}: {e}") from None
+                duplicate = isinstance(e, pymysql.IntegrityError) and e.args[0] == DUPLICATE_ENTRY
+                if protocol in NULL_AS_DEFAULT and duplicate:
+                    raise DefaultsCollide(f"{protocol}: {e.args[1]}") from None
+                raise
         expected, actual = snapshot(src), snapshot(dst)
+        if protocol in NULL_AS_DEFAULT:  # the protocol sends a NULL as the column's default
+            expected = _replaced(src, expected, _literal_defaults, lambda v: v is None)
+        if protocol in INVALID_DATES_AS_EPOCH:  # and an invalid date as null or the epoch
+            expected = _replaced(src, expected, _dates_as_sent, lambda v: isinstance(v, str))
         if protocol in AS_DOUBLES:  # the protocol sends DECIMAL as a double
             expected, actual = _doubles(expected), _doubles(actual)
         mismatches = []
@@ -387,6 +562,8 @@ def check_script(
             want, got = expected.get(table), actual.get(table)
             if want != got:
                 mismatches.append(f"{table}: MariaDB has {want!r}, the changelog gives {got!r}")
+        if mismatches and unsent:
+            raise UnsentDDL(f"{protocol} sends no record for {unsent[0]!r}: {mismatches[0]}")
         return Outcome(len(expected), rows, mismatches)
     finally:
         src.close()

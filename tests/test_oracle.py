@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from support_mariadb import MariaDB
-from support_oracle import MariaDBRejects, TiCDCFails, UnreadableInCSV, check_script
+from support_oracle import (
+    MariaDBRejects,
+    TiCDCFails,
+    TiCDCPanics,
+    UnreadableInCSV,
+    UnsentDDL,
+    check_script,
+)
 from ticdc_sim.generator.sql.script import read_script
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
@@ -30,6 +37,7 @@ THROUGH = [
     "simple",
     "simple&encoding-format=avro",
     "debezium",
+    "maxwell",  # typed from the catalog (support_oracle.UNTYPED)
     "file:protocol=csv",  # the storage sink, its files read back
     # DDL records only in TiCDC's test-only watermark mode; decimals and unsigned bigints in
     # both of avro's modes
@@ -45,11 +53,23 @@ def _name(protocol: str | None) -> str:
     return name.replace(":protocol=", "-")
 
 
+# scripts a protocol's TiCDC encoder panics on: maxwell's on a schema DDL (CREATE DATABASE)
+PANICS = {
+    ("ddl_with_data", "maxwell"): "TiCDC's encoder panics on a DDL without a table",
+    ("mysqldump", "maxwell"): "TiCDC's encoder panics on a DDL without a table",
+}
+
+
 @pytest.mark.parametrize("protocol", THROUGH, ids=_name)
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
 def test_script_matches_mariadb(
     script: Path, protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB]
 ) -> None:
+    panic = PANICS.get((script.stem, protocol))
+    if panic is not None:
+        with pytest.raises(TiCDCPanics, match=panic):
+            check_script(*mariadb_pair, script.read_text(), str(script), protocol)
+        return
     outcome = check_script(*mariadb_pair, script.read_text(), str(script), protocol)
     assert outcome.mismatches == []
     assert outcome.rows > 0 and outcome.tables > 0
@@ -61,14 +81,15 @@ def _known_differences() -> dict[str, str]:
     return {path.strip(): reason.strip() for path, reason in entries}
 
 
-# TiCDC's debezium sends no record for DDL types it has no change type for (CREATE SEQUENCE,
-# LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
-# its oracle
 # Avro's string modes run the scripts above only: the corpus once per protocol
-CORPUS_THROUGH = [p for p in THROUGH if p != "debezium" and "handling-mode" not in (p or "")]
+CORPUS_THROUGH = [p for p in THROUGH if "handling-mode" not in (p or "")]
 # a real consumer of the storage sink: pyarrow's CSV reader, each data file with the names and
 # types of its schema file (tests/support_arrow.py), over the whole corpus
 CORPUS_THROUGH.append("pyarrow-file:protocol=csv")
+# the corpus scripts that pass, at least: maxwell's TiCDC panics on a schema DDL (CREATE
+# DATABASE), which about half of the runnable corpus has; avro cannot carry names that
+# SanitizeName changes, an ENUM's '' and some defaults (TiCDCFails)
+PASSED_AT_LEAST = {"maxwell": 30, "avro&avro-enable-watermark=true": 55}
 
 
 @pytest.mark.parametrize("protocol", CORPUS_THROUGH, ids=_name)
@@ -77,7 +98,7 @@ def test_corpus_matches_mariadb(
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("../shared/corpus is absent")
-    passed, rejected, failed, unreadable, refused = [], [], {}, [], []
+    passed, rejected, failed, unreadable, refused, unsent = [], [], {}, [], [], []
     for path in sorted(CORPUS.rglob("*.sql")):
         name = str(path.relative_to(CORPUS))
         try:
@@ -89,7 +110,14 @@ def test_corpus_matches_mariadb(
             unreadable.append(name)  # virtual generated columns: TiCDC's csv cannot say them
             continue
         except TiCDCFails:
-            refused.append(name)  # TiCDC fails on the data, or renames (avro: an ENUM's '')
+            # TiCDC's encoder fails the changefeed or panics on the data (avro: an ENUM's '';
+            # maxwell: a schema DDL), or renames what the script names (avro's SanitizeName)
+            refused.append(name)
+            continue
+        except UnsentDDL:
+            # debezium: no record for a DDL it has no change type for (CREATE SEQUENCE ...),
+            # and a replica built without it differs
+            unsent.append(name)
             continue
         if outcome.mismatches:
             failed[name] = outcome.mismatches[0][:300]
@@ -101,10 +129,11 @@ def test_corpus_matches_mariadb(
             f"oracle_known_differences.txt), {len(rejected)} not runnable on MariaDB"
             + (f", {len(unreadable)} with virtual columns csv cannot carry" if unreadable else "")
             + (f", {len(refused)} TiCDC's protocol cannot carry" if refused else "")
+            + (f", {len(unsent)} that need a DDL the protocol does not send" if unsent else "")
         )
     known = _known_differences()
     unexpected = {k: v for k, v in failed.items() if k not in known}
     fixed = sorted(set(known) - set(failed) - set(refused))
     assert unexpected == {}, "new differences from MariaDB"
     assert fixed == [], "these now match: remove them from oracle_known_differences.txt"
-    assert len(passed) + len(refused) >= 60  # the latter: what the protocol cannot carry
+    assert len(passed) >= PASSED_AT_LEAST.get(protocol or "", 60)
