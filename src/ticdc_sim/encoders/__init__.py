@@ -77,6 +77,8 @@ class CodecConfig:
     avro_decimal_handling_mode: str = "precise"
     avro_bigint_unsigned_handling_mode: str = "long"
     avro_enable_watermark: bool = False
+    # ticdc (new-arch) only: updates and deletes carry the old row as `_ticdc_before`
+    avro_include_before_value: bool = False
 
     @property
     def bootstrap(self) -> bool:
