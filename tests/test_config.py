@@ -37,8 +37,8 @@ def test_debezium_options_take_ticdc_names_the_uri_winning() -> None:
     assert (codec.debezium_disable_schema, codec.debezium_output_old_value) == (False, True)
     with pytest.raises(ConfigError, match="debezium-disable-schema: 'maybe' is not a boolean"):
         changefeed("memory://?protocol=debezium&debezium-disable-schema=maybe")
-    with pytest.raises(ConfigError, match="ticdc-version=new-arch with it is not simulated yet"):
-        changefeed("memory://?protocol=debezium&ticdc-version=new-arch")
+    codec = changefeed("memory://?protocol=debezium&ticdc-version=new-arch").codec
+    assert (codec.protocol, codec.profile) == ("debezium", "new-arch")
 
 
 def test_avro_options_take_ticdc_names_and_types() -> None:

@@ -82,7 +82,11 @@ def expected_values(
 
 
 # what a protocol's types cannot carry, as its decoder gives it back
-CARRIED = {"debezium": debezium.carried, "maxwell": lambda c, v: maxwell_carried(v)}
+CARRIED = {
+    "debezium": debezium.carried,
+    "debezium-new-arch": debezium.carried,
+    "maxwell": lambda c, v: maxwell_carried(v),
+}
 
 
 # every protocol, and each encoding and option that changes how values are written
@@ -127,6 +131,12 @@ VARIANTS = {
         "protocol": "avro",
         "profile": "new-arch",
         "avro_enable_watermark": True,
+    },
+    # the new architecture's debezium: its source schema, start_ts, virtual columns listed twice
+    "debezium-new-arch": {
+        "protocol": "debezium",
+        "profile": "new-arch",
+        "debezium_include_start_ts": True,
     },
     "csv-escaped-hex-header": {
         "protocol": "csv",
@@ -215,7 +225,7 @@ def test_every_type_and_event_kind_round_trips(variant: str) -> None:
         assert got.pre_columns == pre
 
 
-@pytest.mark.parametrize("protocol", ["nonsense", "avro-json"])
+@pytest.mark.parametrize("protocol", ["nonsense", "avro-json", "debezium-avro"])
 def test_protocols_not_simulated_yet_fail_clearly(protocol: str) -> None:
     with pytest.raises(ConfigError, match=protocol):
         encoder_for(CodecConfig(protocol))

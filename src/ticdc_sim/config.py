@@ -363,6 +363,7 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "ticdc-version": ("profile", _profile),
     "encoding-format": ("encoding_format", _encoding_format),
     "debezium-disable-schema": ("debezium_disable_schema", parse_bool),
+    "debezium-include-start-ts": ("debezium_include_start_ts", parse_bool),  # ticdc's only
     "schema-registry": ("schema_registry", _registry_url),
     "avro-decimal-handling-mode": ("avro_decimal_handling_mode", _avro_decimal_mode),
     "avro-bigint-unsigned-handling-mode": ("avro_bigint_unsigned_handling_mode", _avro_bigint_mode),
@@ -689,6 +690,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("sink", "content-compatible"): ("content_compatible", _bool),
     ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
     ("sink", "debezium", "output-old-value"): ("debezium_output_old_value", _bool),
+    ("sink", "debezium", "include-start-ts"): ("debezium_include_start_ts", _bool),
     ("sink", "debezium-disable-schema"): ("debezium_disable_schema", _bool),
     ("sink", "schema-registry"): ("schema_registry", _registry_url),
     ("sink", "kafka-config", "codec-config", "avro-decimal-handling-mode"): (
@@ -1117,6 +1119,32 @@ _AVRO_FORCE_REPLICATE: dict[TiCDCProfile, str] = {
 }
 
 
+def _check_debezium(codec: CodecConfig, warnings: list[str]) -> CodecConfig:
+    """What the new architecture refuses of debezium (ticdc pkg/sink/codec/common/config.go
+    Validate): a schema registry (that is debezium-avro's), and its start-ts option with
+    another protocol; v8.5 has no such option."""
+    new_arch = codec.profile == "new-arch"
+    if new_arch and codec.protocol == "debezium" and codec.schema_registry:
+        raise ConfigError(
+            'Debezium protocol does not support schema registry; use protocol "debezium-avro"'
+            " (ErrCodecInvalidConfig)"
+        )
+    if not codec.debezium_include_start_ts:
+        return codec
+    if not new_arch:
+        warnings.append(
+            "debezium-include-start-ts is the new architecture's (ticdc-version=new-arch);"
+            f" TiCDC {codec.profile} has no such option and ignores it"
+        )
+        return replace(codec, debezium_include_start_ts=False)
+    if codec.protocol != "debezium":
+        raise ConfigError(
+            'debezium-include-start-ts only takes effect with protocol "debezium"'
+            " (ErrCodecInvalidConfig)"
+        )
+    return codec
+
+
 def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> CodecConfig:
     """What TiCDC refuses of avro (tiflow and ticdc pkg/sink/codec/common/config.go Apply,
     Validate): force-replicate, and row checksums but with the extension and both options as
@@ -1208,12 +1236,8 @@ def _adjust(feed: Changefeed) -> Changefeed:
         # replica_config.go AdjustEnableOldValue
         warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")
         feed = replace(feed, enable_old_value=True)
-    if protocol == "debezium" and codec.profile == "new-arch":
-        # the new architecture's debezium differs (source schema, DDL names, debezium-avro)
-        raise ConfigError(
-            "protocol debezium is simulated as TiCDC v8.5 (classic) writes it;"
-            " ticdc-version=new-arch with it is not simulated yet"
-        )
+    if protocol == "debezium" or codec.debezium_include_start_ts:
+        codec = _check_debezium(codec, warnings)
     if codec.enable_tidb_extension and protocol not in ("canal-json", "avro", "debezium"):
         warnings.append(f"enable-tidb-extension has no effect with protocol {protocol}")
     large.check(

@@ -650,6 +650,11 @@ VARIANTS: dict[str, tuple[str, str]] = {
         "&large-message-handle-compression=lz4",
         "none",
     ),
+    "debezium-new-arch": (
+        "protocol=debezium&enable-tidb-extension=true&ticdc-version=new-arch"
+        "&debezium-include-start-ts=true",
+        "none",
+    ),
 }
 WITHOUT_CHECKPOINTS = ("canal", "canal-handle-key-deletes", "maxwell")  # they send none
 JSON_VARIANTS = (
@@ -658,6 +663,7 @@ JSON_VARIANTS = (
     "simple",
     "simple-handle-key-only",
     "debezium",
+    "debezium-new-arch",
 )
 
 
