@@ -150,3 +150,25 @@ def test_a_not_null_virtual_column_is_ticdcs_encoding_error() -> None:
         "avro: a NULL in NOT NULL column 'g', which goavro cannot write"
         " (TiCDC: ErrAvroEncodeToBinary)"
     )
+
+
+def test_a_watermark_ddl_names_ticdcs_target_table() -> None:
+    # encoder.go EncodeDDLEvent: GetTargetSchemaName/GetTargetTableName, which for EXCHANGE
+    # PARTITION name the normal table (schemastore buildPersistedDDLEventForExchangePartition)
+    script = (
+        "CREATE DATABASE a; CREATE DATABASE b; USE a;"
+        " CREATE TABLE pt (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 2;"
+        " CREATE TABLE b.nt (id INT PRIMARY KEY);"
+        " ALTER TABLE pt EXCHANGE PARTITION p0 WITH TABLE b.nt;"
+    )
+    (event,) = list(Engine().run(parse_statements(script)))[-1:]
+    assert isinstance(event, DDLEvent)
+    uri = "memory://?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
+    named = {}
+    for profile in ("v8.5", "new-arch"):
+        config = changefeed(f"{uri}&ticdc-version={profile}").codec
+        message = Encoder(config, MemoryRegistry()).encode_ddl(event)
+        assert message is not None and message.value is not None
+        document = json.loads(message.value[1:])
+        named[profile] = (document["schema"], document["table"])
+    assert named == {"v8.5": ("a", "pt"), "new-arch": ("b", "nt")}

@@ -35,7 +35,8 @@ a BIT(n) is its (n+7)/8 bytes, leading zeros kept (the chunk's NewBinaryLiteralF
 record of the same columns holding an update's or delete's old row (a delete then has a value:
 its old row, with itself as the before value, and `_tidb_op` "d"; without the extension
 `_tidb_op` alone follows it); a delete without it in watermark mode is `0x03` and its commit ts
-as a big-endian uint64 instead of no value; and force-replicate's error names debezium-avro.
+as a big-endian uint64 instead of no value; a watermark DDL names the event's target table
+(EXCHANGE PARTITION's: the normal table); and force-replicate's error names debezium-avro.
 The same: the schema text, the type map, defaults, names, the extension and checksum fields,
 DDL and checkpoint watermarks, the Confluent envelope, subjects.
 
@@ -77,7 +78,12 @@ from ticdc_sim.encoders import (
     simple,
 )
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE
-from ticdc_sim.encoders.debezium import allowed_members, escape_member, sanitize_name
+from ticdc_sim.encoders.debezium import (
+    allowed_members,
+    escape_member,
+    exchanged_table,
+    sanitize_name,
+)
 from ticdc_sim.encoders.reading import Fields, json_document, not_a
 from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, varint
@@ -138,11 +144,19 @@ class Profile(NamedTuple):
     full_width_bit: bool  # ticdc's chunk rows hold a BIT(n) as (n+7)/8 bytes, zeros kept
     ops: dict[str, bytes]  # `_tidb_op` by kind (getOperation), as Avro strings
     delete_watermark: bool  # a delete in watermark mode is 0x03 + its commit ts, not nothing
+    # a watermark DDL's schema and table when not the table's (ticdc: the event's target
+    # names, EXCHANGE PARTITION's being the normal table's)
+    ddl_names: Callable[[DDLEvent], tuple[str, str] | None]
 
 
 PROFILES: dict[TiCDCProfile, Profile] = {
     "v8.5": Profile(
-        ColumnFlag.HANDLE_KEY, False, False, {INSERT: b"\x02c", UPDATE: b"\x02u"}, False
+        ColumnFlag.HANDLE_KEY,
+        False,
+        False,
+        {INSERT: b"\x02c", UPDATE: b"\x02u"},
+        False,
+        lambda event: None,
     ),
     "new-arch": Profile(
         ColumnFlag.PRIMARY_KEY,
@@ -150,6 +164,7 @@ PROFILES: dict[TiCDCProfile, Profile] = {
         True,
         {INSERT: b"\x02c", UPDATE: b"\x02u", DELETE: b"\x02d"},
         True,
+        exchanged_table,
     ),
 }
 
@@ -603,6 +618,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             return None  # Avro sends no DDL (a schema change shows as a new schema id)
         info = event.table_info or event.pre_table_info
         schema, table = (info.schema, info.name) if info is not None else (event.schema, "")
+        schema, table = PROFILES[self.config.profile].ddl_names(event) or (schema, table)
         document = {
             "query": event.query,
             "type": int(event.action),

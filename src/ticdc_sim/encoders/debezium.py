@@ -125,7 +125,7 @@ def _no_ddl_rename(event: DDLEvent) -> tuple[str, str] | None:
 _WITH_TABLE = re.compile(r"\bWITH TABLE (?:`((?:[^`]|``)*)`\.)?`((?:[^`]|``)*)`", re.IGNORECASE)
 
 
-def _exchanged_table(event: DDLEvent) -> tuple[str, str] | None:
+def exchanged_table(event: DDLEvent) -> tuple[str, str] | None:
     """ticdc's EXCHANGE PARTITION event names the normal table (`WITH TABLE`), and its extra
     names the partitioned one (schemastore buildPersistedDDLEventForExchangePartition)."""
     if event.action != A.EXCHANGE_TABLE_PARTITION:
@@ -155,7 +155,7 @@ class Profile(NamedTuple):
 
 PROFILES: dict[TiCDCProfile, Profile] = {
     "v8.5": Profile(False, False, _classic_default, False, _no_ddl_rename),
-    "new-arch": Profile(True, True, _chunk_default, True, _exchanged_table),
+    "new-arch": Profile(True, True, _chunk_default, True, exchanged_table),
 }
 
 
