@@ -121,6 +121,12 @@ def test_the_source_schema_declares_the_extension_and_start_ts() -> None:
     assert _source_fields(both) == [*_FIXED, "commit_ts", "cluster_id", "start_ts"]
     assert list(both["payload"]["source"])[-3:] == ["commit_ts", "start_ts", "cluster_id"]
     assert both["payload"]["source"]["start_ts"] == event.start_ts
+    config = CodecConfig("debezium", **NEW_ARCH, debezium_include_start_ts=True)
+    encoder = Encoder(config)
+    encoder.append_row(event)
+    (message,) = encoder.build()
+    (decoded,) = Decoder(config).decode(message.key, message.value)
+    assert isinstance(decoded, DecodedRow) and decoded.extra["start_ts"] == event.start_ts
     ((_, classic),) = _rows(script, profile="v8.5", enable_tidb_extension=True)
     assert _source_fields(classic) == _FIXED
 

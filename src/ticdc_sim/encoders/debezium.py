@@ -1169,7 +1169,9 @@ class Decoder:
         before = self._image(payload, "before", readers, kind != INSERT)
         after = self._image(payload, "after", readers, kind != DELETE)
         schema, table = source.text("db"), source.text("table")
-        extra = {"ts_ms": payload.integer("ts_ms")}
+        extra: dict[str, int | None] = {"ts_ms": payload.integer("ts_ms")}
+        if "start_ts" in source.values:  # ticdc's debezium-include-start-ts
+            extra["start_ts"] = source.ts("start_ts")
         if kind == "update" and before is None:
             before = {}  # output-old-value=false: no `before`
         keys = tuple(self._key(key, codec))
