@@ -24,10 +24,12 @@ schema (never in DDL or checkpoints); the value schema lists every column of
 the row's columns, then the non-hidden virtual ones); a NULL filled with the column's default
 goes through `getValueFromDefault` and the chunk datum's getter, so a TIME default is 0, a
 BIGINT UNSIGNED default above 2^63 - 1 is 0, and a DATE default panics the encoder (here an
-EncodeError saying so); a DDL's `db`/`table` and key `databaseName` are the event's target
-names, which for EXCHANGE PARTITION are the normal table's (the tableChanges id stays the
-partitioned table's). Refused as ticdc's Validate does: a schema registry with debezium (that
-is `debezium-avro`, not simulated), and `debezium-include-start-ts` with another protocol.
+EncodeError saying so), while a binary string's default is written once, as base64 (exact here,
+where for v8.5 it is the approximation named above); a DDL's `db`/`table` and key
+`databaseName` are the event's target names, which for EXCHANGE PARTITION are the normal
+table's (the tableChanges id stays the partitioned table's). Refused as ticdc's Validate
+does: a schema registry with debezium (that is `debezium-avro`, not simulated), and
+`debezium-include-start-ts` with another protocol.
 The same: field order, values, key (the handle key), DDL change types and table changes,
 checkpoints. Where the notes and the code disagree: `optional` from NOT NULL is not new (tiflow
 has it too; ticdc's tests merely build real NOT NULL keys, so their vectors show `false`);
