@@ -202,13 +202,18 @@ def test_a_changefeed_sends_no_record_for_unsupported_ddl_and_refuses_a_too_larg
         replay(big, "memory://?protocol=debezium&max-message-bytes=2048")
 
 
+# pingcap/ticdc's debezium_test.go TestDataTypes reads the same testdata files (byte-identical)
+@pytest.mark.parametrize("profile", ["v8.5", "new-arch"])
 @pytest.mark.parametrize("disable_schema", [False, True])
-def test_real_debeziums_datatype_output(disable_schema: bool) -> None:
+def test_real_debeziums_datatype_output(disable_schema: bool, profile: str) -> None:
     vector = VECTORS["datatype"]
     sql = f"USE test; SET sql_mode = ''; {vector['ddl']}; {vector['dml']}"
     (row,) = [e for e in Engine().run(parse_statements(sql)) if isinstance(e, RowChangedEvent)]
     config = CodecConfig(
-        "debezium", cluster_id=vector["cluster_id"], debezium_disable_schema=disable_schema
+        "debezium",
+        cluster_id=vector["cluster_id"],
+        debezium_disable_schema=disable_schema,
+        profile=profile,  # type: ignore[arg-type]
     )
     encoder = Encoder(config)
     encoder.append_row(row)

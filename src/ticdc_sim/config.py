@@ -363,10 +363,12 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "ticdc-version": ("profile", _profile),
     "encoding-format": ("encoding_format", _encoding_format),
     "debezium-disable-schema": ("debezium_disable_schema", parse_bool),
+    "debezium-include-start-ts": ("debezium_include_start_ts", parse_bool),  # ticdc's only
     "schema-registry": ("schema_registry", _registry_url),
     "avro-decimal-handling-mode": ("avro_decimal_handling_mode", _avro_decimal_mode),
     "avro-bigint-unsigned-handling-mode": ("avro_bigint_unsigned_handling_mode", _avro_bigint_mode),
     "avro-enable-watermark": ("avro_enable_watermark", parse_bool),
+    "avro-include-before-value": ("avro_include_before_value", parse_bool),  # ticdc's only
     # TiCDC reads these from [sink.kafka-config.large-message-handle] only; ours in the URI too
     "large-message-handle-option": _LARGE["large-message-handle-option"],
     "large-message-handle-compression": _LARGE["large-message-handle-compression"],
@@ -406,7 +408,6 @@ _URI_IGNORED = frozenset(
         "sasl-gssapi-password",
         "sasl-gssapi-realm",
         "sasl-gssapi-disable-pafxfast",
-        "avro-include-before-value",
         "simple-include-start-ts",
         "debezium-disable-schema",
         "debezium-include-start-ts",
@@ -795,6 +796,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("sink", "content-compatible"): ("content_compatible", _bool),
     ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
     ("sink", "debezium", "output-old-value"): ("debezium_output_old_value", _bool),
+    ("sink", "debezium", "include-start-ts"): ("debezium_include_start_ts", _bool),
     ("sink", "debezium-disable-schema"): ("debezium_disable_schema", _bool),
     ("sink", "schema-registry"): ("schema_registry", _registry_url),
     ("sink", "kafka-config", "codec-config", "avro-decimal-handling-mode"): (
@@ -807,6 +809,10 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ),
     ("sink", "kafka-config", "codec-config", "avro-enable-watermark"): (
         "avro_enable_watermark",
+        _bool,
+    ),
+    ("sink", "kafka-config", "codec-config", "avro-include-before-value"): (
+        "avro_include_before_value",
         _bool,
     ),
     ("sink", "kafka-config", "partition-num"): ("partition_num", _partition_num),
@@ -1212,20 +1218,52 @@ def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
         raise ConfigError(f"[sink.csv]: {error} (ErrSinkInvalidConfig)")
 
 
+# TiCDC's refusal of force-replicate with avro, by version (common/config.go Apply)
+_AVRO_FORCE_REPLICATE: dict[TiCDCProfile, str] = {
+    "v8.5": "force-replicate must be disabled, when using avro protocol",
+    "new-arch": "force-replicate must be disabled, when using avro or debezium-avro protocol",
+}
+
+
+def _check_debezium(codec: CodecConfig, warnings: list[str]) -> CodecConfig:
+    """What the new architecture refuses of debezium (ticdc pkg/sink/codec/common/config.go
+    Validate): a schema registry (that is debezium-avro's), and its start-ts option with
+    another protocol; v8.5 has no such option."""
+    new_arch = codec.profile == "new-arch"
+    if new_arch and codec.protocol == "debezium" and codec.schema_registry:
+        raise ConfigError(
+            'Debezium protocol does not support schema registry; use protocol "debezium-avro"'
+            " (ErrCodecInvalidConfig)"
+        )
+    if not codec.debezium_include_start_ts:
+        return codec
+    if not new_arch:
+        warnings.append(
+            "debezium-include-start-ts is the new architecture's (ticdc-version=new-arch);"
+            f" TiCDC {codec.profile} has no such option and ignores it"
+        )
+        return replace(codec, debezium_include_start_ts=False)
+    if codec.protocol != "debezium":
+        raise ConfigError(
+            'debezium-include-start-ts only takes effect with protocol "debezium"'
+            " (ErrCodecInvalidConfig)"
+        )
+    return codec
+
+
 def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> CodecConfig:
-    """What TiCDC refuses of avro (tiflow pkg/sink/codec/common/config.go Apply, Validate):
-    force-replicate, and row checksums but with the extension and both options as strings;
-    the watermark mode is read only with the extension."""
-    if codec.profile == "new-arch":
-        # ticdc's arvo.go: the primary key alone as the key, BIT at full width, before values
-        raise ConfigError(
-            "protocol avro is simulated as TiCDC v8.5 (classic) writes it;"
-            " ticdc-version=new-arch with it is not simulated yet"
-        )
+    """What TiCDC refuses of avro (tiflow and ticdc pkg/sink/codec/common/config.go Apply,
+    Validate): force-replicate, and row checksums but with the extension and both options as
+    strings; the watermark mode is read only with the extension, and the before value only by
+    the new architecture."""
     if feed.force_replicate:
-        raise ConfigError(
-            "force-replicate must be disabled, when using avro protocol (ErrCodecInvalidConfig)"
+        raise ConfigError(f"{_AVRO_FORCE_REPLICATE[codec.profile]} (ErrCodecInvalidConfig)")
+    if codec.avro_include_before_value and codec.profile != "new-arch":
+        warnings.append(
+            "avro-include-before-value is the new architecture's (ticdc-version=new-arch);"
+            f" TiCDC {codec.profile} has no such option and ignores it"
         )
+        codec = replace(codec, avro_include_before_value=False)
     if codec.enable_row_checksum and not (
         codec.enable_tidb_extension
         and codec.avro_decimal_handling_mode == "string"
@@ -1304,12 +1342,8 @@ def _adjust(feed: Changefeed) -> Changefeed:
         # replica_config.go AdjustEnableOldValue
         warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")
         feed = replace(feed, enable_old_value=True)
-    if protocol == "debezium" and codec.profile == "new-arch":
-        # the new architecture's debezium differs (source schema, DDL names, debezium-avro)
-        raise ConfigError(
-            "protocol debezium is simulated as TiCDC v8.5 (classic) writes it;"
-            " ticdc-version=new-arch with it is not simulated yet"
-        )
+    if protocol == "debezium" or codec.debezium_include_start_ts:
+        codec = _check_debezium(codec, warnings)
     if codec.enable_tidb_extension and protocol not in ("canal-json", "avro", "debezium"):
         warnings.append(f"enable-tidb-extension has no effect with protocol {protocol}")
     large.check(
@@ -1329,6 +1363,10 @@ def _adjust(feed: Changefeed) -> Changefeed:
     if codec.enable_row_checksum and protocol not in ("simple", "avro"):
         # only these protocols write checksums (common/config.go EnableRowChecksum readers)
         warnings.append(f"integrity-check-level has no effect on protocol {protocol}'s messages")
+    if codec.avro_include_before_value and protocol != "avro":
+        # common/config.go Apply reads it for avro only
+        warnings.append(f"avro-include-before-value has no effect with protocol {protocol}")
+        codec = replace(codec, avro_include_before_value=False)
     if codec.only_output_updated_columns and protocol not in ("canal-json", "open-protocol"):
         warnings.append(f"only-output-updated-columns has no effect with protocol {protocol}")
     if codec.delete_only_output_handle_key_columns and protocol == "simple":
