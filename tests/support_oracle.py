@@ -496,6 +496,8 @@ def check_script(
     try:
         replica.reset(dst)
         unsent: list[str] = []  # DDL queries the changefeed sent no record for (DROPS_DDL)
+        # the rules below are the protocol's, whatever its parameters (a profile, say)
+        rules = (protocol or "").split("&", 1)[0]
         try:
             events = run_both(source, src, text, name, **config)
         except SQLError as e:
@@ -537,9 +539,9 @@ def check_script(
                 _drop_unreplicated(src, replicated)
                 applier = UnreplicatedDrops(dst)
             check_ordering(decoded, protocol)
-            if protocol in UNTYPED:
+            if rules in UNTYPED:
                 decoded = _typed(decoded, events)
-            if protocol in DROPS_DDL:
+            if rules in DROPS_DDL:
                 unsent = _unsent(events, decoded)
             try:
                 rows = applier.apply(merged(decoded))
@@ -547,15 +549,15 @@ def check_script(
                 if unsent:  # the replica cannot follow: a table the DDL made is not there ...
                     raise UnsentDDL(f"{protocol} sends no record for {unsent[0]!r}: {e}") from None
                 duplicate = isinstance(e, pymysql.IntegrityError) and e.args[0] == DUPLICATE_ENTRY
-                if protocol in NULL_AS_DEFAULT and duplicate:
+                if rules in NULL_AS_DEFAULT and duplicate:
                     raise DefaultsCollide(f"{protocol}: {e.args[1]}") from None
                 raise
         expected, actual = snapshot(src), snapshot(dst)
-        if protocol in NULL_AS_DEFAULT:  # the protocol sends a NULL as the column's default
+        if rules in NULL_AS_DEFAULT:  # the protocol sends a NULL as the column's default
             expected = _replaced(src, expected, _literal_defaults, lambda v: v is None)
-        if protocol in INVALID_DATES_AS_EPOCH:  # and an invalid date as null or the epoch
+        if rules in INVALID_DATES_AS_EPOCH:  # and an invalid date as null or the epoch
             expected = _replaced(src, expected, _dates_as_sent, lambda v: isinstance(v, str))
-        if protocol in AS_DOUBLES:  # the protocol sends DECIMAL as a double
+        if rules in AS_DOUBLES:  # the protocol sends DECIMAL as a double
             expected, actual = _doubles(expected), _doubles(actual)
         mismatches = []
         for table in sorted(set(expected) | set(actual)):

@@ -37,6 +37,7 @@ THROUGH = [
     "simple",
     "simple&encoding-format=avro",
     "debezium",
+    "debezium&ticdc-version=new-arch",
     "maxwell",  # typed from the catalog (support_oracle.UNTYPED)
     "file:protocol=csv",  # the storage sink, its files read back
     # DDL records only in TiCDC's test-only watermark mode; decimals and unsigned bigints in
@@ -81,8 +82,9 @@ def _known_differences() -> dict[str, str]:
     return {path.strip(): reason.strip() for path, reason in entries}
 
 
-# Avro's string modes run the scripts above only: the corpus once per protocol
-CORPUS_THROUGH = [p for p in THROUGH if "handling-mode" not in (p or "")]
+# Avro's string modes and the new-arch profile run the scripts above only: the corpus once per
+# protocol
+CORPUS_THROUGH = [p for p in THROUGH if not any(k in (p or "") for k in ("-mode=", "new-arch"))]
 # a real consumer of the storage sink: pyarrow's CSV reader, each data file with the names and
 # types of its schema file (tests/support_arrow.py), over the whole corpus
 CORPUS_THROUGH.append("pyarrow-file:protocol=csv")
