@@ -24,8 +24,9 @@ from ticdc_sim.pipeline import Pipeline, Summary
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks.memory import MemorySink
 
-# protocols that carry no commit ts and send no checkpoints (canal: only executeTime, in ms)
-WITHOUT_TS = frozenset({"canal"})
+# protocols whose rows carry no commit ts and that send no checkpoints (canal: only
+# executeTime, in ms; maxwell: `ts`, in whole seconds)
+WITHOUT_TS = frozenset({"canal", "maxwell"})
 _KIND_ORDER = {"delete": 0, "update": 1, "insert": 2}
 # a Kafka tombstone (avro's delete: its key, no value) carries no commit ts; it stands after
 # the record before it on its partition
@@ -76,8 +77,9 @@ def check_ordering(decoded: list[tuple[Record, Decoded]], protocol: str = "") ->
 def merged(decoded: list[tuple[Record, Decoded]]) -> list[DecodedRow | DecodedDDL]:
     """All partitions as one changelog in commit order; a broadcast DDL once."""
     changes = [e for _, e in decoded if isinstance(e, DecodedRow | DecodedDDL)]
-    if changes and all(e.commit_ts is None for e in changes):
-        # canal: no commit ts to merge by; one partition is already in commit order
+    if any(e.commit_ts is None and not _tombstone(e) for e in changes):
+        # canal, maxwell: no commit ts to merge rows by; one partition is already in commit
+        # order (avro's tombstones have none either, and merge after their partition's last)
         assert len({(r.topic, r.partition) for r, _ in decoded}) == 1, "merging needs commit ts"
         return changes
     seen_ddl: set[tuple[Any, ...]] = set()

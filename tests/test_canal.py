@@ -218,3 +218,28 @@ def test_the_pipeline_packs_each_partitions_batch_and_sends_ddl_to_partition_zer
     ]
     assert len({p for p, _ in packed}) == 2
     assert all(r.key is None for r in records)
+
+
+@pytest.mark.parametrize("handle_only", [False, True])
+def test_a_window_of_mixed_rows_is_each_rows_whole_messages(handle_only: bool) -> None:
+    """A window goes through the templates a column at a time: kinds and tables interleave,
+    a NULL is set back for the next row, Java types are promoted row by row, and the number
+    passes write what formatValue does (exponents, float32 digits, tiny decimals)."""
+    from test_encoders import SCRIPT
+
+    found = [e for e in Engine().run(parse_statements(SCRIPT)) if isinstance(e, RowChangedEvent)]
+    found += rows(
+        "create table u(id int unsigned primary key, v int unsigned, d double, f float,"
+        " c decimal(30,10), e enum('a','b'));"
+        " insert into u values (4294967295, 1, 1e-7, 3.4e38, 0.0000001, 'b'),"
+        " (1, NULL, NULL, NULL, NULL, NULL), (2, 4294967295, 1e21, 1.1, 1, 'a');"
+        " update u set v = 4294967295, d = -1.5e-300 where id = 1;"
+        " insert into u values (3, 7, 0.1, NULL, 12345678901234567890.5, NULL);"
+        " delete from u where id = 2; update u set v = NULL where id = 4294967295;"
+    )
+    config = CodecConfig("canal", delete_only_output_handle_key_columns=handle_only)
+    encoder = Encoder(config)
+    (message,) = encoder.build_groups([found])[0]
+    packet = Packet.FromString(message.value)
+    wanted = [encoder.codec(e.table).entry_message(e, handle_only) for e in found]
+    assert list(Messages.FromString(packet.body).messages) == wanted

@@ -37,8 +37,8 @@ def test_debezium_options_take_ticdc_names_the_uri_winning() -> None:
     assert (codec.debezium_disable_schema, codec.debezium_output_old_value) == (False, True)
     with pytest.raises(ConfigError, match="debezium-disable-schema: 'maybe' is not a boolean"):
         changefeed("memory://?protocol=debezium&debezium-disable-schema=maybe")
-    with pytest.raises(ConfigError, match="ticdc-version=new-arch with it is not simulated yet"):
-        changefeed("memory://?protocol=debezium&ticdc-version=new-arch")
+    codec = changefeed("memory://?protocol=debezium&ticdc-version=new-arch").codec
+    assert (codec.protocol, codec.profile) == ("debezium", "new-arch")
 
 
 # avro's topic rule as TiCDC's docs give it (one table a topic)
@@ -112,12 +112,37 @@ def test_avro_row_checksums_need_the_extension_and_strings(uri: str, toml: str) 
     assert changefeed(uri, toml).codec.enable_row_checksum
 
 
-def test_avro_refuses_force_replicate() -> None:
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ("v8.5", "force-replicate must be disabled, when using avro protocol"),
+        ("new-arch", "force-replicate must be disabled, when using avro or debezium-avro protocol"),
+    ],
+)
+def test_avro_refuses_force_replicate(profile: str, message: str) -> None:
     with pytest.raises(ConfigError) as found:
-        changefeed("memory://?protocol=avro", "force-replicate = true\n")
-    assert str(found.value) == (
-        "force-replicate must be disabled, when using avro protocol (ErrCodecInvalidConfig)"
+        changefeed(f"memory://?protocol=avro&ticdc-version={profile}", "force-replicate = true\n")
+    assert str(found.value) == f"{message} (ErrCodecInvalidConfig)"
+
+
+def test_avro_include_before_value_is_the_new_architectures() -> None:
+    uri = "memory://?protocol=avro&ticdc-version=new-arch"
+    feed = changefeed(uri + "&avro-include-before-value=true", PER_TABLE)
+    assert (feed.codec.avro_include_before_value, feed.warnings) == (True, ())
+    toml = "[sink.kafka-config.codec-config]\navro-include-before-value = true\n"
+    assert changefeed(uri, toml).codec.avro_include_before_value
+    assert not changefeed(uri).codec.avro_include_before_value
+    feed = changefeed("memory://?protocol=avro&avro-include-before-value=true", PER_TABLE)
+    assert not feed.codec.avro_include_before_value
+    assert feed.warnings == (
+        "avro-include-before-value is the new architecture's (ticdc-version=new-arch);"
+        " TiCDC v8.5 has no such option and ignores it",
     )
+    feed = changefeed("memory://?protocol=canal-json&avro-include-before-value=true")
+    assert not feed.codec.avro_include_before_value
+    assert feed.warnings == ("avro-include-before-value has no effect with protocol canal-json",)
+    with pytest.raises(ConfigError, match="avro-include-before-value: 'yes' is not a boolean"):
+        changefeed(uri + "&avro-include-before-value=yes")
 
 
 def test_defaults_are_ticdcs() -> None:
@@ -144,12 +169,11 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
         ("kafka:///t?protocol=canal-json", "no broker"),
         ("kafka://h:9092/t?protocol=canal-json&topic=u", "the topic is the path"),
         ("parquet://?protocol=canal-json", "parquet:// needs a directory"),
-        ("s3://bucket/x?protocol=canal-json", "s3:// sink is not simulated yet"),
+        ("gcs://bucket/x?protocol=canal-json", "gcs:// sink is not simulated yet"),
         ("file://?protocol=csv", "file:// needs a directory"),
         ("ftp://x?protocol=canal-json", "unknown scheme 'ftp'"),
         ("jsonl://?protocol=canal-json", "jsonl:// needs a directory"),
         ("jsonl:///x", "no protocol"),
-        ("jsonl:///x?protocol=avro&ticdc-version=new-arch", "protocol avro is simulated as"),
         (
             "jsonl:///x?protocol=avro&avro-decimal-handling-mode=exact",
             '\'exact\'; avro-decimal-handling-mode value could only be "string" or "precise"',
@@ -178,6 +202,18 @@ def test_producer_only_parameters_are_accepted_and_ignored() -> None:
             "jsonl:///x?protocol=canal&ticdc-version=new-arch",
             "unknown 'canal' message protocol for sink",
         ),
+        # s3:// as TiDB's br/pkg/storage (parse.go, s3.go Apply) refuses it
+        ("s3:///p?protocol=csv", "please specify the bucket for s3"),
+        ("s3://b/p?protocol=csv&access-key=a", "secret_access_key not found"),
+        ("s3://b/p?protocol=csv&secret-access-key=a", "access_key not found"),
+        ("s3://b/p?protocol=csv&endpoint=minio.local", "scheme not found in endpoint"),
+        ("s3://b/p?protocol=csv&endpoint=minio:9000", "host not found in endpoint"),
+        ("s3://b/p?protocol=csv&endpoint=http://", "host not found in endpoint"),
+        ("s3://b/p?protocol=csv&force-path-style=yes", "'yes' is not a boolean"),
+        ("s3://b/p?protocol=csv&regoin=x", "unknown parameter 'regoin'"),
+        ("s3://key:secret@b/p?protocol=csv", "the host is the bucket; credentials go in"),
+        ("s3://b/p?protocol=open-protocol", "unknown 'open-protocol' message protocol"),
+        ("file:///x?protocol=csv&region=x", "unknown parameter 'region'"),
         (
             "jsonl:///x?protocol=canal&large-message-handle-option=handle-key-only",
             "large message handle is set to handle-key-only, protocol is canal, it's not supported",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support_mariadb import MariaDB
-from support_oracle import CORPUS, check_script, run_corpus
+from support_oracle import CORPUS, TiCDCPanics, check_script, run_corpus
 
 SCRIPTS = sorted((Path(__file__).parent / "oracle_scripts").glob("*.sql"))
 
@@ -28,6 +28,8 @@ THROUGH = [
     "simple",
     "simple&encoding-format=avro",
     "debezium",
+    "debezium&ticdc-version=new-arch",
+    "maxwell",  # typed from the catalog (support_oracle.UNTYPED)
     "file:protocol=csv",  # the storage sink, its files read back
     # DDL records only in TiCDC's test-only watermark mode; decimals and unsigned bigints in
     # both of avro's modes
@@ -40,7 +42,14 @@ THROUGH = [
 def _name(protocol: str | None) -> str:
     name = (protocol or "events").replace("&encoding-format=", "-")
     name = name.replace("&avro-enable-watermark=true", "").replace("-handling-mode=", "=")
-    return name.replace("file:protocol=", "file-")
+    return name.replace(":protocol=", "-")
+
+
+# scripts a protocol's TiCDC encoder panics on: maxwell's on a schema DDL (CREATE DATABASE)
+PANICS = {
+    ("ddl_with_data", "maxwell"): "TiCDC's encoder panics on a DDL without a table",
+    ("mysqldump", "maxwell"): "TiCDC's encoder panics on a DDL without a table",
+}
 
 
 @pytest.mark.parametrize("protocol", THROUGH, ids=_name)
@@ -48,16 +57,26 @@ def _name(protocol: str | None) -> str:
 def test_script_matches_mariadb(
     script: Path, protocol: str | None, mariadb_pair: tuple[MariaDB, MariaDB]
 ) -> None:
+    panic = PANICS.get((script.stem, protocol))
+    if panic is not None:
+        with pytest.raises(TiCDCPanics, match=panic):
+            check_script(*mariadb_pair, script.read_text(), str(script), protocol)
+        return
     outcome = check_script(*mariadb_pair, script.read_text(), str(script), protocol)
     assert outcome.mismatches == []
     assert outcome.rows > 0 and outcome.tables > 0
 
 
-# TiCDC's debezium sends no record for DDL types it has no change type for (CREATE SEQUENCE,
-# LOCK TABLES ...): a replica built from it cannot follow the corpus; the scripts above are
-# its oracle
-# its oracle. Avro's string modes run the scripts above only: the corpus once per protocol
-CORPUS_THROUGH = [p for p in THROUGH if p != "debezium" and "handling-mode" not in (p or "")]
+# Avro's string modes and the new-arch profile run the scripts above only: the corpus once per
+# protocol
+CORPUS_THROUGH = [p for p in THROUGH if not any(k in (p or "") for k in ("-mode=", "new-arch"))]
+# a real consumer of the storage sink: pyarrow's CSV reader, each data file with the names and
+# types of its schema file (tests/support_arrow.py), over the whole corpus
+CORPUS_THROUGH.append("pyarrow-file:protocol=csv")
+# the corpus scripts that pass, at least: maxwell's TiCDC panics on a schema DDL (CREATE
+# DATABASE), which about half of the runnable corpus has; avro cannot carry names that
+# SanitizeName changes, an ENUM's '' and some defaults (TiCDCFails)
+PASSED_AT_LEAST = {"maxwell": 30, "avro&avro-enable-watermark=true": 55}
 
 
 @pytest.mark.parametrize("protocol", CORPUS_THROUGH, ids=_name)
@@ -78,5 +97,10 @@ def test_corpus_matches_mariadb(
                 else ""
             )
             + (f", {len(run.refused)} TiCDC's protocol cannot carry" if run.refused else "")
+            + (
+                f", {len(run.unsent)} that need a DDL the protocol does not send"
+                if run.unsent
+                else ""
+            )
         )
-    run.check_known()
+    run.check_known(PASSED_AT_LEAST.get(protocol or "", 60))

@@ -61,7 +61,8 @@ from ticdc_sim.model.table import TableInfo, quoted_name, table_names
 from ticdc_sim.model.tso import LAST_START_TS
 from ticdc_sim.pipeline import Pipeline, eligible, registry_of
 from ticdc_sim.scriptfiles import check_scripts, statements
-from ticdc_sim.sinks import Record, Sink, open_sink, overlap
+from ticdc_sim.sinks import Record, Sink, open_sink, overlap, place
+from ticdc_sim.sinks.storage import StorageDecoder, read_storage
 
 if TYPE_CHECKING:
     from ticdc_sim.check import Diff, ExpectedTable
@@ -133,7 +134,9 @@ class Changefeed:
 
     def records(self, topic: str | None = None, partition: int | None = None) -> list[Record]:
         """Every record it sent, by topic, then partition, in offset order; the pending
-        batch is sent first."""
+        batch is sent first. A storage sink's (file://, s3://) records are the files it
+        wrote, each time it wrote one: the topic and key are the file's path, the value its
+        bytes, partition 0."""
         with self._said():
             self._feed.send_pending()
         return self._feed.log.read(topic, partition, 0, sys.maxsize)
@@ -142,10 +145,24 @@ class Changefeed:
         self, topic: str | None = None, partition: int | None = None
     ) -> list[dict[str, Any]]:
         """Its records decoded, one dict per event with its position (topic, partition,
-        offset, index): what `ticdc-sim decode` prints."""
-        codec = self._feed.changefeed.codec
-        decoder = decoder_for(codec, self._upstream, self._feed.registry)
-        return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
+        offset, index): what `ticdc-sim decode` prints. A storage sink's: the files it has
+        written so far (on its flush interval of simulated time, and at close), as
+        `ticdc-sim decode` walks them, each once; `topic` filters by path prefix."""
+        feed = self._feed
+        storage = feed.sink.storage
+        if storage is None:
+            decoder = decoder_for(feed.changefeed.codec, self._upstream, feed.registry)
+            return list(decoded_lines(decoder, self.records(topic, partition), self._unreadable))
+        with self._said():
+            feed.send_pending()  # what the capture stage and the batch hold, to the sink
+        with feed.lock:
+            files = [
+                r
+                for r in read_storage(storage.written())
+                if topic is None or r.topic.startswith(topic)
+            ]
+        decoder = StorageDecoder(feed.changefeed.codec)
+        return list(decoded_lines(decoder, files, self._unreadable))
 
     def checkpoint(self) -> int:
         """Send the pending batch and a checkpoint now, as TiCDC's ticker would; its ts."""
@@ -306,9 +323,8 @@ class Simulator:
             old_value = changefeed.config.enable_old_value
             raw = changefeed.config.output_raw_change_event
         for feed in self._feeds.values():
-            if feed.config.sink.scheme in _FILE_SINKS and overlap(
-                directory, feed.config.sink.target
-            ):
+            theirs = place(feed.config.sink)
+            if theirs is not None and overlap(directory, theirs):
                 raise ConfigError(
                     f"expect {str(directory)!r}: changefeed {feed.id} writes"
                     f" {feed.config.sink.target}; give each a directory of its own"
@@ -608,17 +624,15 @@ def _faults(faults: str | Mapping[str, Any]) -> dict[str, Any]:
     return parse_faults(faults, "faults")
 
 
-_FILE_SINKS = ("jsonl", "parquet")
-
-
 def _apart(new: ChangefeedConfig, other: ChangefeedConfig, whose: str) -> None:
     """Two changefeeds' file sinks in directories of their own: one would replace the
     other's files at close."""
-    a, b = new.sink, other.sink
-    if a.scheme in _FILE_SINKS and b.scheme in _FILE_SINKS and overlap(a.target, b.target):
+    mine, theirs = place(new.sink), place(other.sink)
+    if mine is not None and theirs is not None and overlap(mine, theirs):
+        what = "an S3 prefix" if new.sink.scheme == "s3" else "a directory"
         raise ConfigError(
-            f"sink URI {a.text!r}: {whose} writes {b.target}; give each changefeed a"
-            " directory of its own, neither inside the other"
+            f"sink URI {new.sink.text!r}: {whose} writes {theirs}; give each changefeed"
+            f" {what} of its own, neither inside the other"
         )
 
 

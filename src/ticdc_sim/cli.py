@@ -212,7 +212,7 @@ def replay(
     ] = None,
     config: ConfigOption = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
+        bool, typer.Option(help="replace earlier output in the sink's directory or S3 prefix")
     ] = False,
     seed: Annotated[
         int,
@@ -346,11 +346,12 @@ def replay(
 
 
 def _apart(expect: Path, sink: SinkURI) -> None:
-    """--expect and a jsonl/parquet sink in directories of their own: each refuses the
-    other's files (on the next run, if not on this one)."""
-    from ticdc_sim.sinks import overlap
+    """--expect and a file sink in directories of their own: each refuses the other's files
+    (on the next run, if not on this one)."""
+    from ticdc_sim.sinks import overlap, place
 
-    if sink.scheme in ("jsonl", "parquet") and overlap(expect, sink.target):
+    where = place(sink)
+    if where is not None and overlap(expect, where):
         raise ConfigError(
             f"--expect {expect}: the {sink.scheme} sink writes {sink.target}; give each a"
             " directory of its own, neither inside the other"
@@ -468,7 +469,7 @@ def _finish(
     finally:
         if observer is not None:
             observer.close(failed)
-        if failed and feed.sink.scheme in ("jsonl", "parquet"):
+        if failed and feed.sink.scheme in ("jsonl", "parquet", "file"):
             partial = partial_dir(Path(feed.sink.target))
             typer.echo(f"the records sent before the error are in {partial}", err=True)
         _print_summary(pipeline.summary)
@@ -501,8 +502,8 @@ def decode(
         str,
         typer.Argument(
             metavar="SOURCE",
-            help="jsonl:///DIR?protocol=..., parquet:///DIR?..., file:///DIR?protocol=csv"
-            " or kafka://HOST:PORT/TOPIC?..."
+            help="jsonl:///DIR?protocol=..., parquet:///DIR?..., file:///DIR?protocol=csv,"
+            " s3://BUCKET/PREFIX?protocol=csv or kafka://HOST:PORT/TOPIC?..."
             " (the sink URI that wrote it)",
         ),
     ],
@@ -543,6 +544,7 @@ def _print_decoded(
     """Each record's messages decoded, one JSON object a line with its position; `limit`:
     no more than that many lines. Avro's schema ids are looked up in `registry`, else in
     the registry the source names or keeps beside its records (`_source_registry`)."""
+    from ticdc_sim.config import STORAGE_SCHEMES
     from ticdc_sim.encoders import WITH_REGISTRY, Decoder, decoder_for
     from ticdc_sim.encoders.registry import close_registry
     from ticdc_sim.jsonout import decoded_lines
@@ -560,7 +562,7 @@ def _print_decoded(
         return
     out = sys.stdout.buffer
     decoder: Decoder = decoder_for(feed.codec, upstream, registry)
-    if feed.sink.scheme == "file":
+    if feed.sink.scheme in STORAGE_SCHEMES:
         from ticdc_sim.sinks.storage import StorageDecoder
 
         decoder = StorageDecoder(feed.codec)
@@ -638,10 +640,14 @@ def _where(sink: SinkURI, record: Record) -> str:
         return f"{sink.target}/topic={topic}/partition={partition}"
     if sink.scheme == "file":
         return f"{sink.target}/{topic}"
+    if sink.scheme == "s3":
+        return f"s3://{sink.target}/{topic}"
     return f"kafka {topic}[{partition}]"
 
 
 def _records(sink: SinkURI) -> Iterator[Record]:
+    from ticdc_sim.config import STORAGE_SCHEMES
+
     if sink.scheme == "jsonl":
         from ticdc_sim.sinks.jsonl import read_jsonl
 
@@ -650,16 +656,18 @@ def _records(sink: SinkURI) -> Iterator[Record]:
         from ticdc_sim.sinks.parquet import read_parquet
 
         return read_parquet(sink.target)
-    if sink.scheme == "file":
+    if sink.scheme in STORAGE_SCHEMES:
         from ticdc_sim.sinks.storage import read_storage
+        from ticdc_sim.sinks.store import read_store
 
-        return read_storage(sink.target)
+        return read_storage(read_store(sink))
     if sink.scheme == "kafka":
         from ticdc_sim.sinks.kafka import read_topic
 
         return read_topic(sink)
     raise ConfigError(
-        "decode reads jsonl://, parquet:// and file:// directories and kafka:// topics,"
+        "decode reads jsonl://, parquet:// and file:// directories, s3:// prefixes and"
+        " kafka:// topics,"
         f" not {sink.scheme}://"
     )
 
@@ -755,7 +763,7 @@ def generate(
         ),
     ] = None,
     overwrite: Annotated[
-        bool, typer.Option(help="replace earlier output in the jsonl/parquet directory")
+        bool, typer.Option(help="replace earlier output in the sink's directory or S3 prefix")
     ] = False,
     preview: Annotated[
         int | None,

@@ -43,14 +43,14 @@ from sqlglot.errors import TokenError
 from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
-from ticdc_sim.encoders import WITH_REGISTRY, Message, decoder_for
+from ticdc_sim.encoders import WITH_REGISTRY, Decoder, Message, decoder_for
 from ticdc_sim.encoders.registry import (
     MemoryRegistry,
     RegistryAPIError,
     SchemaRegistry,
     close_registry,
 )
-from ticdc_sim.errors import ConfigError, SimError, SQLError, WarningEntry, Warnings
+from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
 from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, ticdc_zone
@@ -63,6 +63,7 @@ from ticdc_sim.pipeline import Pipeline, open_registry
 from ticdc_sim.sinks import Record, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
+from ticdc_sim.sinks.storage import StorageDecoder, StorageSink
 
 Change = RowChangedEvent | DDLEvent  # what a transaction commits
 _LOG = logging.getLogger("ticdc_sim.service")
@@ -312,6 +313,10 @@ class LoggedSink:
     def __init__(self, inner: Sink, log: FeedLog) -> None:
         self.inner, self.log = inner, log
         self.max_message_bytes = inner.max_message_bytes
+        # the storage sink's files are its records: a file's path is its topic and key
+        self.storage = inner if isinstance(inner, StorageSink) else None
+        if self.storage is not None:
+            self.storage.on_file = self._file
 
     def partition_count(self, topic: str, wanted: int | None) -> int:
         return self.inner.partition_count(topic, wanted)
@@ -329,9 +334,13 @@ class LoggedSink:
     def abort(self) -> None:
         self.inner.abort()
 
+    def _file(self, name: str, data: bytes) -> None:
+        self.log.add(name, 0, [Message(name.encode(), data, 0)])  # the log reads no ts
+
     def flush(self) -> None:
-        """File sinks write what they hold (the others send as they go)."""
-        if isinstance(self.inner, StagedSink):
+        """File sinks write what they hold (the others send as they go); the storage sink
+        on its flush interval of simulated time, as TiCDC's on its ticker."""
+        if isinstance(self.inner, StagedSink) and self.storage is None:
             self.inner.flush()
 
     def beside(self, name: str, content: Callable[[], bytes]) -> None:
@@ -420,7 +429,11 @@ class Feed:
         """The decoder, sink, log and pipeline, once the registry is open."""
         codec = self.changefeed.codec
         # one decoder a feed: simple's learns table schemas from the records as they are sent
-        self.decoder = decoder_for(codec, registry=self.registry)
+        self.decoder: Decoder = (
+            StorageDecoder(codec)
+            if self.changefeed.sink.scheme in STORAGE_SCHEMES
+            else decoder_for(codec, registry=self.registry)
+        )
         learn = getattr(self.decoder, "learn", None)
         if kept is None:
             self.log = FeedLog(retain, learn)
@@ -429,7 +442,7 @@ class Feed:
             if isinstance(inner, StagedSink) and inner.staging.replaced:
                 # a new changefeed starts its files anew: the folder's earlier output (of a
                 # service started again, say) is another cluster's and is gone; said, not silent
-                where = inner.staging.root.resolve()
+                where = inner.staging.location()
                 self.warnings.warn("replaced", f"earlier output in {where} replaced")
         else:
             self.log = kept[1]
@@ -438,7 +451,13 @@ class Feed:
         logged: Sink = self.sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
-        self.pipeline = Pipeline(self.changefeed, logged, self.warnings, self.registry)
+        self.pipeline = Pipeline(
+            self.changefeed,
+            logged,
+            self.warnings,
+            registry=self.registry,
+            storage=self.sink.storage,
+        )
         for warning in self.warnings if announce else ():  # as TiCDC logs them at its start
             _LOG.warning("changefeed %s: %s", spec.id, warning)
         assert isinstance(self.pipeline.sink, FaultySink)
@@ -552,6 +571,10 @@ def where(feed: Changefeed) -> str:
     uri = feed.sink
     if uri.scheme in ("jsonl", "parquet"):
         return f"{uri.scheme} files in {Path(uri.target).resolve()}"
+    if uri.scheme == "file":
+        return f"storage files in {Path(uri.target).resolve()}"
+    if uri.scheme == "s3":
+        return f"storage files in s3://{uri.target}"
     if uri.scheme == "kafka":
         return f"kafka brokers {uri.target}"
     if uri.scheme == "memory":  # the changefeed's log holds them: records(), /messages
@@ -564,12 +587,6 @@ def build_changefeed(spec: FeedSpec) -> Changefeed:
     if spec.toml is None and configured is None:
         configured = parse_replica_config(spec.replica_config, "replica_config")
     built = changefeed(spec.sink_uri, spec.toml, "config", spec.overrides, configured)
-    if built.sink.scheme in STORAGE_SCHEMES:
-        # its files follow the flush interval, not each request: not wired to the feed log
-        raise ConfigError(
-            f"the storage sink ({built.sink.scheme}://) is written by `ticdc-sim replay` and"
-            " `generate` only; a served or Python-API changefeed cannot use it yet"
-        )
     return built
 
 

@@ -38,9 +38,9 @@ from ticdc_sim.partitioning.router import (
 )
 from ticdc_sim.partitioning.topic import TopicDispatcher, check_for_avro
 
-SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file")
-LATER_SCHEMES = ("s3", "gcs", "gs", "azure", "azblob", "pulsar", "mysql")
-STORAGE_SCHEMES = ("file",)  # TiCDC's storage sink: csv and canal-json files by table
+SIMULATED_SCHEMES = ("kafka", "kafka+ssl", "jsonl", "parquet", "memory", "blackhole", "file", "s3")
+LATER_SCHEMES = ("gcs", "gs", "azure", "azblob", "pulsar", "mysql")
+STORAGE_SCHEMES = ("file", "s3")  # TiCDC's storage sink: csv and canal-json files by table
 STORAGE_PROTOCOLS = ("csv", "canal-json")
 DEFAULT_TOPIC = "ticdc"  # jsonl/memory/blackhole have no URI path that names one
 DEFAULT_PARTITION_NUM = 3  # auto-created topics (tiflow pkg/sink/kafka/options.go)
@@ -368,10 +368,12 @@ _URI_PARAMS: dict[str, tuple[str, Parse]] = {
     "ticdc-version": ("profile", _profile),
     "encoding-format": ("encoding_format", _encoding_format),
     "debezium-disable-schema": ("debezium_disable_schema", parse_bool),
+    "debezium-include-start-ts": ("debezium_include_start_ts", parse_bool),  # ticdc's only
     "schema-registry": ("schema_registry", _registry_url),
     "avro-decimal-handling-mode": ("avro_decimal_handling_mode", _avro_decimal_mode),
     "avro-bigint-unsigned-handling-mode": ("avro_bigint_unsigned_handling_mode", _avro_bigint_mode),
     "avro-enable-watermark": ("avro_enable_watermark", parse_bool),
+    "avro-include-before-value": ("avro_include_before_value", parse_bool),  # ticdc's only
     # TiCDC reads these from [sink.kafka-config.large-message-handle] only; ours in the URI too
     "large-message-handle-option": _LARGE["large-message-handle-option"],
     "large-message-handle-compression": _LARGE["large-message-handle-compression"],
@@ -411,7 +413,6 @@ _URI_IGNORED = frozenset(
         "sasl-gssapi-password",
         "sasl-gssapi-realm",
         "sasl-gssapi-disable-pafxfast",
-        "avro-include-before-value",
         "simple-include-start-ts",
         "debezium-disable-schema",
         "debezium-include-start-ts",
@@ -425,6 +426,78 @@ _URI_IGNORED = frozenset(
 _URI_STORAGE_IGNORED = frozenset(
     {"worker-count", "flush-concurrency", "file-expiration-days", "file-cleanup-cron-spec"}
 )
+# the s3:// sink's (TiDB br/pkg/storage/s3.go S3BackendOptions, which TiCDC's storage sink
+# parses from its URI): a name is read lower-cased with `_` as `-` (parse.go
+# ExtractQueryParameters), so `access_key` is `access-key`
+S3_PARAMS = frozenset(
+    {
+        *("endpoint", "region", "provider", "force-path-style", "use-accelerate-endpoint"),
+        *("access-key", "secret-access-key", "session-token", "role-arn", "external-id"),
+        *("storage-class", "sse", "sse-kms-key-id", "acl", "object-lock-enabled"),
+    }
+)
+_S3_BOOLS = ("force-path-style", "use-accelerate-endpoint", "object-lock-enabled")
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """Where an s3:// sink writes, and how its client connects (s3.go `Apply`,
+    `NewS3Storage`): empty strings are unset, as in TiCDC."""
+
+    bucket: str
+    prefix: str  # without a trailing "/"; "" for the bucket's root
+    endpoint: str = ""
+    region: str = ""
+    provider: str = ""
+    force_path_style: bool = True  # parse.go: true unless the URI says otherwise
+    use_accelerate_endpoint: bool = False
+    access_key: str = ""
+    secret_access_key: str = ""
+    session_token: str = ""
+    role_arn: str = ""
+    external_id: str = ""
+    storage_class: str = ""
+    sse: str = ""
+    sse_kms_key_id: str = ""
+    acl: str = ""
+
+    def url(self, name: str = "") -> str:
+        """s3://BUCKET/PREFIX/NAME, how errors name an object."""
+        return "s3://" + "/".join(p for p in (self.bucket, self.prefix, name) if p)
+
+
+def s3_location(sink: SinkURI) -> S3Location:
+    """An s3:// sink URI's bucket, prefix and options, refused where TiCDC refuses them."""
+    bucket, _, prefix = sink.target.partition("/")
+    options: dict[str, Any] = {
+        k.replace("-", "_"): v for k, v in sink.params.items() if k in S3_PARAMS
+    }
+    for name in _S3_BOOLS:
+        key = name.replace("-", "_")
+        if key in options:
+            options[key] = parse_bool(options[key], f"sink URI parameter {name}")
+    options.pop("object_lock_enabled", None)  # BR's check of the bucket; no effect on writes
+    found = S3Location(bucket, prefix.strip("/"), **options)
+    where = shown(redacted(sink.text), 120)
+    if found.endpoint:
+        endpoint = urlsplit(found.endpoint)
+        if not endpoint.scheme:
+            raise ConfigError(
+                f"sink URI {where}: scheme not found in endpoint {shown(found.endpoint)}"
+            )
+        if not endpoint.netloc:
+            raise ConfigError(
+                f"sink URI {where}: host not found in endpoint {shown(found.endpoint)}"
+            )
+    if bool(found.access_key) != bool(found.secret_access_key):
+        missing = "secret_access_key" if found.access_key else "access_key"
+        raise ConfigError(f"sink URI {where}: {missing} not found (ErrStorageInvalidConfig)")
+    # s3.go Apply: these providers, and the accelerate endpoint, take virtual-hosted style
+    if found.provider in ("alibaba", "netease") or found.use_accelerate_endpoint:
+        found = replace(found, force_path_style=False)
+    return replace(found, endpoint=found.endpoint.rstrip("/"))
+
+
 # what those must look like all the same: TiCDC binds them to Go types (kafka/options.go
 # urlConfig), and a value it refuses must not pass here
 _URI_CHECKS: dict[str, Parse] = {
@@ -454,8 +527,17 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _BROKER = re.compile(r"(\[[0-9A-Fa-f:.]+(%[^\]]+)?\]|[A-Za-z0-9._-]+)(:([0-9]{1,5}))?")
 
 
+# parse.go RedactURL: the keys an s3:// URI carries are not repeated in messages
+_SECRET = re.compile(r"(?i)([?&](?:access[-_]key|secret[-_]access[-_]key|session[-_]token)=)[^&#]*")
+
+
+def redacted(text: str) -> str:
+    """A sink URI as messages show it: its S3 keys `redacted`, as TiDB's RedactURL does."""
+    return _SECRET.sub(r"\1redacted", text)
+
+
 def _fail(text: str, what: str) -> ConfigError:
-    return ConfigError(f"sink URI {shown(text, 120)}: {what}")
+    return ConfigError(f"sink URI {shown(redacted(text), 120)}: {what}")
 
 
 def _unquoted(part: str, uri: str) -> str:
@@ -472,21 +554,30 @@ def _unquoted(part: str, uri: str) -> str:
     return found
 
 
-def _query(query: str, text: str) -> dict[str, str]:
+def _query(query: str, text: str, scheme: str) -> dict[str, str]:
     if ";" in query:  # Go's url.ParseQuery refuses them since Go 1.17
         raise _fail(text, "';' does not separate parameters; use '&' (or %3B inside a value)")
+    # br/pkg/storage parse.go ParseRawURL: in an s3:// URI a + is itself (secret keys hold
+    # them), elsewhere a space as Go's url.ParseQuery reads it
+    space = "+" if scheme == "s3" else " "
+    s3 = S3_PARAMS if scheme == "s3" else frozenset()
     params: dict[str, str] = {}
     for item in filter(None, query.split("&")):
         raw_name, _, raw_value = item.partition("=")
-        name = _unquoted(raw_name.replace("+", " "), text)
-        value = _unquoted(raw_value.replace("+", " "), text)
+        name = _unquoted(raw_name.replace("+", space), text)
+        value = _unquoted(raw_value.replace("+", space), text)
+        if name.lower().replace("_", "-") in s3:
+            name = name.lower().replace("_", "-")
         if name in params:
             raise _fail(text, f"parameter {shown(name)} is given twice")
         params[name] = value
     unknown = [
         n
         for n in params
-        if n not in _URI_PARAMS and n not in _URI_IGNORED and n not in _URI_STORAGE_IGNORED
+        if n not in _URI_PARAMS
+        and n not in _URI_IGNORED
+        and n not in _URI_STORAGE_IGNORED
+        and n not in s3
     ]
     if unknown:
         names = ", ".join(map(shown, unknown[:5])) + (", ..." if len(unknown) > 5 else "")
@@ -533,7 +624,7 @@ def parse_sink_uri(text: str) -> SinkURI:
         raise _fail(text, f"unknown scheme {shown(parts.scheme)} (simulated: {simulated})")
     if parts.fragment or stripped.endswith("#"):
         raise _fail(text, "a sink URI has no #fragment (a '#' in a value is %23)")
-    params = _query(parts.query, text)
+    params = _query(parts.query, text, scheme)
     if scheme.startswith("kafka"):
         # TiCDC: the brokers are the host list, the topic is the path
         target = _brokers(parts.netloc, text)
@@ -546,12 +637,28 @@ def parse_sink_uri(text: str) -> SinkURI:
         if scheme == "kafka+ssl":
             params.setdefault("enable-tls", "true")
         return SinkURI("kafka", target, params, text)
+    if scheme == "s3":
+        return _s3(parts.netloc, parts.path, params, text)
     target = _unquoted(parts.netloc + parts.path, text)
     if scheme in ("jsonl", "parquet", "file") and not target:
         raise _fail(text, f"{scheme}:// needs a directory, e.g. {scheme}:///tmp/out")
     if scheme in ("jsonl", "parquet", "file") and target.startswith("~"):  # a directory named ~
         raise _fail(text, f"~ is not your home in a URI; write {scheme}://$HOME/... instead")
     return SinkURI(scheme, target, params, text)
+
+
+def _s3(netloc: str, path: str, params: dict[str, str], text: str) -> SinkURI:
+    """s3://BUCKET/PREFIX (parse.go parseBackend): the target is BUCKET/PREFIX."""
+    if not netloc:
+        raise _fail(text, "please specify the bucket for s3, e.g. s3://bucket/prefix")
+    if "@" in netloc or ":" in netloc:
+        raise _fail(
+            text, "the host is the bucket; credentials go in access-key and secret-access-key"
+        )
+    prefix = _unquoted(path, text).strip("/")
+    sink = SinkURI("s3", f"{netloc}/{prefix}".rstrip("/"), params, text)
+    s3_location(sink)  # its options checked now, not when the first file is written
+    return sink
 
 
 def sink_uri_text(scheme: str, target: str, query: str = "") -> str:
@@ -694,6 +801,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("sink", "content-compatible"): ("content_compatible", _bool),
     ("sink", "open", "output-old-value"): ("open_output_old_value", _bool),
     ("sink", "debezium", "output-old-value"): ("debezium_output_old_value", _bool),
+    ("sink", "debezium", "include-start-ts"): ("debezium_include_start_ts", _bool),
     ("sink", "debezium-disable-schema"): ("debezium_disable_schema", _bool),
     ("sink", "schema-registry"): ("schema_registry", _registry_url),
     ("sink", "kafka-config", "codec-config", "avro-decimal-handling-mode"): (
@@ -706,6 +814,10 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ),
     ("sink", "kafka-config", "codec-config", "avro-enable-watermark"): (
         "avro_enable_watermark",
+        _bool,
+    ),
+    ("sink", "kafka-config", "codec-config", "avro-include-before-value"): (
+        "avro_include_before_value",
         _bool,
     ),
     ("sink", "kafka-config", "partition-num"): ("partition_num", _partition_num),
@@ -1097,7 +1209,7 @@ def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
     pkg/sink/codec/builder NewRowEventEncoderBuilder)."""
     if feed.sink.scheme not in STORAGE_SCHEMES:
         raise ConfigError(
-            f"protocol csv is written by the storage sink only (file://); TiCDC's"
+            f"protocol csv is written by the storage sink only (file://, s3://); TiCDC's"
             f" {feed.sink.scheme} sink refuses it: unknown 'csv' message protocol for sink"
             " (ErrSinkUnknownProtocol)"
         )
@@ -1111,20 +1223,52 @@ def _check_csv(feed: Changefeed, codec: CodecConfig) -> None:
         raise ConfigError(f"[sink.csv]: {error} (ErrSinkInvalidConfig)")
 
 
+# TiCDC's refusal of force-replicate with avro, by version (common/config.go Apply)
+_AVRO_FORCE_REPLICATE: dict[TiCDCProfile, str] = {
+    "v8.5": "force-replicate must be disabled, when using avro protocol",
+    "new-arch": "force-replicate must be disabled, when using avro or debezium-avro protocol",
+}
+
+
+def _check_debezium(codec: CodecConfig, warnings: list[str]) -> CodecConfig:
+    """What the new architecture refuses of debezium (ticdc pkg/sink/codec/common/config.go
+    Validate): a schema registry (that is debezium-avro's), and its start-ts option with
+    another protocol; v8.5 has no such option."""
+    new_arch = codec.profile == "new-arch"
+    if new_arch and codec.protocol == "debezium" and codec.schema_registry:
+        raise ConfigError(
+            'Debezium protocol does not support schema registry; use protocol "debezium-avro"'
+            " (ErrCodecInvalidConfig)"
+        )
+    if not codec.debezium_include_start_ts:
+        return codec
+    if not new_arch:
+        warnings.append(
+            "debezium-include-start-ts is the new architecture's (ticdc-version=new-arch);"
+            f" TiCDC {codec.profile} has no such option and ignores it"
+        )
+        return replace(codec, debezium_include_start_ts=False)
+    if codec.protocol != "debezium":
+        raise ConfigError(
+            'debezium-include-start-ts only takes effect with protocol "debezium"'
+            " (ErrCodecInvalidConfig)"
+        )
+    return codec
+
+
 def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> CodecConfig:
-    """What TiCDC refuses of avro (tiflow pkg/sink/codec/common/config.go Apply, Validate):
-    force-replicate, and row checksums but with the extension and both options as strings;
-    the watermark mode is read only with the extension."""
-    if codec.profile == "new-arch":
-        # ticdc's arvo.go: the primary key alone as the key, BIT at full width, before values
-        raise ConfigError(
-            "protocol avro is simulated as TiCDC v8.5 (classic) writes it;"
-            " ticdc-version=new-arch with it is not simulated yet"
-        )
+    """What TiCDC refuses of avro (tiflow and ticdc pkg/sink/codec/common/config.go Apply,
+    Validate): force-replicate, and row checksums but with the extension and both options as
+    strings; the watermark mode is read only with the extension, and the before value only by
+    the new architecture."""
     if feed.force_replicate:
-        raise ConfigError(
-            "force-replicate must be disabled, when using avro protocol (ErrCodecInvalidConfig)"
+        raise ConfigError(f"{_AVRO_FORCE_REPLICATE[codec.profile]} (ErrCodecInvalidConfig)")
+    if codec.avro_include_before_value and codec.profile != "new-arch":
+        warnings.append(
+            "avro-include-before-value is the new architecture's (ticdc-version=new-arch);"
+            f" TiCDC {codec.profile} has no such option and ignores it"
         )
+        codec = replace(codec, avro_include_before_value=False)
     if codec.enable_row_checksum and not (
         codec.enable_tidb_extension
         and codec.avro_decimal_handling_mode == "string"
@@ -1168,7 +1312,7 @@ def _check_storage(feed: Changefeed) -> Changefeed:
     width out of 6..20 is 20)."""
     protocol = feed.codec.protocol
     if feed.faults.active:
-        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://) has none")
+        raise ConfigError("[faults] are a Kafka sink's; the storage sink (file://, s3://) has none")
     if feed.codec.profile != "v8.5":
         # ticdc's writer orders data before index, its schema files carry ColumnElems, its
         # csv drops output-handle-key: none of it simulated
@@ -1217,12 +1361,8 @@ def _adjust(feed: Changefeed) -> Changefeed:
         # replica_config.go AdjustEnableOldValue
         warnings.append(f"enable-old-value is forced on for protocol {protocol}, as TiCDC does")
         feed = replace(feed, enable_old_value=True)
-    if protocol == "debezium" and codec.profile == "new-arch":
-        # the new architecture's debezium differs (source schema, DDL names, debezium-avro)
-        raise ConfigError(
-            "protocol debezium is simulated as TiCDC v8.5 (classic) writes it;"
-            " ticdc-version=new-arch with it is not simulated yet"
-        )
+    if protocol == "debezium" or codec.debezium_include_start_ts:
+        codec = _check_debezium(codec, warnings)
     if codec.enable_tidb_extension and protocol not in ("canal-json", "avro", "debezium"):
         warnings.append(f"enable-tidb-extension has no effect with protocol {protocol}")
     large.check(
@@ -1242,6 +1382,10 @@ def _adjust(feed: Changefeed) -> Changefeed:
     if codec.enable_row_checksum and protocol not in ("simple", "avro"):
         # only these protocols write checksums (common/config.go EnableRowChecksum readers)
         warnings.append(f"integrity-check-level has no effect on protocol {protocol}'s messages")
+    if codec.avro_include_before_value and protocol != "avro":
+        # common/config.go Apply reads it for avro only
+        warnings.append(f"avro-include-before-value has no effect with protocol {protocol}")
+        codec = replace(codec, avro_include_before_value=False)
     if codec.only_output_updated_columns and protocol not in ("canal-json", "open-protocol"):
         warnings.append(f"only-output-updated-columns has no effect with protocol {protocol}")
     if codec.delete_only_output_handle_key_columns and protocol == "simple":

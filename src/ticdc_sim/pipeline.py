@@ -238,14 +238,17 @@ class Pipeline:
         sink: Sink,
         warnings: Warnings | None = None,
         registry: SchemaRegistry | None = None,
+        storage: Any = None,
     ) -> None:
+        """`registry`: avro's schema registry (else `open_registry`); `storage`: the storage
+        sink `sink` wraps (a service's feed logs what it sends)."""
         self.feed = feed
         old_value, raw = feed.enable_old_value, feed.output_raw_change_event
         self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
         self.faults = feed.faults
         self.sink: Sink = FaultySink(sink, feed.faults) if feed.faults.active else sink
         # the storage sink takes rows by table, DDL and checkpoints as such (sinks/storage.py)
-        self.storage: Any = sink if getattr(sink, "by_table", False) else None
+        self.storage: Any = storage or (sink if getattr(sink, "by_table", False) else None)
         self._sent_checkpoints: dict[tuple[str, int], int] = {}  # the last per partition
         self.partitions = feed.partition_num if feed.partition_num_set else None
         self.warnings = warnings if warnings is not None else Warnings()

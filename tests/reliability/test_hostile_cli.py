@@ -372,7 +372,7 @@ REFUSED: list[Any] = [  # exit 1: one line naming the option or file
     ),
     pytest.param(
         ["decode", "blackhole://?protocol=canal-json"],
-        "decode reads jsonl://, parquet:// and file:// directories and kafka:// topics, not blackhole://",
+        "decode reads jsonl://, parquet:// and file:// directories, s3:// prefixes and kafka:// topics, not blackhole://",
         id="decode-a-blackhole",
     ),
     pytest.param(

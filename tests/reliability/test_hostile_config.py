@@ -42,22 +42,22 @@ def refused(call: Any, *args: Any) -> str:
 BAD_URIS = [
     pytest.param(
         "",
-        "sink URI '': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
+        "sink URI '': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://, s3://)",
         id="empty",
     ),
     pytest.param(
         "/tmp/out",
-        "sink URI '/tmp/out': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
+        "sink URI '/tmp/out': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://, s3://)",
         id="no-scheme",
     ),
     pytest.param(
         "ftp://x/y?protocol=canal-json",
-        "sink URI 'ftp://x/y?protocol=canal-json': unknown scheme 'ftp' (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://)",
+        "sink URI 'ftp://x/y?protocol=canal-json': unknown scheme 'ftp' (simulated: kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://, s3://)",
         id="unknown-scheme",
     ),
     pytest.param(
-        "s3://bucket/dir?protocol=canal-json",
-        "sink URI 's3://bucket/dir?protocol=canal-json': the s3:// sink is not simulated yet; use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://",
+        "gcs://bucket/dir?protocol=canal-json",
+        "sink URI 'gcs://bucket/dir?protocol=canal-json': the gcs:// sink is not simulated yet; use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://, s3://",
         id="later-scheme",
     ),
     pytest.param(

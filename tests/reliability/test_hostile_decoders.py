@@ -650,6 +650,11 @@ VARIANTS: dict[str, tuple[str, str]] = {
         "&large-message-handle-compression=lz4",
         "none",
     ),
+    "debezium-new-arch": (
+        "protocol=debezium&enable-tidb-extension=true&ticdc-version=new-arch"
+        "&debezium-include-start-ts=true",
+        "none",
+    ),
 }
 WITHOUT_CHECKPOINTS = ("canal", "canal-handle-key-deletes", "maxwell")  # they send none
 JSON_VARIANTS = (
@@ -658,6 +663,7 @@ JSON_VARIANTS = (
     "simple",
     "simple-handle-key-only",
     "debezium",
+    "debezium-new-arch",
 )
 
 
@@ -1029,7 +1035,36 @@ def test_bad_avro_records(key: bytes | None, value: bytes | None, message: str) 
     assert str(refused.value) == message
 
 
-@pytest.mark.parametrize("options", [(AVRO_URI, None), AVRO_CHECKSUMS], ids=["avro", "checksums"])
+# the new architecture's: old rows as `_ticdc_before` records, or deletes as 0x03 watermarks
+AVRO_NEW_ARCH = AVRO_URI + "&ticdc-version=new-arch"
+AVRO_BEFORE = AVRO_NEW_ARCH + "&avro-include-before-value=true"
+AVRO_NEW_ARCH_BAD = [
+    (
+        b"\x00\x00\x00\x00\x01\x02",
+        b"\x03\x00",
+        "not an avro message: a watermark delete is 0x03 and an 8-byte commit ts, not 2 bytes",
+    ),
+    (None, b"\x03" + bytes(8), "not an avro message: a watermark delete without a key"),
+    (b"\x03", b"\x03" + bytes(8), "not an avro message: the key does not start with the magic"
+     " byte 0 and a 4-byte schema id"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "value", "message"), AVRO_NEW_ARCH_BAD)
+def test_bad_new_architecture_avro_records(
+    key: bytes | None, value: bytes | None, message: str
+) -> None:
+    decoder, _ = _avro_run(AVRO_NEW_ARCH)
+    with pytest.raises(DecodeError) as refused:
+        decoder.decode(key, value)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize(
+    "options",
+    [(AVRO_URI, None), AVRO_CHECKSUMS, (AVRO_NEW_ARCH, None), (AVRO_BEFORE, None)],
+    ids=["avro", "checksums", "new-arch", "new-arch-before"],
+)
 def test_avro_every_prefix_and_flipped_byte_is_events_or_one_clear_error(
     options: tuple[str, str | None],
 ) -> None:

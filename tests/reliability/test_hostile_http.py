@@ -443,7 +443,7 @@ CASES = [
         400,
         "CDC:ErrSinkURIInvalid",
         "sink URI '::::': no scheme, e.g. jsonl:///tmp/out (simulated: kafka://, kafka+ssl://,"
-        " jsonl://, parquet://, memory://, blackhole://, file://)",
+        " jsonl://, parquet://, memory://, blackhole://, file://, s3://)",
         json={"sink_uri": "::::"},
     ),
     refused(
@@ -453,7 +453,7 @@ CASES = [
         400,
         "CDC:ErrSinkURIInvalid",
         "sink URI 'mysql://root@127.0.0.1:3306/': the mysql:// sink is not simulated yet;"
-        " use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://",
+        " use one of kafka://, kafka+ssl://, jsonl://, parquet://, memory://, blackhole://, file://, s3://",
         json={"sink_uri": "mysql://root@127.0.0.1:3306/"},
     ),
     refused(

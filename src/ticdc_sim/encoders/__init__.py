@@ -59,6 +59,8 @@ class CodecConfig:
     # server's `cluster-id`, which its records name
     debezium_disable_schema: bool = False
     debezium_output_old_value: bool = True
+    # ticdc (new-arch) only: rows' `source.start_ts` (`debezium-include-start-ts`)
+    debezium_include_start_ts: bool = False
     cluster_id: str = "default"
     # csv: [sink.csv] and [sink] terminator (tiflow pkg/config/sink.go CSVConfig, defaults
     # of pkg/config/replica_config.go)
@@ -77,6 +79,8 @@ class CodecConfig:
     avro_decimal_handling_mode: str = "precise"
     avro_bigint_unsigned_handling_mode: str = "long"
     avro_enable_watermark: bool = False
+    # ticdc (new-arch) only: updates and deletes carry the old row as `_ticdc_before`
+    avro_include_before_value: bool = False
 
     @property
     def bootstrap(self) -> bool:
@@ -195,7 +199,7 @@ PROTOCOLS: dict[str, str] = {
     "simple": "ticdc_sim.encoders.simple",
 }
 # named by TiCDC, not simulated yet: a clear error instead of a silent fallback
-PLANNED: tuple[str, ...] = ()
+PLANNED: tuple[str, ...] = ("debezium-avro",)  # ticdc's Debezium envelope in Avro
 # broadcast DDL to every partition, except these (tiflow mq_ddl_sink.go getDDLDispatchRule)
 DDL_TO_PARTITION_ZERO = frozenset({"canal", "canal-json"})
 

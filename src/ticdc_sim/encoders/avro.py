@@ -9,7 +9,7 @@ Mirrors tiflow `pkg/sink/codec/avro/avro.go` (`encodeKey`, `encodeValue`, `colum
 Avro binary encoding of goavro (zigzag varints, length-prefixed strings and bytes, a union's
 branch index first, decimals as minimal two's-complement big-endian bytes).
 
-Records: the key holds the handle-key columns (the primary key, else the NOT NULL unique
+Records (v8.5): the key holds the handle-key columns (the primary key, else the NOT NULL unique
 index TiCDC picks); the value all columns TiCDC emits, then with `enable-tidb-extension`
 `_tidb_op` (c or u), `_tidb_commit_ts` and `_tidb_commit_physical_time`, and with row checksums
 (`integrity-check-level=correctness`) `_tidb_row_level_checksum`, `_tidb_corrupted` and
@@ -26,10 +26,28 @@ or [T, "null"] when the column has a default, which is then the field's default 
 binary string's or BIT's as base64); a precise DECIMAL (a logical type) never has a default.
 Names are `SanitizeName`d and the namespace is `default.<schema>` (the changefeed namespace).
 
+Profiles (`PROFILES`): `ticdc-version=new-arch` is pingcap/ticdc `pkg/sink/codec/avro/arvo.go`,
+`helper.go`, `encoder.go`. It differs from tiflow in: the key is the primary key's columns alone
+(`PrimaryKeyColumn`; a table keyed by a NOT NULL unique index has no key); the record is every
+column of `GetColumns()`, virtual generated ones included and NULL in every row (the chunk's);
+a BIT(n) is its (n+7)/8 bytes, leading zeros kept (the chunk's NewBinaryLiteralFromUint(v,
+(n+7)>>3)); `avro-include-before-value` adds `_ticdc_before`, a nullable `<table>_before`
+record of the same columns holding an update's or delete's old row (a delete then has a value:
+its old row, with itself as the before value, and `_tidb_op` "d"; without the extension
+`_tidb_op` alone follows it); a delete without it in watermark mode is `0x03` and its commit ts
+as a big-endian uint64 instead of no value; a watermark DDL names the event's target table
+(EXCHANGE PARTITION's: the normal table); and force-replicate's error names debezium-avro.
+The same: the schema text, the type map, defaults, names, the extension and checksum fields,
+DDL and checkpoint watermarks, the Confluent envelope, subjects.
+
 Where the research notes and the code disagree the code wins: none found for the classic
-encoder. The new architecture's avro (ticdc `pkg/sink/codec/avro/arvo.go`: the primary key
-alone as the key, BIT at its full width, `avro-include-before-value`, the `0x03` delete
-watermark) is not simulated yet: `ticdc-version=new-arch` with avro is refused in `config`.
+encoder. For ticdc: the notes' "primary key alone as the key?" holds; "BIT width" is the
+chunk's width, not the column's display length; `_tidb_op` "d" only ever appears with
+`avro-include-before-value` (a plain delete still has no value), which the notes do not say;
+the notes miss the virtual columns. Not simulated: ticdc sorts the columns by id for row
+checksums in place on the table's shared column slice (`sort.Sort(input)` in
+`value2AvroSchema`), so when ids are out of column order the rows after it read values at the
+wrong offsets; the simulator writes each column's own value.
 
 Decoding reads the schema each record names from the registry it is given: a decoder without
 one refuses Avro records. Schema and table come back from the record's namespace and name,
@@ -45,7 +63,7 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ticdc_sim.encoders import (
     NO_HEADERS,
@@ -60,7 +78,12 @@ from ticdc_sim.encoders import (
     simple,
 )
 from ticdc_sim.encoders.columnar import DELETE, INSERT, UPDATE
-from ticdc_sim.encoders.debezium import allowed_members, escape_member, sanitize_name
+from ticdc_sim.encoders.debezium import (
+    allowed_members,
+    escape_member,
+    exchanged_table,
+    sanitize_name,
+)
 from ticdc_sim.encoders.reading import Fields, json_document, not_a
 from ticdc_sim.encoders.registry import MemoryRegistry, RegistryError, SchemaRegistry, refused
 from ticdc_sim.encoders.varints import SMALL_LIMIT, SMALL_VARINTS, varint
@@ -70,12 +93,14 @@ from ticdc_sim.golang.strconv import json_number
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import BLOB_TYPES, ColumnFlag
 from ticdc_sim.model.mysql import MySQLType as M
-from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCProfile
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS
 
 PROTOCOL = "avro"
 MAGIC = b"\x00"  # confluent_schema_registry.go magicByte
-DDL_BYTE, CHECKPOINT_BYTE = b"\x01", b"\x02"  # test-only watermark mode
+# test-only watermark mode (ticdc's also marks deletes: deleteByte and the commit ts)
+DDL_BYTE, CHECKPOINT_BYTE, DELETE_BYTE = b"\x01", b"\x02", b"\x03"
+BEFORE = "_ticdc_before"  # ticdc helper.go ticdcBefore
 NAMESPACE = "default"  # the changefeed's namespace (model.DefaultNamespace)
 DEFAULT_TOPIC = "ticdc"  # config.DEFAULT_TOPIC, for an encoder not told its topics
 PRECISE, STRING = "precise", "string"  # the handling modes' values that change the type
@@ -105,6 +130,43 @@ _AVRO_TYPES: dict[str, str] = {
     "TIME": "string", "YEAR": "int", "TiDBVECTORFloat32": "string",
 }  # fmt: skip
 _STRING_TYPES = (M.VARCHAR, M.VAR_STRING, M.STRING, *BLOB_TYPES)
+
+
+class Profile(NamedTuple):
+    """What a TiCDC version writes differently: tiflow `avro.go` (v8.5) against ticdc
+    `arvo.go` (new-arch)."""
+
+    key_flag: ColumnFlag  # the key's columns: HandleKeyColInfos / PrimaryKeyColumn
+    # ticdc's record is every column of TableInfo.GetColumns(), virtual generated ones (and
+    # an expression index's hidden ones) too, which its chunk rows hold as NULL (tidb
+    # rowcodec ChunkDecoder); tiflow's only the columns the row carries
+    every_column: bool
+    full_width_bit: bool  # ticdc's chunk rows hold a BIT(n) as (n+7)/8 bytes, zeros kept
+    ops: dict[str, bytes]  # `_tidb_op` by kind (getOperation), as Avro strings
+    delete_watermark: bool  # a delete in watermark mode is 0x03 + its commit ts, not nothing
+    # a watermark DDL's schema and table when not the table's (ticdc: the event's target
+    # names, EXCHANGE PARTITION's being the normal table's)
+    ddl_names: Callable[[DDLEvent], tuple[str, str] | None]
+
+
+PROFILES: dict[TiCDCProfile, Profile] = {
+    "v8.5": Profile(
+        ColumnFlag.HANDLE_KEY,
+        False,
+        False,
+        {INSERT: b"\x02c", UPDATE: b"\x02u"},
+        False,
+        lambda event: None,
+    ),
+    "new-arch": Profile(
+        ColumnFlag.PRIMARY_KEY,
+        True,
+        True,
+        {INSERT: b"\x02c", UPDATE: b"\x02u", DELETE: b"\x02d"},
+        True,
+        exchanged_table,
+    ),
+}
 
 
 def sanitize_topic(topic: str) -> str:
@@ -172,6 +234,15 @@ def _bit_bytes(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
+def _bit_writer(col: ColumnInfo, profile: Profile) -> Write:
+    """tiflow trims a BIT's leading zero bytes; ticdc writes the chunk's bytes, which TiDB's
+    rowcodec decoder pads to the column's width (NewBinaryLiteralFromUint(v, (flen+7)>>3))."""
+    if not profile.full_width_bit:
+        return lambda v: _bytes(_bit_bytes(v))
+    width = (max(col.flen, 1) + 7) >> 3
+    return lambda v: _bytes(v.to_bytes(width, "big"))
+
+
 def signed_bytes(unscaled: int) -> bytes:
     """goavro's toSignedBytes: the minimal two's-complement big-endian bytes."""
     size = ((~unscaled if unscaled < 0 else unscaled).bit_length() + 8) // 8
@@ -218,7 +289,7 @@ def _writer(col: ColumnInfo, config: CodecConfig) -> Write:
     if tp == M.DOUBLE:
         return _F64.pack
     if tp == M.BIT:
-        return lambda v: _bytes(_bit_bytes(v))
+        return _bit_writer(col, PROFILES[config.profile])
     if tp == M.NEWDECIMAL:
         if config.avro_decimal_handling_mode == STRING:
             return lambda v: _string(_decimal_text(v))
@@ -338,9 +409,11 @@ def _base64(data: bytes) -> str:
 class _Column:
     """One column's field in a schema and its values' bytes."""
 
-    __slots__ = ("field", "offset", "write", "null", "some")
+    __slots__ = ("field", "offset", "write", "null", "some", "absent")
 
     def __init__(self, col: ColumnInfo, config: CodecConfig, nullable: bool) -> None:
+        # a virtual generated column in ticdc's record: NULL in every row
+        self.absent = col.is_virtual_generated
         avro = _avro_type(col, config)
         # goavro cannot take a logical type's default (linkedin/goavro#202)
         default = None if "logicalType" in avro else _default(col, avro)
@@ -358,10 +431,15 @@ class _Column:
 
     def values(self, column: Sequence[Any]) -> list[bytes]:
         write, some, null = self.write, self.some, self.null
+        if self.absent:
+            column = [None] * len(column)
         if not some:
             if any(v is None for v in column):
                 name = self.field["name"]
-                raise EncodeError(f"avro: a NULL in NOT NULL column {name!r}")
+                raise EncodeError(
+                    f"avro: a NULL in NOT NULL column {name!r}, which goavro cannot write"
+                    " (TiCDC: ErrAvroEncodeToBinary)"
+                )
             return list(map(write, column))
         return [null if v is None else some + write(v) for v in column]
 
@@ -376,18 +454,37 @@ _CHECKSUM: list[dict[str, Any]] = [
     {"default": False, "name": "_tidb_corrupted", "type": "boolean"},
     {"default": 0, "name": "_tidb_checksum_version", "type": "int"},
 ]
-_OPS = {INSERT: b"\x02c", UPDATE: b"\x02u"}
+_OPERATION = {"default": "", "name": "_tidb_op", "type": "string"}  # schemaWithOperation
+
+
+def _record(info: TableInfo, fields: list[dict[str, Any]], suffix: str = "") -> dict[str, Any]:
+    """avroSchemaTop (the before value's is named `<table>_before`: beforeValueRecordName)."""
+    return {
+        "type": "record",
+        "name": sanitize_name(info.name) + suffix,
+        "namespace": avro_namespace(NAMESPACE, info.schema),
+        "fields": fields,
+    }
 
 
 def record_schema(info: TableInfo, fields: list[dict[str, Any]]) -> str:
     """avroSchemaTop as encoding/json writes it."""
-    top = {
-        "type": "record",
-        "name": sanitize_name(info.name),
-        "namespace": avro_namespace(NAMESPACE, info.schema),
-        "fields": fields,
-    }
-    return _json(top)
+    return _json(_record(info, fields))
+
+
+def _value_fields(info: TableInfo, columns: list[dict[str, Any]], config: CodecConfig) -> list[Any]:
+    """value2AvroSchema: the columns, ticdc's `_ticdc_before` (a nullable record of the same
+    columns), then the extension's fields, or with the before value but no extension
+    `_tidb_op` alone."""
+    fields = list(columns)
+    if config.avro_include_before_value:
+        before = _record(info, columns, "_before")
+        fields.append({"default": None, "name": BEFORE, "type": ["null", before]})
+    if config.enable_tidb_extension:
+        fields += _EXTENSION + (_CHECKSUM if config.enable_row_checksum else [])
+    elif config.avro_include_before_value:
+        fields.append(_OPERATION)
+    return fields
 
 
 class _TableCodec:
@@ -395,20 +492,19 @@ class _TableCodec:
 
     def __init__(self, info: TableInfo, config: CodecConfig, encoder: Encoder) -> None:
         self.info, self.config = info, config
+        self.profile = profile = PROFILES[config.profile]
         flags = info.ticdc_flags(config.profile)
-        visible = info.visible_columns
+        emitted = info.columns if profile.every_column else info.visible_columns
         self.key_columns = [
             _Column(c, config, bool(flags[c.offset] & ColumnFlag.NULLABLE))
-            for c in visible
-            if flags[c.offset] & ColumnFlag.HANDLE_KEY
+            for c in emitted
+            if flags[c.offset] & profile.key_flag
         ]
-        ordered = sorted(visible, key=lambda c: c.id) if config.enable_row_checksum else visible
+        ordered = sorted(emitted, key=lambda c: c.id) if config.enable_row_checksum else emitted
         self.columns = [
             _Column(c, config, bool(flags[c.offset] & ColumnFlag.NULLABLE)) for c in ordered
         ]
-        fields: list[dict[str, Any]] = [c.field for c in self.columns]
-        if config.enable_tidb_extension:
-            fields += _EXTENSION + (_CHECKSUM if config.enable_row_checksum else [])
+        fields = _value_fields(info, [c.field for c in self.columns], config)
         self.value_schema = record_schema(info, fields)
         self.key_schema = record_schema(info, [c.field for c in self.key_columns])
         self.checksum = simple.checksum_columns(info) if config.enable_row_checksum else None
@@ -427,19 +523,36 @@ class _TableCodec:
         head = self.key_header
         return [head + b"".join(parts) for parts in zip(*fields, strict=True)]
 
-    def values(self, kind: str, events: list[RowChangedEvent]) -> list[bytes]:
+    def _columns(self, images: list[Any]) -> list[list[bytes]]:
+        return [c.values([row[c.offset] for row in images]) for c in self.columns]
+
+    def values(self, kind: str, events: list[RowChangedEvent]) -> list[bytes] | None:
+        """The value records (encodeValue); None where a delete sends none."""
+        config = self.config
+        if kind == DELETE and not config.avro_include_before_value:
+            if self.profile.delete_watermark and config.avro_enable_watermark:
+                return [DELETE_BYTE + _U64.pack(t) for t in columnar.commit_ts(events)]
+            return None  # a tombstone: the key alone
         images = columnar.images(kind, events)
-        fields = [c.values([row[c.offset] for row in images]) for c in self.columns]
+        fields = self._columns(images)
         head = self.value_header
-        if self.config.enable_tidb_extension:
+        if config.avro_include_before_value:  # the old image as the union's record branch
+            if kind == INSERT:
+                fields.append([b"\x00"] * len(events))
+            else:
+                before = self._columns(columnar.images(DELETE, events))
+                fields.append([b"\x02" + b"".join(parts) for parts in zip(*before, strict=True)])
+        op = self.profile.ops[kind]
+        if config.enable_tidb_extension:
             ts = columnar.commit_ts(events)
-            op = _OPS[kind]
             tails = [op + varint(_int64(t)) + varint(t >> PHYSICAL_SHIFT_BITS) for t in ts]
             if self.checksum is not None:  # the checksum, not corrupted, its version
                 sums = simple.row_checksums(self.checksum, images)
                 version = b"\x00" + varint(simple.CHECKSUM_VERSION)
                 tails = [t + _string(str(c)) + version for t, c in zip(tails, sums, strict=True)]
             fields.append(tails)
+        elif config.avro_include_before_value:
+            fields.append([op] * len(events))
         return [head + b"".join(parts) for parts in zip(*fields, strict=True)]
 
 
@@ -487,7 +600,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             codec = self.codec(rows[0].table)
             try:
                 keys = codec.keys(columnar.images(kind, rows))
-                values = None if kind == DELETE else codec.values(kind, rows)
+                values = codec.values(kind, rows)
             except (ValueError, OverflowError, TypeError, struct.error) as e:
                 raise EncodeError(f"avro: a value of {rows[0].table.name} ({e})") from None
             info = rows[0].table
@@ -513,6 +626,7 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             return None  # Avro sends no DDL (a schema change shows as a new schema id)
         info = event.table_info or event.pre_table_info
         schema, table = (info.schema, info.name) if info is not None else (event.schema, "")
+        schema, table = PROFILES[self.config.profile].ddl_names(event) or (schema, table)
         document = {
             "query": event.query,
             "type": int(event.action),
@@ -627,19 +741,23 @@ class _Field:
         kind = field.values.get("type")
         self.null_branch: int | None = None  # a union's: 0 for ["null", T], 1 for [T, "null"]
         self.tidb_type = ""  # a column's (the extension's fields have none)
+        self.read: Read
+        self.convert: Callable[[Any], Any] | None = None
         if isinstance(kind, list):
             if len(kind) != 2 or "null" not in kind:
                 raise field.fail(f"{field.name('type')} is a union TiCDC does not write")
             self.null_branch = kind.index("null")
             kind = kind[1 - self.null_branch]
+        if isinstance(kind, dict) and kind.get("type") == "record":  # ticdc's `_ticdc_before`
+            self.read = _Record(kind, f"{where}.type").read
+            return
         if isinstance(kind, str):  # the extension's fields
             if kind == "boolean":
-                self.read: Read = _boolean
+                self.read = _boolean
             elif kind in _PRIMITIVES:
                 self.read = _PRIMITIVES[kind]
             else:
                 raise field.fail(f"{field.name('type')} {shown(kind)} is no type TiCDC writes")
-            self.convert: Callable[[Any], Any] | None = None
             return
         avro = Fields(kind, PROTOCOL, f"{where}.type", "schema")
         name = avro.text("type")
@@ -666,7 +784,25 @@ class _Field:
             raise reader.fail(f"has {shown(value)} for {self.name!r}, not of its type") from None
 
 
-class _Schema:
+class _Record:
+    """A record schema's fields, read in order."""
+
+    def __init__(self, spec: Any, where: str, what: str = "schema") -> None:
+        top = Fields(spec, PROTOCOL, where, what)
+        if top.values.get("type") != "record":
+            raise top.fail("its `type` is not record")
+        self.table = top.text("name")
+        namespace = top.text("namespace")
+        self.schema = namespace.split(".", 1)[1] if "." in namespace else ""
+        specs = top.need("fields", list)
+        prefix = f"{where}." if where else ""
+        self.fields = [_Field(f, f"{prefix}fields[{i}]") for i, f in enumerate(specs)]
+
+    def read(self, reader: _Reader) -> dict[str, Any]:
+        return {f.name: f.value(reader) for f in self.fields}
+
+
+class _Schema(_Record):
     """A registered record schema, ready to read records of."""
 
     def __init__(self, text: str, schema_id: int) -> None:
@@ -675,18 +811,11 @@ class _Schema:
             document = json.loads(text)
         except ValueError:
             raise DecodeError(f"{not_a(PROTOCOL)}: {where} in the registry is not JSON") from None
-        top = Fields(document, PROTOCOL, "", f"Avro record schema ({where})")
-        if top.values.get("type") != "record":
-            raise top.fail("its `type` is not record")
-        self.table = top.text("name")
-        namespace = top.text("namespace")
-        self.schema = namespace.split(".", 1)[1] if "." in namespace else ""
-        specs = top.need("fields", list)
-        self.fields = [_Field(f, f"fields[{i}]") for i, f in enumerate(specs)]
+        super().__init__(document, "", f"Avro record schema ({where})")
 
-    def read(self, data: bytes, what: str) -> dict[str, Any]:
+    def record(self, data: bytes, what: str) -> dict[str, Any]:
         reader = _Reader(data, 5, what)
-        out = {f.name: f.value(reader) for f in self.fields}
+        out = self.read(reader)
         if reader.at != len(data):
             raise reader.fail(f"has {len(data) - reader.at} bytes after its record")
         return out
@@ -718,7 +847,11 @@ _CHECKSUMMED: dict[str, Callable[[Any], bytes]] = {
     "DOUBLE": _F64.pack,
     "DECIMAL": lambda v: _checksum_text(_decimal_text(v)),
 }
-_KINDS: dict[str, Literal["insert", "update"]] = {"c": "insert", "u": "update"}
+_KINDS: dict[str, Literal["insert", "update", "delete"]] = {
+    "c": "insert",
+    "u": "update",
+    "d": "delete",
+}
 _EXTENSION_NAMES = frozenset(f["name"] for f in _EXTENSION + _CHECKSUM)
 
 
@@ -735,6 +868,8 @@ class Decoder:
         self.config = config
         self.registry = registry
         self._schemas: dict[int, _Schema] = {}
+        self.profile = PROFILES[config.profile]
+        self.ops = frozenset(_KINDS[op[1:].decode()] for op in self.profile.ops.values())
 
     def _schema(self, data: bytes, what: str) -> _Schema:
         if len(data) < 5 or data[:1] != MAGIC:
@@ -763,12 +898,14 @@ class Decoder:
             if key is None:
                 raise DecodeError(f"{not_a(PROTOCOL)}: a record with neither key nor value")
             schema = self._schema(key, "the key")
-            image = schema.read(key, "the key")  # a tombstone: no commit ts
+            image = schema.record(key, "the key")  # a tombstone: no commit ts
             keys = tuple(image)
             return [DecodedRow("delete", schema.schema, schema.table, None, None, image, {}, keys)]
         head = value[:1]
         if head == DDL_BYTE:
             return [self._ddl(value)]
+        if head == DELETE_BYTE and self.profile.delete_watermark:
+            return [self._delete_watermark(key, value)]
         if head == CHECKPOINT_BYTE:
             if len(value) != 9:
                 raise DecodeError(
@@ -777,14 +914,16 @@ class Decoder:
                 )
             return [DecodedCheckpoint(_U64.unpack(value[1:])[0])]
         schema = self._schema(value, "the value")
-        record = schema.read(value, "the value")
-        image = {} if key is None else self._schema(key, "the key").read(key, "the key")
+        record = schema.record(value, "the value")
+        image = {} if key is None else self._schema(key, "the key").record(key, "the key")
         keys = tuple(image)
         op = record.get("_tidb_op")
         commit_ts = record.get("_tidb_commit_ts")
         kind = _KINDS.get(op, "insert") if isinstance(op, str) else "insert"
-        if isinstance(op, str) and op not in _KINDS:
-            raise DecodeError(f"{not_a(PROTOCOL)}: `_tidb_op` {shown(op)} is not c or u")
+        if isinstance(op, str) and (op not in _KINDS or kind not in self.ops):
+            ops = " or ".join(sorted(k for k, v in _KINDS.items() if v in self.ops))
+            raise DecodeError(f"{not_a(PROTOCOL)}: `_tidb_op` {shown(op)} is not {ops}")
+        before = record.pop(BEFORE, None)
         extra = {k: record.pop(k) for k in list(record) if k in _EXTENSION_NAMES}
         want = extra.get("_tidb_row_level_checksum")
         verified = not want or (  # common.VerifyChecksum, as TiCDC's consumer does
@@ -796,10 +935,26 @@ class Decoder:
                 f" checksum {shown(want)} does not match its values (checksum corrupted)"
             )
         ts = None if commit_ts is None else commit_ts & _M64
-        # no old values: an update's old image is its key, which the update kept (TiCDC
+        if kind == "delete":  # ticdc's with the before value: the old row, twice
+            return [DecodedRow(kind, schema.schema, schema.table, ts, None, record, extra, keys)]
+        # without old values an update's old image is its key, which the update kept (TiCDC
         # splits an update of a handle key into a delete and an insert)
-        pre = image if kind == "update" else None
+        pre = (before or image) if kind == "update" else None
         return [DecodedRow(kind, schema.schema, schema.table, ts, record, pre, extra, keys)]
+
+    def _delete_watermark(self, key: bytes | None, value: bytes) -> DecodedRow:
+        """ticdc's watermark-mode delete: 0x03 and its commit ts, the row in the key."""
+        if len(value) != 9:
+            raise DecodeError(
+                f"{not_a(PROTOCOL)}: a watermark delete is 0x03 and an 8-byte commit ts, not"
+                f" {len(value)} bytes"
+            )
+        if key is None:
+            raise DecodeError(f"{not_a(PROTOCOL)}: a watermark delete without a key")
+        schema = self._schema(key, "the key")
+        image = schema.record(key, "the key")
+        ts = _U64.unpack(value[1:])[0]
+        return DecodedRow("delete", schema.schema, schema.table, ts, None, image, {}, tuple(image))
 
     @staticmethod
     def _ddl(value: bytes) -> DecodedDDL:

@@ -13,6 +13,10 @@ The messages are built by the `protobuf` package from descriptors made here from
 (`_MESSAGES`), as protoc would describe the .proto files; serialising proto3 writes fields in
 number order, leaves zero scalars out and writes a set oneof member even when it is zero or
 false, as the gogo code TiCDC marshals with does (`isNull` 0x30 0x00, `isDdl`, versions).
+Rows are written through one template Entry per table version and kind, whose constants are
+set once: a row sets its values, formatted a column of the batch at a time with columnar's
+number passes, and serialises the entry once (`_Template`; faster than the protobuf package
+building a bare RowData of the row's values, see bench/encode.py).
 
 Where the notes and the code differ, the code wins: DDL entries are ROWDATA entries whose
 header has no `rowsCount` prop (`buildHeader(..., -1)`); Column `updated` is `!IsDelete()` for
@@ -28,6 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -43,7 +50,17 @@ from ticdc_sim.encoders import (
     Upstream,
 )
 from ticdc_sim.encoders.canal_json import parse_value
-from ticdc_sim.encoders.columnar import BatchEncoder
+from ticdc_sim.encoders.columnar import (
+    COLUMNS,
+    PRE_COLUMNS,
+    BatchEncoder,
+    Writer,
+    commit_ts,
+    has_null,
+    number_writer,
+    place,
+    shapes,
+)
 from ticdc_sim.encoders.types import (
     DDL_TYPES,
     java_type,
@@ -154,20 +171,19 @@ _ENUMS: dict[str, list[str]] = {
 }  # fmt: skip
 
 
-# Wire views: an embedded message is a length-delimited field, as `bytes` is, so a view whose
-# message fields are `bytes` writes parts serialised before with the very bytes the message
-# would (the encoder's fast path, see _TableCodec)
-_VIEWS: dict[str, tuple[str, frozenset[str]]] = {
-    "EntryView": ("Entry", frozenset({"header"})),
-    "RowDataView": ("RowData", frozenset({"beforeColumns", "afterColumns"})),
-    "RowChangeView": ("RowChange", frozenset({"rowDatas"})),
+# Wire views: an embedded message is a length-delimited field, as `bytes` is, so a view that
+# declares Entry's `storeValue` as the RowChange message it carries writes the very bytes
+# Entry does with the RowChange serialised into `storeValue`, in one serialisation (the
+# encoder's rows, see _Template)
+_VIEWS: dict[str, tuple[str, dict[str, str]]] = {
+    "EntryRows": ("Entry", {"storeValue": "RowChange"}),
 }
 
 
 def _view(name: str) -> list[Field]:
     message, parts = _VIEWS[name]
     return [
-        (f, n, _BYTES, "", o, r) if f in parts else (f, n, k, t, o, r)
+        (f, n, _MSG, parts[f], o, r) if f in parts else (f, n, k, t, o, r)
         for f, n, k, t, o, r in _MESSAGES[message]
     ]
 
@@ -211,7 +227,7 @@ def _class(name: str) -> Any:
 Packet, Messages, Entry, Header, Column, RowData, RowChange, Pair = map(
     _class, ["Packet", "Messages", "Entry", "Header", "Column", "RowData", "RowChange", "Pair"]
 )
-EntryView, RowDataView, RowChangeView = map(_class, _VIEWS)
+(EntryRows,) = map(_class, _VIEWS)
 
 PACKET_VERSION = 1  # CanalPacketVersion
 PROTOCOL_VERSION = 1  # CanalProtocolVersion
@@ -229,6 +245,8 @@ _DDL_EVENTS = frozenset(
 # -- values --------------------------------------------------------------------------------
 
 Format = Callable[[Any], bytes]
+# a column's non-NULL values of a chunk of rows -> their texts
+Texts = Callable[[Sequence[Any]], list[bytes]]
 
 
 def _digits(value: Any) -> bytes:
@@ -259,7 +277,8 @@ _STRING_TYPES = (M.STRING, M.VARCHAR, M.VAR_STRING)
 
 
 def value_format(col: ColumnInfo) -> Format:
-    """A column's non-NULL mounted values as formatValue writes them (canal_entry.go)."""
+    """A column's non-NULL mounted values as formatValue writes them (canal_entry.go): the
+    reference, one value at a time, that `value_texts` is tested against."""
     found = _FORMATS.get(col.tp)
     if found is not None:
         return found
@@ -268,18 +287,81 @@ def value_format(col: ColumnInfo) -> Format:
     return _text  # text, dates and times, JSON, VECTOR: already TiDB's strings
 
 
+def _unquoted(write: Writer) -> Texts:
+    """canal-json's number writer (whose texts are formatValue's, quoted) without the quotes."""
+
+    def run(values: Sequence[Any]) -> list[bytes]:
+        spec, items = write(values)
+        assert items is not None  # number writers give one item a value
+        spec = spec[1:-1]
+        return list(items) if spec == b"%s" else list(map(spec.__mod__, items))
+
+    return run
+
+
+def value_texts(col: ColumnInfo) -> Texts:
+    """`value_format` over a column's non-NULL canonical values at once: numbers through
+    columnar's passes over the whole column (they mount ENUM and SET, and write non-finite
+    floats as the mounter's 0), the other types one value at a time (a C-level map)."""
+    numbers = number_writer(col, quoted=True)
+    if numbers is not None:
+        return _unquoted(numbers)
+    return partial(_each, value_format(col))
+
+
+def _each(format_: Format, values: Sequence[Any]) -> list[bytes]:
+    return list(map(format_, values))
+
+
+def _nullable(texts: Texts, values: Sequence[Any]) -> Sequence[bytes | None]:
+    if not has_null(values):
+        return texts(values)
+    where = [i for i, v in enumerate(values) if v is not None]
+    out: list[bytes | None] = [None] * len(values)
+    if not where:  # the number passes make one text of no values
+        return out
+    for i, text in zip(where, texts([values[i] for i in where]), strict=True):
+        out[i] = text
+    return out
+
+
 # -- encoding ------------------------------------------------------------------------------
 
 
-class _TableCodec:
-    """What a table version's columns write whatever the row: buildColumn's constants.
+class _Template:
+    """A kind of row's Entry with buildColumn's and buildHeader's constants in place, as the
+    EntryRows view: each row sets `executeTime`, each column's value (`isNull` when NULL)
+    and promoted Java types, and serialises the entry once. `cells` are the Column
+    messages, after image then before; `slots` say which image and column each one shows."""
 
-    A Column's fields are written in number order, so its bytes are those of three messages
-    one after the other (protobuf merges concatenated messages): sqlType to updated, which
-    depend on the column, the Java type and the image (`heads`); isNull and value, the
-    value's; mysqlType, the column's (`tails`). Rows are so written from serialised parts
-    through the wire views; `entry_message` builds the whole messages, the reference the parts
-    are tested against."""
+    def __init__(self, codec: _TableCodec, kind: str, handle_only: bool) -> None:
+        deleted = kind == "delete"
+        count = len(codec.columns)
+        after = [] if deleted else range(count)
+        before = [] if kind == "insert" else range(count)
+        if deleted and handle_only:
+            before = [i for i in before if codec.handle[i]]
+        data = RowData(
+            afterColumns=[codec.column(i, True) for i in after],
+            beforeColumns=[codec.column(i, not deleted) for i in before],
+        )
+        event_type = _ROW_EVENT[kind]
+        self.entry = EntryRows(
+            header=Header(eventType=event_type, **codec.header),
+            entryType=ROWDATA,
+            storeValue=RowChange(eventType=event_type, isDdl=False, rowDatas=[data]),
+        )
+        self.header = self.entry.header
+        stored = self.entry.storeValue.rowDatas[0]
+        self.cells = [*stored.afterColumns, *stored.beforeColumns]
+        self.slots = [(False, i) for i in after] + [(True, i) for i in before]
+        self.nulled: list[Any] = []  # cells the last row made NULL, set back before the next
+
+
+class _TableCodec:
+    """What a table version's columns write whatever the row: buildColumn's constants, and
+    the templates rows are written through. `entry_message` builds each row's messages
+    anew, the reference the templates are tested against."""
 
     def __init__(self, info: TableInfo) -> None:
         self.info = info
@@ -287,19 +369,12 @@ class _TableCodec:
         self.offsets = [c.offset for c in self.columns]
         self.mounters = [mounter(c) for c in self.columns]
         self.formats = [value_format(c) for c in self.columns]
+        self.texts = [value_texts(c) for c in self.columns]
         self.java = [java_type(c) for c in self.columns]
         self.promotions = [unsigned_promotion(c) for c in self.columns]
         self.names = [c.name for c in self.columns]
         self.keys = [bool(c.flag & TiDBFlag.PRI_KEY) for c in self.columns]
         self.mysql_types = [short_type(c) for c in self.columns]
-        self.tails = [Column(mysqlType=t).SerializeToString() for t in self.mysql_types]
-        self.heads: dict[tuple[int, int, bool], bytes] = {}
-        # by `updated` (False, True), the heads of the columns' unpromoted Java types
-        self.base_heads = [
-            [self.head(i, j, u) for i, j in enumerate(self.java)] for u in (False, True)
-        ]
-        # a value's isNull and value: one message set anew for each (a quarter of a new one's cost)
-        self.middle = Column(isNull=False)
         flags = info.ticdc_flags("v8.5")
         self.handle = [bool(flags[c.offset] & ColumnFlag.HANDLE_KEY) for c in self.columns]
         self.header = {
@@ -310,19 +385,63 @@ class _TableCodec:
             "tableName": info.name,
             "props": [Pair(key="rowsCount", value="1")],
         }
-        self.header_parts: tuple[bytes, bytes] = (
-            Header(version=PROTOCOL_VERSION, serverenCode=SERVER_ENCODE).SerializeToString(),
-            Header(
-                sourceType=MYSQL, schemaName=info.schema, tableName=info.name
-            ).SerializeToString(),
+        self.templates: dict[tuple[str, bool], _Template] = {}
+
+    def column(self, i: int, updated: bool) -> Any:
+        """Column i's constants: all but its value (and a promoted Java type)."""
+        return Column(
+            sqlType=self.java[i],
+            name=self.names[i],
+            isKey=self.keys[i],
+            updated=updated,
+            isNull=False,
+            mysqlType=self.mysql_types[i],
         )
-        rows_count = Pair(key="rowsCount", value="1")
-        self.header_tails: dict[int, bytes] = {
-            t: Header(eventType=t, props=[rows_count]).SerializeToString()
-            for t in _ROW_EVENT.values()
-        }
-        self.time = Header()  # executeTime, set anew for each row
-        self.entry_view = EntryView(entryType=ROWDATA)  # header and storeValue set each row
+
+    def entries(
+        self, kind: str, events: Sequence[RowChangedEvent], handle_only: bool
+    ) -> list[bytes]:
+        """fromRowEvent over rows of one kind: each one's Entry, marshalled. Values are
+        formatted a column at a time, then each row fills the kind's template."""
+        template = self.templates.get((kind, handle_only))
+        if template is None:
+            template = self.templates[kind, handle_only] = _Template(self, kind, handle_only)
+        images = {False: list(map(COLUMNS, events)), True: list(map(PRE_COLUMNS, events))}
+        texts: list[Sequence[bytes | None]] = []
+        java: list[tuple[Any, list[int]]] = []  # promoted cells and their types a row
+        for cell, (pre, i) in zip(template.cells, template.slots, strict=True):
+            values = list(map(itemgetter(self.offsets[i]), images[pre]))
+            texts.append(_nullable(self.texts[i], values))
+            promotion = self.promotions[i]
+            if promotion is not None:
+                java.append(
+                    (cell, [promoted_java_type(self.java[i], promotion, v) for v in values])
+                )
+        times = map(physical_ms, commit_ts(events))
+        rows = zip(*texts, strict=True) if texts else repeat((), len(events))
+        header, serialize, cells = template.header, template.entry.SerializeToString, template.cells
+        nulled = template.nulled
+        out = []
+        for n, (ms, row) in enumerate(zip(times, rows, strict=True)):
+            header.executeTime = ms
+            for cell in nulled:
+                cell.isNull = False
+            nulled.clear()
+            for cell, text in zip(cells, row, strict=True):
+                if text is None:
+                    cell.isNull = True
+                    cell.value = b""
+                    nulled.append(cell)
+                else:
+                    cell.value = text
+            for cell, types in java:
+                cell.sqlType = types[n]
+            out.append(serialize())
+        return out
+
+    def entry(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
+        """One row's Entry, through the templates."""
+        return self.entries(event.kind, [event], handle_only_deletes)[0]
 
     def _values(self, row: Sequence[Any], handle_only: bool) -> Iterator[tuple[int, Any, int]]:
         """(position, mounted value, Java type) of each column an image writes."""
@@ -338,15 +457,6 @@ class _TableCodec:
     def _text(self, i: int, value: Any) -> bytes:
         return b"" if value is None else self.formats[i](value)
 
-    def head(self, i: int, java: int, updated: bool) -> bytes:
-        """Column i's sqlType, name, isKey and updated."""
-        found = self.heads.get((i, java, updated))
-        if found is None:
-            found = self.heads[i, java, updated] = Column(
-                sqlType=java, name=self.names[i], isKey=self.keys[i], updated=updated
-            ).SerializeToString()
-        return found
-
     def column_messages(self, row: Sequence[Any], updated: bool, handle_only: bool) -> list[Any]:
         """buildRowData's columns of one image, as whole messages."""
         return [
@@ -361,69 +471,6 @@ class _TableCodec:
             )
             for i, value, java in self._values(row, handle_only)
         ]
-
-    def column_bytes(
-        self,
-        row: Sequence[Any],
-        updated: bool,
-        handle_only: bool,
-        twin: tuple[Sequence[Any], list[bytes]] | None = None,
-    ) -> list[bytes]:
-        """The same columns, serialised from their parts (`_values` inlined: the hot loop).
-        `twin`: the other image of an update and its columns, whose values this image shares
-        where the update left a column alone (the very same objects), and so its bytes."""
-        out = []
-        base, tails, formats = self.base_heads[updated], self.tails, self.formats
-        middle, serialize = self.middle, self.middle.SerializeToString
-        mounters, promotions, java_types = self.mounters, self.promotions, self.java
-        for i, offset in enumerate(self.offsets):
-            if handle_only and not self.handle[i]:
-                continue
-            value = row[offset]
-            if twin is not None and twin[0][offset] is value:
-                out.append(twin[1][i])
-                continue
-            mount = mounters[i]
-            if mount is not None:
-                value = mount(value)
-            head = base[i]
-            if promotions[i] is not None:
-                java = promoted_java_type(java_types[i], promotions[i], value)
-                if java != java_types[i]:
-                    head = self.head(i, java, updated)
-            if value is None:
-                out.append(head + _NULL + tails[i])
-            else:
-                middle.value = formats[i](value)
-                out.append(head + serialize() + tails[i])
-        return out
-
-    def _header(self, event_type: int, commit_ts: int) -> bytes:
-        """buildHeader, from its parts in field order: version and serverenCode, executeTime,
-        sourceType to tableName, eventType and props."""
-        self.time.executeTime = physical_ms(commit_ts)
-        first, middle = self.header_parts
-        time: bytes = self.time.SerializeToString()
-        return first + time + middle + self.header_tails[event_type]
-
-    def entry(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
-        """fromRowEvent: one row's Entry, marshalled."""
-        deleted = event.columns is None
-        kind = "insert" if event.pre_columns is None else "delete" if deleted else "update"
-        event_type = _ROW_EVENT[kind]
-        after = [] if event.columns is None else self.column_bytes(event.columns, True, False)
-        before: list[bytes] = []
-        if event.pre_columns is not None:
-            handle_only = handle_only_deletes and deleted
-            twin = None if event.columns is None else (event.columns, after)
-            before = self.column_bytes(event.pre_columns, not deleted, handle_only, twin)
-        data = RowDataView(beforeColumns=before, afterColumns=after).SerializeToString()
-        change = RowChangeView(eventType=event_type, isDdl=False, rowDatas=[data])
-        entry = self.entry_view
-        entry.header = self._header(event_type, event.commit_ts)
-        entry.storeValue = change.SerializeToString()
-        value: bytes = entry.SerializeToString()
-        return value
 
     def entry_message(self, event: RowChangedEvent, handle_only_deletes: bool) -> bytes:
         """The same Entry built as whole messages (the reference `entry` is tested against)."""
@@ -443,9 +490,6 @@ class _TableCodec:
             executeTime=physical_ms(event.commit_ts), eventType=event_type, **self.header
         )
         return _entry(header, change)
-
-
-_NULL = Column(isNull=True).SerializeToString()
 
 
 def _entry(header: Any, change: Any) -> bytes:
@@ -481,7 +525,10 @@ class Encoder(BatchEncoder[_TableCodec]):
             if not group:
                 out.append([])
                 continue
-            entries = [self.codec(e.table).entry(e, handle_only) for e in group]
+            entries: list[bytes] = [b""] * len(group)
+            for kind, positions, events in shapes(group):
+                texts = self.codec(events[0].table).entries(kind, events, handle_only)
+                entries = place(entries, positions, texts)
             ts = max(e.commit_ts for e in group)
             first = group[0].table
             out.append([Message(None, _packet(entries), ts, len(group), first.schema, first.name)])

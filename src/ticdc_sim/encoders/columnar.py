@@ -66,7 +66,7 @@ def nullable(write: Writer) -> Writer:
         try:
             return write(values)
         except TypeError:
-            if not _has_null(values):
+            if not has_null(values):
                 raise
         where = [i for i, v in enumerate(values) if v is not None]
         out = [b"null"] * len(values)
@@ -80,13 +80,13 @@ def nullable(write: Writer) -> Writer:
     return run
 
 
-def _has_null(values: Sequence[Any]) -> bool:
+def has_null(values: Sequence[Any]) -> bool:
     # identity, not `None in values`: Decimal's == runs an ABC check on each element
     return any(map(is_, values, repeat(None)))
 
 
 def _no_nulls(values: Sequence[Any]) -> None:
-    if _has_null(values):
+    if has_null(values):
         raise TypeError("a NULL among the values")
 
 

@@ -1,8 +1,9 @@
 """debezium: TiCDC's Debezium JSON, one Kafka record per row with a JSON key; DDL as schema
 changes; checkpoints (op "m") only with enable-tidb-extension.
 
-Mirrors tiflow `pkg/sink/codec/debezium/codec.go` (`EncodeKey`, `EncodeValue`, `EncodeDDLEvent`,
-`EncodeCheckpointEvent`, `writeDebeziumFieldSchema`, `writeDebeziumFieldValue`), `encoder.go`
+Mirrors tiflow (and, per profile, ticdc) `pkg/sink/codec/debezium/codec.go` (`EncodeKey`,
+`EncodeValue`, `EncodeDDLEvent`, `EncodeCheckpointEvent`, `writeDebeziumFieldSchema`,
+`writeDebeziumFieldValue`), `encoder.go`
 (one message per row, key and value compressed alike, unsupported DDL dropped) and `helper.go`
 (`getSchemaTopicName`, `getLen`, `getExpressionAndName`, `parseColumns`), written with
 `pkg/util/json_writer.go` (json-iterator: no HTML escaping, invalid UTF-8 passed through).
@@ -11,8 +12,29 @@ the code wins: its vectors D1-D5 show the key column NOT NULL (`"optional":false
 tests build it nullable (`true`; tests/vectors/debezium.json follows the tests); and it names
 `parseColumns` only for defaults, while the code also re-reads the DDL text for every column it
 defines: the comment is dropped, and a DATETIME/TIME/TIMESTAMP/YEAR takes the precision written
-there (-1, so a `null` length, when none is). Classic only: the source schema never declares
-`commit_ts`/`cluster_id` (the new architecture does with the extension; not simulated).
+there (-1, so a `null` length, when none is).
+
+Profiles (`PROFILES`): `ticdc-version=new-arch` is pingcap/ticdc `pkg/sink/codec/debezium/
+codec.go` with protocol debezium. It differs from tiflow in: the source schema declares
+`commit_ts` and `cluster_id` with the extension (rows, DDL and checkpoints alike);
+`debezium-include-start-ts` (URI, or `[sink.debezium] include-start-ts`) puts `start_ts` in a
+row's `source` between `commit_ts` and `cluster_id` and declares it last in the row's source
+schema (never in DDL or checkpoints); the value schema lists every column of
+`TableInfo.GetColumns()`, virtual and hidden ones in place, then the virtual ones again (tiflow:
+the row's columns, then the non-hidden virtual ones); a NULL filled with the column's default
+goes through `getValueFromDefault` and the chunk datum's getter, so a TIME default is 0, a
+BIGINT UNSIGNED default above 2^63 - 1 is 0, and a DATE default panics the encoder (here an
+EncodeError saying so), while a binary string's default is written once, as base64 (exact here,
+where for v8.5 it is the approximation named above); a DDL's `db`/`table` and key
+`databaseName` are the event's target names, which for EXCHANGE PARTITION are the normal
+table's (the tableChanges id stays the partitioned table's). Refused as ticdc's Validate
+does: a schema registry with debezium (that is `debezium-avro`, not simulated), and
+`debezium-include-start-ts` with another protocol.
+The same: field order, values, key (the handle key), DDL change types and table changes,
+checkpoints. Where the notes and the code disagree: `optional` from NOT NULL is not new (tiflow
+has it too; ticdc's tests merely build real NOT NULL keys, so their vectors show `false`);
+`start_ts` is optional in the sense of an option, but declared `"optional":false`;
+commit_ts/cluster_id are declared with the extension only, as the notes say.
 Approximations: `parseColumns`' defaults from the DDL text are the column's stored default
 here; a NULL in a binary column with a default, which TiCDC writes as two members of one name,
 is written once, as base64; a DATETIME/TIMESTAMP with DEFAULT CURRENT_TIMESTAMP(n), whose
@@ -35,11 +57,12 @@ import base64
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from itertools import repeat
 from operator import add, rshift
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlglot import exp
 
@@ -66,7 +89,7 @@ from ticdc_sim.model.actions import ActionType as A
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import BLOB_TYPES, ColumnFlag, TiDBFlag
 from ticdc_sim.model.mysql import MySQLType as M
-from ticdc_sim.model.table import ColumnInfo, TableInfo
+from ticdc_sim.model.table import ColumnInfo, TableInfo, TiCDCProfile
 from ticdc_sim.model.tso import PHYSICAL_SHIFT_BITS, physical_ms
 from ticdc_sim.model.type_names import type_to_str
 
@@ -79,6 +102,63 @@ _ZERO_TIMESTAMP = b'"1970-01-01T00:00:00Z"'
 
 def _s(text: str) -> bytes:
     return gj.dumps(text, _J)
+
+
+def _classic_default(col: ColumnInfo, fill: Any) -> Any:
+    return fill
+
+
+def _chunk_default(col: ColumnInfo, fill: Any) -> Any:
+    """ticdc fills a NULL with the column's default through getValueFromDefault and then reads
+    it with the chunk datum's getter: a TIME default stays a string datum, whose
+    GetMysqlDuration is 0; a BIGINT UNSIGNED default above 2^63 - 1 fails ParseInt and stays a
+    string datum too, whose GetUint64 is 0. (A DATE's panics: `_writer`.)"""
+    if col.tp == M.DURATION:
+        return "00:00:00"
+    if col.tp == M.LONGLONG and col.unsigned and fill >= 1 << 63:
+        return 0
+    return fill
+
+
+def _no_ddl_rename(event: DDLEvent) -> tuple[str, str] | None:
+    return None
+
+
+_WITH_TABLE = re.compile(r"\bWITH TABLE (?:`((?:[^`]|``)*)`\.)?`((?:[^`]|``)*)`", re.IGNORECASE)
+
+
+def exchanged_table(event: DDLEvent) -> tuple[str, str] | None:
+    """ticdc's EXCHANGE PARTITION event names the normal table (`WITH TABLE`), and its extra
+    names the partitioned one (schemastore buildPersistedDDLEventForExchangePartition)."""
+    if event.action != A.EXCHANGE_TABLE_PARTITION:
+        return None
+    found = _WITH_TABLE.search(event.query)
+    if found is None:
+        return None
+    schema, table = found.group(1), found.group(2).replace("``", "`")
+    return (event.schema if schema is None else schema.replace("``", "`")), table
+
+
+class Profile(NamedTuple):
+    """What a TiCDC version writes differently: tiflow `codec.go` (v8.5) against ticdc
+    `codec.go` with protocol debezium (new-arch)."""
+
+    # the source schema declares commit_ts and cluster_id with the extension (the records
+    # carry them always); `debezium-include-start-ts` exists
+    declares_extension: bool
+    # the value schema lists TableInfo.GetColumns(), virtual (and hidden) ones in place, then
+    # the virtual ones again; tiflow the row's columns, then the non-hidden virtual ones
+    every_column: bool
+    null_default: Callable[[ColumnInfo, Any], Any]  # a NULL's default, as the record has it
+    date_default_panics: bool  # a NULL in a DATE with a default: GetMysqlTime of a string
+    # a DDL's db and table when they are not the event's own (ticdc: EXCHANGE PARTITION's)
+    ddl_names: Callable[[DDLEvent], tuple[str, str] | None]
+
+
+PROFILES: dict[TiCDCProfile, Profile] = {
+    "v8.5": Profile(False, False, _classic_default, False, _no_ddl_rename),
+    "new-arch": Profile(True, True, _chunk_default, True, exchanged_table),
+}
 
 
 # -- values (writeDebeziumFieldValue) ------------------------------------------------------------
@@ -200,7 +280,7 @@ def _base_writer(col: ColumnInfo, zone: dt.tzinfo) -> Writer:
     return _STRINGS  # text, ENUM and SET members, JSON, VECTOR
 
 
-def _writer(col: ColumnInfo, zone: dt.tzinfo) -> Writer:
+def _writer(col: ColumnInfo, zone: dt.tzinfo, profile: Profile) -> Writer:
     """`_base_writer` where a NULL is sent as the column's default, when it has one."""
     write = columnar.nullable(_base_writer(col, zone))
     default = col.default
@@ -213,6 +293,9 @@ def _writer(col: ColumnInfo, zone: dt.tzinfo) -> Writer:
             fill: Any = column_converter(col, lambda: dt.UTC)(default.value)
         except Exception:  # a default the engine let through but cannot convert
             return write
+        if col.tp == M.DATE and profile.date_default_panics:
+            return _panics_on_null(col, write)
+        fill = profile.null_default(col, fill)
         return lambda values: write([fill if v is None else v for v in values])
     # CURRENT_TIMESTAMP (a DATETIME's 0, a nullable TIMESTAMP's null) or an expression
     text = _tidb_default(col)
@@ -222,6 +305,19 @@ def _writer(col: ColumnInfo, zone: dt.tzinfo) -> Writer:
     if col.tp in (M.DATETIME, M.TIMESTAMP, M.DURATION, M.DATE) or not isinstance(text, str):
         return write
     return lambda values: write([text if v is None else v for v in values])
+
+
+def _panics_on_null(col: ColumnInfo, write: Writer) -> Writer:
+    def checked(values: Sequence[Any]) -> Field:
+        if any(v is None for v in values):
+            raise EncodeError(
+                f"debezium: a NULL in DATE column {col.name!r}, which has a default: TiCDC's"
+                " encoder panics on it (datum.GetMysqlTime of the default's string datum:"
+                " interface conversion: interface {} is nil, not types.Time)"
+            )
+        return write(values)
+
+    return checked
 
 
 def _tidb_default(col: ColumnInfo) -> str | int | None:
@@ -385,7 +481,7 @@ def field_schema(col: ColumnInfo, extension: bool, zone: dt.tzinfo = dt.UTC) -> 
     return b"{" + b",".join(parts) + b"}"
 
 
-_SOURCE_SCHEMA = (
+_SOURCE_HEAD = (
     b'{"type":"struct","fields":[{"type":"string","optional":false,"field":"version"},'
     b'{"type":"string","optional":false,"field":"connector"},'
     b'{"type":"string","optional":false,"field":"name"},'
@@ -401,17 +497,35 @@ _SOURCE_SCHEMA = (
     b'{"type":"int64","optional":false,"field":"pos"},'
     b'{"type":"int32","optional":false,"field":"row"},'
     b'{"type":"int64","optional":true,"field":"thread"},'
-    b'{"type":"string","optional":true,"field":"query"}],'
-    b'"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}'
+    b'{"type":"string","optional":true,"field":"query"}'
 )
-_ENVELOPE_TAIL = (
-    _SOURCE_SCHEMA + b',{"type":"string","optional":false,"field":"op"},'
+_SOURCE_TAIL = b'],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}'
+# ticdc's source schema declares the extension's fields, and start_ts when rows carry it
+_SOURCE_EXTENSION = (
+    b',{"type":"int64","optional":false,"field":"commit_ts"},'
+    b'{"type":"string","optional":false,"field":"cluster_id"}'
+)
+_SOURCE_START_TS = b',{"type":"int64","optional":false,"field":"start_ts"}'
+_TRANSACTION_TAIL = (
+    b',{"type":"string","optional":false,"field":"op"},'
     b'{"type":"int64","optional":true,"field":"ts_ms"},'
     b'{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"},'
     b'{"type":"int64","optional":false,"field":"total_order"},'
     b'{"type":"int64","optional":false,"field":"data_collection_order"}],'
     b'"optional":true,"name":"event.block","version":1,"field":"transaction"}]}'
 )
+
+
+def source_schema(config: CodecConfig, start_ts: bool = False) -> bytes:
+    """writeSourceSchema: tiflow's fixed fields; ticdc's add commit_ts and cluster_id with
+    the extension, and start_ts where the record carries it (rows with
+    debezium-include-start-ts; never DDL or checkpoints)."""
+    extra = b""
+    if PROFILES[config.profile].declares_extension and config.enable_tidb_extension:
+        extra += _SOURCE_EXTENSION
+    if start_ts and config.debezium_include_start_ts:
+        extra += _SOURCE_START_TS
+    return _SOURCE_HEAD + extra + _SOURCE_TAIL
 
 
 def _source(cluster: bytes, db: str, table: str) -> tuple[bytes, bytes]:
@@ -438,7 +552,7 @@ class _TableCodec:
         zone = load_zone(config.time_zone)
         self.columns = info.visible_columns
         self.offsets = [c.offset for c in self.columns]
-        self.writers = [_writer(c, zone) for c in self.columns]
+        self.writers = [_writer(c, zone, PROFILES[config.profile]) for c in self.columns]
         self.keys = [_s(c.name) + b":" for c in self.columns]
         flags = info.ticdc_flags(config.profile)
         self.handle = [
@@ -450,8 +564,15 @@ class _TableCodec:
         self.cluster = cluster
         extension = config.enable_tidb_extension
         schemas = [field_schema(c, extension, zone) for c in self.columns]
-        virtual = [c for c in info.columns if c.is_virtual_generated and not c.hidden]
-        fields = b",".join(schemas + [field_schema(c, extension, zone) for c in virtual])
+        profile = PROFILES[config.profile]
+        listed = info.columns if profile.every_column else self.columns
+        # the virtual columns again (IsColCDCVisible); tiflow's TableInfo has no hidden ones
+        virtual = [
+            c
+            for c in info.columns
+            if c.is_virtual_generated and (profile.every_column or not c.hidden)
+        ]
+        fields = b",".join([field_schema(c, extension, zone) for c in (*listed, *virtual)])
         value = b'{"type":"struct","optional":true,"name":' + _s(topic + ".Value")
         self.key_schema = b""
         self.value_schema = b""
@@ -466,7 +587,7 @@ class _TableCodec:
                 + b',"version":1,"fields":['
                 + value + b',"field":"before","fields":[' + fields + b"]},"
                 + value + b',"field":"after","fields":[' + fields + b"]},"
-                + _ENVELOPE_TAIL
+                + source_schema(config, start_ts=True) + _TRANSACTION_TAIL
             )  # fmt: skip
         self.layouts: dict[str, tuple[columnar.Layout, columnar.Layout]] = {}
 
@@ -483,11 +604,10 @@ class _TableCodec:
     def _value_layout(self, kind: str) -> columnar.Layout:
         every = range(len(self.columns))
         head, middle = self.source
-        parts: list[bytes | str] = [
-            b'{"payload":{' + head,
-            "es",
-            middle,
-            "commitTs",
+        parts: list[bytes | str] = [b'{"payload":{' + head, "es", middle, "commitTs"]
+        if self.config.debezium_include_start_ts:  # ticdc's, between commit_ts and cluster_id
+            parts += [b',"start_ts":', "startTs"]
+        parts += [
             b',"cluster_id":' + self.cluster + b'},"ts_ms":',
             "now",
             b',"transaction":null,"op":',
@@ -513,6 +633,8 @@ class _TableCodec:
             "now": Field(b"%d", list(map(add, es, repeat(REPLICATION_LAG_MS)))),
             "commitTs": Field(b"%d", ts),
         }
+        if self.config.debezium_include_start_ts:
+            fields["startTs"] = Field(b"%d", [e.start_ts for e in events])
         every = range(len(self.columns))
         try:
             fields |= columnar.image_fields(kind, events, every, self.offsets, self.writers)
@@ -592,7 +714,8 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
             key += b',"schema":{"type":"struct","name":' + _s(watermark + ".Key")
             key += b',"optional":false,"fields":[]}'
             value += b',"schema":{"type":"struct","optional":false,"name":'
-            value += _s(watermark + ".Envelope") + b',"version":1,"fields":[' + _ENVELOPE_TAIL
+            value += _s(watermark + ".Envelope") + b',"version":1,"fields":['
+            value += source_schema(config) + _TRANSACTION_TAIL
         key, value = self._compressed(key + b"}", value + b"}")
         return Message(key, value, ts)
 
@@ -775,6 +898,8 @@ def _table_change(event: DDLEvent, change: str, db: str, table: str) -> bytes:
     pre = event.pre_table_info
     if event.action == A.RENAME_TABLE and pre is not None:
         ident = f'"{pre.schema}"."{pre.name}","{db}"."{table}"'
+    elif event.action == A.EXCHANGE_TABLE_PARTITION:  # the partitioned table's (ticdc's extra)
+        ident = f'"{event.schema}"."{event.table}"'
     else:
         ident = f'"{db}"."{table}"'
     head = b'{"type":"' + change.encode() + b'","id":' + _s(ident)
@@ -801,10 +926,12 @@ _DDL_KEY_SCHEMA = (
     b'"type":"string"}]}'
 )
 _OPTIONAL_STRINGS = b'"optional":true,"type":"array","items":{"type":"string","optional":false}}'
-_DDL_VALUE_SCHEMA = (
+_DDL_VALUE_HEAD = (
     b',"schema":{"optional":false,"type":"struct","version":1,'
-    b'"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":[' + _SOURCE_SCHEMA
-    + b',{"field":"ts_ms","optional":false,"type":"int64"},'
+    b'"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
+)
+_DDL_VALUE_TAIL = (
+    b',{"field":"ts_ms","optional":false,"type":"int64"},'
     b'{"field":"databaseName","optional":true,"type":"string"},'
     b'{"field":"schemaName","optional":true,"type":"string"},'
     b'{"field":"ddl","optional":true,"type":"string"},'
@@ -844,6 +971,10 @@ def _ddl(event: DDLEvent, change: str, config: CodecConfig) -> tuple[bytes, byte
     db, table = (info.schema, info.name) if info is not None else (event.schema, event.table)
     pre = event.pre_table_info
     named = pre.schema if event.action == A.DROP_TABLE and pre is not None else db
+    renamed = PROFILES[config.profile].ddl_names(event)
+    if renamed is not None:
+        named = db = renamed[0]
+        table = renamed[1]
     key = b'{"payload":{"databaseName":' + _s(named) + b"}"
     cluster = _s(config.cluster_id)
     head, middle = _source(cluster, db, table)
@@ -859,7 +990,7 @@ def _ddl(event: DDLEvent, change: str, config: CodecConfig) -> tuple[bytes, byte
     )  # fmt: skip
     if not config.debezium_disable_schema:
         key += _DDL_KEY_SCHEMA
-        value += _DDL_VALUE_SCHEMA
+        value += _DDL_VALUE_HEAD + source_schema(config) + _DDL_VALUE_TAIL
     return key + b"}", value + b"}"
 
 
@@ -1040,7 +1171,9 @@ class Decoder:
         before = self._image(payload, "before", readers, kind != INSERT)
         after = self._image(payload, "after", readers, kind != DELETE)
         schema, table = source.text("db"), source.text("table")
-        extra = {"ts_ms": payload.integer("ts_ms")}
+        extra: dict[str, int | None] = {"ts_ms": payload.integer("ts_ms")}
+        if "start_ts" in source.values:  # ticdc's debezium-include-start-ts
+            extra["start_ts"] = source.ts("start_ts")
         if kind == "update" and before is None:
             before = {}  # output-old-value=false: no `before`
         keys = tuple(self._key(key, codec))

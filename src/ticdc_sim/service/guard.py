@@ -1,5 +1,6 @@
 """What a request may make the service touch: files under the data directory only, Kafka
-brokers on the operator's allow-list only. Checked before a changefeed is built."""
+brokers and S3 endpoints on the operator's allow-lists only. Checked before a changefeed is
+built."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ticdc_sim.cluster import TooLarge
-from ticdc_sim.config import Changefeed, parse_sink_uri, sink_uri_text
+from ticdc_sim.config import Changefeed, parse_sink_uri, s3_location, sink_uri_text
 from ticdc_sim.errors import SimError
 from ticdc_sim.service.settings import Settings
+from ticdc_sim.sinks import DIRECTORY_SINKS, place
 from ticdc_sim.sinks.claim_check import storage_path
+
+AWS = "aws"  # TICDC_SIM_S3_ALLOW's name of AWS's own endpoint (a URI without endpoint=)
 
 
 class Forbidden(SimError):
@@ -28,9 +32,9 @@ def inside(root: Path, path: Path, what: str) -> Path:
 
 def sink_uri(text: str, settings: Settings) -> str:
     """The sink URI a changefeed may use: file sinks under the data directory (a relative
-    path is taken from it), Kafka only on allowed brokers."""
+    path is taken from it), Kafka only on allowed brokers, S3 only at allowed endpoints."""
     uri = parse_sink_uri(text)
-    if uri.scheme in ("jsonl", "parquet"):
+    if uri.scheme in DIRECTORY_SINKS:
         path = inside(settings.data_dir, Path(uri.target), f"{uri.scheme}:// directory")
         return sink_uri_text(uri.scheme, str(path), urlsplit(text.strip()).query)
     if uri.scheme == "kafka":
@@ -41,13 +45,19 @@ def sink_uri(text: str, settings: Settings) -> str:
                 f"kafka broker {', '.join(refused)} is not allowed here"
                 " (the operator lists brokers in TICDC_SIM_KAFKA_ALLOW)"
             )
+    if uri.scheme == "s3":
+        endpoint = s3_location(uri).endpoint or AWS
+        if endpoint not in settings.s3_allow:
+            raise Forbidden(
+                f"s3 endpoint {endpoint} is not allowed here (the operator lists endpoints in"
+                " TICDC_SIM_S3_ALLOW)"
+            )
     return text
 
 
-def directory(checked_uri: str) -> Path | None:
-    """The directory a checked sink URI writes, for file sinks."""
-    uri = parse_sink_uri(checked_uri)
-    return Path(uri.target) if uri.scheme in ("jsonl", "parquet") else None
+def directory(checked_uri: str) -> str | None:
+    """Where a checked sink URI writes: a file sink's directory, an S3 prefix."""
+    return place(parse_sink_uri(checked_uri))
 
 
 def changefeed(feed: Changefeed, settings: Settings) -> None:

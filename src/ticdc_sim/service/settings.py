@@ -24,6 +24,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Kafka bootstrap host:port a sink URI may name (none: no kafka:// sinks)",
     )
+    s3_allow: list[str] = Field(
+        default_factory=list,
+        description="S3 endpoints (as a sink URI's endpoint= gives them; `aws`: AWS's own) an"
+        " s3:// sink may name (none: no s3:// sinks)",
+    )
     default_cluster: bool = Field(True, description="start with cluster and changefeed `default`")
     default_sink_uri: str = Field(
         "jsonl://default?protocol=canal-json&enable-tidb-extension=true",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import NamedTuple, Protocol
 
 from ticdc_sim.config import DEFAULT_PARTITION_NUM, Changefeed, SinkURI
@@ -18,10 +18,28 @@ from ticdc_sim.errors import Warnings
 
 
 def overlap(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
-    """Whether two directories are one, or one is inside the other (symlinks resolved):
-    outputs in them would refuse, or replace, each other's files."""
-    mine, theirs = Path(os.path.realpath(one)), Path(os.path.realpath(other))
+    """Whether two directories (or `s3://BUCKET/PREFIX`es, `place`) are one, or one is
+    inside the other (symlinks resolved): outputs in them would refuse, or replace, each
+    other's files."""
+    mine: PurePath
+    theirs: PurePath
+    if str(one).startswith(_S3) or str(other).startswith(_S3):
+        mine, theirs = PurePosixPath(str(one)), PurePosixPath(str(other))
+    else:
+        mine, theirs = Path(os.path.realpath(one)), Path(os.path.realpath(other))
     return mine == theirs or mine in theirs.parents or theirs in mine.parents
+
+
+_S3 = "s3://"
+DIRECTORY_SINKS = ("jsonl", "parquet", "file")  # sinks writing a directory
+
+
+def place(uri: SinkURI) -> str | None:
+    """Where a sink's output goes, for `overlap`: its directory, or s3://BUCKET/PREFIX;
+    None for a sink without one (kafka, memory, blackhole)."""
+    if uri.scheme in DIRECTORY_SINKS:
+        return uri.target
+    return f"{_S3}{uri.target}" if uri.scheme == "s3" else None
 
 
 class Record(NamedTuple):
@@ -80,7 +98,7 @@ def open_sink(
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
     `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
-    the storage sink (file://) reads its settings from the changefeed `feed`."""
+    the storage sink (file://, s3://) reads its settings from the changefeed `feed`."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
@@ -93,7 +111,7 @@ def open_sink(
         from ticdc_sim.sinks.parquet import ParquetSink
 
         return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place)
-    if uri.scheme == "file":
+    if uri.scheme in ("file", "s3"):
         from ticdc_sim.sinks.storage import StorageSink
 
         assert feed is not None, "the storage sink needs the changefeed's settings"

@@ -149,7 +149,9 @@ def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
 
 class ParquetSink(StagedSink):
     def __init__(self, directory: str, *, overwrite: bool = False, in_place: bool = False) -> None:
-        self.staging = Staging(Path(directory), "parquet", overwrite, _ours, in_place=in_place)
+        self.staging: Staging = Staging(
+            Path(directory), "parquet", overwrite, _ours, in_place=in_place
+        )
         self.files: dict[tuple[str, int], _PartitionFile] = {}
         self.offsets: dict[tuple[str, int], int] = {}  # where finished files left off
 

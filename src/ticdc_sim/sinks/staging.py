@@ -21,6 +21,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink
@@ -44,9 +45,24 @@ class NotEmpty(ConfigError):
     """The target directory holds earlier output, and replacing it was not asked for;
     `asked_by` is how the caller asks (the CLI's flag, the Python API's argument)."""
 
-    def __init__(self, sink: str, root: Path, asked_by: str = "--overwrite") -> None:
+    def __init__(self, sink: str, root: Path | str, asked_by: str = "--overwrite") -> None:
         super().__init__(f"{sink} sink: {root} is not empty; pass {asked_by} to replace it")
         self.sink, self.root = sink, root
+
+
+class Finishing(Protocol):
+    """How a sink's output is put in place at its end (`Staging`; an S3 store's objects are
+    in place as written)."""
+
+    replaced: bool  # whether earlier output of the sink's was there (and is gone)
+
+    def commit(self) -> None: ...
+
+    def keep_partial(self) -> None: ...
+
+    def location(self) -> str:
+        """Where the output is, for messages."""
+        ...
 
 
 class Staging:
@@ -78,6 +94,9 @@ class Staging:
             self.work.mkdir(parents=True)
         except OSError as e:
             raise ConfigError(f"{sink} sink: cannot write {self.work}: {e.strerror}") from None
+
+    def location(self) -> str:
+        return str(self.target)
 
     def commit(self) -> None:
         if self.in_place:
@@ -130,17 +149,18 @@ class StagedSink(LocalSink):
     moves the output into place, or to `DIR.partial` if that fails; `abort` keeps what was
     sent as `DIR.partial`, never where complete output would be."""
 
-    staging: Staging
+    staging: Finishing
     _beside: dict[str, Callable[[], bytes]] | None = None
 
     def beside(self, name: str, content: Callable[[], bytes]) -> None:
-        """Keep a file `name` (one of `BESIDE`) beside the records, its content asked for
-        when the sink closes or flushes."""
-        assert name in BESIDE
+        """Keep a file `name` (one of `BESIDE`) beside the records of a directory, its
+        content asked for when the sink closes or flushes."""
+        assert name in BESIDE and isinstance(self.staging, Staging)
         self._beside = {**(self._beside or {}), name: content}
 
     def _write_beside(self) -> None:
         for name, content in (self._beside or {}).items():
+            assert isinstance(self.staging, Staging)  # `beside` is a directory's
             write_atomically(self.staging.work / name, content())
 
     def _finish(self) -> None:

@@ -1,8 +1,10 @@
-"""`file://DIR`: TiCDC's storage sink, files by table rather than records by topic and partition.
+"""`file://DIR`, `s3://BUCKET/PREFIX`: TiCDC's storage sink, files by table rather than records
+by topic and partition.
 
 Mirrors tiflow `cdc/sink/dmlsink/cloudstorage` (`cloud_storage_dml_sink.go`, `dml_worker.go`),
 `cdc/sink/ddlsink/cloudstorage/cloud_storage_ddl_sink.go` and `pkg/sink/cloudstorage/path.go`.
-The layout, relative to DIR:
+The layout, relative to DIR (or under PREFIX; the files go through `sinks/store.py`, which
+knows nothing of it):
 
     {schema}/{table}/{table-version}[/{partition-id}][/{date}]/CDC{n}.{csv|json}
     {schema}/{table}/{table-version}[/{partition-id}][/{date}]/meta/CDC.index
@@ -46,14 +48,14 @@ intervals and date boundaries at once.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
-from ticdc_sim.config import Changefeed, duration_ms
+from ticdc_sim.config import Changefeed, SinkURI, duration_ms
 from ticdc_sim.encoders import (
     CodecConfig,
     Decoded,
@@ -65,12 +67,13 @@ from ticdc_sim.encoders import (
 )
 from ticdc_sim.encoders.csv import HEADER_PREFIX
 from ticdc_sim.encoders.csv import Decoder as CSVDecoder
-from ticdc_sim.errors import ConfigError, DecodeError, SimError
+from ticdc_sim.errors import ConfigError, DecodeError
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.sinks import Record
-from ticdc_sim.sinks.staging import StagedSink, Staging
+from ticdc_sim.sinks.staging import StagedSink
+from ticdc_sim.sinks.store import Store, open_store, read_store
 
 CHECKPOINT_INTERVAL_MS = 2_000  # cloud_storage_ddl_sink.go: metadata at most every 2 s
 _DATE_FORMATS = {"none": "", "year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
@@ -95,9 +98,9 @@ class StorageSink(StagedSink):
     by_table = True  # the pipeline hands rows, DDL and checkpoints over as such
 
     def __init__(self, feed: Changefeed, *, overwrite: bool = False, in_place: bool = False):
-        self.root = Path(feed.sink.target)
-        self.staging = Staging(self.root, "file", overwrite, _ours, in_place=in_place)
-        self.work = self.staging.work
+        self.store = open_store(feed.sink, _ours, overwrite=overwrite, in_place=in_place)
+        self.staging = self.store.finishing
+        self.on_file: Callable[[str, bytes], None] | None = None  # each file, once written
         codec = feed.codec
         self.extension = _EXTENSIONS[codec.protocol]
         self.row_end = codec.terminator.encode() if codec.protocol == "canal-json" else b""
@@ -225,14 +228,13 @@ class StorageSink(StagedSink):
         self.files += 1
 
     def _put(self, relative: str, data: bytes) -> None:
-        path = self.work / relative
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.tmp")
-            temporary.write_bytes(data)
-            os.replace(temporary, path)  # a reader never sees half a file
-        except OSError as e:
-            raise SimError(f"cannot write {path}: {e.strerror}") from None
+        self.store.put(relative, data)
+        if self.on_file is not None:
+            self.on_file(relative, data)
+
+    def written(self) -> Store:
+        """The files written so far, to read while the sink is open."""
+        return self.store.written()
 
     def flush(self) -> None:
         self._write_all(self.now_ms)
@@ -245,40 +247,38 @@ class StorageSink(StagedSink):
 _OUR_FILE = re.compile(r"CDC[0-9]+\.(csv|json)|CDC\.index|schema_[0-9]+_[0-9]{10}\.json")
 
 
-def _ours(entry: Path) -> bool:
-    """The `metadata` file, or a schema directory of the layout's files only."""
-    if entry.is_file():
-        return entry.name == cloudstorage.METADATA
-    return entry.is_dir() and all(
-        p.is_dir() or _OUR_FILE.fullmatch(p.name) for p in entry.rglob("*")
-    )
+def _ours(name: str) -> bool:
+    """A file of the layout: `metadata` at the top, data, index and schema files below."""
+    if "/" not in name:
+        return name == cloudstorage.METADATA
+    return _OUR_FILE.fullmatch(name.rpartition("/")[2]) is not None
 
 
 # -- reading the layout back ---------------------------------------------------------------------
 
 _DATA_FILE = re.compile(r"CDC([0-9]+)\.(csv|json)")
 _DIGITS = re.compile(r"[0-9]+")
+_SCHEMA_FILE_START = b'{\n    "Table": '  # json.MarshalIndent of a TableDefinition
 
 
-def read_storage(directory: str) -> Iterator[Record]:
-    """Every file of a storage layout as TiCDC's storage consumer walks it
-    (cmd/storage-consumer): by table version, each version's schema file before its data
-    files, those by partition, date and number; `metadata` last. A record per file: `topic`
-    its path under DIR, the key its path too."""
-    root = Path(directory)
-    if not root.is_dir():
-        raise ConfigError(f"storage source: {root} is not a directory")
+def read_storage(source: Store | str) -> Iterator[Record]:
+    """Every file of a storage layout (a store, or a directory's path) as TiCDC's storage
+    consumer walks it (cmd/storage-consumer): by table version, each version's schema file
+    before its data files, those by partition, date and number; `metadata` last. A record per
+    file: `topic` its path under the root, the key its path too."""
+    store = (
+        source if not isinstance(source, str) else read_store(SinkURI("file", source, {}, source))
+    )
     found: list[tuple[tuple[int, int, tuple[str, ...], int], str]] = []
     metadata = None
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        relative = path.relative_to(root).as_posix()
+    for relative in store.names():
         parts = relative.split("/")
         if relative == cloudstorage.METADATA:
             metadata = relative
         elif cloudstorage.is_schema_path(relative) and len(parts) in (3, 4):
             version = int(parts[-1].split("_")[1])
             found.append(((version, 0, (), 0), relative))
-        elif parts[-1] == "CDC.index" and parts[-2] == "meta":
+        elif len(parts) >= 2 and parts[-1] == "CDC.index" and parts[-2] == "meta":
             continue  # names the newest data file of its directory, which is read anyway
         elif (
             (named := _DATA_FILE.fullmatch(parts[-1]))
@@ -287,44 +287,68 @@ def read_storage(directory: str) -> Iterator[Record]:
         ):
             found.append(((int(parts[2]), 1, tuple(parts[3:-1]), int(named.group(1))), relative))
         else:
-            raise ConfigError(f"storage source: {path} is not part of TiCDC's storage layout")
+            where = store.where(relative)
+            raise ConfigError(f"storage source: {where} is not part of TiCDC's storage layout")
     ordered = [name for _, name in sorted(found)]
     if metadata is not None:
         ordered.append(metadata)
     for name in ordered:
-        try:
-            data = (root / name).read_bytes()
-        except OSError as e:
-            raise SimError(f"cannot read {root / name}: {e.strerror}") from None
-        yield Record(name, 0, 0, name.encode(), data, {})
+        yield Record(name, 0, 0, name.encode(), store.get(name), {})
 
 
 class StorageDecoder:
     """What the storage sink wrote, read back: the `metadata` checkpoint, schema files (DDL;
     for csv, the columns the rows after them are read with) and data files, whose rows the
-    protocol's decoder reads (a csv file whole, after its header; canal-json line by line)."""
+    protocol's decoder reads (a csv file whole, after its header; canal-json line by line).
+    A csv data file is read with the schema file of the table version its path names, once
+    that file has been decoded or `learn`ed: files read out of order (the service's pages of
+    a changefeed's files) decode as they do in the consumer's order."""
 
     def __init__(self, config: CodecConfig) -> None:
         self.config = config
         self.csv = CSVDecoder(config) if config.protocol == "csv" else None
         self.rows = decoder_for(config)
         self.terminator = config.terminator.encode()
+        self.versions: dict[tuple[str, str, int], bytes] = {}  # table version -> schema file
+
+    def learn(self, value: bytes | None) -> None:
+        """A file as it is written (the service's log shows each one): keep a table
+        version's schema file; pass over the others cheaply."""
+        if value is None or not value.startswith(_SCHEMA_FILE_START):
+            return
+        with contextlib.suppress(DecodeError):
+            self._keep(value, cloudstorage.read_definition(value))
+
+    def _keep(self, data: bytes, found: dict[str, Any]) -> None:
+        if found["Table"] and found["TableColumns"] is not None:
+            self.versions[(found["Schema"], found["Table"], found["TableVersion"])] = data
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[Decoded]:
         name = (key or b"").decode("utf-8", "replace")
         data = value or b""
+        parts = name.split("/")
         if name == cloudstorage.METADATA:
             return [DecodedCheckpoint(cloudstorage.read_metadata(data))]
+        if parts[-1] == "CDC.index":
+            return []  # names the newest data file of its directory
         if cloudstorage.is_schema_path(name):
+            found = cloudstorage.read_definition(data, name)
+            self._keep(data, found)
             if self.csv is not None:
                 learned = self.csv.schema(data, name)
                 return [] if learned is None else [learned]
-            found = cloudstorage.read_definition(data, name)
             if not found["Query"]:
                 return []  # a table version's columns, no DDL (CheckOrWriteSchema's file)
             schema, table = found["Schema"], found["Table"]
             return [DecodedDDL(schema, table, found["TableVersion"], found["Query"], found["Type"])]
         if self.csv is not None:
+            version = (
+                self.versions.get((parts[0], parts[1], int(parts[2])))
+                if len(parts) >= 4 and _DIGITS.fullmatch(parts[2])
+                else None
+            )
+            if version is not None:  # the columns of the file's own table version
+                self.csv.schema(version, name)
             if self.config.csv_output_field_header and data.startswith(HEADER_PREFIX.encode()):
                 end = data.find(self.terminator)
                 data = b"" if end < 0 else data[end + len(self.terminator) :]

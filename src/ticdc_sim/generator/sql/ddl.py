@@ -1327,6 +1327,10 @@ def _column_default(node: exp.Expr) -> ColumnDefault:
         and node.name.upper() in ("NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP")
     ):
         return ColumnDefault("now", sql)
+    if isinstance(node, exp.Introducer) and isinstance(node.expression, exp.Literal):
+        node = node.expression  # _utf8mb4'x': a charset introducer, the string's value as is
+    if isinstance(node, exp.National):  # N'x': the national charset's string, its value as is
+        return ColumnDefault("literal", sql, node.this)
     if isinstance(node, exp.Literal):  # the value exactly as written, as the evaluator reads it
         value: Any = node.this if node.is_string else number_literal(node.this)
         return ColumnDefault("literal", sql, value)
