@@ -474,9 +474,11 @@ def test_a_simulators_avro_changefeeds_share_its_registry() -> None:
             json.loads(sim.registry.schema(int.from_bytes(insert.value[1:5], "big")))["name"]
             == "person"
         )
-        assert sim.registry.subjects() == ["other-key", "other-value", "ticdc-key", "ticdc-value"]
+        # registered at a table version's first row, as TiCDC does: `two` has sent nothing yet
+        assert sim.registry.subjects() == ["ticdc-key", "ticdc-value"]
         assert [e["type"] for e in one.events()] == ["insert", "delete"]
         assert [e["columns"] for e in two.events()] == [{"id": 1, "age": 25}, None]
+        assert sim.registry.subjects() == ["other-key", "other-value", "ticdc-key", "ticdc-value"]
         assert delete.value is None
 
 
@@ -537,3 +539,31 @@ def test_row_checksums_are_verified_as_ticdcs_consumer_does() -> None:
         f"avro row of test.person at commit ts {row.commit_ts}: the checksum '{want}' does not"
         " match its values (checksum corrupted)"
     )
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # a table version that sends no row: TiCDC never registers its schemas, so a registry
+        # at BACKWARD never sees the NOT NULL column without a default
+        "CREATE TABLE t1 (id INT PRIMARY KEY, a INT);\nINSERT INTO t1 VALUES (1,1);\n"
+        "ALTER TABLE t1 ADD COLUMN b INT NOT NULL;\nALTER TABLE t1 DROP COLUMN b;\n"
+        "INSERT INTO t1 VALUES (2,2);\n",
+        # a second table on the topic that sends no row
+        "CREATE TABLE t1 (id INT PRIMARY KEY);\n"
+        "CREATE TABLE t2 (id INT PRIMARY KEY, x VARCHAR(3));\nINSERT INTO t1 VALUES (1);\n",
+    ],
+    ids=["transient-version", "silent-table"],
+)
+def test_a_script_registers_a_table_version_at_its_first_row(script: str) -> None:
+    """TiCDC's GetCachedOrRegister runs as a row is encoded (avro.go AppendRowChangedEvent):
+    a table version without rows registers nothing, and a script TiCDC completes completes."""
+    from ticdc_sim.api import Simulator
+
+    with Simulator(seed=1) as sim:
+        feed = sim.changefeed("memory://?protocol=avro")
+        sim.execute(script)
+        ids = [int.from_bytes(r.value[1:5], "big") for r in feed.records()]
+        assert sim.registry.subjects() == ["ticdc-key", "ticdc-value"]
+        assert len(sim.registry.versions("ticdc-value")) == 1  # the {id, a} or {id} schema
+        assert set(ids) == {sim.registry.version("ticdc-value", 1)[0]}

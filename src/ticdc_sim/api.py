@@ -573,7 +573,8 @@ def generate(
         check(workload, datasets)
         # avro's registry before the sink: one that is not there leaves no output behind
         with registry_of(feed) as registry:
-            pipeline = Pipeline(feed, LoggedSink(_opened(feed, overwrite), log), None, registry)
+            sink = LoggedSink(_opened(feed, overwrite), log)
+            pipeline = Pipeline(feed, sink, None, registry, register_at_ddl=True)
             pipeline.run(Generator(workload, datasets).events())
     except SpecError as e:
         raise e.located(workload) from None

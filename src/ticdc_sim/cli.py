@@ -427,7 +427,10 @@ def _replay_to_sink(
     overwrite: bool,
     warnings: Warnings,
     recorder: Callable[[Pipeline], Recorder] | None = None,
+    *,
+    workload: bool = False,
 ) -> Pipeline:
+    """`workload`: a generated workload's run (avro registers at each DDL, as Spark does)."""
     from ticdc_sim.pipeline import Pipeline, registry_of
     from ticdc_sim.sinks import open_sink
 
@@ -435,7 +438,7 @@ def _replay_to_sink(
     # asked; an HTTP one is closed when the run ends, however it ends
     with registry_of(feed) as registry:
         sink = open_sink(feed.sink, overwrite=overwrite, warnings=warnings, feed=feed)
-        pipeline = Pipeline(feed, sink, warnings, registry)
+        pipeline = Pipeline(feed, sink, warnings, registry, register_at_ddl=workload)
         observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
         try:
             for event in events:
@@ -840,7 +843,7 @@ def generate(
             if feed is None:  # a default changefeed's capture, without the rest of its pipeline
                 _print_events(captured(stream))
             else:
-                _replay_to_sink(feed, stream, overwrite, warnings)
+                _replay_to_sink(feed, stream, overwrite, warnings, workload=True)
         except SpecError as e:
             raise e.located(spec) from None
     _print_warnings(warnings)
@@ -892,7 +895,7 @@ def _preview(
         return
     sink = MemorySink()
     with registry_of(feed) as registry:  # open until the records are decoded
-        pipeline = Pipeline(feed, sink, warnings, registry)
+        pipeline = Pipeline(feed, sink, warnings, registry, register_at_ddl=True)
         for event in events:
             pipeline.push(event)
         pipeline.close()

@@ -239,9 +239,13 @@ class Pipeline:
         warnings: Warnings | None = None,
         registry: SchemaRegistry | None = None,
         storage: Any = None,
+        *,
+        register_at_ddl: bool = False,
     ) -> None:
         """`registry`: avro's schema registry (else `open_registry`); `storage`: the storage
-        sink `sink` wraps (a service's feed logs what it sends)."""
+        sink `sink` wraps (a service's feed logs what it sends); `register_at_ddl`: avro
+        registers a table version's schemas as its DDL passes rather than at its first row,
+        as TiCDC does (workloads: every Spark task then assigns the ids one process does)."""
         self.feed = feed
         old_value, raw = feed.enable_old_value, feed.output_raw_change_event
         self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
@@ -306,7 +310,9 @@ class Pipeline:
             raise
         # avro's own verb: a table version's schemas registered as its DDL passes, in commit
         # order, so that every engine (and every Spark task, resumed) assigns the same ids
-        self._prepare: Callable[[TableInfo], object] | None = getattr(self.encoder, "prepare", None)
+        self._prepare: Callable[[TableInfo], object] | None = (
+            getattr(self.encoder, "prepare", None) if register_at_ddl else None
+        )
         # simple's own verb: only its encoder has it
         self._encode_bootstrap: Callable[[TableInfo, int], Message] = (
             getattr(self.encoder, "encode_bootstrap", None) or _no_bootstrap

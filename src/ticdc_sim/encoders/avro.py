@@ -586,10 +586,10 @@ class Encoder(columnar.BatchEncoder[_TableCodec]):
         return _TableCodec(info, self.config, self)
 
     def prepare(self, info: TableInfo) -> None:
-        """Register a table version's schemas now (the pipeline calls it as the version's
-        DDL passes). TiCDC registers them at the version's first row; registering them in
-        DDL order instead gives the same ids in every engine and every Spark task, and the
-        same records: a subject may hold a version of a table version that sent no row."""
+        """Register a table version's schemas now. TiCDC registers them at the version's
+        first row, and so do scripts; a workload's pipeline calls this as each version's DDL
+        passes, so that every Spark task, resumed mid-run, assigns the ids one process does
+        (a subject may then hold a version of a table version that sent no row)."""
         self.codec(info)
 
     def build_groups(self, groups: Sequence[Sequence[RowChangedEvent]]) -> list[list[Message]]:

@@ -178,7 +178,7 @@ def _registry(plan: job.Plan) -> SchemaRegistry | None:
     DDL gave its schemas the ids the one-process run gives them, and the whole history,
     replayed here, gives the run's registry."""
     copy = job.Replica(plan.spec, plan.feed, plan.tables())
-    pipeline = Pipeline(plan.feed, _Counting(), Warnings())
+    pipeline = Pipeline(plan.feed, _Counting(), Warnings(), register_at_ddl=True)
     pipeline.resume([*copy.initial, *(ddl for _, ddl in copy.chapters)], 0, 0)
     return pipeline.registry
 
@@ -214,7 +214,7 @@ def _plan(
     """The job's plan; the sink (the brokers, for Kafka) gives the topics' partitions and
     the message limit as it would to the one-process pipeline."""
     with registry_of(feed) as registry:  # an HTTP one closed once planned
-        pipeline = Pipeline(feed, sink, warnings, registry)
+        pipeline = Pipeline(feed, sink, warnings, registry, register_at_ddl=True)
         limit = sink.max_message_bytes  # before other topics may lower it, as in the pipeline
         datasets = _read_datasets(spark, spec)
         check(spec, datasets)  # what would fail mid-run, found before the job starts

@@ -217,7 +217,7 @@ def change_records(
                     yield from _taken(sink)
                 current = range_
                 sink = Collect(plan.partitions, plan.max_message_bytes, range_)
-                pipeline = Pipeline(plan.feed, sink)
+                pipeline = Pipeline(plan.feed, sink, register_at_ddl=True)
                 if range_ == 0:
                     pipeline.push(plan.ddl)
                 else:
@@ -263,7 +263,7 @@ def records_from_changes(
     feed = changefeed(sink_uri, config, "config")
     sink = _driver_sink(feed)
     try:
-        pipeline = Pipeline(feed, sink, Warnings())
+        pipeline = Pipeline(feed, sink, Warnings(), register_at_ddl=True)
         created = table_model(ddl, database)
         plan = plan_changes(spark, changes, created, pipeline, sink.max_message_bytes)
     finally:

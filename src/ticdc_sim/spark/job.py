@@ -331,7 +331,7 @@ class RangeRun:
         self.range = range_
         self.start, self.end = plan.starts[range_], plan.starts[range_ + 1]
         self.sink = Collect(plan.partitions, plan.max_message_bytes, range_)
-        self.pipeline = Pipeline(plan.feed, self.sink)
+        self.pipeline = Pipeline(plan.feed, self.sink, register_at_ddl=True)
         if range_ == 0:
             for ddl in copy.initial:
                 self.pipeline.push(ddl)
