@@ -366,6 +366,9 @@ def update_refused() -> Conflict:
     )
 
 
+SINK_FAILED = "CDC:ErrSinkInvalid"  # a failed send that names no code of its own
+
+
 class Feed:
     def __init__(
         self,
@@ -392,6 +395,8 @@ class Feed:
         self.floor = since.checkpoint_ts if since else spec.start_ts
         self.state = "normal"  # TiCDC's FeedState: normal | stopped
         self.error: str | None = None
+        # TiCDC's code of the error (its RunningError's): the error's own, else a sink's
+        self.error_code = SINK_FAILED
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
@@ -471,6 +476,7 @@ class Feed:
             yield
         except SimError as e:
             self.state, self.error = "stopped", str(e)
+            self.error_code = getattr(e, "error_code", SINK_FAILED)
             raise
 
     def pause(self) -> None:

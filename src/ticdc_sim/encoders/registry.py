@@ -40,7 +40,10 @@ INVALID_COMPATIBILITY_LEVEL = 42203
 
 
 class RegistryError(SimError):
-    """A registry request that cannot be answered; `code` is Confluent's error code."""
+    """A registry request that cannot be answered; `code` is Confluent's error code. A
+    changefeed it fails reports TiCDC's code of a registry's refusal."""
+
+    error_code = "CDC:ErrAvroSchemaAPIError"
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)

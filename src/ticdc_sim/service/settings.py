@@ -29,6 +29,11 @@ class Settings(BaseSettings):
         description="S3 endpoints (as a sink URI's endpoint= gives them; `aws`: AWS's own) an"
         " s3:// sink may name (none: no s3:// sinks)",
     )
+    schema_registry_allow: list[str] = Field(
+        default_factory=list,
+        description="Confluent schema registry URLs (and what is under them) an avro changefeed's"
+        " schema-registry may name; the service's own registry is always allowed",
+    )
     default_cluster: bool = Field(True, description="start with cluster and changefeed `default`")
     default_sink_uri: str = Field(
         "jsonl://default?protocol=canal-json&enable-tidb-extension=true",

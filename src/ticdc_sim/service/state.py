@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
+from ticdc_sim.cluster import Cluster, Conflict, FeedSpec, InvalidParam, build_changefeed
 from ticdc_sim.config import Changefeed
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
@@ -119,6 +119,13 @@ class State:
                             "SIM:ErrSinkInUse",
                         )
         return checked
+
+
+def vetted(state: State, spec: FeedSpec) -> FeedSpec:
+    """`spec` once what it makes the service reach before its sink opens is allowed (its
+    schema registry: the changefeed GETs it as it is built)."""
+    guard.schema_registry(build_changefeed(spec), state.settings)
+    return spec
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
