@@ -678,3 +678,54 @@ def test_a_refused_registration_fails_the_changefeed_with_ticdcs_code(tmp_path: 
             "Schema being registered is incompatible with an earlier schema for subject"
             " \"ticdc-value\", details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE'"
         )
+
+
+def test_a_method_no_path_takes_is_confluents_405(tmp_path: Path) -> None:
+    """PATCH (a method the route is not declared for) is answered as PUT is: one shape,
+    the methods of that path."""
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        at = "/sim/v1/clusters/default/schema-registry/subjects/x/versions"
+        for method in ("PATCH", "PUT", "OPTIONS"):
+            answer = client.request(method, at)
+            assert (answer.status_code, answer.headers["allow"], answer.json()) == (
+                405,
+                "GET, POST",
+                {
+                    "error_code": 405,
+                    "message": f"{method} is not allowed on /subjects/x/versions; it takes"
+                    " GET, POST",
+                },
+            )
+            assert answer.headers["content-type"] == MEDIA_TYPE
+        nowhere = client.patch("/sim/v1/clusters/default/schema-registry/nowhere")
+        assert (nowhere.status_code, nowhere.json()) == (
+            404,
+            {
+                "error_code": 404,
+                "message": "no such path of the schema registry: PATCH /nowhere",
+            },
+        )
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("%00%ff", "'\\x00\\\\xff' is not valid: a NUL at character 0"),
+        ("a%ffb", "'a\\\\xffb' is not valid: byte 0xFF at character 1 is not UTF-8"),
+        (
+            "a%ED%A0%80",
+            "'a\\\\xed\\\\xa0\\\\x80' is not valid: byte 0xED at character 1 is not UTF-8",
+        ),
+        ("x%00", "'x\\x00' is not valid: a NUL at character 1"),
+    ],
+)
+def test_a_subject_that_is_not_text_is_refused(tmp_path: Path, path: str, said: str) -> None:
+    """Not replaced (`%ff` and `%EF%BF%BD` would be one subject): 42208, what and where."""
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        base_path = "/sim/v1/clusters/default/schema-registry"
+        answer = client.post(f"{base_path}/subjects/{path}/versions", json={"schema": '"int"'})
+        assert (answer.status_code, answer.json()) == (
+            422,
+            {"error_code": 42208, "message": f"The specified subject {said}"},
+        )
+        assert client.get(f"{base_path}/subjects").json() == []

@@ -29,6 +29,7 @@ from ticdc_sim.cluster import NotFound, TooLarge
 from ticdc_sim.encoders import compatibility
 from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
+    INVALID_SUBJECT,
     INVALID_VERSION,
     SCHEMA_NOT_FOUND,
     MemoryRegistry,
@@ -47,9 +48,10 @@ _NUMBER = re.compile(r"[0-9]{1,10}")
 class Refused(Exception):
     """An answer in Confluent's error shape."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, allow: str = "") -> None:
         super().__init__(message)
         self.code, self.message = code, message
+        self.allow = allow  # a 405's Allow header
 
     @property
     def status(self) -> int:
@@ -223,25 +225,46 @@ def _match(segments: list[str], pattern: tuple[str, ...]) -> tuple[str, ...] | N
     args = []
     for segment, wanted in zip(segments, pattern, strict=True):
         if wanted.startswith("{") and segment:
-            args.append(segment)
+            args.append(_valid(segment) if wanted == _S else segment)
         elif segment != wanted:
             return None
     return tuple(args)
 
 
-def _route(method: str, segments: list[str], raw: str) -> tuple[Handler, tuple[str, ...]]:
-    """The handler of a request and its args; `raw`: the path as sent, for errors."""
+def _valid(subject: str) -> str:
+    """A subject as Confluent keeps it: text (UTF-8 in the path) with no NUL; 42208 naming
+    what is not, rather than a subject that collides with another once replaced."""
+    for position, char in enumerate(subject):
+        if "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8, as `_unquoted` keeps it
+            said = f"byte 0x{ord(char) - 0xDC00:02X} at character {position} is not UTF-8"
+        elif char == "\x00":
+            said = f"a NUL at character {position}"
+        else:
+            continue
+        shown_ = subject.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise Refused(
+            INVALID_SUBJECT,
+            f"The specified subject {shown(shown_, 60)} is not valid: {said}",
+        )
+    return subject
+
+
+def _route(method: str, segments: list[bytes], raw: bytes) -> tuple[Handler, tuple[str, ...]]:
+    """The handler of a request and its args; `raw`: the path after the base as sent."""
+    texts = [_unquoted(s) for s in segments]
     allowed = []
     for verb, pattern, handler in ROUTES:
-        args = _match(segments, pattern)
+        args = _match(texts, pattern)
         if args is None:
             continue
         if verb == method:
             return handler, args
         allowed.append(verb)
-    path = raw if len(raw) <= 200 else raw[:197] + "..."
+    said = raw.decode("utf-8", "replace") or "/"
+    path = said if len(said) <= 200 else said[:197] + "..."
     if allowed:
-        raise Refused(405, f"{method} is not allowed on {path}; it takes {', '.join(allowed)}")
+        methods = ", ".join(allowed)
+        raise Refused(405, f"{method} is not allowed on {path}; it takes {methods}", methods)
     raise Refused(404, f"no such path of the schema registry: {method} {path}")
 
 
@@ -254,11 +277,7 @@ async def schema_registry(request: Request) -> Response:
     try:
         cluster_id, raw = _path(request)
         registry = _registry(request, cluster_id)
-        segments = raw.split(b"/")[1:]  # the part before the first `/` is empty
-        if segments and segments[-1] == b"":  # a trailing `/`
-            segments.pop()
-        said = raw.decode("utf-8", "replace") or "/"
-        handler, args = _route(request.method, [_unquoted(s) for s in segments], said)
+        handler, args = _route(request.method, _segments(raw), raw)
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
         answer = handler(Call(registry, args, query, await request.body()))
     except RegistryError as e:
@@ -272,6 +291,25 @@ async def schema_registry(request: Request) -> Response:
     return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
 
 
+def _segments(raw: bytes) -> list[bytes]:
+    segments = raw.split(b"/")[1:]  # the part before the first `/` is empty
+    if segments and segments[-1] == b"":  # a trailing `/`
+        segments.pop()
+    return segments
+
+
+def not_allowed(request: Request) -> Response:
+    """A method the registry's route is not declared for (PATCH, OPTIONS, ...): answered
+    as the route answers a method its path does not take, Confluent's 405 naming the
+    methods that path takes (404 for a path it does not have)."""
+    try:
+        _, raw = _path(request)
+        _route(request.method, _segments(raw), raw)
+    except Refused as e:
+        return _refused(e)
+    raise AssertionError(f"{request.method} is routed: the route takes every ROUTES method")
+
+
 def _path(request: Request) -> tuple[str, bytes]:
     """The cluster and the raw path after the base, as sent: it is split on `/` before its
     segments are unquoted one by one, so a subject's `%2F` is not a separator."""
@@ -282,12 +320,13 @@ def _path(request: Request) -> tuple[str, bytes]:
         said = raw.decode("utf-8", "replace")
         said = said if len(said) <= 200 else said[:197] + "..."
         raise Refused(404, f"no such path: {request.method} {said}")
-    return _unquoted(cluster), slash + after
+    return unquote_to_bytes(cluster).decode("utf-8", "replace"), slash + after
 
 
 def _unquoted(segment: bytes) -> str:
-    """A path segment's text: its %XX and raw bytes as UTF-8 (what is not, replaced)."""
-    return unquote_to_bytes(segment).decode("utf-8", "replace")
+    """A path segment's text: its %XX and raw bytes as UTF-8 (a byte that is not: kept as a
+    lone surrogate, for `_valid` to name; it matches no fixed segment)."""
+    return unquote_to_bytes(segment).decode("utf-8", "surrogateescape")
 
 
 _PREFIX = b"/sim/v1/clusters/"
@@ -304,7 +343,8 @@ def _registry(request: Request, cluster_id: str) -> MemoryRegistry:
 
 def _refused(e: Refused) -> Response:
     body = json.dumps({"error_code": e.code, "message": e.message}, ensure_ascii=False)
-    return Response(body, status_code=e.status, media_type=MEDIA_TYPE)
+    headers = {"Allow": e.allow} if e.allow else None
+    return Response(body, status_code=e.status, media_type=MEDIA_TYPE, headers=headers)
 
 
 def confluent_error(status: int, message: str, code: str = "") -> Response:
