@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from support_service import Server
+from ticdc_sim.encoders import compatibility
 from ticdc_sim.errors import SimError
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
@@ -729,3 +730,98 @@ def test_a_subject_that_is_not_text_is_refused(tmp_path: Path, path: str, said: 
             {"error_code": 42208, "message": f"The specified subject {said}"},
         )
         assert client.get(f"{base_path}/subjects").json() == []
+
+
+def test_registry_work_does_not_stall_other_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registration's parsing runs on a worker of the registry's own: while one is held
+    there, the service (and the registry) answer other requests."""
+    entered, release = threading.Event(), threading.Event()
+    parse = compatibility.parse
+
+    def held(text: str) -> object:
+        entered.set()
+        assert release.wait(10), "the other requests were not answered meanwhile"
+        return parse(text)
+
+    monkeypatch.setattr(compatibility, "parse", held)
+    registry = "/sim/v1/clusters/default/schema-registry"
+    answers: list[httpx.Response] = []
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        post = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"{registry}/subjects/t-value/versions", json={"schema": ROW})
+            )
+        )
+        post.start()
+        try:
+            assert entered.wait(10)
+            assert [c["id"] for c in client.get("/sim/v1/clusters").json()] == ["default"]
+            assert client.get(f"{registry}/subjects").json() == []
+        finally:
+            release.set()
+            post.join()
+    assert answers[0].json() == {"id": 1}
+
+
+def test_what_a_registry_holds_is_bounded(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        mysql_port=0,
+        max_schema_bytes=len(ROW2),
+        max_subjects=2,
+        max_subject_versions=2,
+        max_schemas=3,
+    )
+    registry = "/sim/v1/clusters/default/schema-registry"
+    with TestClient(create_app(settings)) as client:
+
+        def register(subject: str, schema: str) -> tuple[int, dict[str, object]]:
+            answer = client.post(f"{registry}/subjects/{subject}/versions", json={"schema": schema})
+            return answer.status_code, answer.json()
+
+        big = ROW2.replace('"v"', '"vv"')
+        assert register("a", big) == (
+            422,
+            {
+                "error_code": 42209,
+                "message": f"Schema too large: {len(big)} bytes, over the {len(ROW2)} a schema"
+                " may have here (TICDC_SIM_MAX_SCHEMA_BYTES)",
+            },
+        )
+        assert register("a", ROW) == (200, {"id": 1})
+        assert register("a", ROW2) == (200, {"id": 2})
+        assert register(
+            "a", ROW_W.replace('"w","type":"string"', '"w","type":"int","default":0')
+        ) == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "subject 'a' has 2 versions, the most one may"
+                " (TICDC_SIM_MAX_SUBJECT_VERSIONS); delete the subject first",
+            },
+        )
+        assert register("a", ROW) == (200, {"id": 1})  # one it holds: no new version
+        assert register("b", ROW) == (200, {"id": 1})
+        assert register("c", ROW) == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "this registry holds 2 subjects, the most it may"
+                " (TICDC_SIM_MAX_SUBJECTS); delete one first",
+            },
+        )
+        client.delete(f"{registry}/subjects/a")
+        assert register("c", '"int"') == (200, {"id": 3})
+        assert register("c", '"long"') == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "this registry has given 3 schema ids, the most it may"
+                " (TICDC_SIM_MAX_SCHEMAS) (an id is never given back)",
+            },
+        )
+        # an id it has given is no new id: checked as ever (here refused by BACKWARD)
+        status, body = register("c", ROW)
+        assert (status, body["error_code"]) == (409, 409)

@@ -44,7 +44,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import WITH_REGISTRY, Decoder, Message, decoder_for
-from ticdc_sim.encoders.registry import MemoryRegistry, SchemaRegistry
+from ticdc_sim.encoders.registry import Limits, MemoryRegistry, SchemaRegistry
 from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -609,10 +609,12 @@ class Cluster:
         max_feeds: int = 64,
         config: EngineConfig | None = None,
         settle_heap: bool = True,
+        registry_limits: Limits | None = None,
     ):
         """`config`: the upstream's time zone, start ts and default database (`seed` wins
         over its seed); `settle_heap`: freeze what survives collections (`Heap`), for a
-        service that runs for hours, not a library's host process."""
+        service that runs for hours, not a library's host process; `registry_limits`: what
+        its schema registry may hold."""
         self.settle_heap = settle_heap
         self.id = cluster_id
         self.max_feeds = max_feeds
@@ -623,7 +625,7 @@ class Cluster:
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
         # the Confluent registry the service serves; avro changefeeds without a URL use it
-        self.registry = MemoryRegistry()
+        self.registry = MemoryRegistry(registry_limits)
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()

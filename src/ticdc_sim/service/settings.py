@@ -51,6 +51,18 @@ class Settings(BaseSettings):
     max_partitions: int = Field(
         1024, gt=0, description="partition-num a changefeed may ask for (each gets checkpoints)"
     )
+    max_schema_bytes: int = Field(
+        1 << 20, gt=0, description="a schema's size in a cluster's schema registry (compact JSON)"
+    )
+    max_subjects: int = Field(
+        10_000, gt=0, description="subjects a cluster's schema registry holds"
+    )
+    max_subject_versions: int = Field(
+        1_000, gt=0, description="versions of one subject in a cluster's schema registry"
+    )
+    max_schemas: int = Field(
+        10_000, gt=0, description="schema ids a cluster's schema registry gives (never given back)"
+    )
     request_time_s: float = Field(300.0, gt=0, description="a request's statements stop after")
     lock_wait_s: float = Field(50.0, gt=0, description="innodb_lock_wait_timeout of sessions")
     history_events: int = Field(

@@ -15,6 +15,7 @@ from fastapi.security import HTTPBearer
 
 from ticdc_sim.cluster import Cluster, Conflict, FeedSpec, InvalidParam, build_changefeed
 from ticdc_sim.config import Changefeed
+from ticdc_sim.encoders.registry import Limits
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
@@ -91,6 +92,13 @@ class State:
             settings.max_txn_rows,
             settings.history_events,
             settings.max_changefeeds,
+            registry_limits=Limits(
+                schema_bytes=settings.max_schema_bytes,
+                subjects=settings.max_subjects,
+                subject_versions=settings.max_subject_versions,
+                schemas=settings.max_schemas,
+                setting="TICDC_SIM_MAX_{}",
+            ),
         )
         return self.registry.add(cluster)
 

@@ -7,16 +7,21 @@ status N's first three digits name.
 
 One route takes every path under the base and dispatches on the raw path's segments
 (`ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
-clients send it percent-encoded. The handlers run on the event loop, never in the thread
-pool: a changefeed that registers over HTTP in its own service (a loopback URL) holds a
-pool thread while it waits for the answer. Compatibility levels are the store's, and
+clients send it percent-encoded. The handlers run on threads of their own (`_WORKERS`),
+never in anyio's pool: a changefeed that registers over HTTP in its own service (a
+loopback URL) holds a pool thread while it waits for the answer; nor on the event loop,
+which a big schema or a long compatibility check would stall for every other request.
+What a registry holds is bounded (`Limits`: the service's TICDC_SIM_MAX_SCHEMA_BYTES,
+_SUBJECTS, _SUBJECT_VERSIONS, _SCHEMAS). Compatibility levels are the store's, and
 enforced there: a registration they refuse is answered 409 as Confluent answers it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
@@ -39,6 +44,9 @@ from ticdc_sim.errors import shown
 from ticdc_sim.service.state import BEARER, state_of
 
 router = APIRouter(prefix="/sim/v1/clusters", dependencies=BEARER)
+# the handlers' work (parsing JSON and Avro, compatibility checks): off the event loop, on
+# threads of their own, not the pool a changefeed request may hold while it registers here
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="schema-registry")
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 _INT32_MAX = 2**31 - 1
@@ -279,7 +287,8 @@ async def schema_registry(request: Request) -> Response:
         registry = _registry(request, cluster_id)
         handler, args = _route(request.method, _segments(raw), raw)
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
-        answer = handler(Call(registry, args, query, await request.body()))
+        call = Call(registry, args, query, await request.body())
+        answer = await asyncio.get_running_loop().run_in_executor(_WORKERS, handler, call)
     except RegistryError as e:
         return _refused(Refused(e.code, str(e)))
     except Refused as e:
@@ -365,6 +374,7 @@ def _schema(call: Call) -> str:
     schema = body.get("schema")
     if not isinstance(schema, str) or not schema:
         raise Refused(INVALID_SCHEMA, 'Empty schema: the body needs "schema", a string')
+    call.registry.sized(schema)  # before it is parsed
     kind = body.get("schemaType", "AVRO")
     if kind != "AVRO":
         raise Refused(
