@@ -454,6 +454,7 @@ def _finish(
     """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
     and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
     (a committed row the sink refuses) is said before `error`, which ended the run."""
+    from ticdc_sim.config import STORAGE_SCHEMES
     from ticdc_sim.sinks.staging import partial_dir
 
     failed, late = error is not None, None
@@ -470,20 +471,37 @@ def _finish(
     finally:
         if observer is not None:
             observer.close(failed)
-        if failed and feed.sink.scheme in ("jsonl", "parquet", "file"):
+        if failed and feed.sink.scheme in ("jsonl", "parquet"):
             partial = partial_dir(Path(feed.sink.target))
             typer.echo(f"the records sent before the error are in {partial}", err=True)
-        _print_summary(pipeline.summary)
+        elif failed and feed.sink.scheme in STORAGE_SCHEMES:
+            typer.echo(_files_left(feed, pipeline), err=True)
+        _print_summary(pipeline.summary, storage=feed.sink.scheme in STORAGE_SCHEMES)
     if late is not None and error is None:
         raise late
     if late is not None and str(late) != str(error):
         typer.echo(f"error: {late}", err=True)
 
 
-def _print_summary(summary: Summary) -> None:
-    """What a run sent, in one line on stderr (both engines)."""
+def _files_left(feed: Changefeed, pipeline: Pipeline) -> str:
+    """Where a failed storage run's files are: file:// leaves DIR.partial; s3:// has no
+    staging, its objects stay under the prefix (docs/sink-uri.md)."""
+    from ticdc_sim.sinks import place
+    from ticdc_sim.sinks.staging import partial_dir
+
+    count = len(pipeline.storage.paths) if pipeline.storage is not None else 0
+    files = "1 file" if count == 1 else f"{count} files"
+    if feed.sink.scheme == "file":
+        return f"the {files} written before the error are in {partial_dir(Path(feed.sink.target))}"
+    return f"the {files} written before the error stay in {place(feed.sink)}"
+
+
+def _print_summary(summary: Summary, storage: bool = False) -> None:
+    """What a run sent, in one line on stderr (both engines); `storage`: a file:// or s3://
+    run, which sends files, not records."""
     per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
-    sent = f"{summary.files} data files" if summary.files else f"records per topic: {per_topic}"
+    storage = storage or bool(summary.files)
+    sent = f"{summary.files} data files" if storage else f"records per topic: {per_topic}"
     typer.echo(
         f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints -> {sent}"
         + (
