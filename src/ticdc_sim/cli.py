@@ -587,8 +587,8 @@ def _print_decoded(
 
 def _source_registry(feed: Changefeed) -> SchemaRegistry | None:
     """The registry avro records are read with: the one `schema-registry` names, else the
-    schema-registry.json a replay wrote beside the jsonl or parquet records (None without:
-    the decoder then says what is missing)."""
+    schema-registry.json a replay wrote beside the jsonl or parquet records (without it, one
+    that says, for the first record that names a schema, what would work)."""
     from ticdc_sim.encoders.registry import MemoryRegistry
     from ticdc_sim.pipeline import open_registry
     from ticdc_sim.sinks.staging import REGISTRY_FILE
@@ -602,12 +602,36 @@ def _source_registry(feed: Changefeed) -> SchemaRegistry | None:
         )
     path = Path(feed.sink.target) / REGISTRY_FILE
     if not path.is_file():
-        return None
+        return _NoRegistry(path)
     try:
         document = json.loads(path.read_bytes())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: cannot read the schema registry ({e})") from None
     return MemoryRegistry.from_json(document, str(path))
+
+
+class _NoRegistry:
+    """What a directory of avro records without its schema-registry.json is read with: a
+    registry that holds nothing and says where the schemas are (a service's changefeed
+    writes none: its cluster's registry holds them)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def register(self, subject: str, schema: str) -> int:
+        raise AssertionError("decode registers nothing")
+
+    def schema(self, schema_id: int) -> str:
+        from ticdc_sim.encoders.registry import SCHEMA_NOT_FOUND, RegistryError
+
+        raise RegistryError(
+            SCHEMA_NOT_FOUND,
+            f"no schema registry to look it up in: {self.path} (the one a replay writes beside"
+            " its records) is not there, and the URI names no schema-registry; add"
+            " ?schema-registry=URL of the registry the records were written with (a"
+            " service's changefeed: its cluster's,"
+            " http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry)",
+        )
 
 
 def _reads_as(feed: Changefeed, record: Record) -> str:
