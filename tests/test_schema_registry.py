@@ -645,6 +645,12 @@ def test_a_changefeeds_schema_registry_must_be_allowed(tmp_path: Path, junk: Jun
         assert create("e", junk.url)[0] == 200
         assert create("f", junk.url + "/", in_config=True)[0] == 200
         assert [(method, path) for method, path, _ in junk.seen] == [("GET", "/registry")] * 2
+        # an update is checked as a creation is
+        assert client.post("/api/v2/changefeeds/e/pause").status_code == 200
+        uri = f"jsonl://e?protocol=avro&schema-registry={other}"
+        moved = client.put("/api/v2/changefeeds/e", json={"sink_uri": uri})
+        assert (moved.status_code, moved.json()) == forbidden(other)
+        assert len(junk.seen) == 2
 
 
 def test_a_changefeed_may_name_its_own_services_registry(server: Server) -> None:
