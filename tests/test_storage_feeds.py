@@ -216,3 +216,24 @@ def test_a_failed_storage_replay_says_what_it_wrote_and_where(
         assert len(s3.objects(bucket, "fb")) == 5
     else:
         assert sum(1 for p in (tmp_path / "fb.partial").rglob("*") if p.is_file()) == 5
+
+
+def test_a_storage_replay_refused_at_its_first_file_says_nothing_was_written(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    script = tmp_path / "c.sql"
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n")
+    bucket = s3.bucket("refused")
+    uri = s3.uri(bucket, "fb", "protocol=csv&storage-class=WEIRD")
+    result = CliRunner().invoke(cli, ["replay", str(script), "--sink-uri", uri])
+    assert result.exit_code == 1, result.output
+    first, summary, error = result.stderr.splitlines()[:3]
+    assert (first, summary) == (
+        f"no file was written to s3://{bucket}/fb before the error",
+        "0 rows, 0 DDL, 0 checkpoints -> 0 data files",
+    )
+    assert error.startswith(f"error: s3://{bucket}/fb/test/t/meta/schema_")
+    assert error.endswith(
+        ": PutObject failed: S3 said InvalidStorageClass: The storage class you specified is"
+        " not valid (HTTP 400)"
+    )

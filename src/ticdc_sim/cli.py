@@ -491,9 +491,11 @@ def _files_left(feed: Changefeed, pipeline: Pipeline) -> str:
 
     count = len(pipeline.storage.paths) if pipeline.storage is not None else 0
     files = "1 file" if count == 1 else f"{count} files"
-    if feed.sink.scheme == "file":
-        return f"the {files} written before the error are in {partial_dir(Path(feed.sink.target))}"
-    return f"the {files} written before the error stay in {place(feed.sink)}"
+    local = feed.sink.scheme == "file"
+    where = partial_dir(Path(feed.sink.target)) if local else place(feed.sink)
+    if not count:
+        return f"no file was written to {where} before the error"
+    return f"the {files} written before the error {'are in' if local else 'stay in'} {where}"
 
 
 def _print_summary(summary: Summary, storage: bool = False) -> None:
