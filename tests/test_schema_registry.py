@@ -5,6 +5,7 @@ server that answers wrongly: each failure with its exact message."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import socket
 import threading
@@ -681,6 +682,8 @@ def test_a_refused_registration_fails_the_changefeed_with_ticdcs_code(tmp_path: 
         assert status["state"] == "stopped"
         error = status["last_error"]
         assert (error["addr"], error["code"]) == ("127.0.0.1:18399", "CDC:ErrAvroSchemaAPIError")
+        failed = dt.datetime.fromisoformat(error["time"])
+        assert failed.tzinfo == dt.UTC and abs(time.time() - failed.timestamp()) < 60
         assert error["message"].startswith(
             "Schema being registered is incompatible with an earlier schema for subject"
             " \"ticdc-value\", details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE'"

@@ -397,6 +397,7 @@ class Feed:
         self.error: str | None = None
         # TiCDC's code of the error (its RunningError's): the error's own, else a sink's
         self.error_code = SINK_FAILED
+        self.error_time = 0.0  # when it failed (wall clock)
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
@@ -477,6 +478,7 @@ class Feed:
         except SimError as e:
             self.state, self.error = "stopped", str(e)
             self.error_code = getattr(e, "error_code", SINK_FAILED)
+            self.error_time = time.time()
             raise
 
     def pause(self) -> None:

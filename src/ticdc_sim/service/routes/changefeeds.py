@@ -78,13 +78,14 @@ async def status(request: Request) -> ServerStatus:
 
 
 def _running_error(request: Request, feed: Feed) -> RunningError | None:
-    """tiflow `cdc/model/changefeed.go` RunningError: the capture's address (the service's
-    own), the error's code (cerror.RFCCode) and its message."""
+    """tiflow `cdc/api/v2/model.go` RunningError: when it failed, the capture's address (the
+    service's own), the error's code (cerror.RFCCode) and its message."""
     if feed.error is None:
         return None
     settings = state_of(request).settings
     addr = f"{settings.host}:{settings.port}"
-    return RunningError(addr=addr, code=feed.error_code, message=feed.error)
+    when = commit_time_of_wall(feed.error_time)
+    return RunningError(time=when, addr=addr, code=feed.error_code, message=feed.error)
 
 
 def _info(request: Request, cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
