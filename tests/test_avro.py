@@ -377,8 +377,9 @@ def test_a_decoder_without_the_registry_says_what_it_needs() -> None:
         decoder_for(CodecConfig("avro")).decode(record.key, record.value)
     assert str(found.value) == (
         "the value names schema 2, and no schema registry was given to look it up in"
-        " (schema-registry=URL in the URI, or the schema-registry.json a replay wrote beside"
-        " its records)"
+        " (schema-registry=URL in the URI: a service's changefeed's is"
+        " http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry; or the"
+        " schema-registry.json a replay wrote beside its records)"
     )
     with pytest.raises(DecodeError) as found:
         decoder_for(CodecConfig("avro"), registry=MemoryRegistry()).decode(None, record.value)
@@ -435,9 +436,11 @@ def test_decode_without_the_registry_file_says_what_is_missing(tmp_path: Path) -
     decoded = CliRunner().invoke(app, ["decode", uri])
     assert (decoded.exit_code, decoded.stdout) == (1, "")
     assert decoded.stderr == (
-        f"error: {out}/ticdc/partition-0.jsonl offset 0: the value names schema 2, and no schema"
-        " registry was given to look it up in (schema-registry=URL in the URI, or the"
-        " schema-registry.json a replay wrote beside its records)\n"
+        f"error: {out}/ticdc/partition-0.jsonl offset 0: the value names schema 2: no schema"
+        f" registry to look it up in: {out}/schema-registry.json (the one a replay writes beside"
+        " its records) is not there, and the URI names no schema-registry; add"
+        " ?schema-registry=URL of the registry the records were written with (a service's"
+        " changefeed: its cluster's, http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry)\n"
     )
 
 

@@ -99,9 +99,10 @@ def test_avro_options_take_ticdc_names_and_types() -> None:
 def test_avro_row_checksums_need_the_extension_and_strings(uri: str, toml: str) -> None:
     # common/config.go Validate
     with pytest.raises(ConfigError) as found:
-        changefeed(uri, toml)
+        changefeed(uri, toml, "cf.toml")
     assert str(found.value) == (
-        'Avro protocol with row level checksum, should set "enable-tidb-extension" to "true",'
+        "cf.toml: integrity.integrity-check-level:"
+        ' Avro protocol with row level checksum, should set "enable-tidb-extension" to "true",'
         ' and set "avro-decimal-handling-mode" to "string" and'
         ' "avro-bigint-unsigned-handling-mode" to "string" (ErrCodecInvalidConfig)'
     )
@@ -120,9 +121,15 @@ def test_avro_row_checksums_need_the_extension_and_strings(uri: str, toml: str) 
     ],
 )
 def test_avro_refuses_force_replicate(profile: str, message: str) -> None:
+    uri = f"memory://?protocol=avro&ticdc-version={profile}"
     with pytest.raises(ConfigError) as found:
-        changefeed(f"memory://?protocol=avro&ticdc-version={profile}", "force-replicate = true\n")
-    assert str(found.value) == f"{message} (ErrCodecInvalidConfig)"
+        changefeed(uri, "force-replicate = true\n", "cf.toml")
+    assert str(found.value) == f"cf.toml: force-replicate: {message} (ErrCodecInvalidConfig)"
+    with pytest.raises(ConfigError) as found:  # the service's replica_config
+        changefeed(uri, configured={"force_replicate": True})
+    assert str(found.value) == (
+        f"replica_config: force-replicate: {message} (ErrCodecInvalidConfig)"
+    )
 
 
 def test_avro_include_before_value_is_the_new_architectures() -> None:

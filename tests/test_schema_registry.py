@@ -5,6 +5,7 @@ server that answers wrongly: each failure with its exact message."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import socket
 import threading
@@ -24,11 +25,13 @@ from confluent_kafka.schema_registry import (
     ServerConfig,
 )
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from fastapi.testclient import TestClient
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from support_service import Server
+from ticdc_sim.encoders import compatibility
 from ticdc_sim.errors import SimError
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
@@ -262,8 +265,7 @@ def test_with_a_token(tmp_path: Path) -> None:
         assert api_error(lambda: open_registry(base(server))) == (
             401,
             f"schema registry {base(server)}: testing the connection: GET answered HTTP 401"
-            ' \'{"error_code": 401, "message": "a bearer token is required (Authorization:'
-            " Bearer ...)\"}', not {} (is it a Confluent Schema Registry's base URL?)",
+            " Unauthorized, not {} (is it a Confluent Schema Registry's base URL?)",
         )
     finally:
         server.stop()
@@ -282,7 +284,7 @@ def test_the_client_against_the_services_registry(server: Server) -> None:
             assert seen.get_latest_version("p-value").schema_id == value
         assert api_error(lambda: registry.schema(99)) == (
             40403,
-            f"schema registry {base(server, 'other')}: looking up schema id 99: HTTP 404:"
+            f"schema registry {base(server, 'other')}: looking up schema id 99: HTTP 404 Not Found:"
             " error 40403: schema 99 not found",
         )
 
@@ -299,7 +301,7 @@ def test_the_client_is_refused_a_registration_as_ticdc_is(server: Server) -> Non
     assert (caught.value.code, caught.value.error_code, str(caught.value)) == (
         409,
         "CDC:ErrAvroSchemaAPIError",
-        f"schema registry {url}: registering subject 'r-value': HTTP 409: error 409:"
+        f"schema registry {url}: registering subject 'r-value': HTTP 409 Conflict:"
         " Schema being registered is incompatible with an earlier schema for subject"
         f' "r-value", details: [{details}]',
     )
@@ -444,8 +446,8 @@ def test_a_password_is_sent_and_not_shown(junk: Junk) -> None:
     shown_url = junk.url.replace("http://", "http://me:***@")
     assert api_error(lambda: open_registry(url)) == (
         401,
-        f"schema registry {shown_url}: testing the connection: GET answered HTTP 401 'who are"
-        " you', not {} (is it a Confluent Schema Registry's base URL?)",
+        f"schema registry {shown_url}: testing the connection: GET answered HTTP 401"
+        " Unauthorized, not {} (is it a Confluent Schema Registry's base URL?)",
     )
     assert junk.headers[-1]["authorization"] == "Basic bWU6c2VjcmV0"  # me:secret
 
@@ -453,9 +455,10 @@ def test_a_password_is_sent_and_not_shown(junk: Junk) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "said"),
     [
-        (200, '{"ok": true}', "HTTP 200 '{\"ok\": true}'"),
-        (200, "{} ", "HTTP 200 '{} '"),
-        (404, "<html>not here</html>", "HTTP 404 '<html>not here</html>'"),
+        # what is not a registry is named by its status line, its body never repeated
+        (200, '{"ok": true}', "HTTP 200 OK"),
+        (200, "{} ", "HTTP 200 OK"),
+        (404, "<html>not here</html>", "HTTP 404 Not Found"),
     ],
 )
 def test_a_base_url_that_does_not_answer_empty_braces(
@@ -474,7 +477,8 @@ def test_a_base_url_that_fails(junk: Junk) -> None:
     junk.answers[("GET", "/registry")] = [(500, "")]
     assert api_error(lambda: open_registry(junk.url)) == (
         500,
-        f"schema registry {junk.url}: testing the connection: HTTP 500: (no body)",
+        f"schema registry {junk.url}: testing the connection: HTTP 500 Internal"
+        " Server Error (not a Confluent error answer)",
     )
     assert len(junk.seen) == 1
 
@@ -500,10 +504,15 @@ def test_a_5xx_is_retried_then_reported(junk: Junk) -> None:
         junk.answers[("POST", "/registry/subjects/t-key/versions")] = [(500, store_error)]
         assert api_error(lambda: registry.register("t-key", ROW2)) == (
             50001,
-            f"schema registry {junk.url}: registering subject 't-key': HTTP 500: error 50001:"
+            f"schema registry {junk.url}: registering subject 't-key': HTTP 500 Internal Server Error:"
+            " error 50001:"
             " Error in the backend data store (after 5 attempts)",
         )
         assert sum(1 for _, path, _ in junk.seen if path.endswith("t-key/versions")) == 5
+
+
+NOT_CONFLUENT = "HTTP {} (not a Confluent error answer)"
+NO_ID = "it answered HTTP 200 OK without a schema id (a positive integer)"
 
 
 @pytest.mark.parametrize(
@@ -513,33 +522,35 @@ def test_a_5xx_is_retried_then_reported(junk: Junk) -> None:
             409,
             '{"error_code": 409, "message": "Schema being registered is incompatible"}',
             409,
-            "HTTP 409: error 409: Schema being registered is incompatible",
+            "HTTP 409 Conflict: Schema being registered is incompatible",
         ),
         (
             409,
             '{"error_code": 409, "message": "two\\nlines"}',
             409,
-            "HTTP 409: error 409: 'two\\nlines'",
+            "HTTP 409 Conflict: 'two\\nlines'",
         ),
         (
             409,
             json.dumps({"error_code": 409, "message": "x" * 5000}),
             409,
-            "HTTP 409: error 409: " + "x" * 3997 + "...",
+            "HTTP 409 Conflict: " + "x" * 3997 + "...",
         ),
-        (422, "no json here", 422, "HTTP 422: 'no json here'"),
-        (401, '{"message": "unauthorized"}', 401, "HTTP 401: 'unauthorized'"),
-        (201, '{"id": 1}', 201, "HTTP 201: '{\"id\": 1}'"),
-        (200, "oops", 200, "the answer is not a JSON object: 'oops'"),
-        (200, "[1]", 200, "the answer is not a JSON object: '[1]'"),
-        (200, '{"id": 0}', 200, "it answered '{\"id\": 0}', not a schema id (a positive integer)"),
         (
-            200,
-            '{"id": "7"}',
-            200,
-            'it answered \'{"id": "7"}\', not a schema id (a positive integer)',
+            422,
+            '{"error_code": 42201, "message": "Invalid schema"}',
+            42201,
+            "HTTP 422 Unprocessable Entity: error 42201: Invalid schema",
         ),
-        (200, "{}", 200, "it answered '{}', not a schema id (a positive integer)"),
+        (422, "no json here", 422, NOT_CONFLUENT.format("422 Unprocessable Entity")),
+        (401, '{"message": "unauthorized"}', 401, NOT_CONFLUENT.format("401 Unauthorized")),
+        (401, '{"error_code": "x", "message": "m"}', 401, NOT_CONFLUENT.format("401 Unauthorized")),
+        (201, '{"id": 1}', 201, NOT_CONFLUENT.format("201 Created")),
+        (200, "oops", 200, "it answered HTTP 200 OK, not a JSON object"),
+        (200, "[1]", 200, "it answered HTTP 200 OK, not a JSON object"),
+        (200, '{"id": 0}', 200, NO_ID),
+        (200, '{"id": "7"}', 200, NO_ID),
+        (200, "{}", 200, NO_ID),
     ],
 )
 def test_a_refused_registration(junk: Junk, status: int, body: str, code: int, said: str) -> None:
@@ -561,12 +572,13 @@ def test_a_lookup(junk: Junk) -> None:
         assert sum(1 for _, path, _ in junk.seen if path.endswith("/4")) == 1  # cached
         assert api_error(lambda: registry.schema(5)) == (
             200,
-            f"schema registry {junk.url}: looking up schema id 5: it answered '{{\"schema\": 5}}',"
-            ' not {"schema": "..."}',
+            f"schema registry {junk.url}: looking up schema id 5: it answered HTTP 200 OK"
+            ' without {"schema": "..."}',
         )
         assert api_error(lambda: registry.schema(6)) == (
             404,
-            f"schema registry {junk.url}: looking up schema id 6: HTTP 404: 'not found'",
+            f"schema registry {junk.url}: looking up schema id 6: HTTP 404 Not Found"
+            " (not a Confluent error answer)",
         )
 
 
@@ -617,3 +629,229 @@ def test_a_float_column_with_an_integer_default_is_a_schema(client: SchemaRegist
         42201,
         "Invalid schema: Default value <x> must match schema type: float",
     )
+
+
+def test_a_changefeeds_schema_registry_must_be_allowed(tmp_path: Path, junk: Junk) -> None:
+    """The service GETs a changefeed's `schema-registry` as it builds it: only a registry
+    under a URL of TICDC_SIM_SCHEMA_REGISTRY_ALLOW, or its own, is reached."""
+    junk.answers[("GET", "/elsewhere")] = [(200, "{}")]
+    settings = Settings(data_dir=tmp_path, mysql_port=0, schema_registry_allow=[junk.url + "/"])
+    other = junk.url.removesuffix("/registry")
+    with TestClient(create_app(settings)) as client:
+
+        def create(name: str, url: str, in_config: bool = False) -> tuple[int, dict[str, str]]:
+            uri = f"jsonl://{name}?protocol=avro"
+            body: dict[str, object] = {"changefeed_id": name, "sink_uri": uri}
+            if in_config:
+                body["replica_config"] = {"sink": {"schema_registry": url}}
+            else:
+                body["sink_uri"] = f"{uri}&schema-registry={url}"
+            answer = client.post("/api/v2/changefeeds", json=body)
+            return answer.status_code, answer.json()
+
+        def forbidden(url: str) -> tuple[int, dict[str, str]]:
+            return 403, {
+                "error_msg": f"schema registry {url} is not allowed here (the operator lists"
+                " registries in TICDC_SIM_SCHEMA_REGISTRY_ALLOW; this service's own is"
+                " http://127.0.0.1:8300/sim/v1/clusters/{cluster}/schema-registry)",
+                "error_code": "SIM:Forbidden",
+            }
+
+        assert create("a", other) == forbidden(other)
+        assert create("b", other + "/elsewhere", in_config=True) == forbidden(other + "/elsewhere")
+        assert create("c", junk.url + "x") == forbidden(junk.url + "x")
+        secret = other.replace("http://", "http://me:secret@") + "/elsewhere"
+        assert create("d", secret) == forbidden(secret.replace(":secret@", ":***@"))
+        assert junk.seen == []  # none of them was reached
+        assert create("e", junk.url)[0] == 200
+        assert create("f", junk.url + "/", in_config=True)[0] == 200
+        assert [(method, path) for method, path, _ in junk.seen] == [("GET", "/registry")] * 2
+        # an update is checked as a creation is
+        assert client.post("/api/v2/changefeeds/e/pause").status_code == 200
+        uri = f"jsonl://e?protocol=avro&schema-registry={other}"
+        moved = client.put("/api/v2/changefeeds/e", json={"sink_uri": uri})
+        assert (moved.status_code, moved.json()) == forbidden(other)
+        assert len(junk.seen) == 2
+
+
+def test_a_changefeed_may_name_its_own_services_registry(server: Server) -> None:
+    uri = f"jsonl://own?protocol=avro&schema-registry={base(server, 'other')}"
+    made = httpx.post(
+        f"{server.http}/api/v2/changefeeds?namespace=other",
+        json={"changefeed_id": "own", "sink_uri": uri, "namespace": "other"},
+    )
+    assert made.status_code == 200, made.text
+    httpx.delete(f"{server.http}/api/v2/changefeeds/own?namespace=other").raise_for_status()
+
+
+def test_a_refused_registration_fails_the_changefeed_with_ticdcs_code(tmp_path: Path) -> None:
+    """tiflow's RunningError: the capture's address, the error's own code."""
+    settings = Settings(data_dir=tmp_path, mysql_port=0, port=18399, default_cluster=True)
+    with TestClient(create_app(settings)) as client:
+        made = client.post(
+            "/api/v2/changefeeds",
+            json={"changefeed_id": "av", "sink_uri": "jsonl://av?protocol=avro"},
+        )
+        assert made.status_code == 200, made.text
+        script = (
+            "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1);"
+            " ALTER TABLE t ADD COLUMN w VARCHAR(8) NOT NULL; INSERT INTO t VALUES (2, 'x');"
+        )
+        client.post("/sim/v1/clusters/default/sql", content=script)
+        status = client.get("/api/v2/changefeeds/av/status").json()
+        assert status["state"] == "failed"
+        error = status["last_error"]
+        assert (error["addr"], error["code"]) == ("127.0.0.1:18399", "CDC:ErrAvroSchemaAPIError")
+        failed = dt.datetime.fromisoformat(error["time"])
+        assert failed.tzinfo == dt.UTC and abs(time.time() - failed.timestamp()) < 60
+        assert error["message"].startswith(
+            "schema manager API error, registering subject 'ticdc-value': error 409: Schema"
+            " being registered is incompatible with an earlier schema for subject"
+            " \"ticdc-value\", details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE'"
+        )
+
+
+def test_a_method_no_path_takes_is_confluents_405(tmp_path: Path) -> None:
+    """PATCH (a method the route is not declared for) is answered as PUT is: one shape,
+    the methods of that path."""
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        at = "/sim/v1/clusters/default/schema-registry/subjects/x/versions"
+        for method in ("PATCH", "PUT", "OPTIONS"):
+            answer = client.request(method, at)
+            assert (answer.status_code, answer.headers["allow"], answer.json()) == (
+                405,
+                "GET, POST",
+                {
+                    "error_code": 405,
+                    "message": f"{method} is not allowed on /subjects/x/versions; it takes"
+                    " GET, POST",
+                },
+            )
+            assert answer.headers["content-type"] == MEDIA_TYPE
+        nowhere = client.patch("/sim/v1/clusters/default/schema-registry/nowhere")
+        assert (nowhere.status_code, nowhere.json()) == (
+            404,
+            {
+                "error_code": 404,
+                "message": "no such path of the schema registry: PATCH /nowhere",
+            },
+        )
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("%00%ff", "'\\x00\\\\xff' is not valid: a NUL at character 0"),
+        ("a%ffb", "'a\\\\xffb' is not valid: byte 0xFF at character 1 is not UTF-8"),
+        (
+            "a%ED%A0%80",
+            "'a\\\\xed\\\\xa0\\\\x80' is not valid: byte 0xED at character 1 is not UTF-8",
+        ),
+        ("x%00", "'x\\x00' is not valid: a NUL at character 1"),
+    ],
+)
+def test_a_subject_that_is_not_text_is_refused(tmp_path: Path, path: str, said: str) -> None:
+    """Not replaced (`%ff` and `%EF%BF%BD` would be one subject): 42208, what and where."""
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        base_path = "/sim/v1/clusters/default/schema-registry"
+        answer = client.post(f"{base_path}/subjects/{path}/versions", json={"schema": '"int"'})
+        assert (answer.status_code, answer.json()) == (
+            422,
+            {"error_code": 42208, "message": f"The specified subject {said}"},
+        )
+        assert client.get(f"{base_path}/subjects").json() == []
+
+
+def test_registry_work_does_not_stall_other_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registration's parsing runs on a worker of the registry's own: while one is held
+    there, the service (and the registry) answer other requests."""
+    entered, release = threading.Event(), threading.Event()
+    parse = compatibility.parse
+
+    def held(text: str) -> object:
+        entered.set()
+        assert release.wait(10), "the other requests were not answered meanwhile"
+        return parse(text)
+
+    monkeypatch.setattr(compatibility, "parse", held)
+    registry = "/sim/v1/clusters/default/schema-registry"
+    answers: list[httpx.Response] = []
+    with TestClient(create_app(Settings(data_dir=tmp_path, mysql_port=0))) as client:
+        post = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"{registry}/subjects/t-value/versions", json={"schema": ROW})
+            )
+        )
+        post.start()
+        try:
+            assert entered.wait(10)
+            assert [c["id"] for c in client.get("/sim/v1/clusters").json()] == ["default"]
+            assert client.get(f"{registry}/subjects").json() == []
+        finally:
+            release.set()
+            post.join()
+    assert answers[0].json() == {"id": 1}
+
+
+def test_what_a_registry_holds_is_bounded(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        mysql_port=0,
+        max_schema_bytes=len(ROW2),
+        max_subjects=2,
+        max_subject_versions=2,
+        max_schemas=3,
+    )
+    registry = "/sim/v1/clusters/default/schema-registry"
+    with TestClient(create_app(settings)) as client:
+
+        def register(subject: str, schema: str) -> tuple[int, dict[str, object]]:
+            answer = client.post(f"{registry}/subjects/{subject}/versions", json={"schema": schema})
+            return answer.status_code, answer.json()
+
+        big = ROW2.replace('"v"', '"vv"')
+        assert register("a", big) == (
+            422,
+            {
+                "error_code": 42209,
+                "message": f"Schema too large: {len(big)} bytes, over the {len(ROW2)} a schema"
+                " may have here (TICDC_SIM_MAX_SCHEMA_BYTES)",
+            },
+        )
+        assert register("a", ROW) == (200, {"id": 1})
+        assert register("a", ROW2) == (200, {"id": 2})
+        assert register(
+            "a", ROW_W.replace('"w","type":"string"', '"w","type":"int","default":0')
+        ) == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "subject 'a' has 2 versions, the most one may"
+                " (TICDC_SIM_MAX_SUBJECT_VERSIONS); delete the subject first",
+            },
+        )
+        assert register("a", ROW) == (200, {"id": 1})  # one it holds: no new version
+        assert register("b", ROW) == (200, {"id": 1})
+        assert register("c", ROW) == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "this registry holds 2 subjects, the most it may"
+                " (TICDC_SIM_MAX_SUBJECTS); delete one first",
+            },
+        )
+        client.delete(f"{registry}/subjects/a")
+        assert register("c", '"int"') == (200, {"id": 3})
+        assert register("c", '"long"') == (
+            422,
+            {
+                "error_code": 42205,
+                "message": "this registry has given 3 schema ids, the most it may"
+                " (TICDC_SIM_MAX_SCHEMAS) (an id is never given back)",
+            },
+        )
+        # an id it has given is no new id: checked as ever (here refused by BACKWARD)
+        status, body = register("c", ROW)
+        assert (status, body["error_code"]) == (409, 409)

@@ -185,3 +185,55 @@ def test_two_feeds_of_a_simulator_keep_apart(s3: S3Server, tmp_path: Path) -> No
         sim.changefeed(f"{tmp_path.as_uri()}?protocol=csv")
         with pytest.raises(ConfigError, match="give each changefeed a directory"):
             sim.changefeed(f"{(tmp_path / 'in').as_uri()}?protocol=csv")
+
+
+@pytest.mark.parametrize("scheme", ["file", "s3"])
+def test_a_failed_storage_replay_says_what_it_wrote_and_where(
+    scheme: str, s3: S3Server, tmp_path: Path
+) -> None:
+    """Not "records per topic: none": the data files, and where the files stay (file://
+    leaves DIR.partial; s3:// has no staging)."""
+    script = tmp_path / "b.sql"
+    failing = "INSERT INTO t (id) VALUES (2);\n"
+    script.write_text(
+        "CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\nDO SLEEP(6);\n"
+        "INSERT INTO t VALUES (2);\n" + failing
+    )
+    bucket = s3.bucket("failed")
+    if scheme == "s3":
+        uri, where = s3.uri(bucket, "fb"), f"stay in s3://{bucket}/fb"
+    else:
+        uri, where = f"{(tmp_path / 'fb').as_uri()}?protocol=csv", f"are in {tmp_path}/fb.partial"
+    result = CliRunner().invoke(cli, ["replay", str(script), "--sink-uri", uri])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"the 5 files written before the error {where}\n"
+        "2 rows, 1 DDL, 2 checkpoints -> 2 data files\n"
+        f"error: {script}:5:1: ERROR 1062 (23000): Duplicate entry '2' for key 't.PRIMARY'\n"
+        "  in: INSERT INTO t (id) VALUES (2)\n"
+    )
+    if scheme == "s3":
+        assert len(s3.objects(bucket, "fb")) == 5
+    else:
+        assert sum(1 for p in (tmp_path / "fb.partial").rglob("*") if p.is_file()) == 5
+
+
+def test_a_storage_replay_refused_at_its_first_file_says_nothing_was_written(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    script = tmp_path / "c.sql"
+    script.write_text("CREATE TABLE t (id INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n")
+    bucket = s3.bucket("refused")
+    uri = s3.uri(bucket, "fb", "protocol=csv&storage-class=WEIRD")
+    result = CliRunner().invoke(cli, ["replay", str(script), "--sink-uri", uri])
+    assert result.exit_code == 1, result.output
+    first, summary, error = result.stderr.splitlines()[:3]
+    assert (first, summary) == (
+        f"no file was written to s3://{bucket}/fb before the error",
+        "0 rows, 0 DDL, 0 checkpoints -> 0 data files",
+    )
+    assert error.startswith(f"error: s3://{bucket}/fb/test/t/meta/schema_")
+    assert error.endswith(
+        ": PutObject failed: S3 said InvalidStorageClass: The storage class you specified is"
+        " not valid (HTTP 400)"
+    )

@@ -456,6 +456,7 @@ def _finish(
     """Close the pipeline, or abort it after `error`: what was sent stays sent, as in Kafka,
     and a jsonl or parquet directory is left as DIR.partial. An error of the abort itself
     (a committed row the sink refuses) is said before `error`, which ended the run."""
+    from ticdc_sim.config import STORAGE_SCHEMES
     from ticdc_sim.sinks.staging import partial_dir
 
     failed, late = error is not None, None
@@ -472,20 +473,39 @@ def _finish(
     finally:
         if observer is not None:
             observer.close(failed)
-        if failed and feed.sink.scheme in ("jsonl", "parquet", "file"):
+        if failed and feed.sink.scheme in ("jsonl", "parquet"):
             partial = partial_dir(Path(feed.sink.target))
             typer.echo(f"the records sent before the error are in {partial}", err=True)
-        _print_summary(pipeline.summary)
+        elif failed and feed.sink.scheme in STORAGE_SCHEMES:
+            typer.echo(_files_left(feed, pipeline), err=True)
+        _print_summary(pipeline.summary, storage=feed.sink.scheme in STORAGE_SCHEMES)
     if late is not None and error is None:
         raise late
     if late is not None and str(late) != str(error):
         typer.echo(f"error: {late}", err=True)
 
 
-def _print_summary(summary: Summary) -> None:
-    """What a run sent, in one line on stderr (both engines)."""
+def _files_left(feed: Changefeed, pipeline: Pipeline) -> str:
+    """Where a failed storage run's files are: file:// leaves DIR.partial; s3:// has no
+    staging, its objects stay under the prefix (docs/sink-uri.md)."""
+    from ticdc_sim.sinks import place
+    from ticdc_sim.sinks.staging import partial_dir
+
+    count = len(pipeline.storage.paths) if pipeline.storage is not None else 0
+    files = "1 file" if count == 1 else f"{count} files"
+    local = feed.sink.scheme == "file"
+    where = partial_dir(Path(feed.sink.target)) if local else place(feed.sink)
+    if not count:
+        return f"no file was written to {where} before the error"
+    return f"the {files} written before the error {'are in' if local else 'stay in'} {where}"
+
+
+def _print_summary(summary: Summary, storage: bool = False) -> None:
+    """What a run sent, in one line on stderr (both engines); `storage`: a file:// or s3://
+    run, which sends files, not records."""
     per_topic = ", ".join(f"{t}: {n}" for t, n in summary.records.items()) or "none"
-    sent = f"{summary.files} data files" if summary.files else f"records per topic: {per_topic}"
+    storage = storage or bool(summary.files)
+    sent = f"{summary.files} data files" if storage else f"records per topic: {per_topic}"
     typer.echo(
         f"{summary.rows} rows, {summary.ddls} DDL, {summary.checkpoints} checkpoints -> {sent}"
         + (
@@ -581,8 +601,8 @@ def _print_decoded(
 
 def _source_registry(feed: Changefeed) -> SchemaRegistry | None:
     """The registry avro records are read with: the one `schema-registry` names, else the
-    schema-registry.json a replay wrote beside the jsonl or parquet records (None without:
-    the decoder then says what is missing)."""
+    schema-registry.json a replay wrote beside the jsonl or parquet records (without it, one
+    that says, for the first record that names a schema, what would work)."""
     from ticdc_sim.encoders.registry import MemoryRegistry
     from ticdc_sim.pipeline import open_registry
     from ticdc_sim.sinks.staging import REGISTRY_FILE
@@ -596,12 +616,36 @@ def _source_registry(feed: Changefeed) -> SchemaRegistry | None:
         )
     path = Path(feed.sink.target) / REGISTRY_FILE
     if not path.is_file():
-        return None
+        return _NoRegistry(path)
     try:
         document = json.loads(path.read_bytes())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: cannot read the schema registry ({e})") from None
     return MemoryRegistry.from_json(document, str(path))
+
+
+class _NoRegistry:
+    """What a directory of avro records without its schema-registry.json is read with: a
+    registry that holds nothing and says where the schemas are (a service's changefeed
+    writes none: its cluster's registry holds them)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def register(self, subject: str, schema: str) -> int:
+        raise AssertionError("decode registers nothing")
+
+    def schema(self, schema_id: int) -> str:
+        from ticdc_sim.encoders.registry import SCHEMA_NOT_FOUND, RegistryError
+
+        raise RegistryError(
+            SCHEMA_NOT_FOUND,
+            f"no schema registry to look it up in: {self.path} (the one a replay writes beside"
+            " its records) is not there, and the URI names no schema-registry; add"
+            " ?schema-registry=URL of the registry the records were written with (a"
+            " service's changefeed: its cluster's,"
+            " http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry)",
+        )
 
 
 def _reads_as(feed: Changefeed, record: Record) -> str:

@@ -45,6 +45,7 @@ from sqlglot.tokenizer_core import TokenType
 from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
 from ticdc_sim.encoders import WITH_REGISTRY, Decoder, Message, decoder_for
 from ticdc_sim.encoders.registry import (
+    Limits,
     MemoryRegistry,
     RegistryAPIError,
     SchemaRegistry,
@@ -376,6 +377,9 @@ def update_refused() -> Conflict:
     )
 
 
+SINK_FAILED = "CDC:ErrSinkInvalid"  # a failed send that names no code of its own
+
+
 class Feed:
     def __init__(
         self,
@@ -402,7 +406,9 @@ class Feed:
         self.floor = since.checkpoint_ts if since else spec.start_ts
         self.state = "normal"  # TiCDC's FeedState: normal | stopped | failed | finished
         self.error: str | None = None
-        self.error_code = "CDC:ErrSinkInvalid"  # of `error`
+        # TiCDC's code of the error (its RunningError's): the error's own, else a sink's
+        self.error_code = SINK_FAILED
+        self.error_time = 0.0  # when it failed (wall clock)
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
@@ -503,7 +509,8 @@ class Feed:
         except SimError as e:
             self.state = "failed" if isinstance(e, RegistryAPIError) else "stopped"
             self.error = str(e)
-            self.error_code = getattr(e, "error_code", "CDC:ErrSinkInvalid")
+            self.error_code = getattr(e, "error_code", SINK_FAILED)
+            self.error_time = time.time()
             raise
 
     def pause(self) -> None:
@@ -639,10 +646,12 @@ class Cluster:
         max_feeds: int = 64,
         config: EngineConfig | None = None,
         settle_heap: bool = True,
+        registry_limits: Limits | None = None,
     ):
         """`config`: the upstream's time zone, start ts and default database (`seed` wins
         over its seed); `settle_heap`: freeze what survives collections (`Heap`), for a
-        service that runs for hours, not a library's host process."""
+        service that runs for hours, not a library's host process; `registry_limits`: what
+        its schema registry may hold."""
         self.settle_heap = settle_heap
         self.id = cluster_id
         self.max_feeds = max_feeds
@@ -653,7 +662,7 @@ class Cluster:
         self.engine.max_txn_rows = max_txn_rows
         self.feeds: dict[str, Feed] = {}
         # the Confluent registry the service serves; avro changefeeds without a URL use it
-        self.registry = MemoryRegistry()
+        self.registry = MemoryRegistry(registry_limits)
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()

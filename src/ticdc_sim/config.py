@@ -1197,7 +1197,11 @@ def changefeed(
     settings["partition_num_set"] = "partition_num" in settings
     others = {k: v for k, v in settings.items() if k not in _CODEC_FIELDS}
     feed = Changefeed(sink, codec, faults=faults, **others)
-    return _adjust(feed)
+    if toml_text is not None:
+        source = toml_source or "changefeed.toml"
+    else:
+        source = "replica_config" if configured else ""
+    return _adjust(feed, source)
 
 
 # protocols of classic TiCDC only
@@ -1256,13 +1260,17 @@ def _check_debezium(codec: CodecConfig, warnings: list[str]) -> CodecConfig:
     return codec
 
 
-def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> CodecConfig:
+def _check_avro(
+    feed: Changefeed, codec: CodecConfig, warnings: list[str], source: str
+) -> CodecConfig:
     """What TiCDC refuses of avro (tiflow and ticdc pkg/sink/codec/common/config.go Apply,
     Validate): force-replicate, and row checksums but with the extension and both options as
     strings; the watermark mode is read only with the extension, and the before value only by
-    the new architecture."""
+    the new architecture. A refusal names the config (`source`) and key that asked for it:
+    both settings are the changefeed config's only."""
     if feed.force_replicate:
-        raise ConfigError(f"{_AVRO_FORCE_REPLICATE[codec.profile]} (ErrCodecInvalidConfig)")
+        said = f"{_AVRO_FORCE_REPLICATE[codec.profile]} (ErrCodecInvalidConfig)"
+        raise ConfigError(_named(source, "force-replicate", said))
     if codec.avro_include_before_value and codec.profile != "new-arch":
         warnings.append(
             "avro-include-before-value is the new architecture's (ticdc-version=new-arch);"
@@ -1274,11 +1282,12 @@ def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> Co
         and codec.avro_decimal_handling_mode == "string"
         and codec.avro_bigint_unsigned_handling_mode == "string"
     ):
-        raise ConfigError(
+        said = (
             'Avro protocol with row level checksum, should set "enable-tidb-extension" to'
             ' "true", and set "avro-decimal-handling-mode" to "string" and'
             ' "avro-bigint-unsigned-handling-mode" to "string" (ErrCodecInvalidConfig)'
         )
+        raise ConfigError(_named(source, "integrity.integrity-check-level", said))
     for rule in feed.rules:  # event_router.go getTopicDispatcher
         check_for_avro(rule.topic)
     for topic, rules in shared_topics(feed.rules, feed.topic).items():
@@ -1304,6 +1313,11 @@ def _check_avro(feed: Changefeed, codec: CodecConfig, warnings: list[str]) -> Co
             " no Avro deserializer reads"
         )
     return codec
+
+
+def _named(source: str, key: str, said: str) -> str:
+    """An error of a config's `key`, as the config's other errors say where they are."""
+    return f"{source}: {key}: {said}" if source else said
 
 
 def _check_storage(feed: Changefeed) -> Changefeed:
@@ -1348,8 +1362,9 @@ def _check_storage(feed: Changefeed) -> Changefeed:
     return replace(feed, warnings=tuple(warnings))
 
 
-def _adjust(feed: Changefeed) -> Changefeed:
-    """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs."""
+def _adjust(feed: Changefeed, source: str = "") -> Changefeed:
+    """TiCDC's own adjustments of what the user asked for, each with the warning TiCDC logs;
+    `source`: the changefeed config's name, for errors."""
     if feed.sink.scheme in STORAGE_SCHEMES:
         feed = _check_storage(feed)
     codec, warnings = feed.codec, list(feed.warnings)
@@ -1396,7 +1411,7 @@ def _adjust(feed: Changefeed) -> Changefeed:
     if protocol == "csv":
         _check_csv(feed, codec)
     if protocol == "avro":
-        codec = _check_avro(feed, codec, warnings)
+        codec = _check_avro(feed, codec, warnings, source)
     if not codec.terminator:
         codec = replace(codec, terminator="\r\n")  # sink.go validateAndAdjust
     if codec.content_compatible and protocol != "canal-json":

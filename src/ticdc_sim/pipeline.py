@@ -442,8 +442,7 @@ class Pipeline:
             self.sink.close()
         finally:
             close_registry(self._opened)
-        if self.storage is not None:
-            self.summary.files = self.storage.files
+        self._count_files()
         if isinstance(self.sink, FaultySink):
             self.summary.injected = self.sink.injected
         return self.summary
@@ -474,7 +473,12 @@ class Pipeline:
                 self.sink.abort()
             finally:
                 close_registry(self._opened)
+            self._count_files()  # what a failed run wrote stays written: said, not "none"
         return self.summary
+
+    def _count_files(self) -> None:
+        if self.storage is not None:
+            self.summary.files = self.storage.files
 
     def resume(self, history: Iterable[DDLEvent], checkpoint_ts: int, tick_origin_ms: int) -> None:
         """Start as if every event up to `checkpoint_ts` had been replicated and checkpointed,

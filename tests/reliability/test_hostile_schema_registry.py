@@ -484,8 +484,8 @@ CASES = [
         "a nul in the subject",
         "GET",
         f"{BASE}/subjects/a%00b/versions",
-        404,
-        error(40401, "subject 'a\\x00b' not found"),
+        422,
+        error(42208, "The specified subject 'a\\x00b' is not valid: a NUL at character 1"),
     ),
 ]
 
@@ -495,8 +495,11 @@ CASES += [
         "a subject that is not utf-8",
         "GET",
         f"{BASE}/subjects/a%FFb/versions",
-        404,
-        error(40401, "subject 'a\ufffdb' not found"),
+        422,
+        error(
+            42208,
+            "The specified subject 'a\\\\xffb' is not valid: byte 0xFF at character 1 is not UTF-8",
+        ),
     ),
     row(
         "offset negative",

@@ -883,8 +883,9 @@ class Decoder:
             if self.registry is None:
                 raise DecodeError(
                     f"{what} names schema {schema_id}, and no schema registry was given to"
-                    " look it up in (schema-registry=URL in the URI, or the schema-registry.json"
-                    " a replay wrote beside its records)"
+                    " look it up in (schema-registry=URL in the URI: a service's changefeed's is"
+                    " http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry; or the"
+                    " schema-registry.json a replay wrote beside its records)"
                 )
             try:
                 text = self.registry.schema(schema_id)

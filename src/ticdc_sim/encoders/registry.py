@@ -16,12 +16,17 @@ enforces it: a schema new to a subject that has versions is checked against its 
 version (every version, at a `_TRANSITIVE` level) at the subject's level, or the registry's
 (default BACKWARD), and refused with 409 when a reader could not read a writer
 (`compatibility.py` holds the levels and Avro's rules).
+
+`Limits` bound what one holds (the service's `TICDC_SIM_MAX_*`; a replay's is unbounded):
+a schema's size (Confluent's 42209), subjects, versions of a subject and schemas (42205, an
+operation this registry does not permit), each refusal naming the bound and its setting.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import avro.schema
@@ -39,10 +44,16 @@ INCOMPATIBLE_SCHEMA = 409
 INVALID_SCHEMA = 42201
 INVALID_VERSION = 42202
 INVALID_COMPATIBILITY_LEVEL = 42203
+OPERATION_NOT_PERMITTED = 42205
+INVALID_SUBJECT = 42208
+SCHEMA_TOO_LARGE = 42209
 
 
 class RegistryError(SimError):
-    """A registry request that cannot be answered; `code` is Confluent's error code."""
+    """A registry request that cannot be answered; `code` is Confluent's error code. A
+    changefeed it fails reports TiCDC's code of a registry's refusal."""
+
+    error_code = "CDC:ErrAvroSchemaAPIError"
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -93,11 +104,27 @@ def compact(schema: str) -> str:
     return json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one registry may hold (None: no bound); `setting`: the name a bound is set by,
+    `{}` the field's in capitals (`TICDC_SIM_MAX_{}`), said with a refusal."""
+
+    schema_bytes: int | None = None  # a schema's compact JSON text, in UTF-8
+    subjects: int | None = None
+    subject_versions: int | None = None  # of one subject
+    schemas: int | None = None  # ids, which are never given back
+    setting: str = ""
+
+    def said(self, field: str) -> str:
+        return f" ({self.setting.format(field.upper())})" if self.setting else ""
+
+
 class MemoryRegistry:
     """A Confluent registry's subjects, versions and ids in memory; thread-safe (the service's
     REST API and its changefeeds share one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
         self._lock = threading.Lock()
         self._schemas: list[str] = []  # id - 1 -> compact schema text
         self._ids: dict[str, int] = {}  # compact schema text -> id
@@ -111,11 +138,13 @@ class MemoryRegistry:
         unless it is already one of its versions; 409 when the subject's compatibility level
         refuses it."""
         text = compact(schema)
+        self.sized(text)
         with self._lock:
             schema_id = self._ids.get(text)
             versions = self._subjects.get(subject, [])
             if schema_id is not None and schema_id in versions:
                 return schema_id
+            self._room(subject, versions, schema_id is None)
             said = self._refusals(subject, text, versions)
             if said:
                 raise RegistryError(
@@ -130,6 +159,38 @@ class MemoryRegistry:
                 self._parsed[schema_id] = parsed
             self._subjects[subject] = [*versions, schema_id]
             return schema_id
+
+    def sized(self, schema: str) -> None:
+        """42209 for a schema over `limits.schema_bytes` (checked before it is parsed)."""
+        limit = self.limits.schema_bytes
+        size = len(schema.encode("utf-8", "surrogatepass"))
+        if limit is not None and size > limit:
+            raise RegistryError(
+                SCHEMA_TOO_LARGE,
+                f"Schema too large: {size} bytes, over the {limit} a schema may have here"
+                + self.limits.said("schema_bytes"),
+            )
+
+    def _room(self, subject: str, versions: list[int], new_id: bool) -> None:
+        """42205 when a new version of `subject` would pass a bound; the lock is held."""
+        limits, said = self.limits, ""
+        if not versions and _over(limits.subjects, len(self._subjects)):
+            said = (
+                f"this registry holds {len(self._subjects)} subjects, the most it may"
+                f"{limits.said('subjects')}; delete one first"
+            )
+        elif _over(limits.subject_versions, len(versions)):
+            said = (
+                f"subject {subject!r} has {len(versions)} versions, the most one may"
+                f"{limits.said('subject_versions')}; delete the subject first"
+            )
+        elif new_id and _over(limits.schemas, len(self._schemas)):
+            said = (
+                f"this registry has given {len(self._schemas)} schema ids, the most it may"
+                f"{limits.said('schemas')} (an id is never given back)"
+            )
+        if said:
+            raise RegistryError(OPERATION_NOT_PERMITTED, said)
 
     def schema(self, schema_id: int) -> str:
         with self._lock:
@@ -293,6 +354,10 @@ class MemoryRegistry:
         if ids is None:
             raise RegistryError(SUBJECT_NOT_FOUND, f"subject {subject!r} not found")
         return ids
+
+
+def _over(limit: int | None, count: int) -> bool:
+    return limit is not None and count >= limit
 
 
 def _not_configured(subject: str | None) -> RegistryError:

@@ -362,7 +362,7 @@ def _handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, invalid)
 
-    def http_error(request: Request, exc: Exception) -> JSONResponse:
+    def http_error(request: Request, exc: Exception) -> Response:
         """Routing's own answers (404 no such path, 405 method, 400 a body FastAPI could not
         read) in the same JSON shape, saying what was wrong; a 405 lists every method of
         the path (Starlette names only the first route's), asking the router itself."""
@@ -373,6 +373,8 @@ def _handlers(app: FastAPI) -> None:
             return found
         if status == 404:
             message = f"no such path: {request.method} {path} (the API is at /docs)"
+        elif status == 405 and schema_registry.serves(path):
+            return schema_registry.not_allowed(request)
         elif status == 405:
             allowed = ", ".join(m for m in _METHODS if _routed(app, {**request.scope, "method": m}))
             message = f"{request.method} is not allowed on {path}; it takes {allowed}"

@@ -1,11 +1,13 @@
 """What a request may make the service touch: files under the data directory only, Kafka
-brokers and S3 endpoints on the operator's allow-lists only. Checked before a changefeed is
-built."""
+brokers, S3 endpoints and schema registries on the operator's allow-lists only (a schema
+registry: its own too). Checked before a changefeed is built."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import httpx
 
 from ticdc_sim.cluster import TooLarge
 from ticdc_sim.config import Changefeed, parse_sink_uri, s3_location, sink_uri_text
@@ -53,6 +55,65 @@ def sink_uri(text: str, settings: Settings) -> str:
                 " TICDC_SIM_S3_ALLOW)"
             )
     return text
+
+
+def schema_registry(feed: Changefeed, settings: Settings) -> None:
+    """A changefeed's `schema-registry` (URI, [sink] or replica_config) may be the service's
+    own (`http://HOST:PORT/sim/v1/clusters/{cluster}/schema-registry`) or one under a URL of
+    TICDC_SIM_SCHEMA_REGISTRY_ALLOW: the service GETs and POSTs to it, checked before it does."""
+    url = feed.codec.schema_registry
+    if not url:
+        return
+    try:
+        given = _origin_and_path(url)
+    except (httpx.InvalidURL, ValueError):
+        return  # not a URL: open_registry says so, without a request
+    if given is None:
+        return
+    hosts = (settings.host, "127.0.0.1", "localhost")  # its own address, or loopback's
+    if given[0] in {("http", host, settings.port) for host in hosts} and _ours(given[1]):
+        return
+    for allowed in settings.schema_registry_allow:
+        try:
+            found = _origin_and_path(allowed)
+        except (httpx.InvalidURL, ValueError):
+            continue
+        if found is not None and given[0] == found[0] and _under(given[1], found[1]):
+            return
+    raise Forbidden(
+        f"schema registry {_without_password(url)} is not allowed here (the operator lists"
+        " registries in TICDC_SIM_SCHEMA_REGISTRY_ALLOW; this service's own is"
+        f" http://{settings.host}:{settings.port}/sim/v1/clusters/{{cluster}}/schema-registry)"
+    )
+
+
+def _origin_and_path(url: str) -> tuple[tuple[str, str, int], str] | None:
+    """((scheme, host, port), path) of an http(s) URL, as compared; None for another one."""
+    parsed = httpx.URL(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return None
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    return (parsed.scheme, parsed.host, port), parsed.path.rstrip("/")
+
+
+def _ours(path: str) -> bool:
+    """Whether a path is a cluster's registry (or under it) on the service itself."""
+    parts = path.split("/")  # "", "sim", "v1", "clusters", id, "schema-registry", ...
+    return (
+        len(parts) >= 6
+        and parts[1:4] == ["sim", "v1", "clusters"]
+        and parts[5] == ("schema-registry")
+    )
+
+
+def _under(path: str, allowed: str) -> bool:
+    return path == allowed or path.startswith(allowed + "/")
+
+
+def _without_password(url: str) -> str:
+    parsed = httpx.URL(url.strip())
+    hidden = parsed.copy_with(username=parsed.username, password="***")
+    return str(hidden) if parsed.password else url.strip()
 
 
 def directory(checked_uri: str) -> str | None:

@@ -274,6 +274,7 @@ class ChangefeedCreate(ChangefeedConfig):
 
 
 class RunningError(BaseModel):
+    time: str  # when it failed (tiflow cdc/api/v2/model.go: `time,omitempty`)
     addr: str
     code: str
     message: str

@@ -29,6 +29,11 @@ class Settings(BaseSettings):
         description="S3 endpoints (as a sink URI's endpoint= gives them; `aws`: AWS's own) an"
         " s3:// sink may name (none: no s3:// sinks)",
     )
+    schema_registry_allow: list[str] = Field(
+        default_factory=list,
+        description="Confluent schema registry URLs (and what is under them) an avro changefeed's"
+        " schema-registry may name; the service's own registry is always allowed",
+    )
     default_cluster: bool = Field(True, description="start with cluster and changefeed `default`")
     default_sink_uri: str = Field(
         "jsonl://default?protocol=canal-json&enable-tidb-extension=true",
@@ -45,6 +50,18 @@ class Settings(BaseSettings):
     max_changefeeds: int = Field(64, gt=0, description="changefeeds one cluster holds at once")
     max_partitions: int = Field(
         1024, gt=0, description="partition-num a changefeed may ask for (each gets checkpoints)"
+    )
+    max_schema_bytes: int = Field(
+        1 << 20, gt=0, description="a schema's size in a cluster's schema registry (compact JSON)"
+    )
+    max_subjects: int = Field(
+        10_000, gt=0, description="subjects a cluster's schema registry holds"
+    )
+    max_subject_versions: int = Field(
+        1_000, gt=0, description="versions of one subject in a cluster's schema registry"
+    )
+    max_schemas: int = Field(
+        10_000, gt=0, description="schema ids a cluster's schema registry gives (never given back)"
     )
     request_time_s: float = Field(300.0, gt=0, description="a request's statements stop after")
     lock_wait_s: float = Field(50.0, gt=0, description="innodb_lock_wait_timeout of sessions")

@@ -13,8 +13,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
+from ticdc_sim.cluster import Cluster, Conflict, FeedSpec, InvalidParam, build_changefeed
 from ticdc_sim.config import Changefeed
+from ticdc_sim.encoders.registry import Limits
 from ticdc_sim.errors import ConfigError
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
@@ -91,6 +92,13 @@ class State:
             settings.max_txn_rows,
             settings.history_events,
             settings.max_changefeeds,
+            registry_limits=Limits(
+                schema_bytes=settings.max_schema_bytes,
+                subjects=settings.max_subjects,
+                subject_versions=settings.max_subject_versions,
+                schemas=settings.max_schemas,
+                setting="TICDC_SIM_MAX_{}",
+            ),
         )
         return self.registry.add(cluster)
 
@@ -119,6 +127,13 @@ class State:
                             "SIM:ErrSinkInUse",
                         )
         return checked
+
+
+def vetted(state: State, spec: FeedSpec) -> FeedSpec:
+    """`spec` once what it makes the service reach before its sink opens is allowed (its
+    schema registry: the changefeed GETs it as it is built)."""
+    guard.schema_registry(build_changefeed(spec), state.settings)
+    return spec
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:

@@ -13,7 +13,9 @@ registered again gets its id again, so the cache only saves round trips), schema
 
 Every failure is a `RegistryError` (a SimError) naming the URL, the subject or id, and
 what the registry said; `code` is Confluent's error code when the registry gave one, its
-HTTP status otherwise, 0 when it did not answer.
+HTTP status otherwise, 0 when it did not answer. What a server that is not a registry
+answered is never repeated (the service may be made to reach one): its status line only;
+a registry's own words only when they come in Confluent's error shape.
 """
 
 from __future__ import annotations
@@ -63,11 +65,11 @@ def open_registry(
         what = "testing the connection"
         response = registry.request("GET", base, what, attempts=1)
         if response.text != "{}":
-            said = f"HTTP {response.status_code} {shown(response.text, 200)}"
+            said = f"GET answered {_line(response)}, not {{}}"
             raise registry.error(
                 response.status_code,
                 what,
-                f"GET answered {said}, not {{}} (is it a Confluent Schema Registry's base URL?)",
+                f"{said} (is it a Confluent Schema Registry's base URL?)",
             )
     except RegistryAPIError:
         registry.close()
@@ -109,7 +111,7 @@ class HTTPRegistry:
         )
         schema_id = self._answer(response, what).get("id")
         if type(schema_id) is not int or schema_id <= 0:
-            said = f"it answered {shown(response.text, 200)}, not a schema id (a positive integer)"
+            said = f"it answered {_line(response)} without a schema id (a positive integer)"
             raise self.error(response.status_code, what, said)
         with self._lock:
             self._ids[(subject, text)] = schema_id
@@ -126,7 +128,7 @@ class HTTPRegistry:
         response = self.request("GET", f"{self.url}/schemas/ids/{schema_id}", what)
         text = self._answer(response, what).get("schema")
         if not isinstance(text, str):
-            said = f'it answered {shown(response.text, 200)}, not {{"schema": "..."}}'
+            said = f'it answered {_line(response)} without {{"schema": "..."}}'
             raise self.error(response.status_code, what, said)
         with self._lock:
             self._schemas[schema_id] = text
@@ -166,7 +168,7 @@ class HTTPRegistry:
                     return response
                 if attempt == attempts:
                     code, said = _said(response)
-                    raise self.error(code, what, f"HTTP {response.status_code}: {said}{tries}")
+                    raise self.error(code, what, f"{said}{tries}")
             time.sleep(wait)
             wait *= 1.5
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -175,30 +177,36 @@ class HTTPRegistry:
         """The JSON object of a 200 answer; the registry's own error otherwise."""
         if response.status_code != 200:
             code, said = _said(response)
-            raise self.error(code, what, f"HTTP {response.status_code}: {said}")
+            raise self.error(code, what, said)
         try:
             found = response.json()
         except ValueError:
             found = None
         if not isinstance(found, dict):
-            said = f"the answer is not a JSON object: {shown(response.text, 200)}"
-            raise self.error(200, what, said)
+            raise self.error(200, what, f"it answered {_line(response)}, not a JSON object")
         return found
 
 
 def _said(response: httpx.Response) -> tuple[int, str]:
-    """(Confluent's error code, its message) of an error answer: `{"error_code": N,
-    "message": ...}`, or the HTTP status and the body as it came."""
+    """(Confluent's error code, what it said) of an error answer: its status line, and a
+    registry's own message when the body is Confluent's `{"error_code": N, "message": ...}`
+    (its code too, unless it is the status); the HTTP status and the status line otherwise."""
     try:
         body = response.json()
     except ValueError:
         body = None
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        code = body.get("error_code")
-        if type(code) is int:  # a registry's own words, whole: a 409's details are long
-            return code, f"error {code}: {_words(body['message'])}"
-        return response.status_code, shown(body["message"], 300)
-    return response.status_code, shown(response.text, 200) if response.text else "(no body)"
+    if isinstance(body, dict):
+        code, message = body.get("error_code"), body.get("message")
+        if type(code) is int and isinstance(message, str):  # whole: a 409's details are long
+            said = _words(message)
+            said = said if code == response.status_code else f"error {code}: {said}"
+            return code, f"{_line(response)}: {said}"
+    return response.status_code, f"{_line(response)} (not a Confluent error answer)"
+
+
+def _line(response: httpx.Response) -> str:
+    """An answer's status line (`HTTP 404 Not Found`), which names it without its body."""
+    return f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
 
 def _words(message: str, limit: int = 4000) -> str:

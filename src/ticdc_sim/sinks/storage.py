@@ -122,6 +122,7 @@ class StorageSink(StagedSink):
         self.written_ms: int | None = None
         self.now_ms = 0
         self.files = 0  # data files written
+        self.paths: set[str] = set()  # every file written (schema, index, metadata too), once
         self.txn_ts = 0  # the transaction whose rows came last, and the files it touched
         self.txn_keys: dict[FileKey, None] = {}
 
@@ -229,6 +230,7 @@ class StorageSink(StagedSink):
 
     def _put(self, relative: str, data: bytes) -> None:
         self.store.put(relative, data)
+        self.paths.add(relative)
         if self.on_file is not None:
             self.on_file(relative, data)
 

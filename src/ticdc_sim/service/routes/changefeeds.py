@@ -38,7 +38,7 @@ from ticdc_sim.service.models import (
     ServerStatus,
 )
 from ticdc_sim.service.settings import package_version
-from ticdc_sim.service.state import api_router, feed_sink, state_of
+from ticdc_sim.service.state import api_router, feed_sink, state_of, vetted
 
 router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
@@ -78,13 +78,18 @@ async def status(request: Request) -> ServerStatus:
     )
 
 
-def _running_error(feed: Feed) -> RunningError | None:
+def _running_error(request: Request, feed: Feed) -> RunningError | None:
+    """tiflow `cdc/api/v2/model.go` RunningError: when it failed, the capture's address (the
+    service's own), the error's code (cerror.RFCCode) and its message."""
     if feed.error is None:
         return None
-    return RunningError(addr="127.0.0.1:8300", code=feed.error_code, message=feed.error)
+    settings = state_of(request).settings
+    addr = f"{settings.host}:{settings.port}"
+    when = commit_time_of_wall(feed.error_time)
+    return RunningError(time=when, addr=addr, code=feed.error_code, message=feed.error)
 
 
-def _info(cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
+def _info(request: Request, cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
     spec = feed.spec
     return ChangeFeedInfo(
         upstream_id=1,
@@ -96,7 +101,7 @@ def _info(cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
         target_ts=spec.target_ts,
         config=spec.replica_config,
         state=feed.state,
-        error=_running_error(feed),
+        error=_running_error(request, feed),
         creator_version="v8.5.0",
         resolved_ts=feed.checkpoint_ts,
         checkpoint_ts=feed.checkpoint_ts,
@@ -131,7 +136,7 @@ async def list_changefeeds(
             state=feed.state,
             checkpoint_tso=feed.checkpoint_ts,
             checkpoint_time=commit_time(feed.checkpoint_ts),
-            error=_running_error(feed),
+            error=_running_error(request, feed),
         )
         for feed_id, feed in feeds
         if state == "all" or feed.state == state or (not state and feed.state in _LISTED)
@@ -153,17 +158,19 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
     def add(uri: str) -> Feed:
         config, start, target = body.replica_config or {}, body.start_ts, body.target_ts
         spec = FeedSpec(feed_id, uri, config, start_ts=start, target_ts=target)
-        return cluster.add_feed(spec, feed_sink(state), state.settings.retain_records)
+        return cluster.add_feed(
+            vetted(state, spec), feed_sink(state), state.settings.retain_records
+        )
 
     feed = await run_in_threadpool(state.place, body.sink_uri, None, add)
-    return _info(cluster, feed)
+    return _info(request, cluster, feed)
 
 
 @router.get("/changefeeds/{changefeed_id}")
 async def get_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> ChangeFeedInfo:
-    return _info(*_lookup(request, namespace, changefeed_id))
+    return _info(request, *_lookup(request, namespace, changefeed_id))
 
 
 @router.get("/changefeeds/{changefeed_id}/status")
@@ -176,7 +183,7 @@ async def changefeed_status(
         state=feed.state,
         resolved_ts=feed.checkpoint_ts,
         checkpoint_ts=feed.checkpoint_ts,
-        last_error=_running_error(feed),
+        last_error=_running_error(request, feed),
         messages=counts,
         warnings=[str(w) for w in feed.warnings],
     )
@@ -209,11 +216,13 @@ async def update_changefeed(
             start_ts=old.spec.start_ts,
             target_ts=target_ts,
         )
-        return cluster.replace_feed(spec, feed_sink(state), state.settings.retain_records)
+        return cluster.replace_feed(
+            vetted(state, spec), feed_sink(state), state.settings.retain_records
+        )
 
     uri, name = body.sink_uri or old.spec.sink_uri, f"{cluster.id}/{changefeed_id}"
     feed = await run_in_threadpool(state.place, uri, name, replace)
-    return _info(cluster, feed)
+    return _info(request, cluster, feed)
 
 
 @router.delete("/changefeeds/{changefeed_id}")

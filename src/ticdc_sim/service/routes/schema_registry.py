@@ -7,16 +7,21 @@ status N's first three digits name.
 
 One route takes every path under the base and dispatches on the raw path's segments
 (`ROUTES`), each unquoted on its own: a subject may hold any character, `/` too, as
-clients send it percent-encoded. The handlers run on the event loop, never in the thread
-pool: a changefeed that registers over HTTP in its own service (a loopback URL) holds a
-pool thread while it waits for the answer. Compatibility levels are the store's, and
+clients send it percent-encoded. The handlers run on threads of their own (`_WORKERS`),
+never in anyio's pool: a changefeed that registers over HTTP in its own service (a
+loopback URL) holds a pool thread while it waits for the answer; nor on the event loop,
+which a big schema or a long compatibility check would stall for every other request.
+What a registry holds is bounded (`Limits`: the service's TICDC_SIM_MAX_SCHEMA_BYTES,
+_SUBJECTS, _SUBJECT_VERSIONS, _SCHEMAS). Compatibility levels are the store's, and
 enforced there: a registration they refuse is answered 409 as Confluent answers it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
@@ -29,6 +34,7 @@ from ticdc_sim.cluster import NotFound, TooLarge
 from ticdc_sim.encoders import compatibility
 from ticdc_sim.encoders.registry import (
     INVALID_SCHEMA,
+    INVALID_SUBJECT,
     INVALID_VERSION,
     SCHEMA_NOT_FOUND,
     MemoryRegistry,
@@ -38,6 +44,9 @@ from ticdc_sim.errors import shown
 from ticdc_sim.service.state import BEARER, state_of
 
 router = APIRouter(prefix="/sim/v1/clusters", dependencies=BEARER)
+# the handlers' work (parsing JSON and Avro, compatibility checks): off the event loop, on
+# threads of their own, not the pool a changefeed request may hold while it registers here
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="schema-registry")
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 _INT32_MAX = 2**31 - 1
@@ -47,9 +56,10 @@ _NUMBER = re.compile(r"[0-9]{1,10}")
 class Refused(Exception):
     """An answer in Confluent's error shape."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, allow: str = "") -> None:
         super().__init__(message)
         self.code, self.message = code, message
+        self.allow = allow  # a 405's Allow header
 
     @property
     def status(self) -> int:
@@ -223,25 +233,46 @@ def _match(segments: list[str], pattern: tuple[str, ...]) -> tuple[str, ...] | N
     args = []
     for segment, wanted in zip(segments, pattern, strict=True):
         if wanted.startswith("{") and segment:
-            args.append(segment)
+            args.append(_valid(segment) if wanted == _S else segment)
         elif segment != wanted:
             return None
     return tuple(args)
 
 
-def _route(method: str, segments: list[str], raw: str) -> tuple[Handler, tuple[str, ...]]:
-    """The handler of a request and its args; `raw`: the path as sent, for errors."""
+def _valid(subject: str) -> str:
+    """A subject as Confluent keeps it: text (UTF-8 in the path) with no NUL; 42208 naming
+    what is not, rather than a subject that collides with another once replaced."""
+    for position, char in enumerate(subject):
+        if "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8, as `_unquoted` keeps it
+            said = f"byte 0x{ord(char) - 0xDC00:02X} at character {position} is not UTF-8"
+        elif char == "\x00":
+            said = f"a NUL at character {position}"
+        else:
+            continue
+        shown_ = subject.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise Refused(
+            INVALID_SUBJECT,
+            f"The specified subject {shown(shown_, 60)} is not valid: {said}",
+        )
+    return subject
+
+
+def _route(method: str, segments: list[bytes], raw: bytes) -> tuple[Handler, tuple[str, ...]]:
+    """The handler of a request and its args; `raw`: the path after the base as sent."""
+    texts = [_unquoted(s) for s in segments]
     allowed = []
     for verb, pattern, handler in ROUTES:
-        args = _match(segments, pattern)
+        args = _match(texts, pattern)
         if args is None:
             continue
         if verb == method:
             return handler, args
         allowed.append(verb)
-    path = raw if len(raw) <= 200 else raw[:197] + "..."
+    said = raw.decode("utf-8", "replace") or "/"
+    path = said if len(said) <= 200 else said[:197] + "..."
     if allowed:
-        raise Refused(405, f"{method} is not allowed on {path}; it takes {', '.join(allowed)}")
+        methods = ", ".join(allowed)
+        raise Refused(405, f"{method} is not allowed on {path}; it takes {methods}", methods)
     raise Refused(404, f"no such path of the schema registry: {method} {path}")
 
 
@@ -254,13 +285,10 @@ async def schema_registry(request: Request) -> Response:
     try:
         cluster_id, raw = _path(request)
         registry = _registry(request, cluster_id)
-        segments = raw.split(b"/")[1:]  # the part before the first `/` is empty
-        if segments and segments[-1] == b"":  # a trailing `/`
-            segments.pop()
-        said = raw.decode("utf-8", "replace") or "/"
-        handler, args = _route(request.method, [_unquoted(s) for s in segments], said)
+        handler, args = _route(request.method, _segments(raw), raw)
         query = dict(parse_qsl(request.url.query, keep_blank_values=True))
-        answer = handler(Call(registry, args, query, await request.body()))
+        call = Call(registry, args, query, await request.body())
+        answer = await asyncio.get_running_loop().run_in_executor(_WORKERS, handler, call)
     except RegistryError as e:
         return _refused(Refused(e.code, str(e)))
     except Refused as e:
@@ -270,6 +298,25 @@ async def schema_registry(request: Request) -> Response:
     if isinstance(answer, Response):
         return answer
     return Response(json.dumps(answer, ensure_ascii=False), media_type=MEDIA_TYPE)
+
+
+def _segments(raw: bytes) -> list[bytes]:
+    segments = raw.split(b"/")[1:]  # the part before the first `/` is empty
+    if segments and segments[-1] == b"":  # a trailing `/`
+        segments.pop()
+    return segments
+
+
+def not_allowed(request: Request) -> Response:
+    """A method the registry's route is not declared for (PATCH, OPTIONS, ...): answered
+    as the route answers a method its path does not take, Confluent's 405 naming the
+    methods that path takes (404 for a path it does not have)."""
+    try:
+        _, raw = _path(request)
+        _route(request.method, _segments(raw), raw)
+    except Refused as e:
+        return _refused(e)
+    raise AssertionError(f"{request.method} is routed: the route takes every ROUTES method")
 
 
 def _path(request: Request) -> tuple[str, bytes]:
@@ -282,12 +329,13 @@ def _path(request: Request) -> tuple[str, bytes]:
         said = raw.decode("utf-8", "replace")
         said = said if len(said) <= 200 else said[:197] + "..."
         raise Refused(404, f"no such path: {request.method} {said}")
-    return _unquoted(cluster), slash + after
+    return unquote_to_bytes(cluster).decode("utf-8", "replace"), slash + after
 
 
 def _unquoted(segment: bytes) -> str:
-    """A path segment's text: its %XX and raw bytes as UTF-8 (what is not, replaced)."""
-    return unquote_to_bytes(segment).decode("utf-8", "replace")
+    """A path segment's text: its %XX and raw bytes as UTF-8 (a byte that is not: kept as a
+    lone surrogate, for `_valid` to name; it matches no fixed segment)."""
+    return unquote_to_bytes(segment).decode("utf-8", "surrogateescape")
 
 
 _PREFIX = b"/sim/v1/clusters/"
@@ -304,7 +352,8 @@ def _registry(request: Request, cluster_id: str) -> MemoryRegistry:
 
 def _refused(e: Refused) -> Response:
     body = json.dumps({"error_code": e.code, "message": e.message}, ensure_ascii=False)
-    return Response(body, status_code=e.status, media_type=MEDIA_TYPE)
+    headers = {"Allow": e.allow} if e.allow else None
+    return Response(body, status_code=e.status, media_type=MEDIA_TYPE, headers=headers)
 
 
 def confluent_error(status: int, message: str, code: str = "") -> Response:
@@ -325,6 +374,7 @@ def _schema(call: Call) -> str:
     schema = body.get("schema")
     if not isinstance(schema, str) or not schema:
         raise Refused(INVALID_SCHEMA, 'Empty schema: the body needs "schema", a string')
+    call.registry.sized(schema)  # before it is parsed
     kind = body.get("schemaType", "AVRO")
     if kind != "AVRO":
         raise Refused(
