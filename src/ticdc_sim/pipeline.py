@@ -244,8 +244,8 @@ class Pipeline:
     ) -> None:
         """`registry`: avro's schema registry (else `open_registry`); `storage`: the storage
         sink `sink` wraps (a service's feed logs what it sends); `register_at_ddl`: avro
-        registers a table version's schemas as its DDL passes rather than at its first row,
-        as TiCDC does (workloads: every Spark task then assigns the ids one process does)."""
+        registers a table version's schemas as its DDL passes, not at its first row as TiCDC
+        does (workloads: every Spark task then assigns the ids one process does)."""
         self.feed = feed
         old_value, raw = feed.enable_old_value, feed.output_raw_change_event
         self.capture = Capture(old_value, raw) if Capture.needed(old_value, raw) else None
