@@ -188,8 +188,7 @@ def verdict(ok: bool) -> str:
 
 
 def report(samples: list[tuple[float, int, int, int]], idle: int) -> None:
-    end = samples[-1][0]
-    half = [s for s in samples if s[0] >= end / 2]
+    half = samples[len(samples) // 2 :]  # from the sample at (about) half time
     plateau = sum(s[1] for s in half) / len(half)
     growth = (half[-1][1] - half[0][1]) / half[0][1]
     peak = max(s[1] for s in samples)
