@@ -892,7 +892,8 @@ def test_a_service_started_again_says_it_replaced_the_earlier_output(
 def test_an_update_refuses_a_changefeed_resumed_meanwhile(client: TestClient) -> None:
     """The route checks `stopped` before the rebuild takes the cluster's lock; the rebuild
     checks again under it, so a resume in between is not replaced while it runs."""
-    from ticdc_sim.cluster import Conflict, FeedSpec
+    from ticdc_sim.cluster import Conflict
+    from ticdc_sim.feed import FeedSpec
 
     body = {"changefeed_id": "racy", "sink_uri": "memory://?protocol=canal-json"}
     assert client.post("/api/v2/changefeeds", json=body).status_code == 200

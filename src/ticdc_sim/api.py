@@ -28,16 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ticdc_sim.cluster import (
-    Change,
-    Cluster,
-    Feed,
-    FeedLog,
-    FeedSpec,
-    LoggedSink,
-    checked_name,
-    committed_view,
-)
+from ticdc_sim.cluster import Cluster, checked_name, committed_view
 from ticdc_sim.config import (
     Changefeed as ChangefeedConfig,
 )
@@ -51,6 +42,8 @@ from ticdc_sim.config import (
 from ticdc_sim.encoders import decoder_for
 from ticdc_sim.encoders.registry import MemoryRegistry
 from ticdc_sim.errors import ConfigError, SimError, SQLError
+from ticdc_sim.feed import Change, Feed, FeedSpec
+from ticdc_sim.feedlog import FeedLog, LoggedSink, Retain
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import EngineConfig, load_zone
@@ -480,7 +473,7 @@ class Simulator:
         def opened(feed: ChangefeedConfig) -> Sink:
             return _opened(feed, overwrite)
 
-        feed = self._cluster.add_feed(spec, opened, sys.maxsize, flush_each=False, announce=False)
+        feed = self._cluster.add_feed(spec, opened, Retain(), flush_each=False, announce=False)
         handle = self._feeds[feed_id] = Changefeed(feed, _claims(feed.changefeed))
         self._check_feeds()  # one from the past may fail on what it replays
         return handle
@@ -567,7 +560,7 @@ def generate(
         workload = load(Path(spec), seed, overrides)
     toml, configured, source = _config(config)
     feed = changefeed_config(sink_uri, toml, source, None, configured)
-    log = FeedLog(sys.maxsize)
+    log = FeedLog(Retain())
     try:
         datasets = read_datasets(workload)
         check(workload, datasets)

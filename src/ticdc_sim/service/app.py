@@ -34,14 +34,13 @@ from ticdc_sim.cluster import (
     ChangefeedNotFound,
     CloseFailed,
     Conflict,
-    FeedSpec,
     InvalidParam,
     NotFound,
     StartTsBeforeGC,
     TooLarge,
-    build_changefeed,
 )
 from ticdc_sim.errors import ConfigError, SimError
+from ticdc_sim.feed import FeedSpec, build_changefeed
 from ticdc_sim.service import routes
 from ticdc_sim.service.guard import Forbidden, sink_uri
 from ticdc_sim.service.metrics import Metrics
@@ -50,7 +49,7 @@ from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.routes import schema_registry
 from ticdc_sim.service.routes.schema_registry import confluent_error
 from ticdc_sim.service.settings import Settings, package_version
-from ticdc_sim.service.state import State, feed_sink
+from ticdc_sim.service.state import State, feed_sink, retained
 
 LOG = logging.getLogger("ticdc_sim.service")
 STATIC = Path(__file__).parent / "static"
@@ -295,7 +294,7 @@ def _default_cluster(state: State) -> None:
     cluster = state.new_cluster("default", 0)
     spec = default_changefeed(state.settings)
     state.checked_uri(spec.sink_uri)  # no other changefeed writes its directory
-    cluster.add_feed(spec, feed_sink(state), state.settings.retain_records)
+    cluster.add_feed(spec, feed_sink(state), retained(state))
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:

@@ -70,10 +70,54 @@ class Settings(BaseSettings):
         gt=0,
         description="committed events a cluster keeps for changefeeds with a past start_ts",
     )
+    history_bytes: int = Field(
+        64 << 20,
+        gt=0,
+        description="bytes of committed events a cluster keeps for changefeeds with a past"
+        " start_ts, or resuming from their checkpoint (older ones: TiCDC's GC safepoint)",
+    )
     retain_records: int = Field(
         1_000_000,
         gt=0,
-        description="records a changefeed keeps per partition for reading (and in all, for a tail)",
+        description="records a changefeed keeps for reading, in all its partitions",
+    )
+    retain_bytes: int = Field(
+        128 << 20,
+        gt=0,
+        description="bytes of records a changefeed keeps for reading, in all its partitions"
+        " (the oldest go first; the read API says where the kept window starts)",
+    )
+    file_retain_bytes: int = Field(
+        1 << 30,
+        ge=0,
+        description="bytes a file changefeed (jsonl, parquet, file://) keeps on disk; its"
+        " oldest closed files are removed beyond (0: no limit)",
+    )
+    max_connections: int = Field(
+        256, gt=0, description="MySQL connections at once (TiDB's max_connections; error 1040)"
+    )
+    max_http_concurrency: int = Field(
+        256, gt=0, description="HTTP requests and connections at once (503 beyond)"
+    )
+    max_result_bytes: int = Field(
+        64 << 20,
+        gt=0,
+        description="bytes of result rows one HTTP request's answer may hold (an error beyond)",
+    )
+    kafka_queue_bytes: int = Field(
+        64 << 20,
+        gt=0,
+        description="bytes a kafka:// changefeed's producer queues for the brokers"
+        " (librdkafka's queue.buffering.max.kbytes)",
+    )
+    backoff_init_s: float = Field(
+        10.0,
+        gt=0,
+        description="a failed changefeed's first retry after (TiCDC's 10 s; doubled up to"
+        " backoff_max_s)",
+    )
+    backoff_max_s: float = Field(
+        600.0, gt=0, description="the longest wait between a changefeed's retries (TiCDC's 10 min)"
     )
 
 

@@ -13,10 +13,12 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ticdc_sim.cluster import Cluster, Conflict, FeedSpec, InvalidParam, build_changefeed
+from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders.registry import Limits
 from ticdc_sim.errors import ConfigError
+from ticdc_sim.feed import FeedSpec, build_changefeed
+from ticdc_sim.feedlog import Retain
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.models import Error
@@ -91,6 +93,7 @@ class State:
             settings.lock_wait_s,
             settings.max_txn_rows,
             settings.history_events,
+            settings.history_bytes,
             settings.max_changefeeds,
             registry_limits=Limits(
                 schema_bytes=settings.max_schema_bytes,
@@ -134,6 +137,11 @@ def vetted(state: State, spec: FeedSpec) -> FeedSpec:
     schema registry: the changefeed GETs it as it is built)."""
     guard.schema_registry(build_changefeed(spec), state.settings)
     return spec
+
+
+def retained(state: State) -> Retain:
+    """What a service changefeed's log keeps for reading."""
+    return Retain(state.settings.retain_records, state.settings.retain_bytes)
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from ticdc_sim.config import DEFAULT_PARTITION_NUM, Changefeed, SinkURI
 from ticdc_sim.encoders import Message
-from ticdc_sim.errors import Warnings
+from ticdc_sim.errors import SimError, Warnings
 
 
 def overlap(one: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
@@ -72,6 +72,38 @@ class Sink(Protocol):
     def abort(self) -> None:
         """Close after a failure upstream: what was sent stays, marked as partial where
         output could otherwise look complete."""
+        ...
+
+
+@runtime_checkable
+class Confirmed(Protocol):
+    """A sink whose sends are confirmed later, by a broker (Kafka's): a changefeed's
+    checkpoint is what the broker acknowledged, and a failure may show after `send` returned."""
+
+    def failure(self) -> SimError | None:
+        """The first send the destination refused or never acknowledged, once there is one
+        (it stays: the sink is rebuilt to go on)."""
+        ...
+
+    def acknowledged_ts(self) -> int:
+        """The checkpoint every partition's broker has acknowledged (0: none yet)."""
+        ...
+
+
+@runtime_checkable
+class OnDisk(Protocol):
+    """A sink writing files it rotates and caps (jsonl, parquet, the storage sink's)."""
+
+    def disk_usage(self) -> tuple[int, int]:
+        """Bytes and files of its output kept now."""
+        ...
+
+    def removed(self) -> tuple[int, int]:
+        """Bytes and files removed so far to keep under the cap."""
+        ...
+
+    def remaining(self) -> str:
+        """What remains on disk, for a person: `412 MB in 7 files in DIR (from offset X)`."""
         ...
 
 

@@ -15,17 +15,15 @@ from fastapi import Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from ticdc_sim.cluster import (
-    HELD,
     ChangefeedNotFound,
     Cluster,
     Conflict,
-    Feed,
-    FeedSpec,
     InvalidParam,
     checked_name,
     commit_time,
     update_refused,
 )
+from ticdc_sim.feed import HELD, Feed, FeedSpec
 from ticdc_sim.service.models import (
     ChangefeedCommonInfo,
     ChangefeedConfig,
@@ -38,7 +36,7 @@ from ticdc_sim.service.models import (
     ServerStatus,
 )
 from ticdc_sim.service.settings import package_version
-from ticdc_sim.service.state import api_router, feed_sink, state_of, vetted
+from ticdc_sim.service.state import api_router, feed_sink, retained, state_of, vetted
 
 router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
@@ -158,9 +156,7 @@ async def create_changefeed(request: Request, body: ChangefeedCreate) -> ChangeF
     def add(uri: str) -> Feed:
         config, start, target = body.replica_config or {}, body.start_ts, body.target_ts
         spec = FeedSpec(feed_id, uri, config, start_ts=start, target_ts=target)
-        return cluster.add_feed(
-            vetted(state, spec), feed_sink(state), state.settings.retain_records
-        )
+        return cluster.add_feed(vetted(state, spec), feed_sink(state), retained(state))
 
     feed = await run_in_threadpool(state.place, body.sink_uri, None, add)
     return _info(request, cluster, feed)
@@ -216,9 +212,7 @@ async def update_changefeed(
             start_ts=old.spec.start_ts,
             target_ts=target_ts,
         )
-        return cluster.replace_feed(
-            vetted(state, spec), feed_sink(state), state.settings.retain_records
-        )
+        return cluster.replace_feed(vetted(state, spec), feed_sink(state), retained(state))
 
     uri, name = body.sink_uri or old.spec.sink_uri, f"{cluster.id}/{changefeed_id}"
     feed = await run_in_threadpool(state.place, uri, name, replace)

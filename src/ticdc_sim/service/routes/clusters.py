@@ -17,8 +17,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ticdc_sim.cluster import BadRequest, Cluster, Feed
+from ticdc_sim.cluster import BadRequest, Cluster
 from ticdc_sim.errors import SimError
+from ticdc_sim.feed import Feed
 from ticdc_sim.generator.sql.script import decode_script
 from ticdc_sim.jsonout import decoded_record
 from ticdc_sim.service.models import (
