@@ -59,7 +59,8 @@ class _PartitionFile:
             raise cannot_write(self.path, e) from None
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # appending: a write cut back by `ftruncate` goes on at the new end, not past a hole
+        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
 
     def flush(self) -> None:
         """The buffered lines on disk, or none of them: a write that fails is cut back to the

@@ -106,15 +106,13 @@ class _PartitionFile:
         self.bytes = sum(len(m.value or b"") + len(m.key or b"") for m in self.pending)
 
     def close(self) -> None:
-        """The file whole, under its own name."""
+        """The file whole, under its own name (one that fails is `discard`ed, never named)."""
+        self.flush()
         try:
-            self.flush()
-        finally:
-            try:
-                self.writer.close()
-                self.writing.rename(self.path)
-            except (OSError, pa.ArrowException) as e:
-                raise cannot_write(self.path, e) from None
+            self.writer.close()
+            self.writing.rename(self.path)
+        except (OSError, pa.ArrowException) as e:
+            raise cannot_write(self.path, e) from None
 
     def size(self) -> int:
         """Bytes on disk, and those pending for the next row group."""

@@ -34,9 +34,11 @@ class WriteFailed(SimError):
 
 
 def cannot_write(path: str | os.PathLike[str], error: OSError | Exception) -> WriteFailed:
-    """`cannot write PATH: No space left on device`: the OS's words, or the library's."""
-    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-    return WriteFailed(f"cannot write {path}: {reason}")
+    """`cannot write PATH: No space left on device`: the OS's words for its errno (pyarrow's
+    OSError wraps them in its own), else the library's."""
+    if isinstance(error, OSError) and error.errno:
+        return WriteFailed(f"cannot write {path}: {os.strerror(error.errno)}")
+    return WriteFailed(f"cannot write {path}: {error}")
 
 
 def size_text(size: int) -> str:
