@@ -32,7 +32,7 @@ from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import jsonl, staging
 from ticdc_sim.sinks.jsonl import JsonlSink, read_jsonl
 from ticdc_sim.sinks.parquet import ParquetSink, read_parquet
-from ticdc_sim.sinks.retention import WRITE_FAILED, WriteFailed
+from ticdc_sim.sinks.retention import WRITE_FAILED, Rotation, WriteFailed
 from ticdc_sim.sinks.staging import write_atomically
 
 FULL = "No space left on device"
@@ -186,7 +186,7 @@ def test_parquet_keeps_its_finished_files_and_writes_on(
 ) -> None:
     """A file that cannot be written whole is removed, never renamed in; the next starts
     where the finished ones end."""
-    sink = ParquetSink(str(tmp_path / "out"), in_place=True, file_size=1 << 20)
+    sink = ParquetSink(str(tmp_path / "out"), in_place=True, rotation=Rotation(1 << 20))
     sink.send("t", 0, _messages(b"a", b"b"))
     sink.flush()
 

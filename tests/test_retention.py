@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 
+from support_s3 import S3Server
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import Message
 from ticdc_sim.generator.sql.engine import Engine
@@ -20,7 +21,7 @@ from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import OnDisk, open_sink
 from ticdc_sim.sinks.jsonl import JsonlSink, read_jsonl
 from ticdc_sim.sinks.parquet import ParquetSink, read_parquet
-from ticdc_sim.sinks.retention import size_text
+from ticdc_sim.sinks.retention import Rotation, size_text
 
 LINE = 88  # bytes of one jsonl line of `_message()`: {"offset":N,...} with a 1-digit offset
 
@@ -37,7 +38,7 @@ def test_jsonl_segments_rotate_at_file_size(tmp_path: Path) -> None:
     """Two 88-byte lines fit in 200 bytes, a third starts the next segment: segments are
     named by their first offset, the live file is partition-P.jsonl, and the reader reads
     them in offset order."""
-    sink = JsonlSink(str(tmp_path / "out"), in_place=True, file_size=200)
+    sink = JsonlSink(str(tmp_path / "out"), in_place=True, rotation=Rotation(200))
     for _ in range(5):
         sink.send("t", 0, [_message()])
         sink.flush()
@@ -53,7 +54,7 @@ def test_jsonl_segments_rotate_at_file_size(tmp_path: Path) -> None:
 
 
 def test_jsonl_cap_removes_the_oldest_segments_never_the_live_file(tmp_path: Path) -> None:
-    sink = JsonlSink(str(tmp_path / "out"), in_place=True, file_size=200, retain_bytes=400)
+    sink = JsonlSink(str(tmp_path / "out"), in_place=True, rotation=Rotation(200, 400))
     assert isinstance(sink, OnDisk)
     for i in range(10):  # two partitions taking turns
         sink.send("t", i % 2, [_message()])
@@ -119,7 +120,7 @@ def test_parquet_rolls_by_flush_interval_and_size_not_at_every_checkpoint(
     request each) add to the open file."""
     clock = Clock()
     sink = ParquetSink(
-        str(tmp_path / "out"), in_place=True, file_size=1 << 20, interval_s=5, clock=clock
+        str(tmp_path / "out"), in_place=True, rotation=Rotation(1 << 20, 0, 5), clock=clock
     )
     folder = tmp_path / "out" / "topic=t" / "partition=0"
     for second in range(11):  # a request a second for 11 s
@@ -142,7 +143,7 @@ def _three_files(directory: Path, retain_bytes: int) -> ParquetSink:
     """Three finished files of two records each (interval 0: a file each checkpoint)."""
     clock = Clock()
     sink = ParquetSink(
-        str(directory), in_place=True, file_size=1 << 20, retain_bytes=retain_bytes, clock=clock
+        str(directory), in_place=True, rotation=Rotation(1 << 20, retain_bytes), clock=clock
     )
     for second in range(3):
         clock.now = second
@@ -176,9 +177,9 @@ SCRIPT += "INSERT INTO big VALUES " + ", ".join(
 )
 
 
-def _storage(directory: Path, script: str, retain_bytes: int) -> tuple[list[int], object]:
+def _storage(uri: str, script: str, retain_bytes: int) -> tuple[list[int], object]:
     feed = changefeed(
-        f"{directory.as_uri()}?protocol=csv&file-size=1048576",
+        f"{uri}&file-size=1048576",
         "[sink]\ndate-separator = 'none'\nfile-index-digit = 6\n",
     )
     events = list(Engine().run(split_script(script.splitlines(keepends=True), "t.sql")))
@@ -192,7 +193,7 @@ def test_storage_cap_removes_old_data_files_never_the_newest_of_a_directory(
 ) -> None:
     """Three data files (1.2, 1.2 and 1.6 MB: test_storage's file-size case) under a 2.5 MB
     cap: the first two go once the third is written; schema, index and metadata stay."""
-    (create,), sink = _storage(tmp_path / "out", SCRIPT, 2_500_000)
+    (create,), sink = _storage(f"{(tmp_path / 'out').as_uri()}?protocol=csv", SCRIPT, 2_500_000)
     files = sorted(p.relative_to(tmp_path / "out").as_posix() for p in tmp_path.rglob("*.*"))
     assert files == [
         f"test/big/{create}/CDC000003.csv",
@@ -203,6 +204,15 @@ def test_storage_cap_removes_old_data_files_never_the_newest_of_a_directory(
     row = len(b'"I","big","test",0,"') + 400000 + len(b'"\r\n')
     assert isinstance(sink, OnDisk) and sink.removed() == (6 * row, 2)
     assert sink.disk_usage()[1] == 4  # the data file, the index, the schema, metadata
+
+
+def test_s3_cap_deletes_the_oldest_objects(s3: S3Server) -> None:
+    """The same cap over s3://: DeleteObject on the oldest data files."""
+    bucket = s3.bucket("capped")
+    (create,), sink = _storage(s3.uri(bucket, "out"), SCRIPT, 2_500_000)
+    names = sorted(s3.objects(bucket, "out"))
+    assert [n for n in names if n.endswith(".csv")] == [f"test/big/{create}/CDC000003.csv"]
+    assert isinstance(sink, OnDisk) and sink.removed()[1] == 2 and len(names) == 4
 
 
 def _checksum(root: Path, version: int) -> str:
@@ -220,7 +230,7 @@ def test_storage_buffers_are_bounded_together_largest_first(tmp_path: Path) -> N
         "INSERT INTO b VALUES (1, REPEAT('b', 400000));\n"
         "INSERT INTO a VALUES (3, REPEAT('a', 10));\n"
     )
-    (create_a, create_b), _ = _storage(tmp_path / "out", script, 0)
+    (create_a, create_b), _ = _storage(f"{(tmp_path / 'out').as_uri()}?protocol=csv", script, 0)
     a = tmp_path / "out" / "test" / "a" / str(create_a)
     b = tmp_path / "out" / "test" / "b" / str(create_b)
     assert sorted(p.name for p in a.glob("*.csv")) == ["CDC000001.csv", "CDC000002.csv"]
@@ -244,6 +254,14 @@ def test_a_service_changefeed_rotates_and_caps_its_files(tmp_path: Path) -> None
         assert answer.status_code == 200, answer.text
         folder = tmp_path / "data" / "capped" / "ticdc"
         listing = _listing(folder)
+        sink = client.app.state.sim.registry.get("default").feeds["capped"].sink.inner
+        assert isinstance(sink, OnDisk)
+        removed, total = sink.removed(), sum(size for _, size in listing)
+        assert removed[1] == 5 and sink.disk_usage() == (total, 3)
+        assert sink.remaining() == (
+            f"{size_text(total)} in 3 files remain in {folder.parent} (ticdc[0] from offset"
+            f" 11, 5 files ({size_text(removed[0])}) removed by the cap)"
+        )
     # the DDL and rows 1-2 fill the first segment, then two 400 kB rows a segment; three
     # such files fit in 3 MiB, a fourth would not
     assert [name for name, _ in listing] == [

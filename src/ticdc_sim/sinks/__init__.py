@@ -140,24 +140,16 @@ def open_sink(
 
         return KafkaSink(uri, warnings)
     kept = retain_bytes or 0
-    if uri.scheme == "jsonl":
+    if uri.scheme in ("jsonl", "parquet"):
         from ticdc_sim.sinks.jsonl import JsonlSink
-
-        size = _file_size(uri, feed, retain_bytes is not None)
-        return JsonlSink(
-            uri.target, overwrite=overwrite, in_place=in_place, file_size=size, retain_bytes=kept
-        )
-    if uri.scheme == "parquet":
         from ticdc_sim.sinks.parquet import ParquetSink
+        from ticdc_sim.sinks.retention import Rotation
 
-        return ParquetSink(
-            uri.target,
-            overwrite=overwrite,
-            in_place=in_place,
-            file_size=_file_size(uri, feed, retain_bytes is not None),
-            retain_bytes=kept,
-            interval_s=_flush_interval_s(feed),
+        rotation = Rotation(
+            _file_size(uri, feed, retain_bytes is not None), kept, _flush_interval_s(feed)
         )
+        sink = JsonlSink if uri.scheme == "jsonl" else ParquetSink
+        return sink(uri.target, overwrite=overwrite, in_place=in_place, rotation=rotation)
     if uri.scheme in ("file", "s3"):
         from ticdc_sim.sinks.storage import StorageSink
 

@@ -5,6 +5,11 @@ offsets from 0 per partition. Lines are buffered per file and written whole with
 a write that fails part-way is cut back to the last whole line, so a crash or a full disk never
 leaves half a line for a consumer to trip on.
 
+With a `file-size` (a service's changefeed always; a CLI run when its sink URI names one), a
+partition's file is closed once the next line would pass it, as
+`partition-<p>.<first offset:020d>.jsonl` (names sort as offsets do), and a new live
+`partition-<p>.jsonl` starts; a cap (`sinks/retention.py`) removes the oldest closed ones.
+
 Nothing that looks complete is left by a failed run: files are written into `.DIR.partial`
 beside DIR and moved into place by `close()`; `abort()` (a failed replay) leaves them as
 `DIR.partial` instead, for a reader to see what was sent before the failure. A service's
@@ -25,7 +30,7 @@ import orjson
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import Record
-from ticdc_sim.sinks.retention import Retention, cannot_write
+from ticdc_sim.sinks.retention import ONE_FILE, Retention, Rotation, cannot_write
 from ticdc_sim.sinks.staging import BESIDE, StagedSink, Staging
 
 _FLUSH_BYTES = 1 << 20
@@ -199,12 +204,11 @@ class JsonlSink(JsonlFiles, StagedSink):
         *,
         overwrite: bool = False,
         in_place: bool = False,
-        file_size: int | None = None,
-        retain_bytes: int = 0,
+        rotation: Rotation = ONE_FILE,
     ) -> None:
         self.root = Path(directory)
         self.staging = Staging(self.root, "jsonl", overwrite, _ours, in_place=in_place)
-        super().__init__(self.staging.work, file_size, Retention(retain_bytes))
+        super().__init__(self.staging.work, rotation.file_size, Retention(rotation.retain_bytes))
 
     def _finish(self) -> None:
         self.finish()

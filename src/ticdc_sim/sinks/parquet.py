@@ -12,9 +12,11 @@ until the year 3084).
 Records are written as a stream: each partition file gets a row group whenever its buffer
 holds `ROW_GROUP_ROWS` records or `ROW_GROUP_BYTES` bytes, so memory stays bounded whatever
 the run's size. Output is staged like jsonl's (`sinks/staging.py`). A service's changefeed
-writes `in_place`: at each checkpoint (`flush()`) its partition files are finished, and the
-next records start a new file, `part-<first offset>.parquet`. A file being written is named
-`.part-<first offset>.parquet.writing` until it is whole, so a reader never opens half of one.
+writes `in_place` and finishes a partition's file at a checkpoint (`flush()`) once its
+flush interval has passed, or at `file-size` (`ParquetSink`); the next records start a new
+file, `part-<first offset>.parquet`. A file being written is named
+`.part-<first offset>.parquet.writing` until it is whole, so a reader never opens half of one;
+one that cannot be written whole (a full disk) is removed, never renamed in.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import pyarrow.parquet as pq
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import Record
-from ticdc_sim.sinks.retention import Retention, cannot_write
+from ticdc_sim.sinks.retention import ONE_FILE, Retention, Rotation, cannot_write
 from ticdc_sim.sinks.staging import BESIDE, StagedSink, Staging
 
 SCHEMA = pa.schema(
@@ -165,13 +167,13 @@ def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
 
 
 class ParquetSink(StagedSink):
-    """With `file_size` (a service's changefeed, or a sink URI's `file-size`), a partition's
-    file is finished once it holds that many bytes, as TiCDC's storage sink starts a new file
-    at `file-size`; a service's checkpoint (`flush`) finishes it too once `interval_s` has
-    passed since the partition's last file was finished (TiCDC's `flush-interval`), so a
-    changefeed under load writes a file per partition every few seconds, not one a request.
-    Without it, a CLI run writes one file per partition (`part-0.parquet`), and each
-    checkpoint finishes the files. `retain_bytes` caps the finished files kept (0: none)."""
+    """With a `rotation.file_size` (a service's changefeed, or a sink URI's `file-size`), a
+    partition's file is finished once it holds that many bytes, as TiCDC's storage sink
+    starts a new file at `file-size`; a service's checkpoint (`flush`) finishes it too once
+    `interval_s` has passed since the partition's last file was finished (TiCDC's
+    `flush-interval`), so a changefeed under load writes a file per partition every few
+    seconds, not one a request. Without it, a CLI run writes one file per partition
+    (`part-0.parquet`), and each checkpoint finishes the files."""
 
     def __init__(
         self,
@@ -179,9 +181,7 @@ class ParquetSink(StagedSink):
         *,
         overwrite: bool = False,
         in_place: bool = False,
-        file_size: int | None = None,
-        retain_bytes: int = 0,
-        interval_s: float = 0.0,
+        rotation: Rotation = ONE_FILE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.staging: Staging = Staging(
@@ -189,9 +189,9 @@ class ParquetSink(StagedSink):
         )
         self.files: dict[tuple[str, int], _PartitionFile] = {}
         self.offsets: dict[tuple[str, int], int] = {}  # where finished files left off
-        self.file_size, self.interval_s, self.clock = file_size, interval_s, clock
+        self.file_size, self.interval_s, self.clock = rotation.file_size, rotation.interval_s, clock
         self.finished: dict[tuple[str, int], float] = {}  # when each partition's last was
-        self.retention = Retention(retain_bytes)
+        self.retention = Retention(rotation.retain_bytes)
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))

@@ -14,6 +14,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from ticdc_sim.errors import SimError
 
@@ -31,6 +32,20 @@ class WriteFailed(SimError):
 
     error_code = WRITE_FAILED
     retryable = False
+
+
+class Rotation(NamedTuple):
+    """How a jsonl or parquet sink rolls its files: a new one at `file_size` bytes (None:
+    one file per partition, a CLI run's layout), a parquet file also at a checkpoint once
+    `interval_s` has passed since the partition's last (TiCDC's flush-interval); the bytes
+    kept capped at `retain_bytes` (0: no cap)."""
+
+    file_size: int | None = None
+    retain_bytes: int = 0
+    interval_s: float = 0.0
+
+
+ONE_FILE = Rotation()  # a CLI run's: a file per partition, nothing removed
 
 
 def cannot_write(path: str | os.PathLike[str], error: OSError | Exception) -> WriteFailed:

@@ -139,7 +139,6 @@ class StorageSink(StagedSink):
         self.written_ms: int | None = None
         self.now_ms = 0
         self.files = 0  # data files written
-        self.paths: set[str] = set()  # every file written (schema, index, metadata too), once
         self.txn_ts = 0  # the transaction whose rows came last, and the files it touched
         self.txn_keys: dict[FileKey, None] = {}
 
@@ -258,7 +257,6 @@ class StorageSink(StagedSink):
 
     def _put(self, relative: str, data: bytes, data_file: bool = False) -> None:
         self.store.put(relative, data)
-        self.paths.add(relative)
         if data_file:
             self.retention.add(relative, len(data))
         else:
