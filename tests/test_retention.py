@@ -135,8 +135,13 @@ def test_parquet_rolls_by_flush_interval_and_size_not_at_every_checkpoint(
     big = Message(None, bytes(range(256)) * 5000, 1)  # 1.28 MB: past file-size at once
     clock.now = 11
     sink.send("t", 0, [big])
+    sink.send("t", 0, [_message(11)])  # a checkpoint record, marked in the file it went to
+    sink.resolved("t", 0, 11)
     assert "part-33.parquet" in _parts(folder)  # finished without a checkpoint
+    assert ".part-34.parquet.writing" in _parts(folder)
     sink.close()
+    kinds = pq.read_table(folder / "part-34.parquet").column("kind").to_pylist()
+    assert kinds == ["checkpoint"]
 
 
 def _three_files(directory: Path, retain_bytes: int) -> ParquetSink:

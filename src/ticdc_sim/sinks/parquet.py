@@ -208,10 +208,13 @@ class ParquetSink(StagedSink):
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
         where = (topic, partition)
         out = self._file(topic, partition)
+        if self.file_size is not None and out.size() >= self.file_size:
+            # full: finished before the next records, not after (a checkpoint's `resolved`
+            # marks the record just sent, in the file it went to)
+            self._finish_file(where)
+            out = self._file(topic, partition)
         with self._discarding(where, out):
             out.add(messages)
-        if self.file_size is not None and out.size() >= self.file_size:
-            self._finish_file(where)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.files[(topic, partition)].mark_checkpoint()
