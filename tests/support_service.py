@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,11 +41,12 @@ class Server:
     token: str | None = None
 
     @classmethod
-    def start(cls, data_dir: Path, **env: str) -> Server:
+    def start(cls, data_dir: Path, wrap: Sequence[str] = (), **env: str) -> Server:
         """`env`: settings, as TICDC_SIM_<NAME> variables. HTTP listens on a port the system
-        picks (`--port 0`), read back from the banner."""
+        picks (`--port 0`), read back from the banner. `wrap`: a command that runs the
+        service's as its arguments (`unshare ... sh -c '...; exec "$@"'`), in its process."""
         (mysql_port,) = _free_ports(1)
-        command = [sys.executable, "-m", "ticdc_sim", "serve", "--port", "0"]
+        command = [*wrap, sys.executable, "-m", "ticdc_sim", "serve", "--port", "0"]
         command += ["--mysql-port", str(mysql_port), "--data-dir", str(data_dir)]
         settings = {f"TICDC_SIM_{k.upper()}": v for k, v in env.items()}
         data_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -491,7 +491,7 @@ def _files_left(feed: Changefeed, pipeline: Pipeline) -> str:
     from ticdc_sim.sinks import place
     from ticdc_sim.sinks.staging import partial_dir
 
-    count = len(pipeline.storage.paths) if pipeline.storage is not None else 0
+    count = pipeline.storage.disk_usage()[1] if pipeline.storage is not None else 0
     files = "1 file" if count == 1 else f"{count} files"
     local = feed.sink.scheme == "file"
     where = partial_dir(Path(feed.sink.target)) if local else place(feed.sink)

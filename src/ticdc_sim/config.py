@@ -1349,17 +1349,24 @@ def _check_storage(feed: Changefeed) -> Changefeed:
             f" TiCDC uses {bound}"
         )
         feed = replace(feed, flush_interval=bound)
-    low, high = _FILE_SIZE
-    if not low <= feed.file_size <= high:
-        size = low if feed.file_size < low else high
-        warnings.append(
-            f"file-size {feed.file_size} is too {'small' if size == low else 'large'};"
-            f" TiCDC uses {size}"
-        )
-        feed = replace(feed, file_size=size)
+    feed = _clamp_file_size(feed, warnings)
     if not 6 <= feed.file_index_width <= 20:
         feed = replace(feed, file_index_width=20)
     return replace(feed, warnings=tuple(warnings))
+
+
+def _clamp_file_size(feed: Changefeed, warnings: list[str]) -> Changefeed:
+    """file-size within TiCDC's bounds (cloudstorage/config.go), else overridden with its
+    warning; jsonl and parquet rotate at it too (`sinks/retention.py`)."""
+    low, high = _FILE_SIZE
+    if low <= feed.file_size <= high:
+        return feed
+    size = low if feed.file_size < low else high
+    warnings.append(
+        f"file-size {feed.file_size} is too {'small' if size == low else 'large'};"
+        f" TiCDC uses {size}"
+    )
+    return replace(feed, file_size=size)
 
 
 def _adjust(feed: Changefeed, source: str = "") -> Changefeed:
@@ -1367,6 +1374,10 @@ def _adjust(feed: Changefeed, source: str = "") -> Changefeed:
     `source`: the changefeed config's name, for errors."""
     if feed.sink.scheme in STORAGE_SCHEMES:
         feed = _check_storage(feed)
+    elif feed.sink.scheme in ("jsonl", "parquet"):
+        warnings = list(feed.warnings)
+        feed = _clamp_file_size(feed, warnings)
+        feed = replace(feed, warnings=tuple(warnings))
     codec, warnings = feed.codec, list(feed.warnings)
     protocol = codec.protocol
     if codec.profile == "new-arch" and protocol in _CLASSIC_ONLY:

@@ -145,10 +145,13 @@ def retained(state: State) -> Retain:
 
 
 def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
+    """How a service changefeed opens its sink: checked against the settings; its files
+    rotate and are capped at TICDC_SIM_FILE_RETAIN_BYTES (docs/service.md, File sinks)."""
+
     def make(feed: Changefeed) -> Sink:
         guard.changefeed(feed, state.settings)
         with _sink_uri_invalid():
-            return default_open_sink(feed)
+            return default_open_sink(feed, state.settings.file_retain_bytes)
 
     return make
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from ticdc_sim.config import DEFAULT_PARTITION_NUM, Changefeed, SinkURI
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, Changefeed, SinkURI, duration_ms
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import SimError, Warnings
 
@@ -127,27 +127,38 @@ def open_sink(
     warnings: Warnings | None = None,
     in_place: bool = False,
     feed: Changefeed | None = None,
+    retain_bytes: int | None = None,
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
     `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
-    the storage sink (file://, s3://) reads its settings from the changefeed `feed`."""
+    the storage sink (file://, s3://) reads its settings from the changefeed `feed`.
+    `retain_bytes`: a long-running changefeed's cap on the bytes its files keep (0: none,
+    `sinks/retention.py`); its jsonl and parquet files then rotate at the changefeed's
+    `file-size`, as a CLI run's do only when the sink URI asks for it."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
         return KafkaSink(uri, warnings)
-    if uri.scheme == "jsonl":
+    kept = retain_bytes or 0
+    if uri.scheme in ("jsonl", "parquet"):
         from ticdc_sim.sinks.jsonl import JsonlSink
-
-        return JsonlSink(uri.target, overwrite=overwrite, in_place=in_place)
-    if uri.scheme == "parquet":
         from ticdc_sim.sinks.parquet import ParquetSink
+        from ticdc_sim.sinks.retention import Rotation
 
-        return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place)
+        rotation = Rotation(
+            _file_size(uri, feed, retain_bytes is not None), kept, _flush_interval_s(feed)
+        )
+        sink = JsonlSink if uri.scheme == "jsonl" else ParquetSink
+        return sink(uri.target, overwrite=overwrite, in_place=in_place, rotation=rotation)
     if uri.scheme in ("file", "s3"):
         from ticdc_sim.sinks.storage import StorageSink
 
         assert feed is not None, "the storage sink needs the changefeed's settings"
-        return StorageSink(feed, overwrite=overwrite, in_place=in_place)
+        # a service's tables together buffer no more than one table may
+        bound = feed.file_size if retain_bytes is not None else None
+        return StorageSink(
+            feed, overwrite=overwrite, in_place=in_place, retain_bytes=kept, buffer_bytes=bound
+        )
     if uri.scheme == "memory":
         from ticdc_sim.sinks.memory import MemorySink
 
@@ -157,3 +168,21 @@ def open_sink(
 
         return BlackholeSink()
     raise AssertionError(f"parse_sink_uri let scheme {uri.scheme!r} through")
+
+
+def _file_size(uri: SinkURI, feed: Changefeed | None, long_running: bool) -> int | None:
+    """Where a jsonl or parquet sink starts a new file: the changefeed's `file-size` when it
+    runs on (a service's) or its sink URI names one; None: one file per partition, the
+    layout a CLI run documents."""
+    if not long_running and "file-size" not in uri.params:
+        return None
+    return feed.file_size if feed is not None else int(uri.params["file-size"])
+
+
+_DEFAULT_FLUSH_S = 5.0  # TiCDC's flush-interval (cloudstorage/config.go defaultFlushInterval)
+
+
+def _flush_interval_s(feed: Changefeed | None) -> float:
+    if feed is None or not feed.flush_interval:
+        return _DEFAULT_FLUSH_S
+    return duration_ms(feed.flush_interval) / 1000

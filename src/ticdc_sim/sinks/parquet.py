@@ -12,15 +12,20 @@ until the year 3084).
 Records are written as a stream: each partition file gets a row group whenever its buffer
 holds `ROW_GROUP_ROWS` records or `ROW_GROUP_BYTES` bytes, so memory stays bounded whatever
 the run's size. Output is staged like jsonl's (`sinks/staging.py`). A service's changefeed
-writes `in_place`: at each checkpoint (`flush()`) its partition files are finished, and the
-next records start a new file, `part-<first offset>.parquet`. A file being written is named
-`.part-<first offset>.parquet.writing` until it is whole, so a reader never opens half of one.
+writes `in_place` and finishes a partition's file at a checkpoint (`flush()`) once its
+flush interval has passed, or at `file-size` (`ParquetSink`); the next records start a new
+file, `part-<first offset>.parquet`. A file being written is named
+`.part-<first offset>.parquet.writing` until it is whole, so a reader never opens half of one;
+one that cannot be written whole (a full disk) is removed, never renamed in.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +35,7 @@ import pyarrow.parquet as pq
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import Record
+from ticdc_sim.sinks.retention import ONE_FILE, Retention, Rotation, cannot_write
 from ticdc_sim.sinks.staging import BESIDE, StagedSink, Staging
 
 SCHEMA = pa.schema(
@@ -63,7 +69,7 @@ class _PartitionFile:
         self.writer = pq.ParquetWriter(
             self.writing, SCHEMA, compression="zstd", compression_level=1
         )
-        self.offset = offset
+        self.first = self.offset = offset
         self.pending: list[Message] = []
         self.checkpoints: list[int] = []  # indexes into `pending` of checkpoint records
         self.bytes = 0
@@ -95,22 +101,35 @@ class _PartitionFile:
         try:
             self.writer.write_table(pa.Table.from_arrays(columns, schema=SCHEMA))
         except (OSError, pa.ArrowException) as e:
-            raise SimError(f"cannot write {self.path}: {e}") from None
+            raise cannot_write(self.path, e) from None
         self.offset += count
         self.pending = self.pending[count:]
         self.checkpoints = [i - count for i in self.checkpoints if i >= count]
         self.bytes = sum(len(m.value or b"") + len(m.key or b"") for m in self.pending)
 
     def close(self) -> None:
-        """The file whole, under its own name."""
+        """The file whole, under its own name (one that fails is `discard`ed, never named)."""
+        self.flush()
         try:
-            self.flush()
-        finally:
-            try:
-                self.writer.close()
-                self.writing.rename(self.path)
-            except (OSError, pa.ArrowException) as e:
-                raise SimError(f"cannot write {self.path}: {e}") from None
+            self.writer.close()
+            self.writing.rename(self.path)
+        except (OSError, pa.ArrowException) as e:
+            raise cannot_write(self.path, e) from None
+
+    def size(self) -> int:
+        """Bytes on disk, and those pending for the next row group."""
+        try:
+            return self.writing.stat().st_size + self.bytes
+        except OSError:
+            return self.bytes
+
+    def discard(self) -> None:
+        """A file that could not be written whole goes: the files before it stay valid, and
+        the next starts where they end."""
+        with contextlib.suppress(OSError, pa.ArrowException):
+            self.writer.close()
+        with contextlib.suppress(OSError):
+            self.writing.unlink()
 
 
 _KINDS = pa.array(["ddl", "row", "checkpoint"], pa.string())
@@ -148,12 +167,31 @@ def _headers(headers: Sequence[Mapping[str, bytes]]) -> pa.Array:
 
 
 class ParquetSink(StagedSink):
-    def __init__(self, directory: str, *, overwrite: bool = False, in_place: bool = False) -> None:
+    """With a `rotation.file_size` (a service's changefeed, or a sink URI's `file-size`), a
+    partition's file is finished once it holds that many bytes, as TiCDC's storage sink
+    starts a new file at `file-size`; a service's checkpoint (`flush`) finishes it too once
+    `interval_s` has passed since the partition's last file was finished (TiCDC's
+    `flush-interval`), so a changefeed under load writes a file per partition every few
+    seconds, not one a request. Without it, a CLI run writes one file per partition
+    (`part-0.parquet`), and each checkpoint finishes the files."""
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        overwrite: bool = False,
+        in_place: bool = False,
+        rotation: Rotation = ONE_FILE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.staging: Staging = Staging(
             Path(directory), "parquet", overwrite, _ours, in_place=in_place
         )
         self.files: dict[tuple[str, int], _PartitionFile] = {}
         self.offsets: dict[tuple[str, int], int] = {}  # where finished files left off
+        self.file_size, self.interval_s, self.clock = rotation.file_size, rotation.interval_s, clock
+        self.finished: dict[tuple[str, int], float] = {}  # when each partition's last was
+        self.retention = Retention(rotation.retain_bytes)
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
@@ -164,29 +202,86 @@ class ParquetSink(StagedSink):
                 folder.mkdir(parents=True, exist_ok=True)
                 found = self.files[(topic, partition)] = _PartitionFile(folder, offset)
             except (OSError, pa.ArrowException) as e:
-                raise SimError(f"cannot write {folder}: {e}") from None
+                raise cannot_write(folder, e) from None
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
-        self._file(topic, partition).add(messages)
+        where = (topic, partition)
+        out = self._file(topic, partition)
+        if self.file_size is not None and out.size() >= self.file_size:
+            # full: finished before the next records, not after (a checkpoint's `resolved`
+            # marks the record just sent, in the file it went to)
+            self._finish_file(where)
+            out = self._file(topic, partition)
+        with self._discarding(where, out):
+            out.add(messages)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.files[(topic, partition)].mark_checkpoint()
 
     def flush(self) -> None:
-        self._finish()
+        if self.file_size is None:
+            self._finish()
+            return
+        now = self.clock()
+        for where, out in list(self.files.items()):
+            due = now - self.finished.get(where, -math.inf) >= self.interval_s
+            if due or out.size() >= self.file_size:
+                self._finish_file(where)
+        self.retention.trim(self._live()[0])
 
     def _finish(self) -> None:
-        files, self.files = self.files, {}
         errors = []
-        for where, out in files.items():
+        for where in list(self.files):
             try:
-                out.close()
+                self._finish_file(where)
             except SimError as e:
                 errors.append(e)
-            self.offsets[where] = out.offset
         if errors:
             raise errors[0]
+
+    def _finish_file(self, where: tuple[str, int]) -> None:
+        out = self.files.pop(where)
+        with self._discarding(where, out):
+            out.close()
+        self.offsets[where] = out.offset
+        self.finished[where] = self.clock()
+        self.retention.add(str(out.path), out.path.stat().st_size)
+        self.retention.trim(self._live()[0])
+
+    @contextlib.contextmanager
+    def _discarding(self, where: tuple[str, int], out: _PartitionFile) -> Iterator[None]:
+        """A write that fails takes the partition's unfinished file with it (the records in
+        it are sent again from the changefeed's checkpoint)."""
+        try:
+            yield
+        except SimError:
+            out.discard()
+            self.files.pop(where, None)
+            raise
+
+    def _live(self) -> tuple[int, int]:
+        return sum(out.size() for out in self.files.values()), len(self.files)
+
+    # -- what remains (`sinks.OnDisk`) -----------------------------------------------------------
+
+    def disk_usage(self) -> tuple[int, int]:
+        return self.retention.usage(self._live())
+
+    def removed(self) -> tuple[int, int]:
+        return self.retention.removed()
+
+    def remaining(self) -> str:
+        first = {where: out.first for where, out in self.files.items()}
+        for name, _ in self.retention.closed:
+            path = Path(name)
+            topic = path.parent.parent.name.split("=", 1)[1]
+            partition = int(path.parent.name.split("=", 1)[1])
+            offset = int(path.name[5:-8])
+            first[(topic, partition)] = min(first.get((topic, partition), offset), offset)
+        for where, offset in self.offsets.items():
+            first.setdefault(where, offset)  # every file of it removed
+        return self.retention.remaining(self.disk_usage(), self.staging.location(), first)
 
 
 def _ours(entry: Path) -> bool:
@@ -221,10 +316,12 @@ def read_parquet(directory: str) -> Iterator[Record]:
             # files follow each other by offset; each is opened only while it is read (a
             # service's changefeed may have written thousands)
             files = [_first_offset(f) for f in part_dir.iterdir() if _PART.fullmatch(f.name)]
-            expected = 0
+            expected: int | None = None  # the first kept: a service's cap removes the oldest
             for _, path in sorted(files):
                 with _open(path) as file:
                     for record in _read_file(path, file, topic, partition):
+                        if expected is None:
+                            expected = record.offset
                         if record.offset != expected:
                             raise SimError(f"{path}: offset {record.offset}, expected {expected}")
                         expected += 1

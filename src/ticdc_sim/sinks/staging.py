@@ -17,6 +17,7 @@ move into place with the records (or into DIR.partial with them).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from typing import Protocol
 
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import LocalSink
+from ticdc_sim.sinks.retention import cannot_write
 
 # files a directory sink keeps beside its topics: the schema registry of an avro run
 REGISTRY_FILE = "schema-registry.json"
@@ -38,7 +40,9 @@ def write_atomically(path: Path, data: bytes) -> None:
         temporary.write_bytes(data)
         os.replace(temporary, path)
     except OSError as e:
-        raise SimError(f"cannot write {path}: {e.strerror}") from None
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)  # what a full disk let through is no use
+        raise cannot_write(path, e) from None
 
 
 class NotEmpty(ConfigError):

@@ -72,6 +72,7 @@ from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.table import TableInfo
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.sinks import Record
+from ticdc_sim.sinks.retention import Retention
 from ticdc_sim.sinks.staging import StagedSink
 from ticdc_sim.sinks.store import Store, open_store, read_store
 
@@ -97,8 +98,24 @@ class _Buffer:
 class StorageSink(StagedSink):
     by_table = True  # the pipeline hands rows, DDL and checkpoints over as such
 
-    def __init__(self, feed: Changefeed, *, overwrite: bool = False, in_place: bool = False):
+    def __init__(
+        self,
+        feed: Changefeed,
+        *,
+        overwrite: bool = False,
+        in_place: bool = False,
+        retain_bytes: int = 0,
+        buffer_bytes: int | None = None,
+    ):
+        """`retain_bytes`: the cap on the data files kept (0: none), the oldest removed first,
+        never the newest of a directory (its `CDC.index` names it); `buffer_bytes`: the rows
+        all tables may buffer together (None: no bound but each table's `file-size`), the
+        largest buffer written first beyond it."""
         self.store = open_store(feed.sink, _ours, overwrite=overwrite, in_place=in_place)
+        self.retention = Retention(retain_bytes, self.store.delete)
+        self.buffer_bytes = buffer_bytes
+        self.newest: dict[str, str] = {}  # data directory -> its newest file (the index's)
+        self.other: dict[str, int] = {}  # schema, index and metadata files -> their sizes
         self.staging = self.store.finishing
         self.on_file: Callable[[str, bytes], None] | None = None  # each file, once written
         codec = feed.codec
@@ -122,7 +139,6 @@ class StorageSink(StagedSink):
         self.written_ms: int | None = None
         self.now_ms = 0
         self.files = 0  # data files written
-        self.paths: set[str] = set()  # every file written (schema, index, metadata too), once
         self.txn_ts = 0  # the transaction whose rows came last, and the files it touched
         self.txn_keys: dict[FileKey, None] = {}
 
@@ -158,6 +174,11 @@ class StorageSink(StagedSink):
             if buffer is not None and buffer.size >= self.file_size:
                 self._write(key, physical_ms(self.txn_ts))
         self.txn_keys.clear()
+        if self.buffer_bytes is None:
+            return
+        # a service's bound on all tables' buffers together: the largest goes out first
+        while self.buffers and sum(b.size for b in self.buffers.values()) > self.buffer_bytes:
+            self._write(max(self.buffers, key=lambda k: self.buffers[k].size), self.now_ms)
 
     def tick(self, now_ms: int) -> None:
         """The simulated clock: every `flush-interval`, each buffered table's data file."""
@@ -225,14 +246,34 @@ class StorageSink(StagedSink):
         self.indices[directory] = number
         name = f"CDC{number:0{self.width}d}{self.extension}"
         self._put(f"{directory}/meta/CDC.index", f"{name}\n".encode())  # before the data
-        self._put(f"{directory}/{name}", (buffer.header or b"") + b"".join(buffer.chunks))
+        data = (buffer.header or b"") + b"".join(buffer.chunks)
+        self._put(f"{directory}/{name}", data, data_file=True)
+        self.newest[directory] = f"{directory}/{name}"
         self.files += 1
+        self.retention.trim(sum(self.other.values()), self._newest)
 
-    def _put(self, relative: str, data: bytes) -> None:
+    def _newest(self, relative: str) -> bool:
+        return self.newest.get(relative.rpartition("/")[0]) == relative
+
+    def _put(self, relative: str, data: bytes, data_file: bool = False) -> None:
         self.store.put(relative, data)
-        self.paths.add(relative)
+        if data_file:
+            self.retention.add(relative, len(data))
+        else:
+            self.other[relative] = len(data)
         if self.on_file is not None:
             self.on_file(relative, data)
+
+    # -- what remains (`sinks.OnDisk`) -----------------------------------------------------------
+
+    def disk_usage(self) -> tuple[int, int]:
+        return self.retention.usage((sum(self.other.values()), len(self.other)))
+
+    def removed(self) -> tuple[int, int]:
+        return self.retention.removed()
+
+    def remaining(self) -> str:
+        return self.retention.remaining(self.disk_usage(), self.staging.location(), {})
 
     def written(self) -> Store:
         """The files written so far, to read while the sink is open."""

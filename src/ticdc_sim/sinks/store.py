@@ -20,7 +20,6 @@ message), or that the endpoint could not be reached, or timed out.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ticdc_sim.config import S3Location, SinkURI, s3_location
 from ticdc_sim.errors import ConfigError, SimError
-from ticdc_sim.sinks.staging import NotEmpty, Staging
+from ticdc_sim.sinks.retention import WriteFailed, cannot_write
+from ticdc_sim.sinks.staging import NotEmpty, Staging, write_atomically
 
 if TYPE_CHECKING:
     from ticdc_sim.sinks.staging import Finishing
@@ -48,6 +48,10 @@ class Store(Protocol):
     finishing: Finishing  # what `StagedSink.close`/`abort` does with it at the end
 
     def put(self, name: str, data: bytes) -> None: ...
+
+    def delete(self, name: str) -> None:
+        """A file written before goes (a cap on the bytes kept removes the oldest)."""
+        ...
 
     def names(self) -> list[str]:
         """Every file's path under the root, sorted."""
@@ -134,11 +138,16 @@ class LocalStore:
         path = self.work / name
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.tmp")
-            temporary.write_bytes(data)
-            os.replace(temporary, path)  # a reader never sees half a file
+            write_atomically(path, data)  # a reader never sees half a file
         except OSError as e:
-            raise SimError(f"cannot write {path}: {e.strerror}") from None
+            raise cannot_write(path, e) from None
+
+    def delete(self, name: str) -> None:
+        path = self.work / name
+        try:
+            path.unlink(missing_ok=True)  # gone already: no longer kept either way
+        except OSError as e:
+            raise WriteFailed(f"cannot remove {path}: {e.strerror}") from None
 
     def names(self) -> list[str]:
         return sorted(p.relative_to(self.root).as_posix() for p in _files(self.root))
@@ -204,6 +213,12 @@ class S3Store:
         self._call(
             "PutObject", name, self.client.put_object, Bucket=self.bucket, Key=key, Body=data,
             **self.extra,
+        )  # fmt: skip
+
+    def delete(self, name: str) -> None:
+        self._call(
+            "DeleteObject", name, self.client.delete_object, Bucket=self.bucket,
+            Key=self.prefix + name,
         )  # fmt: skip
 
     def names(self) -> list[str]:
