@@ -506,7 +506,9 @@ class SimConnection(Connection):
                 server_version=str(self.session.variables.get("version")),
                 connection_id=self.connection_id,
                 auth_data=auth_data,
-                status_flags=self.status_flags,
+                # autocommit on, as MySQL's and TiDB's greeting says: pymysql takes it
+                # for the session's, and with 0 here never sends `autocommit=False`'s SET
+                status_flags=self.session.status(),
                 auth_plugin_name=plugin.name,
             )
         )
