@@ -211,9 +211,9 @@ class Stream:
         big result passes through the socket instead of sitting whole in the buffer (and
         the transport's, which asyncio does not bound), and other connections get their
         turn between batches."""
-        at, batch = 0, 64
+        at, batch = 0, 64  # rows a batch, then as many as make about DRAIN_BYTES
         while at < len(rows):
-            before = len(self.inner._buffer)
+            before = len(self.inner._buffer)  # mimic frames into it; `drain` sends it
             self.inner.write_text_rows(rows[at : at + batch], columns)
             written = len(self.inner._buffer) - before
             at += batch
