@@ -23,7 +23,7 @@ from mysql_mimic.stream import MysqlStream
 from mysql_mimic.types import ColumnType
 
 from support_mariadb import MariaDB
-from support_mysql_wire import Wire, handshake_response
+from support_mysql_wire import Wire, handshake_response, parse_error
 from support_service import Server
 from ticdc_sim.cluster import CloseFailed, close_all
 from ticdc_sim.errors import SimError
@@ -98,36 +98,93 @@ def test_mariadb_answers_a_connection_over_max_connections_alike() -> None:
         db.stop()
 
 
+def _prepare(w: Wire, sql: str) -> int:
+    """COM_STMT_PREPARE; its definitions (parameters, then result columns) read."""
+    w.command(b"\x16" + sql.encode())
+    head = w.read()
+    stmt_id, columns, params = struct.unpack("<IHH", head[1:9])
+    for count in (params, columns):
+        for _ in range(count + 1 if count else 0):  # the definitions and their EOF
+            w.read()
+    return int(stmt_id)
+
+
 def _long_data(w: Wire, stmt_id: int, param: int, size: int) -> None:
     w.command(b"\x18" + struct.pack("<IH", stmt_id, param) + bytes(size))
+
+
+def _execute(w: Wire, stmt_id: int) -> bytes:
+    """COM_STMT_EXECUTE of two string parameters (their values sent as long data)."""
+    w.command(b"\x17" + struct.pack("<IBI", stmt_id, 0, 1) + b"\x00\x01\xfc\x00\xfc\x00")
+    return w.read()
+
+
+CHUNK = 15 << 20  # each under the 16 MiB packet
+
+
+def _parameter_too_long(port: int) -> bytes:
+    """What executing a statement answers once one parameter's long data passed 64 MiB."""
+    w = Wire(port)
+    try:
+        assert w.login(database=None).kind == "ok"
+        stmt_id = _prepare(w, "SELECT ?, ?")
+        for _ in range(5):
+            _long_data(w, stmt_id, 0, CHUNK)
+        return _execute(w, stmt_id)
+    finally:
+        w.close()
+
+
+PARAMETER_TOO_LONG = (
+    b"\xff\x51\x04#HY000Parameter of prepared statement which is set through"
+    b" mysql_send_long_data() is longer than 'max_allowed_packet' bytes"
+)
+
+
+def test_long_data_over_max_allowed_packet_is_said_at_execute_as_mariadb_does(
+    server: Server,
+) -> None:
+    assert _parameter_too_long(server.mysql_port) == PARAMETER_TOO_LONG
+    db, why = MariaDB.start("--max-allowed-packet=64M")
+    if db is None:
+        pytest.skip(why)
+    try:
+        assert _parameter_too_long(db.port) == PARAMETER_TOO_LONG
+    finally:
+        db.stop()
 
 
 def test_long_data_is_bounded_per_connection_across_parameters_and_statements(
     server: Server,
 ) -> None:
-    chunk = 15 << 20  # each under the 16 MiB packet, and each parameter under 64 MiB
     w = Wire(server.mysql_port)
     try:
         assert w.login().kind == "ok"
-        first, _ = w.prepare("SELECT ?, ?")
-        second, _ = w.prepare("SELECT ?, ?")
+        first, second = _prepare(w, "SELECT ?, ?"), _prepare(w, "SELECT ?, ?")
         for stmt_id in (first, second):
-            _long_data(w, stmt_id, 0, chunk)
-            _long_data(w, stmt_id, 1, chunk)
+            _long_data(w, stmt_id, 0, CHUNK)
+            _long_data(w, stmt_id, 1, CHUNK)
         w.command(b"\x1a" + struct.pack("<I", first))  # COM_STMT_RESET gives its 30 MiB back
         assert w.answer().kind == "ok"
-        _long_data(w, first, 0, chunk)
-        _long_data(w, first, 1, chunk)  # 60 MiB held again: still under
-        assert w.query("SELECT 1").rows == [("1",)]
-        _long_data(w, first, 1, MAX_PACKET - 4 * chunk + 1)  # one byte over, in all
-        error = w.answer()
-        assert (error.kind, error.code, error.state, error.message) == (
-            "error",
-            1153,
-            "08S01",
-            "Got a packet bigger than 'max_allowed_packet' bytes",
+        _long_data(w, first, 0, CHUNK)
+        _long_data(w, first, 1, CHUNK)  # 60 MiB held again: still under
+        _long_data(w, first, 1, MAX_PACKET - 4 * CHUNK + 1)  # one byte over, in all
+        error = parse_error(_execute(w, first))
+        assert (error.code, error.state, error.message) == (
+            1105,
+            "HY000",
+            "Parameters of prepared statements set through mysql_send_long_data() on this"
+            " connection are longer than 'max_allowed_packet' bytes together; execute or"
+            " reset the statements that hold some",
         )
-        assert w.closed()
+        assert w.query("SELECT 1").rows == [("1",)]  # the connection goes on
+        # the refused statement's data went, the other's 30 MiB stay: 34 more fit, not 35
+        _long_data(w, first, 0, CHUNK)
+        _long_data(w, first, 0, CHUNK)
+        _long_data(w, second, 0, MAX_PACKET - 4 * CHUNK)  # 64 MiB held, in all
+        _long_data(w, first, 1, 1)
+        assert parse_error(_execute(w, first)).code == 1105
+        assert w.query("SELECT 2").rows == [("2",)]
     finally:
         w.close()
 

@@ -438,6 +438,20 @@ def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
 
 # -- the connection ---------------------------------------------------------------------------
 
+# Long data past max_allowed_packet is dropped and said at the statement's execute, the
+# connection kept (MySQL `Item_param::set_longdata`, and MariaDB: 1105 HY000, this text). MySQL
+# bounds each parameter; the service also bounds a connection's parameters together, or
+# one connection could hold 64 MiB times 16382 statements.
+_PARAMETER_TOO_LONG = (
+    "Parameter of prepared statement which is set through mysql_send_long_data() is longer"
+    " than 'max_allowed_packet' bytes"
+)
+_CONNECTION_TOO_LONG = (
+    "Parameters of prepared statements set through mysql_send_long_data() on this connection"
+    " are longer than 'max_allowed_packet' bytes together; execute or reset the statements"
+    " that hold some"
+)
+
 
 def _preparable(session: SimSession, sql: str) -> tuple[list[tuple[int, int]], list[str] | None]:
     """A statement COM_STMT_PREPARE may take: its `?` and its result's column names. TiDB
@@ -777,11 +791,15 @@ class SimConnection(Connection):
         if stmt is None or param >= len(stmt.placeholders):
             return  # no answer to this command, whatever it carries (MySQL)
         chunk = p.rest()
-        # what a connection holds is bounded as one packet is, in all its statements and
-        # parameters together: MySQL's sum of a parameter's chunks is max_allowed_packet,
-        # and one connection could otherwise hold that many times 16382 statements
-        if self.long_data + len(chunk) > MAX_PACKET:
-            raise Fatal(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+        if stmt.too_long is None:
+            held = len(stmt.long_data.get(param, b""))
+            if held + len(chunk) > MAX_PACKET:
+                stmt.too_long = _PARAMETER_TOO_LONG
+            elif self.long_data + len(chunk) > MAX_PACKET:
+                stmt.too_long = _CONNECTION_TOO_LONG
+        if stmt.too_long is not None:
+            self._forget_long_data(stmt)  # held no longer: the execute says why
+            return
         stmt.long_data.setdefault(param, bytearray()).extend(chunk)
         self.long_data += len(chunk)
 
@@ -796,6 +814,9 @@ class SimConnection(Connection):
     async def com_stmt_execute(self, data: bytes) -> None:
         p = Packet(data)
         stmt = self._statement(p.uint(4), "mysqld_stmt_execute")
+        if stmt.too_long is not None:
+            said, stmt.too_long = stmt.too_long, None
+            raise MysqlError(said, 1105)
         flags = p.uint(1)
         p.uint(4)  # iteration count: always 1
         count = len(stmt.placeholders)
@@ -857,6 +878,7 @@ class SimConnection(Connection):
     async def com_stmt_reset(self, data: bytes) -> None:
         stmt = self._statement(Packet(data).uint(4), "mysqld_stmt_reset")
         self._forget_long_data(stmt)
+        stmt.too_long = None
         stmt.cursor = None
         await self.stream.write(self._ok())
 

@@ -371,6 +371,7 @@ class Prepared:
     labels: list[str] | None = None  # its result columns' names, `?` as written
     types: list[tuple[int, bool]] = field(default_factory=list)  # bound by the last execute
     long_data: dict[int, bytearray] = field(default_factory=dict)
+    too_long: str | None = None  # long data refused: what its next execute answers (1105)
     cursor: AsyncIterator[bytes] | None = None
 
     def bind(self, values: Sequence[Any]) -> str:
