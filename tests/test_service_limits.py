@@ -259,6 +259,12 @@ def test_requests_over_max_http_concurrency_get_503_in_the_service_shape(
             " its limit (TICDC_SIM_MAX_HTTP_CONCURRENCY); try again shortly",
             "error_code": "SIM:TooManyRequests",
         }
+        registry = httpx.get(f"{server.http}/sim/v1/clusters/default/schema-registry/subjects")
+        assert registry.status_code == 503
+        assert registry.json() == {  # Confluent's shape, for the registry's clients
+            "error_code": 503,
+            "message": over.json()["error_msg"],
+        }
     finally:
         statuses = [_status(s, body[6:]) for s in held]
     assert statuses == [200] * HTTP_AT_ONCE  # the requests under way were served
