@@ -1131,3 +1131,30 @@ def test_a_client_gone_mid_transaction_lets_others_write_and_emits_nothing(
     threading.Thread(target=write).start()
     assert done.wait(LOCK_WAIT_S * 4)
     assert server.inserted("gone") == [2]
+
+
+def test_the_greeting_says_autocommit_as_mysql_does(server: Server) -> None:
+    """The handshake's status flags say autocommit (0x0002), as MySQL's, TiDB's and
+    MariaDB's do: pymysql reads its session's mode from them, and with 0 there it never
+    sent `autocommit=False`'s SET, so every statement of its "transaction" committed."""
+    w = Wire(server.mysql_port)
+    try:
+        greeting = w.greeting()
+        at = greeting.index(b"\0", 1) + 1 + 4 + 8 + 1 + 2 + 1
+        assert greeting[at : at + 2] == b"\x02\x00"
+    finally:
+        w.close()
+    setup = server.mysql(autocommit=True)
+    with setup.cursor() as cur:
+        cur.execute("CREATE TABLE greeted (id INT PRIMARY KEY)")
+    client = server.mysql(autocommit=False)
+    with client.cursor() as cur:
+        cur.execute("SELECT @@autocommit")
+        assert cur.fetchall() == ((0,),)
+        cur.execute("INSERT INTO greeted VALUES (1)")
+    client.rollback()
+    with setup.cursor() as cur:
+        cur.execute("SELECT id FROM greeted")
+        assert cur.fetchall() == ()
+    client.close()
+    setup.close()

@@ -57,6 +57,9 @@ DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's a
 # paths anyone may read, token or not: probes, the page and the API docs (their API calls
 # carry the token)
 _OPEN = ("/livez", "/readyz", "/static/", "/favicon.ico", "/docs", "/redoc", "/openapi.json")
+# in a request's scope when it came over TICDC_SIM_MAX_HTTP_CONCURRENCY (the limit; set by
+# `serve`'s HTTP protocol, which counts the connections and the requests under way)
+OVER_LIMIT = "ticdc_sim.over_limit"
 
 
 def create_app(
@@ -75,6 +78,7 @@ def create_app(
         mysql = None
         if settings.mysql_port:
             mysql = await start_mysql(settings, state.registry, mysql_socket)
+        app.state.mysql = mysql  # its `connections`, for the metrics
         state.ready = True
         try:
             yield
@@ -176,7 +180,7 @@ class Guard:
         method: str = scope["method"]
         if method == "HEAD":  # GET without the body (RFC 9110 9.3.2): probes, `curl -I`
             scope = {**scope, "method": "GET"}
-        refused = self._refused(path, headers)
+        refused = self._refused(path, headers, scope.get(OVER_LIMIT))
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -236,9 +240,17 @@ class Guard:
                 time.perf_counter() - started,
             )
 
-    def _refused(self, path: str, headers: dict[bytes, bytes]) -> Response | None:
+    def _refused(self, path: str, headers: dict[bytes, bytes], over: int | None) -> Response | None:
         # the schema registry's clients read Confluent's error shape
         error = confluent_error if schema_registry.serves(path) else _error
+        if over is not None:  # before the token: no work for a request that cannot be served
+            message = (
+                f"the service has {over} connections or requests at once, its limit"
+                " (TICDC_SIM_MAX_HTTP_CONCURRENCY); try again shortly"
+            )
+            busy = error(503, message, "SIM:TooManyRequests")
+            busy.headers["Retry-After"] = "1"
+            return busy
         if self.bearer and path != "/" and not path.startswith(_OPEN):
             given = headers.get(b"authorization", b"")
             if not hmac.compare_digest(given, self.bearer):

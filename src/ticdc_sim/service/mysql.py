@@ -81,7 +81,6 @@ from ticdc_sim.service.settings import Settings
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-_ROWS_A_WRITE = 10_000
 
 # -- users ---------------------------------------------------------------------------------
 
@@ -439,6 +438,20 @@ def _text_in(codec: str) -> Callable[[ResultColumn, Any], bytes]:
 
 # -- the connection ---------------------------------------------------------------------------
 
+# Long data past max_allowed_packet is dropped and said at the statement's execute, the
+# connection kept (MySQL `Item_param::set_longdata`, and MariaDB: 1105 HY000, this text). MySQL
+# bounds each parameter; the service also bounds a connection's parameters together, or
+# one connection could hold 64 MiB times 16382 statements.
+_PARAMETER_TOO_LONG = (
+    "Parameter of prepared statement which is set through mysql_send_long_data() is longer"
+    " than 'max_allowed_packet' bytes"
+)
+_CONNECTION_TOO_LONG = (
+    "Parameters of prepared statements set through mysql_send_long_data() on this connection"
+    " are longer than 'max_allowed_packet' bytes together; execute or reset the statements"
+    " that hold some"
+)
+
 
 def _preparable(session: SimSession, sql: str) -> tuple[list[tuple[int, int]], list[str] | None]:
     """A statement COM_STMT_PREPARE may take: its `?` and its result's column names. TiDB
@@ -460,10 +473,12 @@ class SimConnection(Connection):
     session: SimSession
     stream: Stream
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, admitted: Callable[[], bool], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.admitted = admitted  # whether the server takes one more connection
         self.prepared: dict[int, Prepared] = {}
         self.next_statement = 1
+        self.long_data = 0  # bytes of COM_STMT_SEND_LONG_DATA held, in all statements
 
     async def _start(self) -> None:
         try:
@@ -505,7 +520,9 @@ class SimConnection(Connection):
                 server_version=str(self.session.variables.get("version")),
                 connection_id=self.connection_id,
                 auth_data=auth_data,
-                status_flags=self.status_flags,
+                # autocommit on, as MySQL's and TiDB's greeting says: pymysql takes it
+                # for the session's, and with 0 here never sends `autocommit=False`'s SET
+                status_flags=self.session.status(),
                 auth_plugin_name=plugin.name,
             )
         )
@@ -513,6 +530,8 @@ class SimConnection(Connection):
         if response.ssl_request:
             raise Fatal(1043, "Bad handshake")  # no TLS here
         self.capabilities = response.capabilities
+        if not self.admitted():  # after the client's answer, before its password (TiDB)
+            raise Fatal(1040, "Too many connections")
         self.max_packet_size = response.max_packet_size
         self.session.variables.set("character_set_client", response.charset.name)
         self.session.database = response.database
@@ -666,9 +685,7 @@ class SimConnection(Connection):
         if not self.deprecate_eof():
             header.append(self.eof())
         self.stream.write_many(header)
-        for i in range(0, len(rows), _ROWS_A_WRITE):
-            self.stream.write_text_rows(rows[i : i + _ROWS_A_WRITE], columns)
-            await asyncio.sleep(0)  # others' turn between batches
+        await self.stream.write_text_rows(rows, columns)
         await self.stream.write(self.ok_or_eof(affected_rows=len(rows)), drain=False)
         await self.stream.drain()
 
@@ -708,7 +725,7 @@ class SimConnection(Connection):
         await self.stream.write(self.eof())
 
     async def com_reset_connection(self, data: bytes) -> None:
-        self.prepared.clear()
+        self._forget_statements()
         await self.session.reset()
         await self.stream.write(self._ok())
 
@@ -727,7 +744,7 @@ class SimConnection(Connection):
                 plugin = text(p.null_terminated())
         if not await self.check_password(username, auth_response, plugin):
             return False  # refused: MySQL closes the connection
-        self.prepared.clear()
+        self._forget_statements()
         await self.session.reopen(database or None)
         await self.stream.write(self._ok())
         return None
@@ -773,14 +790,33 @@ class SimConnection(Connection):
         param = p.uint(2)
         if stmt is None or param >= len(stmt.placeholders):
             return  # no answer to this command, whatever it carries (MySQL)
-        buffer = stmt.long_data.setdefault(param, bytearray())
-        if len(buffer) + len(p.data) - p.at > MAX_PACKET:
-            raise Fatal(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
-        buffer += p.rest()
+        chunk = p.rest()
+        if stmt.too_long is None:
+            held = len(stmt.long_data.get(param, b""))
+            if held + len(chunk) > MAX_PACKET:
+                stmt.too_long = _PARAMETER_TOO_LONG
+            elif self.long_data + len(chunk) > MAX_PACKET:
+                stmt.too_long = _CONNECTION_TOO_LONG
+        if stmt.too_long is not None:
+            self._forget_long_data(stmt)  # held no longer: the execute says why
+            return
+        stmt.long_data.setdefault(param, bytearray()).extend(chunk)
+        self.long_data += len(chunk)
+
+    def _forget_statements(self) -> None:
+        self.prepared.clear()
+        self.long_data = 0
+
+    def _forget_long_data(self, stmt: Prepared) -> None:
+        self.long_data -= sum(len(chunk) for chunk in stmt.long_data.values())
+        stmt.long_data.clear()
 
     async def com_stmt_execute(self, data: bytes) -> None:
         p = Packet(data)
         stmt = self._statement(p.uint(4), "mysqld_stmt_execute")
+        if stmt.too_long is not None:
+            said, stmt.too_long = stmt.too_long, None
+            raise MysqlError(said, 1105)
         flags = p.uint(1)
         p.uint(4)  # iteration count: always 1
         count = len(stmt.placeholders)
@@ -788,7 +824,7 @@ class SimConnection(Connection):
         if named and (count or flags & 0x08):  # PARAMETER_COUNT_AVAILABLE
             count = p.lenenc()
         values = read_params(p, count, stmt, named)
-        stmt.long_data.clear()
+        self._forget_long_data(stmt)
         if len(values) < len(stmt.placeholders):
             raise MysqlError("Incorrect arguments to mysqld_stmt_execute", 1210)
         outcome = await self.session.query_one(stmt.bind(values[: len(stmt.placeholders)]))
@@ -841,12 +877,15 @@ class SimConnection(Connection):
 
     async def com_stmt_reset(self, data: bytes) -> None:
         stmt = self._statement(Packet(data).uint(4), "mysqld_stmt_reset")
-        stmt.long_data.clear()
+        self._forget_long_data(stmt)
+        stmt.too_long = None
         stmt.cursor = None
         await self.stream.write(self._ok())
 
     async def com_stmt_close(self, data: bytes) -> None:
-        self.prepared.pop(Packet(data).uint(4), None)  # no answer (MySQL)
+        stmt = self.prepared.pop(Packet(data).uint(4), None)  # no answer (MySQL)
+        if stmt is not None:
+            self._forget_long_data(stmt)
 
 
 async def _iterate(rows: list[bytes]) -> AsyncIterator[bytes]:
@@ -890,54 +929,69 @@ CAPABILITIES = (
 
 class SimServer(MysqlServer):
     """mimic's server with connections of ours; closing it ends every connection (each
-    rolls back its open transaction) instead of leaving them to the event loop's end."""
+    rolls back its open transaction) instead of leaving them to the event loop's end.
+    `connections`: the clients past the handshake, at most `max_connections` (TiDB
+    `pkg/server/server.go` checkConnectionCount: one more is answered 1040 in the OK's
+    place); `len(server.connections)` is what the metrics show."""
 
-    def __init__(self, clusters: Registry, password: str | None) -> None:
+    def __init__(self, clusters: Registry, password: str | None, max_connections: int) -> None:
         super().__init__(identity_provider=_Users(clusters, password), capabilities=CAPABILITIES)
         self.clusters = clusters
-        self.connections: set[asyncio.Task[None]] = set()
+        self.max_connections = max_connections
+        self.connections: set[SimConnection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()  # every socket, in the handshake or past
 
     async def _client_connected_cb(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        connection: SimConnection
+
+        def admitted() -> bool:
+            if len(self.connections) >= self.max_connections:
+                return False
+            self.connections.add(connection)
+            return True
+
         connection = SimConnection(
             stream=Stream(MysqlStream(reader, writer)),
             session=SimSession(self.clusters),
             control=self.control,
             server_capabilities=self.capabilities,
             identity_provider=self.identity_provider,
+            admitted=admitted,
         )
         connection.connection_id = connection.session.connection_id
         task = asyncio.current_task()
         if task is not None:
-            self.connections.add(task)
+            self.tasks.add(task)
         try:
             await connection._start()
         except asyncio.CancelledError:
             pass  # the server is closing
         finally:
             if task is not None:
-                self.connections.discard(task)
+                self.tasks.discard(task)
+            self.connections.discard(connection)
             writer.close()
 
     def close(self) -> None:
         super().close()
-        for task in list(self.connections):
+        for task in list(self.tasks):
             task.cancel()
 
     async def wait_closed(self) -> None:
         await super().wait_closed()
-        if self.connections:
-            await asyncio.gather(*self.connections, return_exceptions=True)
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 async def start(
     settings: Settings, clusters: Registry, sock: socket.socket | None = None
-) -> MysqlServer | None:
+) -> SimServer | None:
     """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none), on `sock` when `serve` bound it."""
     if not settings.mysql_port:
         return None
-    server = SimServer(clusters, settings.mysql_password)
+    server = SimServer(clusters, settings.mysql_password, settings.max_connections)
     if sock is not None:
         await server.start_server(host=None, port=None, sock=sock)
     else:

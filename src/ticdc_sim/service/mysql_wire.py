@@ -38,6 +38,8 @@ MAX_PACKET = int(SERVER_VARIABLES["max_allowed_packet"])  # what a client may se
 MAX_PREPARED = 16382  # max_prepared_stmt_count
 _HEADER = struct.Struct("<I")
 _WHOLE = 0xFFFFFF  # a packet this long continues in the next one
+DRAIN_BYTES = 256 << 10  # result rows framed before they are sent (and the client read them)
+_ROWS_A_BATCH = 10_000
 
 
 class ClientGone(Exception):
@@ -204,8 +206,21 @@ class Stream:
     def write_many(self, packets_: Sequence[bytes]) -> None:
         self.inner.write_many(packets_)
 
-    def write_text_rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[Any]) -> int:
-        return int(self.inner.write_text_rows(rows, columns))
+    async def write_text_rows(self, rows: Sequence[Sequence[Any]], columns: Sequence[Any]) -> None:
+        """Rows in batches of about `DRAIN_BYTES`, each sent before the next is framed: a
+        big result passes through the socket instead of sitting whole in the buffer (and
+        the transport's, which asyncio does not bound), and other connections get their
+        turn between batches."""
+        at, batch = 0, 64  # rows a batch, then as many as make about DRAIN_BYTES
+        while at < len(rows):
+            before = len(self.inner._buffer)  # mimic frames into it; `drain` sends it
+            self.inner.write_text_rows(rows[at : at + batch], columns)
+            written = len(self.inner._buffer) - before
+            at += batch
+            batch = max(1, min(_ROWS_A_BATCH, batch * DRAIN_BYTES // max(written, 1)))
+            if len(self.inner._buffer) >= DRAIN_BYTES:
+                await self.drain()  # waits while the client reads more slowly than we write
+            await asyncio.sleep(0)
 
     async def drain(self) -> None:
         await self._sending(self.inner.drain())
@@ -356,6 +371,7 @@ class Prepared:
     labels: list[str] | None = None  # its result columns' names, `?` as written
     types: list[tuple[int, bool]] = field(default_factory=list)  # bound by the last execute
     long_data: dict[int, bytearray] = field(default_factory=dict)
+    too_long: str | None = None  # long data refused: what its next execute answers (1105)
     cursor: AsyncIterator[bytes] | None = None
 
     def bind(self, values: Sequence[Any]) -> str:

@@ -15,10 +15,12 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.config import LOGGING_CONFIG
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ticdc_sim.errors import SimError
-from ticdc_sim.service.app import create_app, default_changefeed
+from ticdc_sim.service.app import OVER_LIMIT, create_app, default_changefeed
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.service.state import State
 
@@ -73,7 +75,11 @@ def run(overrides: dict[str, Any]) -> None:
     print(banner(settings), file=sys.stderr, flush=True)
     state: State = app.state.sim
     config = uvicorn.Config(
-        app, log_level="warning", log_config=_logging(), timeout_graceful_shutdown=GRACE_S
+        app,
+        http=_limited(settings.max_http_concurrency),
+        log_level="warning",
+        log_config=_logging(),
+        timeout_graceful_shutdown=GRACE_S,
     )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while starting
         _Server(config, state).run(sockets=[http])
@@ -109,6 +115,28 @@ class _Server(uvicorn.Server):
             for task in self.server_state.tasks:
                 task.cancel()
             await self.lifespan.shutdown()
+
+
+def _limited(limit: int) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol with its `limit_concurrency` (connections or requests at
+    once; TICDC_SIM_MAX_HTTP_CONCURRENCY), the refusal answered by the app in the
+    service's error shape (`Guard`): uvicorn's own is a plain-text 503. A request is over
+    the limit when more than `limit` connections are open or requests under way, itself
+    included (uvicorn refuses at `limit`, so `limit` - 1 are served)."""
+
+    class Limited(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            app: ASGIApp = self.app  # type: ignore[has-type]
+
+            async def limited(scope: Scope, receive: Receive, send: Send) -> None:
+                if len(self.connections) > limit or len(self.tasks) > limit:
+                    scope = {**scope, OVER_LIMIT: limit}
+                await app(scope, receive, send)
+
+            self.app = limited
+
+    return Limited
 
 
 def _listen(host: str, port: int, option: str) -> socket.socket:

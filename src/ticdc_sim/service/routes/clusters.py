@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ticdc_sim.cluster import BadRequest, Cluster
+from ticdc_sim.cluster import BadRequest, Cluster, Execution, Outcome, TooLarge
 from ticdc_sim.errors import SimError
 from ticdc_sim.feed import Feed
 from ticdc_sim.generator.sql.script import decode_script
@@ -32,7 +32,9 @@ from ticdc_sim.service.models import (
     Message,
     MessagePage,
     SQLRequest,
+    cell,
     jsonable,
+    printable,
 )
 from ticdc_sim.service.state import api_router, state_of
 from ticdc_sim.sinks import Record
@@ -103,8 +105,45 @@ async def execute(request: Request, cluster_id: str) -> Response:
     run = await run_in_threadpool(
         cluster.execute, sql, "request.sql", settings.max_statements, settings.request_time_s
     )
+    _within(run, settings.max_result_bytes)
     # serialised here, once: the result is already the response model
     return Response(ExecutionResult.of(run).model_dump_json(), media_type="application/json")
+
+
+class ResultTooLarge(TooLarge):
+    error_code = "SIM:ResultTooLarge"
+
+
+def _within(run: Execution, limit: int) -> None:
+    """ResultTooLarge when the answer's result rows (as JSON) pass `limit`, said before
+    the answer is built: which statement passed it, the limit, and what the script
+    committed all the same (an error must not hide a commit)."""
+    size = 0
+    for number, outcome in enumerate(run.outcomes, 1):
+        for row in outcome.rows or ():
+            size += len(orjson.dumps([cell(v) for v in row], default=str))
+            if size > limit:
+                raise ResultTooLarge(_too_large(run, number, outcome, limit))
+
+
+def _too_large(run: Execution, number: int, outcome: Outcome, limit: int) -> str:
+    statement = printable(outcome.statement)
+    statement = statement if len(statement) <= 80 else statement[:77] + "..."
+    said = (
+        f"the result rows of statement {number} (line {outcome.line}, column"
+        f" {outcome.column}: {statement}) take the answer over {limit} bytes"
+        " (TICDC_SIM_MAX_RESULT_BYTES); select fewer rows (LIMIT), or read them over the"
+        " MySQL port, which sends rows as they go"
+    )
+    done = "ran to its end" if not run.failed else "stopped at an error"
+    if not run.committed:
+        return f"{said}. The script {done}; it committed nothing"
+    commits = ", ".join(str(c.commit_ts) for c in run.committed)
+    count = len(run.committed)
+    return (
+        f"{said}. The script {done}; what it committed stays committed:"
+        f" {count} transaction{'s' if count > 1 else ''} (commit_ts {commits})"
+    )
 
 
 async def _sql(request: Request) -> str:
