@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ticdc_sim import cluster as runtime
+from ticdc_sim import feedlog
 from ticdc_sim.generator.sql.engine import ResultSet
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.routes import clusters
@@ -1198,7 +1199,7 @@ def test_a_tail_that_hits_a_bug_ends_and_is_logged_once(
     def broken(self: Any, cursor: int) -> Any:
         raise RuntimeError("planted in the tail")
 
-    monkeypatch.setattr(runtime.FeedLog, "since", broken)
+    monkeypatch.setattr(feedlog.FeedLog, "since", broken)
     with caplog.at_level(logging.INFO), client.stream("GET", f"{FEED}/quiet/tail") as stream:
         assert stream.status_code == 200
         assert list(stream.iter_lines()) == [": tailing", ""]
