@@ -75,6 +75,7 @@ def create_app(
         mysql = None
         if settings.mysql_port:
             mysql = await start_mysql(settings, state.registry, mysql_socket)
+        state.metrics.mysql = mysql  # its connections, shown
         state.ready = True
         try:
             yield
