@@ -67,6 +67,7 @@ def test_the_log_keeps_the_newest_records_within_the_bytes_of_all_partitions() -
     ]
     assert [r.offset for r in log.read("t", 2, 9, 10)] == [9]
     assert log.read("t", 2, 10, 10) == [] and log.read("u", None, 0, 10) == []
+    assert log.read(None, None, 10**30, 10) == [] and log.read("t", 10**30, 0, 10) == []
 
 
 def test_the_records_bound_holds_in_all_partitions_and_empty_partitions_keep_their_offset() -> None:
