@@ -5,6 +5,8 @@ storage sink's log (a topic per file) holding only what it keeps."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,14 +138,20 @@ def messages_of(client: TestClient, **q: Any) -> dict[str, Any]:
     return page
 
 
-def test_the_read_api_says_where_the_kept_window_starts(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, retain_records=20)
+@contextmanager
+def loaded(tmp_path: Path, retain_records: int, rows: int) -> Iterator[tuple[TestClient, FeedLog]]:
+    """A service whose changefeed `m` keeps `retain_records`, after a table of `rows` rows."""
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, retain_records=retain_records)
     with TestClient(create_app(settings)) as client:
         assert client.post("/api/v2/changefeeds", json=FEED).status_code == 200
-        rows = ", ".join(f"({i})" for i in range(30))
-        script = f"CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES {rows};"
+        values = ", ".join(f"({i})" for i in range(rows))
+        script = f"CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES {values};"
         assert client.post("/sim/v1/clusters/default/sql", content=script).status_code == 200
-        log = client.app.state.sim.registry.get("default").feed("m").log  # type: ignore[attr-defined]
+        yield client, client.app.state.sim.registry.get("default").feed("m").log  # type: ignore[attr-defined]
+
+
+def test_the_read_api_says_where_the_kept_window_starts(tmp_path: Path) -> None:
+    with loaded(tmp_path, retain_records=20, rows=30) as (client, log):
         page = messages_of(client, from_offset=0, limit=10_000)
         counts = {t: {int(p): n for p, n in ps.items()} for t, ps in page["counts"].items()}
         retained = {t: {int(p): n for p, n in ps.items()} for t, ps in page["retained"].items()}
@@ -171,13 +179,7 @@ def test_the_read_api_says_where_the_kept_window_starts(tmp_path: Path) -> None:
 
 
 def test_the_tail_reports_a_gap_before_the_records_it_still_has(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, retain_records=5)
-    with TestClient(create_app(settings)) as client:
-        assert client.post("/api/v2/changefeeds", json=FEED).status_code == 200
-        rows = ", ".join(f"({i})" for i in range(10))
-        script = f"CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES {rows};"
-        assert client.post("/sim/v1/clusters/default/sql", content=script).status_code == 200
-        log = client.app.state.sim.registry.get("default").feed("m").log  # type: ignore[attr-defined]
+    with loaded(tmp_path, retain_records=5, rows=10) as (client, log):
         client.app.state.sim.stopping = True  # type: ignore[attr-defined]  # the tail ends
         text = client.get(PAGE.replace("messages", "tail"), params={"from_start": True}).text
     events = [block.split("\n") for block in text.split("\n\n") if block]
