@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -34,11 +34,14 @@ class Retain:
 
 
 def size(record: Record) -> int:
-    """What a kept record counts towards `Retain.bytes`."""
-    held = RECORD_OVERHEAD + len(record.key or b"") + len(record.value or b"")
-    if record.headers:
-        held += sum(len(k) + len(v) for k, v in record.headers.items())
-    return held
+    """What a kept record counts towards `Retain.bytes` (`FeedLog.add` and `_trim` say it
+    again inline: they run for every record)."""
+    _, _, _, key, value, headers = record
+    return RECORD_OVERHEAD + len(key or b"") + len(value or b"") + _header_bytes(headers)
+
+
+def _header_bytes(headers: Mapping[str, bytes]) -> int:
+    return sum(len(k) + len(v) for k, v in headers.items())
 
 
 class _Queue(Generic[T]):
@@ -54,13 +57,12 @@ class _Queue(Generic[T]):
     def __len__(self) -> int:
         return len(self.items) - self.head
 
-    def popleft(self) -> T:
-        item = self.items[self.head]
-        self.head += 1
+    def drop(self, count: int) -> None:
+        """The oldest `count` go."""
+        self.head += count
         if self.head >= 1024 and self.head * 2 >= len(self.items):
             del self.items[: self.head]
             self.head = 0
-        return item
 
     def slice(self, start: int, count: int) -> list[T]:
         """`count` items from the `start`th kept on (fewer at the end)."""
@@ -117,37 +119,52 @@ class FeedLog:
             kept = self.partitions.get(where)
             if kept is None:
                 kept = self.partitions[where] = _Partition(self.gone.pop(where, 0))
-            records, order, start = kept.records.items, self.order.items, kept.next
-            added = 0
-            for i, m in enumerate(messages):
-                record = Record(topic, partition, start + i, m.key, m.value, m.headers)
-                records.append(record)
-                order.append(record)
-                added += RECORD_OVERHEAD + len(m.key or b"") + len(m.value or b"")
-                if m.headers:
-                    added += sum(len(k) + len(v) for k, v in m.headers.items())
+            start = kept.next
+            new = [
+                Record(topic, partition, start + i, m.key, m.value, m.headers)
+                for i, m in enumerate(messages)
+            ]
+            kept.records.items += new
+            self.order.items += new
+            self.bytes += RECORD_OVERHEAD * len(new) + sum(
+                [
+                    len(key or b"") + len(value or b"") + (_header_bytes(headers) if headers else 0)
+                    for _, _, _, key, value, headers in new
+                ]
+            )
             if self.learn is not None:
                 for message in messages:
                     self.learn(message.value)
-            self.bytes += added
-            self.total += len(messages)
+            self.total += len(new)
             if self.bytes > self.retain.bytes or len(self.order) > self.retain.records:
                 self._trim()
             self.changed.notify_all()
 
     def _trim(self) -> None:
-        """The oldest records go until both bounds hold."""
-        retain, order, partitions = self.retain, self.order, self.partitions
-        while len(order) and (self.bytes > retain.bytes or len(order) > retain.records):
-            record = order.popleft()
-            where = (record.topic, record.partition)
-            kept = partitions[where]
-            kept.records.popleft()  # the same record: a partition's come in sending order
-            kept.first += 1
-            self.bytes -= size(record)
-            self.dropped += 1
+        """The oldest records go until both bounds hold: in one pass over them, then each
+        partition's cut at once (a partition's records come in sending order, so those it
+        loses are its oldest)."""
+        order = self.order
+        items, head = order.items, order.head
+        over_bytes = self.bytes - self.retain.bytes
+        over_records = len(order) - self.retain.records
+        freed, end = 0, head
+        last: dict[tuple[str, int], int] = {}  # the last offset each partition loses
+        while end < len(items) and (freed < over_bytes or end - head < over_records):
+            topic, partition, offset, key, value, headers = items[end]  # faster than by name
+            freed += RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+            freed += _header_bytes(headers) if headers else 0
+            last[topic, partition] = offset
+            end += 1
+        order.drop(end - head)
+        self.bytes -= freed
+        self.dropped += end - head
+        for where, offset in last.items():
+            kept = self.partitions[where]
+            kept.records.drop(offset + 1 - kept.first)
+            kept.first = offset + 1
             if not kept.records:
-                del partitions[where]
+                del self.partitions[where]
                 if not self.files or kept.first > 1:
                     self.gone[where] = kept.first
 
