@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -159,3 +160,38 @@ def test_the_api_docs_render_offline(page: tuple[Any, Server]) -> None:
     assert shown == {f"{m.upper()} {p}" for p, ops in documented.items() for m in ops}
     assert outside == []
     tab.close()
+
+
+def test_records_the_changefeed_no_longer_keeps_are_counted_as_skipped(
+    page: tuple[Any, Server], tmp_path: Path
+) -> None:
+    """A changefeed keeping one record: the tail's `gap` events reach the page as a count
+    of skipped records, beside those shown; together they are every record sent."""
+    browser = page[0].context.browser
+    assert browser is not None
+    server = Server.start(tmp_path / "data", retain_records="1")
+    try:
+        tab = browser.new_page()
+        tab.goto(server.http + "/")
+        rows = ", ".join(f"({i})" for i in range(10))
+        tab.fill(
+            "#sql", f"CREATE TABLE many (id INT PRIMARY KEY);\nINSERT INTO many VALUES {rows};\n"
+        )
+        tab.select_option("#protocol", "canal-json")
+        tab.fill("#partitions", "1")
+        tab.click("#run")
+        done = re.compile(r"done: (\d+) records sent")
+        sync_api.expect(tab.locator("#status")).to_have_text(done, timeout=30_000)
+        match = done.fullmatch(tab.locator("#status").inner_text())
+        assert match is not None
+        counted = re.compile(r"(\d+) records, (\d+) skipped \(no longer kept\)")
+        sync_api.expect(tab.locator("#count")).to_have_text(counted, timeout=30_000)
+        # the 10 inserts are sent in one batch: at most one of them was still kept
+        shown = tab.locator("#partitions-view li").count()
+        found = counted.fullmatch(tab.locator("#count").inner_text())
+        assert found is not None
+        assert int(found[1]) == shown and int(found[1]) + int(found[2]) == int(match[1])
+        assert int(found[2]) >= 9
+        tab.close()
+    finally:
+        server.stop()

@@ -1022,7 +1022,7 @@ CASES = [
         "messages-offset-10e30",
         "GET",
         f"{FEED}/quiet/messages",
-        {"messages": [], "counts": {}},
+        {"messages": [], "counts": {}, "retained": {}, "dropped": 0},
         params={"from_offset": 10**30, "partition": 10**30},
     ),
     refused(

@@ -78,7 +78,7 @@ def create_app(
         mysql = None
         if settings.mysql_port:
             mysql = await start_mysql(settings, state.registry, mysql_socket)
-        app.state.mysql = mysql  # its `connections`, for the metrics
+        state.metrics.mysql = mysql  # its connections, shown
         state.ready = True
         try:
             yield

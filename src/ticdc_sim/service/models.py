@@ -211,7 +211,17 @@ class Message(BaseModel):
 
 class MessagePage(BaseModel):
     messages: list[Message]
-    counts: dict[str, dict[str, int]] = Field(description="records per topic and partition")
+    counts: dict[str, dict[str, int]] = Field(
+        description="records sent per topic and partition (each partition's next offset)"
+    )
+    retained: dict[str, dict[str, int]] = Field(
+        description="where each partition's kept window starts: its first kept offset (its"
+        " next offset, where it keeps none); a from_offset before it reads from there"
+    )
+    dropped: int = Field(
+        description="records the changefeed no longer keeps (TICDC_SIM_RETAIN_BYTES and"
+        " TICDC_SIM_RETAIN_RECORDS bound what it keeps, newest first), in all partitions"
+    )
 
 
 class FaultRequest(Strict):

@@ -224,15 +224,28 @@ async def messages(
     decode: bool = True,
 ) -> MessagePage:
     """Records a changefeed sent, by topic, partition and offset: raw (base64) and, with
-    `decode`, as `ticdc-sim decode` prints them."""
+    `decode`, as `ticdc-sim decode` prints them. The changefeed keeps its newest records
+    (TICDC_SIM_RETAIN_BYTES, TICDC_SIM_RETAIN_RECORDS): `retained` says where each
+    partition's kept window starts, and a `from_offset` before it reads from there."""
     feed = _feed(request, cluster_id, changefeed_id)
 
     def page() -> MessagePage:  # decoding 10,000 records is no work for the event loop
-        records = feed.log.read(topic, partition, from_offset, limit)
-        counts = {t: {str(p): n for p, n in ps.items()} for t, ps in feed.log.counts().items()}
-        return MessagePage(messages=[_message(feed, r, decode) for r in records], counts=counts)
+        log = feed.log
+        with log.changed:  # the page, counts and window of one moment
+            records = log.read(topic, partition, from_offset, limit)
+            counts, retained, dropped = log.counts(), log.retained(), log.dropped
+        return MessagePage(
+            messages=[_message(feed, r, decode) for r in records],
+            counts=_by_partition(counts),
+            retained=_by_partition(retained),
+            dropped=dropped,
+        )
 
     return await run_in_threadpool(page)
+
+
+def _by_partition(offsets: dict[str, dict[int, int]]) -> dict[str, dict[str, int]]:
+    return {t: {str(p): n for p, n in ps.items()} for t, ps in offsets.items()}
 
 
 @router.get(
@@ -247,9 +260,11 @@ async def tail(
     from_start: bool = False,
 ) -> StreamingResponse:
     """Server-Sent Events: each record the changefeed sends from now on (or, with
-    `from_start`, from the oldest kept), as an event of JSON (`Message`, decoded). When the
-    changefeed goes (removed, or rebuilt by an update) or the service stops, an `end` event
-    ends the stream."""
+    `from_start`, from its first), as an event of JSON (`Message`, decoded). Records the
+    changefeed no longer keeps when the tail reaches them (sent before a `from_start` tail
+    began, or while a slow reader fell behind) are skipped and said: a `gap` event,
+    `{"skipped": n}`, before the records after them. When the changefeed goes (removed, or
+    rebuilt by an update) or the service stops, an `end` event ends the stream."""
     feed = _feed(request, cluster_id, changefeed_id)
     start = 0 if from_start else feed.log.total
     state = state_of(request)
@@ -267,11 +282,13 @@ async def tail(
         cursor, quiet = start, 0.0
         yield b": tailing\n\n"
         while not await request.is_disconnected():
-            records, cursor = feed.log.since(cursor)
+            records, skipped, cursor = feed.log.since(cursor)
+            if skipped:
+                yield b'event: gap\ndata: {"skipped":' + str(skipped).encode() + b"}\n\n"
             for record in records:
                 body = _message(feed, record, True).model_dump(mode="json")
                 yield b"event: message\ndata: " + orjson.dumps(body) + b"\n\n"
-            if records:
+            if records or skipped:
                 quiet = 0.0
                 continue
             reason = ended()

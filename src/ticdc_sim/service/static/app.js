@@ -9,6 +9,7 @@ const $ = (id) => document.getElementById(id);
 let tail = null; // the AbortController of the running tail
 let current = null; // the cluster of the last run, removed when the next one starts
 let shown = 0;
+let skipped = 0; // records the changefeed no longer kept when the tail reached them
 
 // JSON.parse hands a reviver each number's source text where the browser can (context.source,
 // with JSON.rawJSON to write it back); elsewhere long integers are quoted before parsing
@@ -97,7 +98,12 @@ function show(message) {
   item.appendChild(raw);
   column(message.partition).appendChild(item);
   shown += 1;
-  $("count").textContent = `${shown} records`;
+  counted();
+}
+
+function counted() {
+  const gone = skipped ? `, ${skipped} skipped (no longer kept)` : "";
+  $("count").textContent = `${shown} records${gone}`;
 }
 
 async function follow(cluster, changefeed, controller) {
@@ -118,7 +124,14 @@ async function follow(cluster, changefeed, controller) {
       const lines = block.split("\n");
       if (lines.includes("event: end")) return; // the changefeed went
       const data = lines.filter((l) => l.startsWith("data: "));
-      if (data.length) show(parseExact(data.map((l) => l.slice(6)).join("\n")));
+      if (!data.length) continue;
+      const body = parseExact(data.map((l) => l.slice(6)).join("\n"));
+      if (lines.includes("event: gap")) { // the tail fell behind what the changefeed keeps
+        skipped += Number(body.skipped);
+        counted();
+      } else {
+        show(body);
+      }
     }
   }
 }
@@ -148,6 +161,7 @@ async function run() {
   $("partitions-view").innerHTML = "";
   $("statements").innerHTML = "";
   shown = 0;
+  skipped = 0;
   $("count").textContent = "";
   $("run").disabled = true;
   try {
