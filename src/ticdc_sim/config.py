@@ -107,6 +107,9 @@ class Changefeed:
     enable_old_value: bool = True
     # [integrity] corruption-handle-level: what TiCDC does on a bad checksum; none happen here
     corruption_handle_level: str = "warn"
+    # how long a changefeed may fail and retry before it is `failed` (TiCDC's default 30m;
+    # tiflow pkg/config/replica_config.go); the service's changefeeds follow it
+    error_stuck_duration: str = "30m"
     faults: Faults = Faults()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -212,6 +215,21 @@ def _duration(value: Any, where: str) -> str:
     text = _text(value, where)
     if text and not _GO_DURATION.fullmatch(text):
         raise ConfigError(f"{where}: {shown(text)} is not a duration such as 10s or 1m30s")
+    return text
+
+
+_MIN_STUCK_S = 30 * 60  # tiflow pkg/config/replica_config.go minChangeFeedErrorStuckDuration
+
+
+def _stuck_duration(value: Any, where: str) -> str:
+    """changefeed-error-stuck-duration, refused below TiCDC's 30 minutes as ValidateAndAdjust
+    refuses it (the service's TICDC_SIM_ERROR_STUCK_S shortens it, for tests)."""
+    text = _duration(value, where)
+    if duration_ms(text) < _MIN_STUCK_S * 1000:
+        raise ConfigError(
+            f"{where}: The ChangefeedErrorStuckDuration:{duration_ms(text) / 1000:f} must be"
+            f" larger than {_MIN_STUCK_S:f} Seconds"
+        )
     return text
 
 
@@ -790,6 +808,7 @@ _TOML_SETTINGS: dict[Path, tuple[str, Parse]] = {
     ("case-sensitive",): ("case_sensitive", _bool),
     ("force-replicate",): ("force_replicate", _bool),
     ("enable-old-value",): ("enable_old_value", _bool),
+    ("changefeed-error-stuck-duration",): ("error_stuck_duration", _stuck_duration),
     ("ticdc-version",): ("profile", _profile),  # ours: the fidelity profile
     ("filter", "rules"): ("filter_rules", _filter_rules),
     ("sink", "protocol"): ("protocol", _protocol),
@@ -872,7 +891,6 @@ _TOML_IGNORED: frozenset[Path] = frozenset(
         ("bdr-mode",),
         ("sync-point-interval",),
         ("sync-point-retention",),
-        ("changefeed-error-stuck-duration",),
         ("sql-mode",),
         ("mounter",),
         ("consistent",),

@@ -116,6 +116,12 @@ class Settings(BaseSettings):
         description="a failed changefeed's first retry after (TiCDC's 10 s; doubled up to"
         " backoff_max_s)",
     )
+    error_stuck_s: float = Field(
+        0.0,
+        ge=0,
+        description="how long a changefeed may fail and retry before it is failed, for every"
+        " changefeed (0: each one's changefeed-error-stuck-duration, TiCDC's 30m at least)",
+    )
     backoff_max_s: float = Field(
         600.0, gt=0, description="the longest wait between a changefeed's retries (TiCDC's 10 min)"
     )
