@@ -65,6 +65,9 @@ class Registry:
         return close_all(((f"cluster {c.id}", c.close) for c in clusters), label=False)
 
 
-def default_open_sink(feed: Changefeed) -> Sink:
-    """A service's changefeed runs for as long as the service: file sinks write in place."""
-    return open_sink(feed.sink, overwrite=True, in_place=True, feed=feed)
+def default_open_sink(feed: Changefeed, kafka_queue_bytes: int | None = None) -> Sink:
+    """A service's changefeed runs for as long as the service: file sinks write in place,
+    Kafka's local queue holds `kafka_queue_bytes` (the setting)."""
+    return open_sink(
+        feed.sink, overwrite=True, in_place=True, feed=feed, kafka_queue_bytes=kafka_queue_bytes
+    )

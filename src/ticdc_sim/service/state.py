@@ -148,7 +148,7 @@ def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
     def make(feed: Changefeed) -> Sink:
         guard.changefeed(feed, state.settings)
         with _sink_uri_invalid():
-            return default_open_sink(feed)
+            return default_open_sink(feed, state.settings.kafka_queue_bytes)
 
     return make
 

@@ -127,14 +127,16 @@ def open_sink(
     warnings: Warnings | None = None,
     in_place: bool = False,
     feed: Changefeed | None = None,
+    kafka_queue_bytes: int | None = None,
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
     `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
-    the storage sink (file://, s3://) reads its settings from the changefeed `feed`."""
+    the storage sink (file://, s3://) reads its settings from the changefeed `feed`; Kafka's
+    local queue holds `kafka_queue_bytes` (librdkafka's default when None)."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
-        return KafkaSink(uri, warnings)
+        return KafkaSink(uri, warnings, queue_bytes=kafka_queue_bytes)
     if uri.scheme == "jsonl":
         from ticdc_sim.sinks.jsonl import JsonlSink
 
