@@ -196,6 +196,7 @@ class KafkaSink:
         # supervisor asks `failure` while a request sends); the books of checkpoints likewise
         self._polling = threading.Lock()
         self._books = threading.Lock()
+        self._closed = False  # a closed producer polls no more (its last reports are in)
         producer = {
             **base,
             "acks": _ACKS[acks],
@@ -376,7 +377,7 @@ class KafkaSink:
 
     def _poll_now(self) -> None:
         """Deliveries reported so far, unless another thread is taking them already."""
-        if self._polling.acquire(blocking=False):
+        if not self._closed and self._polling.acquire(blocking=False):
             try:
                 self.producer.poll(0)
             finally:
@@ -417,6 +418,7 @@ class KafkaSink:
             if self.producer.flush(_TIMEOUT_S):
                 self.producer.purge()
                 self.producer.flush(_TIMEOUT_S)
+            self._closed = True
 
     def _report(self, lost: int) -> str:
         lines = [f"kafka {self.uri.target}: {lost} records were not acknowledged"]
