@@ -1,0 +1,188 @@
+"""`replay --resume-from`: a kafka:// run whose broker died mid-run prints where to resume; the
+same command with those options, against the broker restarted, sends the rest (at-least-once
+from the smallest checkpoint), and what both runs delivered rebuilds the upstream's tables.
+Malformed values, partitions the run does not send to and a missing --start-ts are usage
+errors (exit 2) naming the value and the place."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from support_changelog import decode, engine_state, merged, rebuild, replay
+from ticdc_sim.cli import app
+from ticdc_sim.config import changefeed
+from ticdc_sim.encoders import Decoded, DecodedCheckpoint, DecodedDDL, DecodedRow
+from ticdc_sim.sinks import Record
+from ticdc_sim.sinks import kafka as kafka_sink
+from ticdc_sim.sinks.kafka import KafkaSink
+from ticdc_sim.testing.broker import Broker
+
+SCRIPT = """
+CREATE TABLE shop (id INT PRIMARY KEY, name VARCHAR(20), qty INT);
+INSERT INTO shop VALUES (1, 'a', 5), (2, 'b', 6), (3, 'c', 7), (4, 'd', 8);
+UPDATE shop SET qty = qty + 1 WHERE id < 3;
+CREATE TABLE audit (id BIGINT PRIMARY KEY AUTO_INCREMENT, note TEXT);
+INSERT INTO audit (note) VALUES ('n1'), ('n2'), ('n3');
+SELECT SLEEP(2);
+INSERT INTO shop VALUES (5, 'e', 1), (6, 'f', 2), (7, 'g', 3);
+DELETE FROM shop WHERE id = 4;
+CREATE TABLE later (id INT PRIMARY KEY, at DATETIME);
+INSERT INTO later VALUES (1, '2024-01-01 00:00:00'), (2, NULL);
+UPDATE shop SET qty = id WHERE id > 4;
+SELECT SLEEP(2);
+INSERT INTO audit (note) VALUES ('n4'), ('n5');
+UPDATE shop SET id = 10 WHERE id = 1;
+DELETE FROM audit WHERE id = 2;
+INSERT INTO shop (id, name, qty) VALUES (20, 'x', 1), (21, 'y', 2);
+SELECT SLEEP(2);
+UPDATE audit SET note = 'changed' WHERE id > 3;
+"""
+QUERY = "?protocol=canal-json&enable-tidb-extension=true"
+_NAMES = itertools.count()
+_RESUME = re.compile(r"to resume, run the same command with: --start-ts (\d+) --resume-from '(.+)'")
+
+
+@pytest.fixture
+def own() -> Iterator[Broker]:
+    broker, why = Broker.start()
+    if broker is None:
+        pytest.skip(why)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _replay(script: Path, uri: str, *args: str) -> Any:
+    return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, *args])
+
+
+def _consumed(records: list[Record], feed_uri: str) -> list[tuple[Record, Decoded]]:
+    """What a TiCDC-style consumer applies of the records, partition by partition in the
+    order they were delivered: a change at or below the partition's checkpoint was applied
+    before (TiCDC's consumer drops it as a fallback), and a change it applied already is a
+    re-sent duplicate (its MySQL sink's safe mode applies it idempotently)."""
+    resolved: dict[tuple[str, int], int] = {}
+    applied: set[tuple[Any, ...]] = set()
+    kept = []
+    for record, event in decode(changefeed(feed_uri), records):
+        where = (record.topic, record.partition)
+        if isinstance(event, DecodedCheckpoint):
+            resolved[where] = max(resolved.get(where, 0), event.ts)
+            continue
+        if not isinstance(event, DecodedRow | DecodedDDL):
+            continue
+        assert event.commit_ts is not None
+        if event.commit_ts <= resolved.get(where, 0):
+            continue
+        seen = (where, repr(event))
+        if seen in applied:
+            continue
+        applied.add(seen)
+        kept.append((record, event))
+    return kept
+
+
+def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
+    own: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
+    script = tmp_path / "shop.sql"
+    script.write_text(SCRIPT)
+    topic = f"resumed-{next(_NAMES)}"
+    uri = f"kafka://{own.bootstrap}/{topic}{QUERY}"
+    read_uri = changefeed(uri).sink
+    first: list[Record] = []
+    send, calls = KafkaSink.send, itertools.count()
+
+    def dying(self: KafkaSink, *args: Any) -> None:
+        if next(calls) == 12:  # mid-run: what the broker holds is read before it dies
+            self.producer.flush(10)
+            first.extend(kafka_sink.read_topic(read_uri))
+            own.stop()
+        send(self, *args)
+
+    monkeypatch.setattr(KafkaSink, "send", dying)
+    failed = _replay(script, uri)
+    monkeypatch.setattr(KafkaSink, "send", send)
+    assert failed.exit_code == 1, failed.output
+    found = _RESUME.search(failed.stderr)
+    assert found is not None, failed.stderr
+    start_ts, value = found.groups()
+    # each partition's resume point: the last checkpoint the broker held
+    last: dict[int, int] = {}
+    for record, event in decode(changefeed(uri), first):
+        if isinstance(event, DecodedCheckpoint):
+            last[record.partition] = event.ts
+    assert value == ",".join(f"{topic}[{p}]={ts}" for p, ts in sorted(last.items()))
+    assert start_ts == "0"
+
+    own.restart()  # the same address, nothing in it
+    resumed = _replay(script, uri, "--start-ts", start_ts, "--resume-from", value)
+    assert resumed.exit_code == 0, resumed.output
+    second = list(kafka_sink.read_topic(read_uri))
+    point = min(last.values())
+    events = [e for _, e in decode(changefeed(uri), second)]
+    changes = [e for e in events if isinstance(e, DecodedRow | DecodedDDL)]
+    assert changes and all(e.commit_ts is not None and e.commit_ts > point for e in changes)
+
+    expected = engine_state(replay(SCRIPT, f"memory://{QUERY}"))
+    assert rebuild(merged(_consumed(first + second, uri))) == expected
+    # ... and without the second run, some rows are missing
+    assert rebuild(merged(_consumed(first, uri))) != expected
+
+
+def test_resume_from_a_file_and_values_the_run_cannot_take(own: Broker, tmp_path: Path) -> None:
+    script = tmp_path / "shop.sql"
+    script.write_text(SCRIPT)
+    topic = f"refused-{next(_NAMES)}"
+    uri = f"kafka://{own.bootstrap}/{topic}{QUERY}"
+
+    def refused(*args: str) -> str:
+        result = _replay(script, uri, *args)
+        assert result.exit_code == 2, result.output
+        return str(result.stderr.splitlines()[-1])
+
+    prefix = "Error: Invalid value for '--resume-from': "
+    assert refused("--resume-from", f"{topic}[0]=5") == (
+        f"{prefix}needs --start-ts, the one the failed run printed: the run's commit ts, and so"
+        " its checkpoints, are those of that start"
+    )
+    assert refused("--start-ts", "0", "--resume-from", f"{topic}[0]=5, {topic}[1]=x") == (
+        f"{prefix}'{topic}[0]=5, {topic}[1]=x', character {len(topic) + 8}: '{topic}[1]=x' is"
+        " not TOPIC[PARTITION]=TS (a TSO; e.g. orders[0]=449000000001933327)"
+    )
+    assert refused("--start-ts", "0", "--resume-from", f"{topic}[0]=5,{topic}[0]=6") == (
+        f"{prefix}'{topic}[0]=5,{topic}[0]=6', character {len(topic) + 7}: {topic}[0] again"
+    )
+    assert refused("--start-ts", "0", "--resume-from", f"@{tmp_path / 'none'}") == (
+        f"{prefix}cannot read {tmp_path / 'none'}: No such file or directory"
+    )
+    assert refused("--start-ts", "0", "--resume-from", f"{topic}[3]=5") == (
+        f"{prefix}{topic}[3]=5: topic {topic!r} has partitions 0 to 2"
+    )
+    assert refused("--start-ts", "0", "--resume-from", "other[0]=5") == (
+        f"{prefix}other[0]=5: this run sends nothing to topic 'other' (its topics: {topic})"
+    )
+    held = tmp_path / "resume.txt"
+    held.write_text(f"{topic}[0]=0,{topic}[1]=0,{topic}[2]=0\n")
+    # from checkpoints 0, a resumed run sends what a whole run sends
+    resumed = _replay(script, uri, "--start-ts", "0", "--resume-from", f"@{held}")
+    assert resumed.exit_code == 0, resumed.output
+    records = list(kafka_sink.read_topic(changefeed(uri).sink))
+    whole = replay(SCRIPT, f"memory://{QUERY}")
+    assert [(r.partition, r.value) for r in records] == [
+        (r.partition, r.value) for r in sorted(whole.sink.records(), key=_place)
+    ]
+
+
+def _place(record: Record) -> tuple[int, int]:
+    return record.partition, record.offset
