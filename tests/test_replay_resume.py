@@ -12,16 +12,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from support_changelog import decode, engine_state, merged, rebuild, replay
+from support_service import Server
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import Decoded, DecodedCheckpoint, DecodedDDL, DecodedRow
+from ticdc_sim.encoders.registry import SchemaRegistry
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks import kafka as kafka_sink
 from ticdc_sim.sinks.kafka import KafkaSink
+from ticdc_sim.sinks.schema_registry import open_registry
 from ticdc_sim.testing.broker import Broker
 
 SCRIPT = """
@@ -64,7 +68,9 @@ def _replay(script: Path, uri: str, *args: str) -> Any:
     return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, *args])
 
 
-def _consumed(records: list[Record], feed_uri: str) -> list[tuple[Record, Decoded]]:
+def _consumed(
+    records: list[Record], feed_uri: str, registry: SchemaRegistry | None = None
+) -> list[tuple[Record, Decoded]]:
     """What a TiCDC-style consumer applies of the records, partition by partition in the
     order they were delivered: a change at or below the partition's checkpoint was applied
     before (TiCDC's consumer drops it as a fallback), and a change it applied already is a
@@ -72,7 +78,7 @@ def _consumed(records: list[Record], feed_uri: str) -> list[tuple[Record, Decode
     resolved: dict[tuple[str, int], int] = {}
     applied: set[tuple[Any, ...]] = set()
     kept = []
-    for record, event in decode(changefeed(feed_uri), records):
+    for record, event in decode(changefeed(feed_uri), records, registry):
         where = (record.topic, record.partition)
         if isinstance(event, DecodedCheckpoint):
             resolved[where] = max(resolved.get(where, 0), event.ts)
@@ -186,3 +192,91 @@ def test_resume_from_a_file_and_values_the_run_cannot_take(own: Broker, tmp_path
 
 def _place(record: Record) -> tuple[int, int]:
     return record.partition, record.offset
+
+
+AVRO_SCRIPT = """
+CREATE TABLE shop (id INT PRIMARY KEY, qty INT, note VARCHAR(10));
+INSERT INTO shop VALUES (1, 5, 'a'), (2, 6, 'b'), (3, 7, NULL);
+SELECT SLEEP(2);
+UPDATE shop SET qty = qty + 1 WHERE id < 3;
+INSERT INTO shop VALUES (4, 8, 'd');
+SELECT SLEEP(2);
+UPDATE shop SET note = 'c' WHERE id > 2;
+INSERT INTO shop VALUES (5, 9, 'e'), (6, 10, 'f');
+SELECT SLEEP(2);
+UPDATE shop SET qty = 0 WHERE id = 6;
+"""  # one table: avro's schemas are a topic's (TiCDC wants one table a topic)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    found = Server.start(tmp_path / "data")
+    yield found
+    found.stop()
+
+
+def test_an_avro_run_resumes_with_the_schema_ids_of_the_first(
+    own: Broker, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
+    made = httpx.post(f"{server.http}/sim/v1/clusters", json={"id": "resume"})
+    assert made.status_code == 201, made.text
+    registry = f"{server.http}/sim/v1/clusters/resume/schema-registry"
+    script = tmp_path / "shop.sql"
+    script.write_text(AVRO_SCRIPT)
+    topic = f"avro-{next(_NAMES)}"
+    query = "?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
+    query += f"&schema-registry={registry}"  # watermarks: checkpoints to resume from
+    uri = f"kafka://{own.bootstrap}/{topic}{query}"
+    read_uri = changefeed(uri).sink
+    first: list[Record] = []
+    send, calls = KafkaSink.send, itertools.count()
+
+    def dying(self: KafkaSink, *args: Any) -> None:
+        if next(calls) == 12:
+            self.producer.flush(10)
+            first.extend(kafka_sink.read_topic(read_uri))
+            own.stop()
+        send(self, *args)
+
+    monkeypatch.setattr(KafkaSink, "send", dying)
+    failed = _replay(script, uri)
+    monkeypatch.setattr(KafkaSink, "send", send)
+    assert failed.exit_code == 1, failed.output
+    found = _RESUME.search(failed.stderr)
+    assert found is not None, failed.stderr
+    registered = _versions(registry)
+    own.restart()
+    resumed = _replay(script, uri, "--start-ts", found[1], "--resume-from", found[2])
+    assert resumed.exit_code == 0, resumed.output
+    second = list(kafka_sink.read_topic(read_uri))
+    # the schemas registered again are the same versions: no new id
+    assert _versions(registry) == registered
+    assert ",".join(f"{topic}[{p}]=0" for p in range(3)) != found[2]  # resumed mid-way
+    ids = set(registered[f"{topic}-value"].values())
+    assert len(ids) == 1 and _value_ids(first) == _value_ids(second) == ids
+    expected = engine_state(replay(AVRO_SCRIPT, f"memory://{QUERY}"))
+    schemas = open_registry(registry)
+    try:
+        consumed = _consumed(first + second, uri, schemas)
+    finally:
+        schemas.close()
+    assert rebuild(merged(consumed)) == expected
+
+
+def _value_ids(records: list[Record]) -> set[int]:
+    """The schema ids of the rows' values (Confluent's wire format: 0, then the id)."""
+    return {int.from_bytes(r.value[1:5], "big") for r in records if r.value and r.value[0] == 0}
+
+
+def _versions(registry: str) -> dict[str, dict[int, int]]:
+    """Each subject's versions and their schema ids."""
+    out: dict[str, dict[int, int]] = {}
+    for subject in httpx.get(f"{registry}/subjects").json():
+        versions = httpx.get(f"{registry}/subjects/{subject}/versions").json()
+        out[subject] = {
+            v: httpx.get(f"{registry}/subjects/{subject}/versions/{v}").json()["id"]
+            for v in versions
+        }
+    return out
