@@ -280,3 +280,47 @@ def _versions(registry: str) -> dict[str, dict[int, int]]:
             for v in versions
         }
     return out
+
+
+def test_a_send_that_gives_up_on_a_full_queue_still_says_where_to_resume(
+    own: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(kafka_sink, "_QUEUE_WAIT_S", 0.3)
+    opened = KafkaSink.__init__
+
+    def small_queue(self: KafkaSink, *args: Any, **kw: Any) -> None:
+        opened(self, *args, **{**kw, "queue_bytes": 4096})
+
+    monkeypatch.setattr(KafkaSink, "__init__", small_queue)
+    rows = ", ".join(f"({i}, '{'x' * 200}')" for i in range(200))
+    big = f"CREATE TABLE t (id INT PRIMARY KEY, v TEXT);\nINSERT INTO t VALUES {rows};\n"
+    script = tmp_path / "big.sql"
+    script.write_text(big)
+    topic = f"full-{next(_NAMES)}"
+    send, calls = KafkaSink.send, itertools.count()
+
+    def dying(self: KafkaSink, *args: Any) -> None:
+        if next(calls) == 4:  # the DDL and its checkpoint went; the rows find no broker
+            self.producer.flush(10)
+            own.stop()
+        send(self, *args)
+
+    monkeypatch.setattr(KafkaSink, "send", dying)
+    failed = _replay(script, f"kafka://{own.bootstrap}/{topic}{QUERY}")
+    assert failed.exit_code == 1, failed.output
+    lines = failed.stderr.splitlines()
+    assert lines[-1] == (
+        f"error: kafka async send message failed: {topic}[1]: the local queue stayed full for"
+        f" 0.3 s (the brokers at {own.bootstrap} took none of its records)"
+    )
+    whole = replay(big, f"memory://{QUERY}").sink.records()
+    ddl_ts = next(
+        e.commit_ts
+        for _, e in decode(changefeed(f"memory://{QUERY}"), whole)
+        if isinstance(e, DecodedDDL)
+    )
+    assert lines[-2] == (
+        "to resume, run the same command with: --start-ts 0 --resume-from"
+        f" '{topic}[0]={ddl_ts},{topic}[1]={ddl_ts},{topic}[2]={ddl_ts}'"
+    )

@@ -599,15 +599,24 @@ def _replay_to_sink(
                 pipeline.push(event)
         except BaseException as e:
             _finish(feed, pipeline, observer, e)
-            lost = getattr(sink, "lost", None)  # Kafka's records sent before the error
-            if lost is not None:
-                typer.echo(f"error: {_with_resume(lost, start_ts)}", err=True)
+            _say_lost(sink, start_ts)
             raise
         try:
             _finish(feed, pipeline, observer, None)
         except SimError as e:
-            raise _with_resume(e, start_ts) from None
+            if getattr(e, "resume_from", None) is not None:  # close's own report
+                raise _with_resume(e, start_ts) from None
+            _say_lost(sink, start_ts)  # a send that failed on the way to the end
+            raise
     return pipeline
+
+
+def _say_lost(sink: Any, start_ts: int | None) -> None:
+    """A Kafka run that ended on an error: the records its brokers did not acknowledge, and
+    where to resume (`KafkaSink.lost`)."""
+    lost = getattr(sink, "lost", None)
+    if lost is not None:
+        typer.echo(f"error: {_with_resume(lost, start_ts)}", err=True)
 
 
 def _with_resume(error: SimError, start_ts: int | None) -> SimError:
