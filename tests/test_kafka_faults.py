@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,18 +24,6 @@ from ticdc_sim.testing.broker import Broker
 
 _NAMES = itertools.count()
 _WAIT_S = 20.0  # for the broker: acknowledgements on a loaded 2-core box
-
-
-@pytest.fixture
-def own() -> Iterator[Broker]:
-    """A Tansu of the test's own, to stop, pause and restart."""
-    broker, why = Broker.start()
-    if broker is None:
-        pytest.skip(why)
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 def _sink(broker: Broker, topic: str, **kw: Any) -> KafkaSink:
@@ -58,13 +46,13 @@ def _first(what: Callable[[], object], done: Callable[[object], bool]) -> object
 
 
 def test_send_gives_up_on_a_full_queue_in_bounded_time(
-    own: Broker, monkeypatch: pytest.MonkeyPatch
+    own_broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kafka_sink, "_QUEUE_WAIT_S", 0.5)
     topic = f"full-{next(_NAMES)}"
-    sink = _sink(own, topic, kafka_queue_bytes=16 << 10)  # a 16 KiB local queue
+    sink = _sink(own_broker, topic, kafka_queue_bytes=16 << 10)  # a 16 KiB local queue
     assert sink.partition_count(topic, None) == 3
-    own.stop()
+    own_broker.stop()
     records = [Message(None, bytes(1024), 1)] * 64  # 64 KiB: four times the queue
     started = time.monotonic()
     with pytest.raises(KafkaSendFailed) as raised:
@@ -75,7 +63,7 @@ def test_send_gives_up_on_a_full_queue_in_bounded_time(
     assert (error.error_code, error.retryable) == ("CDC:ErrKafkaAsyncSendMessage", True)
     assert str(error) == (
         f"kafka async send message failed: {topic}[0]: the local queue stayed full for 0.5 s"
-        f" (the brokers at {own.bootstrap} took none of its records)"
+        f" (the brokers at {own_broker.bootstrap} took none of its records)"
     )
     assert sink.failure() is error  # the first failure stays the sink's
     queued = sink.partitions_seen[(topic, 0)].sent
@@ -86,17 +74,17 @@ def test_send_gives_up_on_a_full_queue_in_bounded_time(
 
 
 def test_a_record_the_broker_never_acknowledges_is_the_sinks_failure(
-    own: Broker, monkeypatch: pytest.MonkeyPatch
+    own_broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
     topic = f"gone-{next(_NAMES)}"
-    sink = _sink(own, topic)
+    sink = _sink(own_broker, topic)
     assert isinstance(sink, Confirmed)
     sink.partition_count(topic, None)
     sink.send(topic, 1, [Message(b"k", b"v", 5)])
     sink.resolved(topic, 1, 5)
     assert _until(sink.acknowledged_ts, 5) == 5
-    own.stop()
+    own_broker.stop()
     sink.send(topic, 1, [Message(b"k", b"w", 9)])
     sink.resolved(topic, 1, 9)
     error = _first(sink.failure, lambda found: found is not None)
@@ -107,7 +95,7 @@ def test_a_record_the_broker_never_acknowledges_is_the_sinks_failure(
     with pytest.raises(SimError) as lost:
         sink.close()
     assert str(lost.value) == (
-        f"kafka {own.bootstrap}: 1 records were not acknowledged (Local: Message timed out)\n"
+        f"kafka {own_broker.bootstrap}: 1 records were not acknowledged (Local: Message timed out)\n"
         "resume points (the last acknowledged checkpoint per partition):\n"
         f"  {topic}[1]: 1/2 acknowledged, checkpoint 5"
     )
@@ -129,11 +117,11 @@ def _push(engine: Engine, pipeline: Pipeline, script: str) -> None:
 
 
 def test_acknowledged_ts_is_the_last_checkpoint_and_waits_for_a_hung_broker(
-    own: Broker,
+    own_broker: Broker,
 ) -> None:
     topic = f"acked-{next(_NAMES)}"
     feed = changefeed(
-        f"kafka://{own.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
+        f"kafka://{own_broker.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
     )
     sink = open_sink(feed.sink)
     assert isinstance(sink, KafkaSink)
@@ -149,7 +137,7 @@ def test_acknowledged_ts_is_the_last_checkpoint_and_waits_for_a_hung_broker(
         (2, first),
     }
     assert all(not s.pending for s in sink.partitions_seen.values())  # pruned once acked
-    own.pause()
+    own_broker.pause()
     try:
         _push(engine, pipeline, MORE)
         second = pipeline.summary.checkpoint_ts
@@ -158,26 +146,26 @@ def test_acknowledged_ts_is_the_last_checkpoint_and_waits_for_a_hung_broker(
         assert sink.acknowledged_ts() == first
         assert sink.failure() is None  # hung, not failed: the message timeout is 40 s
     finally:
-        own.resume()
+        own_broker.resume()
     assert _until(sink.acknowledged_ts, second) == second
     pipeline.close()
     assert sink.acknowledged_ts() == second  # closed: the books stay readable
 
 
-def test_a_rebuilt_sink_creates_its_topic_again_after_a_broker_restart(own: Broker) -> None:
+def test_a_rebuilt_sink_creates_its_topic_again_after_a_broker_restart(own_broker: Broker) -> None:
     topic = f"again-{next(_NAMES)}"
-    first = _sink(own, topic)
+    first = _sink(own_broker, topic)
     assert first.partition_count(topic, 2) == 2
     first.send(topic, 1, [Message(b"k", b"before", 1)])
     first.close()
-    own.restart()  # Tansu keeps topics in memory: this one is gone
-    rebuilt = _sink(own, topic)
+    own_broker.restart()  # Tansu keeps topics in memory: this one is gone
+    rebuilt = _sink(own_broker, topic)
     assert rebuilt.partition_count(topic, 2) == 2
     rebuilt.send(topic, 1, [Message(b"k", b"after", 2)])
     rebuilt.resolved(topic, 1, 2)
     rebuilt.close()
     assert rebuilt.acknowledged_ts() == 2
-    uri = changefeed(f"kafka://{own.bootstrap}/{topic}?protocol=canal-json").sink
+    uri = changefeed(f"kafka://{own_broker.bootstrap}/{topic}?protocol=canal-json").sink
     assert [(r.partition, r.offset, r.value) for r in kafka_sink.read_topic(uri)] == [
         (1, 0, b"after")
     ]

@@ -53,17 +53,6 @@ _NAMES = itertools.count()
 _RESUME = re.compile(r"to resume, run the same command with: --start-ts (\d+) --resume-from '(.+)'")
 
 
-@pytest.fixture
-def own() -> Iterator[Broker]:
-    broker, why = Broker.start()
-    if broker is None:
-        pytest.skip(why)
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
-
 def _replay(script: Path, uri: str, *args: str) -> Any:
     return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, *args])
 
@@ -96,24 +85,21 @@ def _consumed(
     return kept
 
 
-def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
-    own: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _killed_mid_run(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch, script: Path, uri: str
+) -> tuple[list[Record], tuple[str, str]]:
+    """A replay whose broker dies at its 13th send, after what it holds is read: those
+    records, and the --start-ts and --resume-from the failed run printed."""
     monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 3.0)
     monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
-    script = tmp_path / "shop.sql"
-    script.write_text(SCRIPT)
-    topic = f"resumed-{next(_NAMES)}"
-    uri = f"kafka://{own.bootstrap}/{topic}{QUERY}"
-    read_uri = changefeed(uri).sink
     first: list[Record] = []
     send, calls = KafkaSink.send, itertools.count()
 
     def dying(self: KafkaSink, *args: Any) -> None:
-        if next(calls) == 12:  # mid-run: what the broker holds is read before it dies
+        if next(calls) == 12:
             self.producer.flush(10)
-            first.extend(kafka_sink.read_topic(read_uri))
-            own.stop()
+            first.extend(kafka_sink.read_topic(changefeed(uri).sink))
+            broker.stop()
         send(self, *args)
 
     monkeypatch.setattr(KafkaSink, "send", dying)
@@ -123,6 +109,18 @@ def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
     found = _RESUME.search(failed.stderr)
     assert found is not None, failed.stderr
     start_ts, value = found.groups()
+    return first, (start_ts, value)
+
+
+def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
+    own_broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "shop.sql"
+    script.write_text(SCRIPT)
+    topic = f"resumed-{next(_NAMES)}"
+    uri = f"kafka://{own_broker.bootstrap}/{topic}{QUERY}"
+    read_uri = changefeed(uri).sink
+    first, (start_ts, value) = _killed_mid_run(own_broker, monkeypatch, script, uri)
     # each partition's resume point: the last checkpoint the broker held
     last: dict[int, int] = {}
     for record, event in decode(changefeed(uri), first):
@@ -131,7 +129,7 @@ def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
     assert value == ",".join(f"{topic}[{p}]={ts}" for p, ts in sorted(last.items()))
     assert start_ts == "0"
 
-    own.restart()  # the same address, nothing in it
+    own_broker.restart()  # the same address, nothing in it
     resumed = _replay(script, uri, "--start-ts", start_ts, "--resume-from", value)
     assert resumed.exit_code == 0, resumed.output
     second = list(kafka_sink.read_topic(read_uri))
@@ -146,11 +144,13 @@ def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
     assert rebuild(merged(_consumed(first, uri))) != expected
 
 
-def test_resume_from_a_file_and_values_the_run_cannot_take(own: Broker, tmp_path: Path) -> None:
+def test_resume_from_a_file_and_values_the_run_cannot_take(
+    own_broker: Broker, tmp_path: Path
+) -> None:
     script = tmp_path / "shop.sql"
     script.write_text(SCRIPT)
     topic = f"refused-{next(_NAMES)}"
-    uri = f"kafka://{own.bootstrap}/{topic}{QUERY}"
+    uri = f"kafka://{own_broker.bootstrap}/{topic}{QUERY}"
 
     def refused(*args: str) -> str:
         result = _replay(script, uri, *args)
@@ -216,10 +216,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 def test_an_avro_run_resumes_with_the_schema_ids_of_the_first(
-    own: Broker, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    own_broker: Broker, server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 3.0)
-    monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
     made = httpx.post(f"{server.http}/sim/v1/clusters", json={"id": "resume"})
     assert made.status_code == 201, made.text
     registry = f"{server.http}/sim/v1/clusters/resume/schema-registry"
@@ -228,32 +226,17 @@ def test_an_avro_run_resumes_with_the_schema_ids_of_the_first(
     topic = f"avro-{next(_NAMES)}"
     query = "?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
     query += f"&schema-registry={registry}"  # watermarks: checkpoints to resume from
-    uri = f"kafka://{own.bootstrap}/{topic}{query}"
+    uri = f"kafka://{own_broker.bootstrap}/{topic}{query}"
     read_uri = changefeed(uri).sink
-    first: list[Record] = []
-    send, calls = KafkaSink.send, itertools.count()
-
-    def dying(self: KafkaSink, *args: Any) -> None:
-        if next(calls) == 12:
-            self.producer.flush(10)
-            first.extend(kafka_sink.read_topic(read_uri))
-            own.stop()
-        send(self, *args)
-
-    monkeypatch.setattr(KafkaSink, "send", dying)
-    failed = _replay(script, uri)
-    monkeypatch.setattr(KafkaSink, "send", send)
-    assert failed.exit_code == 1, failed.output
-    found = _RESUME.search(failed.stderr)
-    assert found is not None, failed.stderr
+    first, found = _killed_mid_run(own_broker, monkeypatch, script, uri)
     registered = _versions(registry)
-    own.restart()
-    resumed = _replay(script, uri, "--start-ts", found[1], "--resume-from", found[2])
+    own_broker.restart()
+    resumed = _replay(script, uri, "--start-ts", found[0], "--resume-from", found[1])
     assert resumed.exit_code == 0, resumed.output
     second = list(kafka_sink.read_topic(read_uri))
     # the schemas registered again are the same versions: no new id
     assert _versions(registry) == registered
-    assert ",".join(f"{topic}[{p}]=0" for p in range(3)) != found[2]  # resumed mid-way
+    assert ",".join(f"{topic}[{p}]=0" for p in range(3)) != found[1]  # resumed mid-way
     ids = set(registered[f"{topic}-value"].values())
     assert len(ids) == 1 and _value_ids(first) == _value_ids(second) == ids
     expected = engine_state(replay(AVRO_SCRIPT, f"memory://{QUERY}"))
@@ -283,7 +266,7 @@ def _versions(registry: str) -> dict[str, dict[int, int]]:
 
 
 def test_a_send_that_gives_up_on_a_full_queue_still_says_where_to_resume(
-    own: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    own_broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 2.0)
     monkeypatch.setattr(kafka_sink, "_QUEUE_WAIT_S", 0.3)
@@ -303,16 +286,16 @@ def test_a_send_that_gives_up_on_a_full_queue_still_says_where_to_resume(
     def dying(self: KafkaSink, *args: Any) -> None:
         if next(calls) == 4:  # the DDL and its checkpoint went; the rows find no broker
             self.producer.flush(10)
-            own.stop()
+            own_broker.stop()
         send(self, *args)
 
     monkeypatch.setattr(KafkaSink, "send", dying)
-    failed = _replay(script, f"kafka://{own.bootstrap}/{topic}{QUERY}")
+    failed = _replay(script, f"kafka://{own_broker.bootstrap}/{topic}{QUERY}")
     assert failed.exit_code == 1, failed.output
     lines = failed.stderr.splitlines()
     assert lines[-1] == (
         f"error: kafka async send message failed: {topic}[1]: the local queue stayed full for"
-        f" 0.3 s (the brokers at {own.bootstrap} took none of its records)"
+        f" 0.3 s (the brokers at {own_broker.bootstrap} took none of its records)"
     )
     whole = replay(big, f"memory://{QUERY}").sink.records()
     ddl_ts = next(
