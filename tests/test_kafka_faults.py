@@ -169,3 +169,23 @@ def test_a_rebuilt_sink_creates_its_topic_again_after_a_broker_restart(own_broke
     assert [(r.partition, r.offset, r.value) for r in kafka_sink.read_topic(uri)] == [
         (1, 0, b"after")
     ]
+
+
+def test_without_checkpoint_records_the_acknowledged_checkpoint_still_moves(
+    own_broker: Broker,
+) -> None:
+    topic = f"plain-{next(_NAMES)}"
+    feed = changefeed(f"kafka://{own_broker.bootstrap}/{topic}?protocol=canal-json")
+    sink = open_sink(feed.sink)
+    assert isinstance(sink, KafkaSink)
+    pipeline, engine = Pipeline(feed, sink), Engine()
+    _push(engine, pipeline, SCRIPT)  # canal-json without the TiDB extension: no checkpoints
+    assert pipeline.summary.checkpoints == 0
+    last = engine.catalog.clock.last
+    assert _until(sink.acknowledged_ts, last) == last
+    # every partition the run sent to (the DDL's and the table's) is there
+    assert sink.resume_from() == ",".join(
+        f"{t}[{p}]={last}" for t, p in sorted(sink.partitions_seen)
+    )
+    assert len(sink.partitions_seen) == 2
+    pipeline.close()

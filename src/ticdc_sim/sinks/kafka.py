@@ -346,6 +346,16 @@ class KafkaSink:
             self._latest = max(self._latest, ts)
             state.settle()  # only the checkpoints in flight stay in the books
 
+    def passed(self, ts: int) -> None:
+        """The changefeed's checkpoint moved to `ts` with no record to say so (canal-json
+        without the TiDB extension): each partition's last record stands for it."""
+        with self._books:
+            for state in list(self.partitions_seen.values()):
+                if state.sent and not state.failed:
+                    state.pending[state.sent - 1] = ts
+                state.settle()
+            self._latest = max(self._latest, ts)
+
     def acknowledged_ts(self) -> int:
         """The checkpoint the brokers acknowledged on every partition: the last one sent,
         held back by each partition with records not acknowledged to the last checkpoint
