@@ -169,6 +169,13 @@ def test_resume_from_a_file_and_values_the_run_cannot_take(
     assert refused("--start-ts", "0", "--resume-from", f"{topic}[0]=5,{topic}[0]=6") == (
         f"{prefix}'{topic}[0]=5,{topic}[0]=6', character {len(topic) + 7}: {topic}[0] again"
     )
+    assert refused(
+        "--start-ts", "0", "--resume-from", f"{topic}[0]=5", "--expect", str(tmp_path / "e")
+    ) == (
+        f"{prefix}a resumed run sends part of the changes, so --expect's history would lack"
+        " the failed run's: write --expect with a whole run (the same scripts and --start-ts"
+        " give the same)"
+    )
     assert refused("--start-ts", "0", "--resume-from", f"@{tmp_path / 'none'}") == (
         f"{prefix}cannot read {tmp_path / 'none'}: No such file or directory"
     )

@@ -295,6 +295,13 @@ def replay(
     flags["time_zone"] = ticdc_zone(time_zone)  # TiCDC's --tz, which simple names
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
     resume = None if resume_from is None else _resume_points(resume_from, start_ts)
+    if resume is not None and expect is not None:
+        raise typer.BadParameter(
+            "a resumed run sends part of the changes, so --expect's history would lack the"
+            " failed run's: write --expect with a whole run (the same scripts and --start-ts"
+            " give the same)",
+            param_hint=_RESUME_FROM,
+        )
     engine: Engine | None = None
     # statements that failed under --continue-on-error are said before an error that ends
     # the run (the end of a script inside a quote, a record the sink refuses)
