@@ -26,8 +26,8 @@ _NAMES = itertools.count()
 _WAIT_S = 20.0  # for the broker: acknowledgements on a loaded 2-core box
 
 
-def _sink(broker: Broker, topic: str, **kw: Any) -> KafkaSink:
-    uri = changefeed(f"kafka://{broker.bootstrap}/{topic}?protocol=canal-json").sink
+def _sink(broker: Broker, topic: str, more: str = "", **kw: Any) -> KafkaSink:
+    uri = changefeed(f"kafka://{broker.bootstrap}/{topic}?protocol=canal-json{more}").sink
     sink = open_sink(uri, **kw)
     assert isinstance(sink, KafkaSink)
     return sink
@@ -76,9 +76,8 @@ def test_send_gives_up_on_a_full_queue_in_bounded_time(
 def test_a_record_the_broker_never_acknowledges_is_the_sinks_failure(
     own_broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
     topic = f"gone-{next(_NAMES)}"
-    sink = _sink(own_broker, topic)
+    sink = _sink(own_broker, topic, "&read-timeout=250ms&write-timeout=250ms")  # 4 x: 1 s
     assert isinstance(sink, Confirmed)
     sink.partition_count(topic, None)
     sink.send(topic, 1, [Message(b"k", b"v", 5)])
@@ -189,3 +188,22 @@ def test_without_checkpoint_records_the_acknowledged_checkpoint_still_moves(
     )
     assert len(sink.partitions_seen) == 2
     pipeline.close()
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ("", (10_000, 10_000, 40_000)),  # TiCDC's 10 s, 4 attempts
+        ("&dial-timeout=100ms&read-timeout=1s&write-timeout=3s", (1_000, 3_000, 12_000)),
+        ("&read-timeout=0s&write-timeout=1ms", (10_000, 10, 40)),  # librdkafka's floors
+    ],
+)
+def test_the_uri_timeouts_are_librdkafkas(params: str, expected: tuple[int, int, int]) -> None:
+    uri = changefeed(f"kafka://127.0.0.1:9/t?protocol=canal-json{params}").sink
+    dial, socket, message = expected
+    assert kafka_sink._timeouts(uri.params) == {
+        "socket.connection.setup.timeout.ms": dial,
+        "socket.timeout.ms": socket,
+        "request.timeout.ms": socket,
+        "message.timeout.ms": message,
+    }

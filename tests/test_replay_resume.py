@@ -48,7 +48,9 @@ INSERT INTO shop (id, name, qty) VALUES (20, 'x', 1), (21, 'y', 2);
 SELECT SLEEP(2);
 UPDATE audit SET note = 'changed' WHERE id > 3;
 """
-QUERY = "?protocol=canal-json&enable-tidb-extension=true"
+# the timeouts: a record the dead broker never acknowledges fails after 4 x 250 ms
+TIMEOUTS = "&read-timeout=250ms&write-timeout=250ms"
+QUERY = f"?protocol=canal-json&enable-tidb-extension=true{TIMEOUTS}"
 _NAMES = itertools.count()
 _RESUME = re.compile(r"to resume, run the same command with: --start-ts (\d+) --resume-from '(.+)'")
 
@@ -91,7 +93,6 @@ def _killed_mid_run(
     """A replay whose broker dies at its 13th send, after what it holds is read: those
     records, and the --start-ts and --resume-from the failed run printed."""
     monkeypatch.setattr(kafka_sink, "_TIMEOUT_S", 3.0)
-    monkeypatch.setattr(kafka_sink, "_MESSAGE_TIMEOUT_MS", 1000)
     first: list[Record] = []
     send, calls = KafkaSink.send, itertools.count()
 
@@ -231,7 +232,7 @@ def test_an_avro_run_resumes_with_the_schema_ids_of_the_first(
     script = tmp_path / "shop.sql"
     script.write_text(AVRO_SCRIPT)
     topic = f"avro-{next(_NAMES)}"
-    query = "?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
+    query = f"?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true{TIMEOUTS}"
     query += f"&schema-registry={registry}"  # watermarks: checkpoints to resume from
     uri = f"kafka://{own_broker.bootstrap}/{topic}{query}"
     read_uri = changefeed(uri).sink

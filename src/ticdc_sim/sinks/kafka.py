@@ -11,11 +11,12 @@ idempotent producer. Every record is accounted for: librdkafka reports each deli
 sink knows, live, the last checkpoint the brokers acknowledged on every partition
 (`acknowledged_ts`, the changefeed's checkpoint) and the first record they refused or never
 acknowledged (`failure`, TiCDC's `CDC:ErrKafkaAsyncSendMessage`). A send never waits long for
-a full local queue: a broker that takes nothing fails it after `_QUEUE_WAIT_S`, and a record
-the brokers do not acknowledge within `_MESSAGE_TIMEOUT_MS` fails. `close()` flushes (purging,
-after the timeout, what is still queued, so that it fails too) and succeeds only when none
-failed; otherwise it fails (`Unacknowledged`), naming how many and, per partition, the last
-checkpoint acknowledged, which is where `replay --resume-from` and a consumer resume.
+a full local queue: a broker that takes nothing fails it after `_QUEUE_WAIT_S`; a record the
+brokers do not acknowledge in TiCDC's 4 attempts of its read/write timeout fails (`_timeouts`).
+`close()` flushes (purging, after the timeout, what is still queued, so that it fails too) and
+succeeds only when none failed; otherwise it fails (`Unacknowledged`), naming how many and,
+per partition, the last checkpoint acknowledged, which is where `replay --resume-from` and a
+consumer resume.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
-from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI, parse_bool
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI, duration_ms, parse_bool
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.sinks import Record
@@ -42,14 +43,18 @@ _BACKOFF_S = 0.002  # a full local queue: wait this long before producing again
 # so a broker that takes nothing must not hang every SQL session behind them. A few seconds:
 # a healthy broker drains a full queue (`queue.buffering.max.kbytes`) in well under that
 _QUEUE_WAIT_S = 5.0
-# TiCDC's producer gives a request up after its 10 s network timeouts (tiflow
-# pkg/sink/kafka/options.go NewOptions: dial-, read- and write-timeout; sarama.go sets them
-# as sarama's Net.DialTimeout/ReadTimeout/WriteTimeout) and retries it 3 times
-# (Producer.Retry.Max): a broker that does not answer fails a record after 4 x 10 s.
-# librdkafka bounds a record's whole delivery instead (message.timeout.ms, 5 min by
-# default): the same 40 s, with its socket and connection timeouts at TiCDC's 10 s
-_NET_TIMEOUT_MS = 10_000
-_MESSAGE_TIMEOUT_MS = 40_000
+# TiCDC's producer gives a request up after its network timeouts, the URI's dial-timeout,
+# read-timeout and write-timeout (10 s each by default: tiflow pkg/sink/kafka/options.go
+# NewOptions; sarama.go sets them as sarama's Net.DialTimeout/ReadTimeout/WriteTimeout), and
+# retries it 3 times (Producer.Retry.Max): a broker that does not answer fails a record after
+# 4 x 10 s. librdkafka bounds a record's whole delivery instead (message.timeout.ms, 5 min
+# by default): here 4 times the longer of read-timeout and write-timeout, with its socket
+# timeouts at those and its connection timeout at dial-timeout
+_NET_TIMEOUT = "10s"
+_ATTEMPTS = 4
+# librdkafka's lower bounds: socket.connection.setup.timeout.ms 1000, socket.timeout.ms 10;
+# message.timeout.ms above linger.ms (and 0 would be no bound at all)
+_MIN_MS = {"dial": 1000, "socket": 10, "message": 10}
 ASYNC_SEND_FAILED = "CDC:ErrKafkaAsyncSendMessage"  # tiflow pkg/errors ErrKafkaAsyncSendMessage
 # librdkafka's own log lines go here, not stderr: the service's log shows them, a command
 # says the failure itself (without a handler, Python's last resort would print them)
@@ -210,10 +215,7 @@ class KafkaSink:
             # own `on_delivery` (measured, librdkafka 2.16), and cost no less: about the same
             # time for 500k records either way (bench/kafka.py measures the sink)
             "delivery.report.only.error": False,
-            "message.timeout.ms": _MESSAGE_TIMEOUT_MS,
-            "request.timeout.ms": min(_NET_TIMEOUT_MS, _MESSAGE_TIMEOUT_MS),
-            "socket.timeout.ms": _NET_TIMEOUT_MS,
-            "socket.connection.setup.timeout.ms": _NET_TIMEOUT_MS,
+            **_timeouts(params),
         }
         if queue_bytes is not None:
             producer["queue.buffering.max.kbytes"] = max(1, queue_bytes // 1024)
@@ -445,6 +447,23 @@ class KafkaSink:
                     f" checkpoint {where}"
                 )
         return "\n".join(lines)
+
+
+def _timeouts(params: Mapping[str, str]) -> dict[str, int]:
+    """librdkafka's timeouts for TiCDC's dial-, read- and write-timeout (Go durations,
+    checked by the URI's parsing)."""
+    dial, read, write = (
+        round(duration_ms(params.get(f"{name}-timeout", _NET_TIMEOUT)))
+        for name in ("dial", "read", "write")
+    )
+    socket = max(read, write, _MIN_MS["socket"])
+    message = max(_ATTEMPTS * socket, _MIN_MS["message"])
+    return {
+        "socket.connection.setup.timeout.ms": max(dial, _MIN_MS["dial"]),
+        "socket.timeout.ms": socket,
+        "request.timeout.ms": socket,
+        "message.timeout.ms": message,
+    }
 
 
 def _header_bytes(value: Any) -> bytes:
