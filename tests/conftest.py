@@ -39,6 +39,13 @@ def broker() -> Iterator[Broker]:
     yield from _served(Broker.start(os.environ.get("KAFKA_BOOTSTRAP")), "")
 
 
+@pytest.fixture
+def own_broker() -> Iterator[Broker]:
+    """A Tansu of the test's own, to stop, pause and restart (`Broker.restart`: the same
+    address, no topics)."""
+    yield from _served(Broker.start(), "")
+
+
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3Server]:
     """moto's S3 server on loopback for the whole run (tests/support_s3.py)."""

@@ -8,6 +8,7 @@ import gc
 import itertools
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from ticdc_sim.config import Changefeed, SinkURI
     from ticdc_sim.encoders.registry import SchemaRegistry
     from ticdc_sim.generator.sql.ddl import Catalog
-    from ticdc_sim.generator.sql.engine import Engine
+    from ticdc_sim.generator.sql.engine import Engine, EngineConfig
     from ticdc_sim.generator.workload.reading import Override
     from ticdc_sim.generator.workload.spec import Workload
     from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
@@ -77,7 +78,7 @@ def _shown(param: Any) -> str:
 
 
 StartTsOption = Annotated[
-    int,
+    int | None,
     typer.Option(
         min=0,
         max=LAST_START_TS,
@@ -133,7 +134,7 @@ def ddl(
             help="SQL scripts; their DDL (and USE) statements are applied",
         ),
     ],
-    start_ts: StartTsOption = 0,
+    start_ts: StartTsOption = None,
     database: Annotated[
         str, typer.Option(metavar="NAME", help="the database the session starts in")
     ] = "test",
@@ -222,7 +223,7 @@ def replay(
             help="seed for RAND(), UUID() and AUTO_RANDOM shards",
         ),
     ] = 0,
-    start_ts: StartTsOption = 0,
+    start_ts: StartTsOption = None,
     time_zone: Annotated[
         str,
         typer.Option(metavar="TZ", help="TiCDC's and the session's time zone (name or +hh:mm)"),
@@ -271,6 +272,15 @@ def replay(
             " 'duplicate-rate=0.01, restart-every=500, label=true' (seeded by --seed)",
         ),
     ] = None,
+    resume_from: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TOPIC[P]=TS,...|@FILE",
+            help="resume a failed kafka:// run from the checkpoints it printed (or a file"
+            " holding them): the same scripts and --start-ts again, sending the changes after"
+            " the smallest",
+        ),
+    ] = None,
 ) -> None:
     """Execute SCRIPTS as TiDB would; send what TiCDC captures to --sink-uri, or print it."""
     from ticdc_sim.generator.capture import captured
@@ -284,6 +294,14 @@ def replay(
         flags["enable_old_value"] = old_value
     flags["time_zone"] = ticdc_zone(time_zone)  # TiCDC's --tz, which simple names
     warnings = Warnings()  # one channel: the config's, the router's and the engine's
+    resume = None if resume_from is None else _resume_points(resume_from, start_ts)
+    if resume is not None and expect is not None:
+        raise typer.BadParameter(
+            "a resumed run sends part of the changes, so --expect's history would lack the"
+            " failed run's: write --expect with a whole run (the same scripts and --start-ts"
+            " give the same)",
+            param_hint=_RESUME_FROM,
+        )
     engine: Engine | None = None
     # statements that failed under --continue-on-error are said before an error that ends
     # the run (the end of a script inside a quote, a record the sink refuses)
@@ -301,16 +319,14 @@ def replay(
             feed = changefeed(sink_uri, _read_config(config), str(config or ""), flags)
         elif config is not None:
             raise ConfigError("--config needs --sink-uri: the config describes a changefeed")
-        engine = Engine(
-            EngineConfig(
-                seed=seed,
-                start_ts=start_ts,
-                time_zone=time_zone,
-                continue_on_error=continue_on_error,
-                database=database,
-            ),
-            warnings=warnings,
+        session = EngineConfig(
+            seed=seed,
+            start_ts=start_ts or 0,
+            time_zone=time_zone,
+            continue_on_error=continue_on_error,
+            database=database,
         )
+        engine = Engine(session, warnings=warnings)
         if expect_checkpoints and (expect is None or feed is None):
             raise ConfigError("--expect-checkpoints needs --expect and --sink-uri")
         if expect is not None:
@@ -334,7 +350,13 @@ def replay(
             recorder = None
             if expect is not None:
                 recorder = partial(_recorder, expect, engine, expect_checkpoints)
-            pipeline = _replay_to_sink(feed, events, overwrite, warnings, recorder)
+            resuming = None
+            if resume is not None:
+                _resumable(feed, scripts)
+                resuming = partial(_resuming, resume, partial(_ddl_of, scripts, session))
+            pipeline = _replay_to_sink(
+                feed, events, overwrite, warnings, recorder, start_ts=start_ts or 0, resume=resuming
+            )
             replicated, checkpoint_ts = pipeline.replicates, pipeline.summary.checkpoint_ts
         if expect is not None:
             _write_expected(expect, engine, replicated, checkpoint_ts)
@@ -343,6 +365,141 @@ def replay(
         typer.echo(f"error: {error}", err=True)
     if engine.errors:
         raise typer.Exit(1)
+
+
+# --resume-from's entries: Kafka's topic names take letters, digits, '.', '_' and '-'
+_RESUME_POINT = re.compile(
+    r"(?P<topic>[A-Za-z0-9._-]+)\[(?P<partition>[0-9]{1,9})\]=(?P<ts>[0-9]{1,19})"
+)
+_RESUME_FROM = "'--resume-from'"
+
+
+def _resume_points(value: str, start_ts: int | None) -> dict[tuple[str, int], int]:
+    """--resume-from `TOPIC[P]=TS,...` (or @FILE holding it) as checkpoints by (topic,
+    partition); a usage error naming the value and the position of what is wrong."""
+    if start_ts is None:
+        raise typer.BadParameter(
+            "needs --start-ts, the one the failed run printed: the run's commit ts, and so its"
+            " checkpoints, are those of that start",
+            param_hint=_RESUME_FROM,
+        )
+    text, where = value, repr(value)
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+            raise typer.BadParameter(
+                f"cannot read {value[1:]}: {reason}", param_hint=_RESUME_FROM
+            ) from None
+        where = value[1:]
+    points: dict[tuple[str, int], int] = {}
+    at = 1  # the entry's first character, counted from 1
+    for entry in text.split(","):
+        start = at + len(entry) - len(entry.lstrip())
+        found = _RESUME_POINT.fullmatch(entry.strip())
+        if found is None or int(found["ts"]) > LAST_START_TS:
+            raise typer.BadParameter(
+                f"{where}, character {start}: {entry.strip()!r} is not TOPIC[PARTITION]=TS"
+                " (a TSO; e.g. orders[0]=449000000001933327)",
+                param_hint=_RESUME_FROM,
+            )
+        key = (found["topic"], int(found["partition"]))
+        if key in points:
+            raise typer.BadParameter(
+                f"{where}, character {start}: {key[0]}[{key[1]}] again", param_hint=_RESUME_FROM
+            )
+        points[key] = int(found["ts"])
+        at += len(entry) + 1
+    return points
+
+
+def _resumable(feed: Changefeed, scripts: list[Path]) -> None:
+    """--resume-from resumes a kafka:// run, and reads the scripts twice (first for the
+    topics the run sends to)."""
+    if feed.sink.scheme != "kafka":
+        raise typer.BadParameter(
+            f"resumes a kafka:// run, not a {feed.sink.scheme}:// one", param_hint=_RESUME_FROM
+        )
+    for path in scripts:
+        if not path.is_file():
+            raise typer.BadParameter(
+                f"reads the scripts twice, and {path} is not a file (a pipe reads once):"
+                " save it to a file",
+                param_hint=_RESUME_FROM,
+            )
+
+
+def _ddl_of(scripts: list[Path], session: EngineConfig) -> tuple[list[DDLEvent], int]:
+    """A first run of the scripts: its DDL events, and its first commit's physical time (the
+    checkpoint ticker's origin). An error ends it where the second run will stop too."""
+    from ticdc_sim.generator.sql.engine import Engine
+    from ticdc_sim.model.events import DDLEvent
+    from ticdc_sim.model.tso import physical_ms
+    from ticdc_sim.scriptfiles import statements
+
+    engine = Engine(session, warnings=Warnings())  # the second run says the warnings
+    ddls: list[DDLEvent] = []
+    origin = None
+    try:
+        skipped = (lambda e: None) if session.continue_on_error else None
+        for event in engine.run(statements(scripts, skipped)):
+            if origin is None:
+                origin = physical_ms(_commit_ts(event))
+            if isinstance(event, DDLEvent):
+                ddls.append(event)
+    except SimError:
+        pass
+    return ddls, origin or 0
+
+
+def _commit_ts(event: Event) -> int:
+    from ticdc_sim.model.events import ResolvedEvent
+
+    return event.ts if isinstance(event, ResolvedEvent) else event.commit_ts
+
+
+def _resuming(
+    points: dict[tuple[str, int], int],
+    first_run: Callable[[], tuple[list[DDLEvent], int]],
+    pipeline: Pipeline,
+    events: Iterable[Event],
+) -> Iterator[Event]:
+    """The events after the smallest checkpoint of `points`, on a pipeline resumed there:
+    TiCDC resumes a whole changefeed from one checkpoint, so partitions that had more
+    acknowledged get at-least-once duplicates, and DDL before it is not sent again. Every
+    (topic, partition) must be one the run sends to (`first_run` tells them), or nothing is
+    sent."""
+    from ticdc_sim.model.events import DDLEvent
+
+    ddls, origin = first_run()
+    topics = pipeline.topics(ddls)
+    for (topic, partition), ts in points.items():
+        count = topics.get(topic)
+        if count is None:
+            raise typer.BadParameter(
+                f"{topic}[{partition}]={ts}: this run sends nothing to topic {topic!r} (its"
+                f" topics: {', '.join(sorted(topics))})",
+                param_hint=_RESUME_FROM,
+            )
+        if partition >= count:
+            raise typer.BadParameter(
+                f"{topic}[{partition}]={ts}: topic {topic!r} has partitions 0 to {count - 1}",
+                param_hint=_RESUME_FROM,
+            )
+    point = min(points.values())
+    history: list[DDLEvent] = []
+    remaining = iter(events)
+    for event in remaining:
+        if _commit_ts(event) <= point:
+            if isinstance(event, DDLEvent):
+                history.append(event)
+            continue
+        pipeline.resume(history, point, origin)
+        yield event
+        yield from remaining
+        return
+    pipeline.resume(history, point, origin)
 
 
 def _apart(expect: Path, sink: SinkURI) -> None:
@@ -429,8 +586,12 @@ def _replay_to_sink(
     recorder: Callable[[Pipeline], Recorder] | None = None,
     *,
     workload: bool = False,
+    start_ts: int | None = None,
+    resume: Callable[[Pipeline, Iterable[Event]], Iterable[Event]] | None = None,
 ) -> Pipeline:
-    """`workload`: a generated workload's run (avro registers at each DDL, as Spark does)."""
+    """`workload`: a generated workload's run (avro registers at each DDL, as Spark does);
+    `start_ts`: a replay's, said with a Kafka run's resume points; `resume`: the events
+    --resume-from sends, of the pipeline."""
     from ticdc_sim.pipeline import Pipeline, registry_of
     from ticdc_sim.sinks import open_sink
 
@@ -441,13 +602,40 @@ def _replay_to_sink(
         pipeline = Pipeline(feed, sink, warnings, registry, register_at_ddl=workload)
         observer = pipeline.observer = recorder(pipeline) if recorder is not None else None
         try:
-            for event in events:
+            for event in resume(pipeline, events) if resume is not None else events:
                 pipeline.push(event)
         except BaseException as e:
             _finish(feed, pipeline, observer, e)
+            _say_lost(sink, start_ts)
             raise
-        _finish(feed, pipeline, observer, None)
+        try:
+            _finish(feed, pipeline, observer, None)
+        except SimError as e:
+            if getattr(e, "resume_from", None) is not None:  # close's own report
+                raise _with_resume(e, start_ts) from None
+            _say_lost(sink, start_ts)  # a send that failed on the way to the end
+            raise
     return pipeline
+
+
+def _say_lost(sink: Any, start_ts: int | None) -> None:
+    """A Kafka run that ended on an error: the records its brokers did not acknowledge, and
+    where to resume (`KafkaSink.lost`)."""
+    lost = getattr(sink, "lost", None)
+    if lost is not None:
+        typer.echo(f"error: {_with_resume(lost, start_ts)}", err=True)
+
+
+def _with_resume(error: SimError, start_ts: int | None) -> SimError:
+    """A Kafka run's unacknowledged records (`kafka.Unacknowledged`), with the options of a
+    replay that resumes it; any other error as it is."""
+    value = getattr(error, "resume_from", None)
+    if value is None or start_ts is None:
+        return error
+    return SimError(
+        f"{error}\nto resume, run the same command with: --start-ts {start_ts}"
+        f" --resume-from '{value}'"
+    )
 
 
 def _finish(

@@ -610,8 +610,9 @@ class Pipeline:
             return
         message = self.encoder.encode_checkpoint(ts)
         if message is None:  # canal-json without the TiDB extension has no checkpoints
-            if new and isinstance(self.sink, FaultySink):
-                self.sink.passed(ts)  # ... but a restart still resumes from them
+            passed = getattr(self.sink, "passed", None)
+            if new and passed is not None:
+                passed(ts)  # ... but a restart resumes from them, a broker acknowledges them
             return
         self.summary.checkpoints += new
         for topic in self.router.active_topics(

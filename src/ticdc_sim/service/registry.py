@@ -65,7 +65,17 @@ class Registry:
         return close_all(((f"cluster {c.id}", c.close) for c in clusters), label=False)
 
 
-def default_open_sink(feed: Changefeed, retain_bytes: int = 0) -> Sink:
+def default_open_sink(
+    feed: Changefeed, retain_bytes: int = 0, kafka_queue_bytes: int | None = None
+) -> Sink:
     """A service's changefeed runs for as long as the service: file sinks write in place,
-    rotate at `file-size` and keep `retain_bytes` at most (0: no cap)."""
-    return open_sink(feed.sink, overwrite=True, in_place=True, feed=feed, retain_bytes=retain_bytes)
+    rotate at `file-size` and keep `retain_bytes` at most (0: no cap); Kafka's local queue
+    holds `kafka_queue_bytes` (the setting)."""
+    return open_sink(
+        feed.sink,
+        overwrite=True,
+        in_place=True,
+        feed=feed,
+        retain_bytes=retain_bytes,
+        kafka_queue_bytes=kafka_queue_bytes,
+    )

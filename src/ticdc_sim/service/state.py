@@ -151,7 +151,8 @@ def feed_sink(state: State) -> Callable[[Changefeed], Sink]:
     def make(feed: Changefeed) -> Sink:
         guard.changefeed(feed, state.settings)
         with _sink_uri_invalid():
-            return default_open_sink(feed, state.settings.file_retain_bytes)
+            settings = state.settings
+            return default_open_sink(feed, settings.file_retain_bytes, settings.kafka_queue_bytes)
 
     return make
 

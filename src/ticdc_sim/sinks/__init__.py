@@ -128,17 +128,19 @@ def open_sink(
     in_place: bool = False,
     feed: Changefeed | None = None,
     retain_bytes: int | None = None,
+    kafka_queue_bytes: int | None = None,
 ) -> Sink:
     """The sink a parsed URI names; jsonl and parquet refuse a non-empty directory unless
     `overwrite`, and write `in_place` for a long-running changefeed (`sinks/staging.py`);
     the storage sink (file://, s3://) reads its settings from the changefeed `feed`.
     `retain_bytes`: a long-running changefeed's cap on the bytes its files keep (0: none,
     `sinks/retention.py`); its jsonl and parquet files then rotate at the changefeed's
-    `file-size`, as a CLI run's do only when the sink URI asks for it."""
+    `file-size`, as a CLI run's do only when the sink URI asks for it. Kafka's local queue
+    holds `kafka_queue_bytes` (librdkafka's default when None)."""
     if uri.scheme == "kafka":
         from ticdc_sim.sinks.kafka import KafkaSink
 
-        return KafkaSink(uri, warnings)
+        return KafkaSink(uri, warnings, queue_bytes=kafka_queue_bytes)
     kept = retain_bytes or 0
     if uri.scheme in ("jsonl", "parquet"):
         from ticdc_sim.sinks.jsonl import JsonlSink

