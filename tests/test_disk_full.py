@@ -26,7 +26,6 @@ from fastapi.testclient import TestClient
 
 from support_service import Server
 from ticdc_sim.encoders import Message
-from ticdc_sim.feed import HELD
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.sinks import jsonl, staging
@@ -63,8 +62,8 @@ def _changefeed(http: str, feed: str) -> dict[str, Any]:
 
 def _failed_as_a_full_disk(info: dict[str, Any], data: Path) -> None:
     """The open API's changefeed: held with TiCDC's code and the file that could not be
-    written. (`failed` once the changefeed supervision reads `retryable`; `stopped` before.)"""
-    assert info["state"] in HELD, info
+    written."""
+    assert info["state"] == "failed", info
     error = info["error"]
     assert error["code"] == WRITE_FAILED == "CDC:ErrProcessorUnknown"
     assert error["message"].startswith(f"cannot write {data}/"), error
@@ -139,7 +138,7 @@ def test_an_unwritable_directory_fails_the_changefeed_with_its_path(
     answer = client.post("/sim/v1/clusters/default/sql", content=sql)
     assert answer.status_code == 200 and answer.json()["ok"]
     info = client.get("/api/v2/changefeeds/blocked").json()
-    assert info["state"] in HELD
+    assert info["state"] == "failed"
     assert info["error"]["code"] == "CDC:ErrProcessorUnknown"
     assert info["error"]["message"] == f"cannot write {blocker}: File exists"
     assert client.get("/api/v2/changefeeds/default").json()["state"] == "normal"

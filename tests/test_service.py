@@ -731,9 +731,6 @@ def test_a_token_guards_the_api_but_not_the_probes(tmp_path: Path) -> None:
 # -- operations ----------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(  # every scrape reads it
-    not hasattr(Cluster, "history_size"), reason="Cluster.history_size lands with package B"
-)
 def test_probes_and_metrics(client: TestClient) -> None:
     assert client.get("/livez").json() == {"status": "ok"}
     assert client.get("/readyz").json() == {"status": "ok"}

@@ -45,7 +45,7 @@ from ticdc_sim.encoders.registry import (
     MemoryRegistry,
 )
 from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
-from ticdc_sim.feed import HELD, Change, Feed, FeedSpec, build_changefeed
+from ticdc_sim.feed import DEFAULT_RETRY, HELD, Change, Feed, FeedSpec, Retry, build_changefeed
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -298,11 +298,13 @@ class Cluster:
         config: EngineConfig | None = None,
         settle_heap: bool = True,
         registry_limits: Limits | None = None,
+        retry: Retry = DEFAULT_RETRY,
     ):
         """`config`: the upstream's time zone, start ts and default database (`seed` wins
         over its seed); `settle_heap`: freeze what survives collections (`Heap`), for a
         service that runs for hours, not a library's host process; `registry_limits`: what
-        its schema registry may hold."""
+        its schema registry may hold; `retry`: how its changefeeds' failing sinks are
+        retried."""
         self.settle_heap = settle_heap
         self.id = cluster_id
         self.max_feeds = max_feeds
@@ -329,6 +331,7 @@ class Cluster:
         self.history_bytes = history_bytes
         self.history_size = 0  # bytes the history holds now
         self.gc_safepoint = 0
+        self.retry = retry
         self.statements = 0
         self.errors = 0
         self.transactions = 0
@@ -567,6 +570,8 @@ class Cluster:
                 flush_each=flush_each,
                 announce=announce,
                 registry=self.registry,
+                history=self.changes_since,
+                retry=self.retry,
             )
             past = self.changes_since(spec.start_ts)
             if past:
@@ -621,13 +626,32 @@ class Cluster:
             )
             kept = old.handed_over() if same_files else None
             feed = Feed(
-                self._zoned(spec), open_sink_, retain, since=old, kept=kept, registry=self.registry
+                self._zoned(spec),
+                open_sink_,
+                retain,
+                since=old,
+                kept=kept,
+                registry=self.registry,
+                history=self.changes_since,
+                retry=self.retry,
             )
-            feed.state, feed.paused = "stopped", old.paused
+            feed.state = "stopped"
             self.feeds[spec.id] = feed
         if not same_files:
             old.close()
         return feed
+
+    def resume_feed(self, feed_id: str) -> None:
+        """Resume a stopped or failed changefeed (the cluster's lock first, then the feed's,
+        as a commit takes them)."""
+        with self.lock:
+            self.feed(feed_id).resume()
+
+    def tick(self) -> None:
+        """The supervisor's look at each changefeed (`Feed.tick`)."""
+        with self.lock:
+            for feed in list(self.feeds.values()):
+                feed.tick()
 
     def feed(self, feed_id: str) -> Feed:
         found = self.feeds.get(feed_id)

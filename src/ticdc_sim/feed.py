@@ -5,12 +5,25 @@ sent for the read API. In the service, after each request the pipeline sends wha
 checkpoint (`Pipeline.flush`): TiCDC would within its 15 ms batch window and 1 s checkpoint
 ticker on the wall clock. In the Python API (`flush_each=False`) the simulated clock alone
 drives batches and checkpoints, as in a replay, so a script gives the records `ticdc-sim
-replay` gives."""
+replay` gives.
+
+A changefeed's states are TiCDC's (tiflow cdc/owner/feed_state_manager.go). A sink error that
+TiCDC retries (`retryable`: a Kafka send the brokers refused or never acknowledged) makes it
+`warning`, with the error as its last warning; the service's supervisor (`tick`) restarts it
+after a backoff (10 s, doubling up to 10 min): a new sink, a new pipeline, and every change
+committed after its checkpoint (for Kafka, what the brokers acknowledged) sent again from the
+cluster's history, so what was sent after the checkpoint comes twice, as TiCDC's at-least-once
+restart sends it. It is `normal` again once its checkpoint passes the one it restarted from,
+and `failed` (`CDC:ErrChangefeedUnretryable`) when it has not got there within
+`changefeed-error-stuck-duration`. Any other error fails it at once; resuming a failed or
+stopped changefeed replicates from the history too. A stopped or failed changefeed holds
+nothing: what commits meanwhile is the cluster's history's to keep."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -18,14 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ticdc_sim.config import STORAGE_SCHEMES, Changefeed, changefeed, parse_replica_config
+from ticdc_sim.config import (
+    STORAGE_SCHEMES,
+    Changefeed,
+    changefeed,
+    duration_ms,
+    parse_replica_config,
+)
 from ticdc_sim.encoders import WITH_REGISTRY, Decoder, decoder_for
 from ticdc_sim.encoders.registry import RegistryAPIError, SchemaRegistry, close_registry
 from ticdc_sim.errors import SimError, Warnings
 from ticdc_sim.feedlog import FeedLog, LoggedSink, Retain
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
+from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import Pipeline, open_registry
-from ticdc_sim.sinks import Sink
+from ticdc_sim.sinks import Confirmed, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
 from ticdc_sim.sinks.storage import StorageDecoder
@@ -48,12 +68,41 @@ class FeedSpec:
     target_ts: int = 0  # 0: no end
 
 
-# states in which a changefeed holds back what commits, until it is resumed (TiCDC updates
-# and resumes a changefeed in either)
+# states in which a changefeed sends nothing until it is resumed (TiCDC updates and resumes a
+# changefeed in either); what commits meanwhile is in the cluster's history
 HELD = ("stopped", "failed")
 
 
 SINK_FAILED = "CDC:ErrSinkInvalid"  # a failed send that names no code of its own
+STUCK = "CDC:ErrChangefeedUnretryable"  # retried for longer than the stuck duration
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a changefeed whose sink fails is retried (tiflow feed_state_manager.go: an
+    exponential backoff from 10 s, doubled, at most 10 min, randomised by 10%); `stuck_s`:
+    how long it may fail before it is `failed` (None: its changefeed-error-stuck-duration)."""
+
+    init_s: float = 10.0
+    max_s: float = 600.0
+    stuck_s: float | None = None
+
+    def after(self, feed_id: str, attempt: int) -> float:
+        """The wait before retry number `attempt` (from 0), its jitter from the feed's id."""
+        jitter = random.Random(f"{feed_id}/{attempt}").uniform(0.9, 1.1)
+        return min(self.init_s * 2.0**attempt, self.max_s) * jitter
+
+
+DEFAULT_RETRY = Retry()
+
+
+@dataclass
+class Problem:
+    """An error or warning as TiCDC's API shows it (its RunningError): code, text, when."""
+
+    code: str
+    message: str
+    time: float
 
 
 class Feed:
@@ -67,6 +116,8 @@ class Feed:
         flush_each: bool = True,
         announce: bool = True,
         registry: SchemaRegistry | None = None,
+        history: Callable[[int], list[Change]] | None = None,
+        retry: Retry = DEFAULT_RETRY,
     ):
         """`since`: the changefeed this one rebuilds (an update): its creation time and
         checkpoint carry over; `kept`: its sink and log, when they write on (the same
@@ -74,17 +125,29 @@ class Feed:
         pending and a checkpoint after each push (the service's requests); `announce`: log
         its config's warnings, as TiCDC logs them (they are in `warnings` either way);
         `registry`: the cluster's schema registry, which avro uses unless its
-        `schema-registry` names another."""
+        `schema-registry` names another; `history`: what committed after a ts (the
+        cluster's `changes_since`), which a resumed or restarted changefeed sends;
+        `retry`: how a failing sink is retried."""
         self.spec = spec
         self.flush_each = flush_each
         self.created: float = since.created if since else time.time()
         # TiCDC's checkpoint starts at start-ts and never goes back
         self.floor = since.checkpoint_ts if since else spec.start_ts
-        self.state = "normal"  # TiCDC's FeedState: normal | stopped | failed | finished
+        # TiCDC's FeedState: normal | warning | stopped | failed | finished
+        self.state = "normal"
         self.error: str | None = None
         # TiCDC's code of the error (its RunningError's): the error's own, else a sink's
         self.error_code = SINK_FAILED
         self.error_time = 0.0  # when it failed (wall clock)
+        self.last_warning: Problem | None = None  # the last retried error, kept once normal
+        self.history = history or _no_history
+        self.retry = retry
+        self.open_sink = open_sink_
+        self.broken = False  # its sink failed: nothing is sent until a restart
+        self.attempts = 0  # restarts since it last was normal
+        self.retry_at = 0.0  # monotonic: when the next restart is due
+        self.failing_since = 0.0  # monotonic: the first failure since it last was normal
+        self.warned_at_ts = 0  # the checkpoint when it restarted: normal once passed
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
@@ -130,36 +193,45 @@ class Feed:
             self.log = kept[1]
             self.log.learn = learn
             self.sink = LoggedSink(kept[0], self.log)
-        logged: Sink = self.sink
+        self.pipeline = self._pipeline(self.sink)
+        for warning in self.warnings if announce else ():  # as TiCDC logs them at its start
+            _LOG.warning("changefeed %s: %s", spec.id, warning)
+        self.armed: list[str] = []  # faults for the next request's records
+        self.lock = threading.Lock()
+
+    def _pipeline(self, sink: LoggedSink) -> Pipeline:
+        logged: Sink = sink
         if not self.changefeed.faults.active:  # the pipeline wraps it itself otherwise
             logged = FaultySink(logged, self.changefeed.faults)
-        self.pipeline = Pipeline(
+        pipeline = Pipeline(
             self.changefeed,
             logged,
             self.warnings,
             registry=self.registry,
-            storage=self.sink.storage,
+            storage=sink.storage,
         )
-        for warning in self.warnings if announce else ():  # as TiCDC logs them at its start
-            _LOG.warning("changefeed %s: %s", spec.id, warning)
-        assert isinstance(self.pipeline.sink, FaultySink)
-        self.faulty: FaultySink = self.pipeline.sink
-        self.armed: list[str] = []  # faults for the next request's records
-        self.paused: list[Change] = []  # captured while stopped, replicated on resume
-        self.lock = threading.Lock()
+        assert isinstance(pipeline.sink, FaultySink)
+        self.faulty: FaultySink = pipeline.sink
+        return pipeline
 
     @property
     def checkpoint_ts(self) -> int:
-        return max(self.pipeline.summary.checkpoint_ts, self.floor)
+        """TiCDC's checkpoint: what the brokers acknowledged (a Kafka sink's), else what
+        was sent; never before start-ts, never back."""
+        inner = self.sink.inner
+        sent = inner.acknowledged_ts() if isinstance(inner, Confirmed) else None
+        if sent is None:
+            sent = self.pipeline.summary.checkpoint_ts
+        return max(sent, self.floor)
+
+    @property
+    def sending(self) -> bool:
+        return self.state in ("normal", "warning") and not self.broken
 
     def push(self, events: Sequence[Change]) -> None:
         with self.lock:
-            if self.state == "finished":
-                return
-            if self.state in HELD:
-                self.paused.extend(e for e in events if e.commit_ts > self.spec.start_ts)
-                return
-            self._push(events)
+            if self.sending:  # otherwise the history keeps them for a restart or resume
+                self._push(events)
 
     def _push(self, events: Sequence[Change]) -> None:
         start, target = self.spec.start_ts, self.spec.target_ts or 1 << 64
@@ -177,29 +249,104 @@ class Feed:
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
-        """A send that fails stops the changefeed with its error, as TiCDC's fails; a schema
-        its registry refused fails it (TiCDC retries the changefeed, and every retry meets
-        the same refusal until it gives up: `failed`)."""
+        """A send that fails: `warning` and a restart later when TiCDC retries the error,
+        `failed` at once otherwise (a schema its registry refused: TiCDC retries, and
+        every retry meets the same refusal until it gives up)."""
         try:
             yield
         except SimError as e:
-            self.state = "failed" if isinstance(e, RegistryAPIError) else "stopped"
-            self.error = str(e)
-            self.error_code = getattr(e, "error_code", SINK_FAILED)
-            self.error_time = time.time()
+            self._failed(e)
             raise
+
+    def _failed(self, e: SimError) -> None:
+        code = getattr(e, "error_code", SINK_FAILED)
+        if not getattr(e, "retryable", False) or isinstance(e, RegistryAPIError):
+            self.state, self.broken = "failed", True
+            self.error, self.error_code, self.error_time = str(e), code, time.time()
+            return
+        now = time.monotonic()
+        if self.state != "warning" or not self.failing_since:
+            self.failing_since, self.attempts = now, 0
+        self.state, self.broken = "warning", True
+        self.last_warning = Problem(code, str(e), time.time())
+        self.retry_at = now + self.retry.after(self.spec.id, self.attempts)
+        _LOG.warning("changefeed %s: %s; retrying in %.1f s", self.spec.id, e, self.retry_at - now)
+
+    def tick(self) -> None:
+        """The supervisor's look, about every second (TiCDC's owner ticks so), under the
+        cluster's lock (which `history` takes): a sink that failed since its last send
+        (Kafka's, asynchronously), a restart that is due, a warning the checkpoint has left
+        behind."""
+        with self.lock:
+            inner = self.sink.inner
+            if self.sending and isinstance(inner, Confirmed):
+                failure = inner.failure()
+                if failure is not None:
+                    self._failed(failure)
+            now = time.monotonic()
+            if self.state == "warning" and self.broken and now >= self.retry_at:
+                if now - self.failing_since >= self._stuck_s():
+                    warning = self.last_warning
+                    assert warning is not None
+                    self.state = "failed"
+                    self.error, self.error_code = warning.message, STUCK
+                    self.error_time = time.time()
+                    return
+                self.attempts += 1
+                with contextlib.suppress(SimError):  # it is a warning again, retried later
+                    self._restart()
+            if (
+                self.state == "warning"
+                and not self.broken
+                and self.checkpoint_ts > self.warned_at_ts
+            ):
+                self.state, self.failing_since = "normal", 0.0
+
+    def _stuck_s(self) -> float:
+        if self.retry.stuck_s is not None:
+            return self.retry.stuck_s
+        return duration_ms(self.changefeed.error_stuck_duration) / 1000
+
+    def _restart(self) -> None:
+        """TiCDC's restart of a changefeed: a new pipeline from its checkpoint into a new
+        sink (a broker's; files write on where they were), sending what committed since."""
+        old = self.pipeline
+        point = self.checkpoint_ts
+        self.floor = point
+        inner = self.sink.inner
+        if isinstance(inner, Confirmed):
+            with contextlib.suppress(SimError):  # what it still holds is sent again
+                inner.abort()
+            inner = self.open_sink(self.changefeed)
+        self.sink = LoggedSink(inner, self.log)
+        self.pipeline = self._pipeline(self.sink)
+        self.pipeline.resume([], point, physical_ms(point))
+        self.pipeline.tables.update(old.tables)  # the topics its checkpoints go to
+        self.broken, self.warned_at_ts = False, point
+        self.error = None
+        with self._failing():
+            self._push(self.history(point))
 
     def pause(self) -> None:
         with self.lock:
             self.state = "stopped"
 
     def resume(self) -> None:
-        with self.lock:
+        """Replicate again: a stopped changefeed from where it stopped, one whose sink
+        failed restarted from its checkpoint (TiCDC resumes either from its checkpoint;
+        here what a stopped one sent is not sent again). Under the cluster's lock, which
+        `history` takes; a send that fails shows in its state, as TiCDC's resume answers."""
+        with self.lock, contextlib.suppress(SimError):
             if self.state not in HELD:  # running, or finished at its target-ts
                 return
-            events, self.paused = self.paused, []
+            self.attempts, self.failing_since = 0, 0.0
+            if self.broken:
+                self.state = "normal"
+                self._restart()
+                return
             self.state, self.error = "normal", None
-            self._push(events)
+            with self._failing():
+                self._push(self.history(max(self.pipeline.seen_ts, self.floor)))
 
     def arm(self, kind: str) -> None:
         """A fault for the next records: `restart` and `duplicate` in the window of the next
@@ -247,6 +394,10 @@ class Feed:
         (nothing is pending: a stopped feed holds its events back, unsent)."""
         with self.lock:
             return self.sink.inner, self.log
+
+
+def _no_history(ts: int) -> list[Change]:
+    return []
 
 
 def where(feed: Changefeed) -> str:

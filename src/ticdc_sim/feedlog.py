@@ -244,6 +244,12 @@ class LoggedSink:
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self.inner.resolved(topic, partition, ts)
 
+    def passed(self, ts: int) -> None:
+        """A checkpoint without a record (`Pipeline._checkpoint`), for a sink that counts it."""
+        passed = getattr(self.inner, "passed", None)
+        if passed is not None:
+            passed(ts)
+
     def close(self) -> None:
         self.inner.close()
 

@@ -490,6 +490,11 @@ class Pipeline:
         self._seen_ts = self._sent_ts = self.summary.checkpoint_ts = checkpoint_ts
         self._tick_origin = tick_origin_ms
 
+    @property
+    def seen_ts(self) -> int:
+        """The commit ts of the last event pushed (0: none yet)."""
+        return self._seen_ts
+
     def topics(self, ddls: Iterable[DDLEvent]) -> dict[str, int]:
         """The partition counts of the topics the rows and DDL of `ddls`' tables go to, asked
         of the sink up front (creating Kafka topics), for tasks that cannot ask it."""

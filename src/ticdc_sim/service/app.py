@@ -50,6 +50,7 @@ from ticdc_sim.service.routes import schema_registry
 from ticdc_sim.service.routes.schema_registry import confluent_error
 from ticdc_sim.service.settings import Settings, package_version
 from ticdc_sim.service.state import State, feed_sink, retained
+from ticdc_sim.service.supervisor import TICK_S, Supervisor
 
 LOG = logging.getLogger("ticdc_sim.service")
 STATIC = Path(__file__).parent / "static"
@@ -79,11 +80,14 @@ def create_app(
         if settings.mysql_port:
             mysql = await start_mysql(settings, state.registry, mysql_socket)
         state.metrics.mysql = mysql  # its connections, shown
+        supervisor = Supervisor(state.registry, min(TICK_S, settings.backoff_init_s / 2))
+        supervisor.start()
         state.ready = True
         try:
             yield
         finally:
             state.ready = False
+            await run_in_threadpool(supervisor.stop)
             if mysql is not None:
                 mysql.close()
                 await mysql.wait_closed()

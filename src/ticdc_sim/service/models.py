@@ -322,6 +322,9 @@ class ChangefeedStatus(BaseModel):
     resolved_ts: int
     checkpoint_ts: int
     last_error: RunningError | None = None
+    last_warning: RunningError | None = Field(
+        None, description="the last sink error it retried (TiCDC's), kept once it is normal"
+    )
     messages: dict[str, dict[str, int]] = Field(
         description="ours: records sent per topic and partition"
     )

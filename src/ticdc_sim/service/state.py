@@ -17,7 +17,7 @@ from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders.registry import Limits
 from ticdc_sim.errors import ConfigError
-from ticdc_sim.feed import FeedSpec, build_changefeed
+from ticdc_sim.feed import FeedSpec, Retry, build_changefeed
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.service import guard
 from ticdc_sim.service.metrics import Metrics
@@ -101,6 +101,9 @@ class State:
                 subject_versions=settings.max_subject_versions,
                 schemas=settings.max_schemas,
                 setting="TICDC_SIM_MAX_{}",
+            ),
+            retry=Retry(
+                settings.backoff_init_s, settings.backoff_max_s, settings.error_stuck_s or None
             ),
         )
         return self.registry.add(cluster)

@@ -23,7 +23,7 @@ from ticdc_sim.cluster import (
     commit_time,
     update_refused,
 )
-from ticdc_sim.feed import HELD, Feed, FeedSpec
+from ticdc_sim.feed import HELD, Feed, FeedSpec, Problem
 from ticdc_sim.service.models import (
     ChangefeedCommonInfo,
     ChangefeedConfig,
@@ -81,10 +81,16 @@ def _running_error(request: Request, feed: Feed) -> RunningError | None:
     service's own), the error's code (cerror.RFCCode) and its message."""
     if feed.error is None:
         return None
+    return _shown(request, Problem(feed.error_code, feed.error, feed.error_time))
+
+
+def _shown(request: Request, problem: Problem | None) -> RunningError | None:
+    if problem is None:
+        return None
     settings = state_of(request).settings
     addr = f"{settings.host}:{settings.port}"
-    when = commit_time_of_wall(feed.error_time)
-    return RunningError(time=when, addr=addr, code=feed.error_code, message=feed.error)
+    when = commit_time_of_wall(problem.time)
+    return RunningError(time=when, addr=addr, code=problem.code, message=problem.message)
 
 
 def _info(request: Request, cluster: Cluster, feed: Feed) -> ChangeFeedInfo:
@@ -180,6 +186,7 @@ async def changefeed_status(
         resolved_ts=feed.checkpoint_ts,
         checkpoint_ts=feed.checkpoint_ts,
         last_error=_running_error(request, feed),
+        last_warning=_shown(request, feed.last_warning),
         messages=counts,
         warnings=[str(w) for w in feed.warnings],
     )
@@ -246,7 +253,8 @@ async def pause_changefeed(
 async def resume_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
-    """Resume: what committed while it was stopped is replicated now, in order."""
-    _, feed = _lookup(request, namespace, changefeed_id)
-    await run_in_threadpool(feed.resume)
+    """Resume: what committed while it was stopped is replicated now, in order (one whose
+    sink failed starts again from its checkpoint)."""
+    cluster, _ = _lookup(request, namespace, changefeed_id)
+    await run_in_threadpool(cluster.resume_feed, changefeed_id)
     return Empty()
