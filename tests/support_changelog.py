@@ -157,3 +157,31 @@ def engine_state(run: Replay) -> dict[str, list[dict[str, Any]]]:
 
 def _sorted(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: repr(sorted(r.items())))
+
+
+def consumed(
+    records: list[Record], feed_uri: str, registry: SchemaRegistry | None = None
+) -> list[tuple[Record, Decoded]]:
+    """What a TiCDC-style consumer applies of the records, partition by partition in the
+    order they were delivered: a change at or below the partition's checkpoint was applied
+    before (TiCDC's consumer drops it as a fallback), and a change it applied already is a
+    re-sent duplicate (its MySQL sink's safe mode applies it idempotently)."""
+    resolved: dict[tuple[str, int], int] = {}
+    applied: set[tuple[Any, ...]] = set()
+    kept = []
+    for record, event in decode(changefeed(feed_uri), records, registry):
+        where = (record.topic, record.partition)
+        if isinstance(event, DecodedCheckpoint):
+            resolved[where] = max(resolved.get(where, 0), event.ts)
+            continue
+        if not isinstance(event, DecodedRow | DecodedDDL):
+            continue
+        assert event.commit_ts is not None
+        if event.commit_ts <= resolved.get(where, 0):
+            continue
+        seen = (where, repr(event))
+        if seen in applied:
+            continue
+        applied.add(seen)
+        kept.append((record, event))
+    return kept

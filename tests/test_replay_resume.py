@@ -16,12 +16,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from support_changelog import decode, engine_state, merged, rebuild, replay
+from support_changelog import consumed, decode, engine_state, merged, rebuild, replay
 from support_service import Server
 from ticdc_sim.cli import app
 from ticdc_sim.config import changefeed
-from ticdc_sim.encoders import Decoded, DecodedCheckpoint, DecodedDDL, DecodedRow
-from ticdc_sim.encoders.registry import SchemaRegistry
+from ticdc_sim.encoders import DecodedCheckpoint, DecodedDDL, DecodedRow
 from ticdc_sim.sinks import Record
 from ticdc_sim.sinks import kafka as kafka_sink
 from ticdc_sim.sinks.kafka import KafkaSink
@@ -57,34 +56,6 @@ _RESUME = re.compile(r"to resume, run the same command with: --start-ts (\d+) --
 
 def _replay(script: Path, uri: str, *args: str) -> Any:
     return CliRunner().invoke(app, ["replay", str(script), "--sink-uri", uri, *args])
-
-
-def _consumed(
-    records: list[Record], feed_uri: str, registry: SchemaRegistry | None = None
-) -> list[tuple[Record, Decoded]]:
-    """What a TiCDC-style consumer applies of the records, partition by partition in the
-    order they were delivered: a change at or below the partition's checkpoint was applied
-    before (TiCDC's consumer drops it as a fallback), and a change it applied already is a
-    re-sent duplicate (its MySQL sink's safe mode applies it idempotently)."""
-    resolved: dict[tuple[str, int], int] = {}
-    applied: set[tuple[Any, ...]] = set()
-    kept = []
-    for record, event in decode(changefeed(feed_uri), records, registry):
-        where = (record.topic, record.partition)
-        if isinstance(event, DecodedCheckpoint):
-            resolved[where] = max(resolved.get(where, 0), event.ts)
-            continue
-        if not isinstance(event, DecodedRow | DecodedDDL):
-            continue
-        assert event.commit_ts is not None
-        if event.commit_ts <= resolved.get(where, 0):
-            continue
-        seen = (where, repr(event))
-        if seen in applied:
-            continue
-        applied.add(seen)
-        kept.append((record, event))
-    return kept
 
 
 def _killed_mid_run(
@@ -140,9 +111,9 @@ def test_a_run_killed_mid_way_resumes_where_the_broker_acknowledged(
     assert changes and all(e.commit_ts is not None and e.commit_ts > point for e in changes)
 
     expected = engine_state(replay(SCRIPT, f"memory://{QUERY}"))
-    assert rebuild(merged(_consumed(first + second, uri))) == expected
+    assert rebuild(merged(consumed(first + second, uri))) == expected
     # ... and without the second run, some rows are missing
-    assert rebuild(merged(_consumed(first, uri))) != expected
+    assert rebuild(merged(consumed(first, uri))) != expected
 
 
 def test_resume_from_a_file_and_values_the_run_cannot_take(
@@ -250,10 +221,10 @@ def test_an_avro_run_resumes_with_the_schema_ids_of_the_first(
     expected = engine_state(replay(AVRO_SCRIPT, f"memory://{QUERY}"))
     schemas = open_registry(registry)
     try:
-        consumed = _consumed(first + second, uri, schemas)
+        applied = consumed(first + second, uri, schemas)
     finally:
         schemas.close()
-    assert rebuild(merged(consumed)) == expected
+    assert rebuild(merged(applied)) == expected
 
 
 def _value_ids(records: list[Record]) -> set[int]:

@@ -55,7 +55,7 @@ from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
-from ticdc_sim.sinks import Sink
+from ticdc_sim.sinks import Confirmed, Sink
 
 _LOG = logging.getLogger("ticdc_sim.service")
 
@@ -648,10 +648,15 @@ class Cluster:
             self.feed(feed_id).resume()
 
     def tick(self) -> None:
-        """The supervisor's look at each changefeed (`Feed.tick`)."""
-        with self.lock:
-            for feed in list(self.feeds.values()):
-                feed.tick()
+        """The supervisor's look at each changefeed (`Feed.tick`), a sink it restarts into
+        opened first, without the cluster's lock (`Feed.reopen`)."""
+        for feed in list(self.feeds.values()):
+            fresh = feed.reopen()
+            with self.lock:
+                if self.feeds.get(feed.spec.id) is feed:  # not removed meanwhile
+                    feed.tick(fresh)
+                elif isinstance(fresh, Confirmed):
+                    fresh.discard()
 
     def feed(self, feed_id: str) -> Feed:
         found = self.feeds.get(feed_id)
@@ -659,12 +664,15 @@ class Cluster:
             raise ChangefeedNotFound(self.id, feed_id)
         return found
 
-    def remove_feed(self, feed_id: str) -> None:
+    def remove_feed(self, feed_id: str) -> list[str]:
+        """The changefeed closed and gone; what it sent where, and what remains on disk."""
         with self.lock:
             feed = self.feed(feed_id)
             del self.feeds[feed_id]
-        feed.close()
-        Heap.release()
+        try:
+            return feed.close()
+        finally:
+            Heap.release()
 
     def stop(self) -> None:
         """The service is stopping: a script stops before its next statement, a session

@@ -45,7 +45,7 @@ from ticdc_sim.feedlog import FeedLog, LoggedSink, Retain
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import Pipeline, open_registry
-from ticdc_sim.sinks import Confirmed, Sink
+from ticdc_sim.sinks import Confirmed, OnDisk, Sink
 from ticdc_sim.sinks.faults import FaultySink
 from ticdc_sim.sinks.staging import StagedSink
 from ticdc_sim.sinks.storage import StorageDecoder
@@ -75,6 +75,7 @@ HELD = ("stopped", "failed")
 
 SINK_FAILED = "CDC:ErrSinkInvalid"  # a failed send that names no code of its own
 STUCK = "CDC:ErrChangefeedUnretryable"  # retried for longer than the stuck duration
+REOPEN_FAILED = "CDC:ErrKafkaNewProducer"  # the one sink reopened on a restart is Kafka's
 
 
 @dataclass(frozen=True)
@@ -264,60 +265,97 @@ class Feed:
             self.state, self.broken = "failed", True
             self.error, self.error_code, self.error_time = str(e), code, time.time()
             return
+        self._warn(code, str(e))
+
+    def _warn(self, code: str, message: str) -> None:
+        """A sink error TiCDC retries: `warning`, and a restart after the backoff."""
         now = time.monotonic()
-        if self.state != "warning" or not self.failing_since:
+        if not self.failing_since:
             self.failing_since, self.attempts = now, 0
         self.state, self.broken = "warning", True
-        self.last_warning = Problem(code, str(e), time.time())
+        self.last_warning = Problem(code, message, time.time())
         self.retry_at = now + self.retry.after(self.spec.id, self.attempts)
-        _LOG.warning("changefeed %s: %s; retrying in %.1f s", self.spec.id, e, self.retry_at - now)
+        _LOG.warning(
+            "changefeed %s: %s; retrying in %.1f s", self.spec.id, message, self.retry_at - now
+        )
 
-    def tick(self) -> None:
+    def _due(self) -> bool:
+        return (
+            self.broken
+            and self.state in ("normal", "warning")
+            and self.retry_at <= (time.monotonic())
+        )
+
+    def reopen(self) -> Sink | None:
+        """A broker's new sink for a restart that is due, opened (and its topic made again)
+        without the locks: gone brokers take their timeout to say so, and commits must not
+        wait for that. None when no restart is due, or when the sink writes on (files)."""
+        with self.lock:
+            if not (self._due() and isinstance(self.sink.inner, Confirmed)):
+                return None
+            if time.monotonic() - self.failing_since >= self._stuck_s():
+                return None  # `tick` fails it
+        feed = self.changefeed
+        try:
+            sink = self.open_sink(feed)
+            sink.partition_count(feed.topic, feed.partition_num if feed.partition_num_set else None)
+        except SimError as e:  # brokers still gone: retried after the next backoff
+            with self.lock:
+                self.attempts += 1
+                self._warn(REOPEN_FAILED, f"new kafka producer: {e}")
+            return None
+        return sink
+
+    def tick(self, fresh: Sink | None = None) -> None:
         """The supervisor's look, about every second (TiCDC's owner ticks so), under the
         cluster's lock (which `history` takes): a sink that failed since its last send
-        (Kafka's, asynchronously), a restart that is due, a warning the checkpoint has left
-        behind."""
+        (Kafka's, asynchronously), a restart that is due (into `fresh`, from `reopen`), a
+        warning the checkpoint has left behind."""
         with self.lock:
-            inner = self.sink.inner
-            if self.sending and isinstance(inner, Confirmed):
-                failure = inner.failure()
-                if failure is not None:
-                    self._failed(failure)
-            now = time.monotonic()
-            if self.state == "warning" and self.broken and now >= self.retry_at:
-                if now - self.failing_since >= self._stuck_s():
-                    warning = self.last_warning
-                    assert warning is not None
-                    self.state = "failed"
-                    self.error, self.error_code = warning.message, STUCK
-                    self.error_time = time.time()
-                    return
-                self.attempts += 1
-                with contextlib.suppress(SimError):  # it is a warning again, retried later
-                    self._restart()
-            if (
-                self.state == "warning"
-                and not self.broken
-                and self.checkpoint_ts > self.warned_at_ts
-            ):
-                self.state, self.failing_since = "normal", 0.0
+            try:
+                self._tick(fresh)
+            finally:
+                if isinstance(fresh, Confirmed) and self.sink.inner is not fresh:
+                    fresh.discard()  # not needed after all
+
+    def _tick(self, fresh: Sink | None) -> None:
+        inner = self.sink.inner
+        if self.sending and isinstance(inner, Confirmed):
+            failure = inner.failure()
+            if failure is not None:
+                self._failed(failure)
+        if self._due():
+            if time.monotonic() - self.failing_since >= self._stuck_s():
+                warning = self.last_warning
+                self.state = "failed"
+                self.error = warning.message if warning else "stuck"
+                self.error_code, self.error_time = STUCK, time.time()
+                return
+            if fresh is None and isinstance(inner, Confirmed):
+                return  # `reopen` has not got one (yet)
+            self.attempts += 1
+            with contextlib.suppress(SimError):  # it is a warning again, retried later
+                self._restart(fresh)
+        if self.state == "warning" and not self.broken and self.checkpoint_ts > self.warned_at_ts:
+            self.state, self.failing_since = "normal", 0.0
 
     def _stuck_s(self) -> float:
         if self.retry.stuck_s is not None:
             return self.retry.stuck_s
         return duration_ms(self.changefeed.error_stuck_duration) / 1000
 
-    def _restart(self) -> None:
+    def _restart(self, fresh: Sink | None) -> None:
         """TiCDC's restart of a changefeed: a new pipeline from its checkpoint into a new
-        sink (a broker's; files write on where they were), sending what committed since."""
+        sink (`fresh`, a broker's; files write on where they were), sending what committed
+        since."""
         old = self.pipeline
         point = self.checkpoint_ts
         self.floor = point
         inner = self.sink.inner
-        if isinstance(inner, Confirmed):
-            with contextlib.suppress(SimError):  # what it still holds is sent again
-                inner.abort()
-            inner = self.open_sink(self.changefeed)
+        if fresh is not None:
+            if isinstance(inner, Confirmed):
+                inner.discard()  # what it still holds is sent again
+            inner = fresh
         self.sink = LoggedSink(inner, self.log)
         self.pipeline = self._pipeline(self.sink)
         self.pipeline.resume([], point, physical_ms(point))
@@ -332,19 +370,17 @@ class Feed:
             self.state = "stopped"
 
     def resume(self) -> None:
-        """Replicate again: a stopped changefeed from where it stopped, one whose sink
-        failed restarted from its checkpoint (TiCDC resumes either from its checkpoint;
-        here what a stopped one sent is not sent again). Under the cluster's lock, which
+        """Replicate again: a stopped changefeed from where it stopped (what it sent is not
+        sent again); one whose sink failed is restarted from its checkpoint by the
+        supervisor's next tick, as TiCDC restarts it. Under the cluster's lock, which
         `history` takes; a send that fails shows in its state, as TiCDC's resume answers."""
         with self.lock, contextlib.suppress(SimError):
             if self.state not in HELD:  # running, or finished at its target-ts
                 return
-            self.attempts, self.failing_since = 0, 0.0
+            self.state, self.attempts, self.error = "normal", 0, None
             if self.broken:
-                self.state = "normal"
-                self._restart()
+                self.failing_since, self.retry_at = time.monotonic(), 0.0
                 return
-            self.state, self.error = "normal", None
             with self._failing():
                 self._push(self.history(max(self.pipeline.seen_ts, self.floor)))
 
@@ -361,33 +397,43 @@ class Feed:
         """Send the rows the pipeline holds in its batch, without a checkpoint (as 15 ms of
         TiCDC's time passing would)."""
         with self.lock, self._failing():
-            if self.state == "normal":
+            if self.sending:
                 self.pipeline.send_pending()
 
     def checkpoint(self) -> int:
         """Send what is pending and a checkpoint now; the checkpoint ts."""
         with self.lock, self._failing():
-            if self.state == "normal":
+            if self.sending:
                 self.pipeline.flush()
                 self.sink.flush()
             return self.checkpoint_ts
 
     def close(self) -> list[str]:
-        """Send what is pending and a last checkpoint, close the sink; what went where. A
-        changefeed whose sink failed sends nothing more: its checkpoint stays where it was,
-        as a failed TiCDC changefeed's does (a last one would vouch for rows never sent)."""
+        """Send what is pending and a last checkpoint, close the sink; what went where, and
+        what a file sink leaves on disk. A changefeed whose sink failed sends nothing more:
+        its checkpoint stays where it was, as a failed TiCDC changefeed's does (a last one
+        would vouch for rows never sent)."""
         with self.lock:
             try:
-                if self.error is not None:
-                    self.pipeline.sink.abort()
-                    return [
+                if self.broken:
+                    inner = self.sink.inner
+                    if isinstance(inner, Confirmed):
+                        inner.discard()  # its brokers are gone: no 30 s wait for them
+                    else:
+                        self.pipeline.sink.abort()
+                    warning = self.last_warning
+                    reason = self.error or (warning.message if warning else "")
+                    said = [
                         f"{self.log.total} records to {where(self.changefeed)}, then it failed:"
-                        f" {self.error} (checkpoint left at {self.checkpoint_ts})"
+                        f" {reason} (checkpoint left at {self.checkpoint_ts})"
                     ]
-                self.pipeline.close()
+                else:
+                    self.pipeline.close()
+                    said = [f"{self.log.total} records to {where(self.changefeed)}"]
             finally:
                 close_registry(self._opened)
-        return [f"{self.log.total} records to {where(self.changefeed)}"]
+            inner = self.sink.inner
+            return [*said, inner.remaining()] if isinstance(inner, OnDisk) else said
 
     def handed_over(self) -> tuple[Sink, FeedLog]:
         """A stopped changefeed's open sink and log, for the changefeed that replaces it

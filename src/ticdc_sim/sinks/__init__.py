@@ -89,6 +89,10 @@ class Confirmed(Protocol):
         """The checkpoint every partition's broker has acknowledged (0: none yet)."""
         ...
 
+    def discard(self) -> None:
+        """Drop what it holds and close, without waiting (a restart sends it again)."""
+        ...
+
 
 @runtime_checkable
 class OnDisk(Protocol):

@@ -217,6 +217,9 @@ class KafkaSink:
             "delivery.report.only.error": False,
             **_timeouts(params),
         }
+        # metadata and topic calls wait as long as a record may: brokers that do not answer
+        # within it are gone (a restarting changefeed must not wait out the 30 s close)
+        self.wait_s = min(_TIMEOUT_S, producer["message.timeout.ms"] / 1000)
         if queue_bytes is not None:
             producer["queue.buffering.max.kbytes"] = max(1, queue_bytes // 1024)
         self.producer = Producer(producer)
@@ -231,7 +234,7 @@ class KafkaSink:
         # record it did so while records queued up, and then sent them about three times
         # slower to the Tansu broker (bench/kafka.py)
         try:
-            self.producer.list_topics(timeout=_TIMEOUT_S)
+            self.producer.list_topics(timeout=self.wait_s)
         except KafkaException as e:
             raise SimError(
                 f"kafka {self.uri.target}: cannot reach the brokers: {_reason(e)}"
@@ -245,7 +248,7 @@ class KafkaSink:
         return found
 
     def _ensure(self, topic: str, wanted: int | None) -> int:
-        metadata = self.admin.list_topics(timeout=_TIMEOUT_S)
+        metadata = self.admin.list_topics(timeout=self.wait_s)
         existing = metadata.topics.get(topic)
         if existing is not None and existing.error is None:
             real = len(existing.partitions)
@@ -266,10 +269,10 @@ class KafkaSink:
             return wanted
         count = wanted or DEFAULT_PARTITION_NUM
         futures = self.admin.create_topics(
-            [NewTopic(topic, count, self.replication_factor)], request_timeout=_TIMEOUT_S
+            [NewTopic(topic, count, self.replication_factor)], request_timeout=self.wait_s
         )
         try:
-            futures[topic].result(_TIMEOUT_S)
+            futures[topic].result(self.wait_s)
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise SimError(f"kafka topic {topic!r}: cannot create it: {_reason(e)}") from None
@@ -282,7 +285,7 @@ class KafkaSink:
     def _limit_message_bytes(self, resource: ConfigResource, name: str, topic: str) -> None:
         """TiCDC keeps max-message-bytes below the topic's (or broker's) limit - 128."""
         try:
-            configs = self.admin.describe_configs([resource])[resource].result(_TIMEOUT_S)
+            configs = self.admin.describe_configs([resource])[resource].result(self.wait_s)
         except KafkaException:
             return  # a broker that does not describe its configs: the URI's value stands
         entry = configs.get(name)
@@ -406,6 +409,14 @@ class KafkaSink:
         the brokers did not acknowledge is in `lost`."""
         self._drain()
         self.producer.close()
+
+    def discard(self) -> None:
+        """Drop what is still queued or in flight, at once, and close: a changefeed that
+        restarts sends it again from its checkpoint, and must not wait for gone brokers."""
+        with self._polling:
+            self.producer.purge()
+            self.producer.flush(0)
+            self._closed = True
 
     @property
     def lost(self) -> Unacknowledged | None:

@@ -7,6 +7,7 @@ changefeeds, as in TiCDC."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import uuid
 from typing import Annotated
@@ -38,6 +39,7 @@ from ticdc_sim.service.models import (
 from ticdc_sim.service.settings import package_version
 from ticdc_sim.service.state import api_router, feed_sink, retained, state_of, vetted
 
+_LOG = logging.getLogger("ticdc_sim.service")
 router = api_router("/api/v2", "TiCDC open API v2")
 Namespace = Annotated[str, Query(description="the upstream cluster (empty: `default`)")]
 _SERVER_ID = str(uuid.uuid4())
@@ -230,13 +232,16 @@ async def update_changefeed(
 async def remove_changefeed(
     request: Request, changefeed_id: str, namespace: Namespace = "default"
 ) -> Empty:
-    """Remove it: what it holds is sent, then its sink is closed. One that does not exist
-    is already removed: `{}`, as TiCDC answers."""
+    """Remove it: what it holds is sent, then its sink is closed; the service's log says
+    what it sent where and what remains on disk. One that does not exist is already
+    removed: `{}`, as TiCDC answers."""
     try:
         cluster, _ = _lookup(request, namespace, changefeed_id)
     except ChangefeedNotFound:
         return Empty()
-    await run_in_threadpool(cluster.remove_feed, changefeed_id)
+    said = await run_in_threadpool(cluster.remove_feed, changefeed_id)
+    for line in said:
+        _LOG.info("changefeed %s/%s removed: %s", cluster.id, changefeed_id, line)
     return Empty()
 
 
