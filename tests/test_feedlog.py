@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastapi.testclient import TestClient
 
 from ticdc_sim.encoders import Message
@@ -187,3 +188,25 @@ def test_the_tail_reports_a_gap_before_the_records_it_still_has(tmp_path: Path) 
     assert events[1] == ["event: gap", f'data: {{"skipped":{log.total - 5}}}']
     assert [e[0] for e in events[2:]] == ["event: message"] * 5 + ["event: end"]
     assert log.total - 5 == log.dropped > 0
+
+
+def test_what_the_log_counts_is_what_it_holds() -> None:
+    """orjson's output keeps the buffer it was written into (4 KiB for 200 bytes): held
+    as it came, 2,000 records of 200 bytes would take 8 MB against the 0.75 MB counted. The
+    log keeps copies of their own size, so its byte bound is the memory it holds."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        log = FeedLog(Retain())
+        for start in range(0, 2000, 100):
+            batch = [orjson.dumps({"v": "x" * 200, "i": i}) for i in range(start, start + 100)]
+            log.add("t", start % 3, [Message(None, v, 0) for v in batch])
+        del batch
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert log.bytes == sum(
+        RECORD_OVERHEAD + len(orjson.dumps({"v": "x" * 200, "i": i})) for i in range(2000)
+    )
+    assert held < 1.3 * log.bytes, (held, log.bytes)

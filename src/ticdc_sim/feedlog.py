@@ -121,7 +121,7 @@ class FeedLog:
                 kept = self.partitions[where] = _Partition(self.gone.pop(where, 0))
             start = kept.next
             new = [
-                Record(topic, partition, start + i, m.key, m.value, m.headers)
+                Record(topic, partition, start + i, _tight(m.key), _tight(m.value), m.headers)
                 for i, m in enumerate(messages)
             ]
             kept.records.items += new
@@ -269,3 +269,12 @@ class LoggedSink:
         """A directory sink keeps the file beside its records (`StagedSink.beside`)."""
         if isinstance(self.inner, StagedSink):
             self.inner.beside(name, content)
+
+
+def _tight(data: bytes | None) -> bytes | None:
+    """The bytes in an allocation of their own size. orjson's output keeps the buffer it was
+    written into (4 KiB for a 200-byte message with orjson 3.13, 16 KiB for 2 KiB; measured
+    with tracemalloc and RSS, as ijl/orjson#483 reports), and a log holding 100k of them held
+    400 MB instead of 27 MB; the copy costs about 0.1 us a record."""
+    return None if data is None else bytes(memoryview(data))
+

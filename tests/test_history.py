@@ -1,0 +1,120 @@
+"""The cluster's history (issue 28): bounded by bytes as well as events, its GC safepoint
+where the oldest fell out, and what changefeeds read from it: one created with a past
+start-ts, one resumed after a stop, and one whose checkpoint the history no longer reaches
+(TiCDC's snapshot lost by GC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from ticdc_sim.cluster import Cluster, held_bytes
+from ticdc_sim.service.app import create_app
+from ticdc_sim.service.settings import Settings
+
+ROW = "INSERT INTO t VALUES ({0}, 'row-{0:04d}');"
+
+
+def _cluster(**bounds: int) -> Cluster:
+    cluster = Cluster("c", 7, lock_wait_s=1.0, max_txn_rows=1000, settle_heap=False, **bounds)
+    assert not cluster.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));").failed
+    return cluster
+
+
+def _commits(cluster: Cluster, first: int, count: int) -> list[int]:
+    """`count` one-row transactions; their commit ts."""
+    out = []
+    for i in range(first, first + count):
+        done = cluster.execute(ROW.format(i))
+        assert not done.failed
+        out.append(done.committed[0].commit_ts)
+    return out
+
+
+def test_the_history_is_bounded_by_bytes_and_moves_the_gc_safepoint() -> None:
+    cluster = _cluster()
+    ddl, *_ = cluster.history
+    size = held_bytes(cluster.history[0])
+    assert cluster.history_size == size  # the CREATE TABLE alone
+    committed = _commits(cluster, 1, 10)
+    rows = list(cluster.history)[1:]
+    assert [e.commit_ts for e in rows] == committed
+    row_size = held_bytes(rows[0])
+    assert all(held_bytes(e) == row_size for e in rows)  # the same shape of row
+    assert cluster.history_size == size + 10 * row_size
+
+    # bounded to four rows' bytes: the DDL and the first six rows fall out
+    bounded = _cluster(history_bytes=4 * row_size)
+    committed = _commits(bounded, 1, 10)
+    assert [e.commit_ts for e in bounded.history] == committed[6:]
+    assert bounded.gc_safepoint == committed[5]
+    assert bounded.history_size == 4 * row_size
+    assert [e.commit_ts for e in bounded.changes_since(committed[7])] == committed[8:]
+    # the count bound holds beside it
+    counted = _cluster(history_events=3)
+    committed = _commits(counted, 1, 5)
+    assert [e.commit_ts for e in counted.history] == committed[2:]
+    assert counted.gc_safepoint == committed[1]
+    assert ddl.commit_ts < committed[0]
+
+
+def test_a_checkpoint_behind_the_gc_safepoint_is_snapshot_lost() -> None:
+    cluster = _cluster(history_events=3)
+    committed = _commits(cluster, 1, 5)
+    try:
+        cluster.changes_since(committed[0])
+    except Exception as e:
+        assert getattr(e, "error_code", None) == "CDC:ErrSnapshotLostByGC"
+        assert str(e) == (
+            "fail to create or maintain changefeed due to snapshot loss caused by GC."
+            f" checkpoint-ts {committed[0]} is earlier than or equal to GC safepoint at"
+            f" {committed[1]} (TICDC_SIM_HISTORY_BYTES and TICDC_SIM_HISTORY_EVENTS bound"
+            " what is kept)"
+        )
+    else:
+        raise AssertionError("a checkpoint before the safepoint was served")
+    assert [e.commit_ts for e in cluster.changes_since(committed[1])] == committed[2:]
+
+
+def _service(tmp_path: Path, **settings: Any) -> TestClient:
+    return TestClient(create_app(Settings(data_dir=tmp_path / "data", mysql_port=0, **settings)))
+
+
+def _ids(client: TestClient, feed: str) -> list[int]:
+    page = client.get(
+        "/sim/v1/clusters/default/changefeeds/" + feed + "/messages", params={"limit": 1000}
+    ).json()["messages"]
+    return [d["columns"]["id"] for m in page for d in m["decoded"] if d["type"] != "ddl"]
+
+
+def _sql(client: TestClient, text: str) -> list[int]:
+    answer = client.post("/sim/v1/clusters/default/sql", content=text)
+    assert answer.status_code == 200 and answer.json()["ok"], answer.text
+    return [t["commit_ts"] for t in answer.json()["transactions"]]
+
+
+def test_a_resumed_changefeed_replicates_from_the_history_and_holds_nothing_while_stopped(
+    tmp_path: Path,
+) -> None:
+    with _service(tmp_path, history_events=6) as client:
+        body = {"changefeed_id": "m", "sink_uri": "memory://?protocol=canal-json"}
+        assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+        _sql(client, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));" + ROW.format(1))
+        assert client.post("/api/v2/changefeeds/m/pause").status_code == 200
+        _sql(client, ROW.format(2) + ROW.format(3))
+        feed = client.app.state.sim.registry.get("default").feeds["m"]  # type: ignore[attr-defined]
+        assert not hasattr(feed, "paused")  # a stopped changefeed keeps nothing itself
+        assert client.post("/api/v2/changefeeds/m/resume").status_code == 200
+        assert _ids(client, "m") == [1, 2, 3]  # in order, each once
+        assert client.get("/api/v2/changefeeds/m/status").json()["state"] == "normal"
+
+        # stopped while more commits than the history keeps: resuming is TiCDC's GC error
+        assert client.post("/api/v2/changefeeds/m/pause").status_code == 200
+        _sql(client, "".join(ROW.format(i) for i in range(4, 12)))
+        assert client.post("/api/v2/changefeeds/m/resume").status_code == 200
+        status = client.get("/api/v2/changefeeds/m/status").json()
+        assert status["state"] == "failed", status
+        assert status["last_error"]["code"] == "CDC:ErrSnapshotLostByGC", status
+        assert _ids(client, "m") == [1, 2, 3]
