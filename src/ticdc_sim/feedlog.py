@@ -277,4 +277,3 @@ def _tight(data: bytes | None) -> bytes | None:
     with tracemalloc and RSS, as ijl/orjson#483 reports), and a log holding 100k of them held
     400 MB instead of 27 MB; the copy costs about 0.1 us a record."""
     return None if data is None else bytes(memoryview(data))
-
