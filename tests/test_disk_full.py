@@ -9,6 +9,7 @@ of the service's own (`unshare -rm`), read from outside through /proc/PID/root."
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import random
 import shutil
@@ -225,3 +226,55 @@ def test_an_atomic_write_that_fails_leaves_the_file_as_it_was(
     monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == ["metadata"]
     assert target.read_bytes() == b'{"checkpoint-ts":1}'
+
+
+@pytest.mark.parametrize("scheme", ["jsonl", "parquet"])
+def test_a_changefeed_resumed_after_a_full_disk_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    """The write that failed took lines (jsonl) or an unfinished file (parquet) with it;
+    resumed once space is back, the changefeed restarts from what is on disk, and a
+    TiCDC-style consumer of the files rebuilds the cluster's table."""
+    from support_changelog import consumed, merged, rebuild
+
+    uri = f"{scheme}://out?protocol=canal-json&enable-tidb-extension=true"
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, backoff_init_s=0.05)
+    with TestClient(create_app(settings)) as client:
+        made = client.post("/api/v2/changefeeds", json={"changefeed_id": "f", "sink_uri": uri})
+        assert made.status_code == 200, made.text
+        cluster = client.app.state.sim.registry.get("default")  # type: ignore[attr-defined]
+        if scheme == "parquet":  # 10 s pass between requests: each finishes its files
+            cluster.feeds["f"].sink.inner.clock = itertools.count(0, 10).__next__
+
+        def sql(text: str) -> None:
+            answer = client.post("/sim/v1/clusters/default/sql", content=text)
+            assert answer.status_code == 200 and answer.json()["ok"], answer.text
+
+        sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20));")
+        for i in range(5):
+            sql(f"INSERT INTO t VALUES ({i}, 'v{i}'); UPDATE t SET v = 'u{i}' WHERE id = {i};")
+        if scheme == "jsonl":
+            monkeypatch.setattr(jsonl.os, "write", _enospc_after_half(os.write))
+        else:
+
+            def disk_full(self: pq.ParquetWriter, table: pa.Table, **kwargs: Any) -> None:
+                raise OSError(errno.ENOSPC, FULL)
+
+            monkeypatch.setattr(pq.ParquetWriter, "write_table", disk_full)
+        for i in range(5, 8):  # the failure: SQL is answered all the same
+            sql(f"INSERT INTO t VALUES ({i}, 'v{i}');")
+        status = client.get("/api/v2/changefeeds/f/status").json()
+        assert status["state"] == "failed", status
+        assert status["last_error"]["code"] == WRITE_FAILED
+        monkeypatch.undo()
+        sql("DELETE FROM t WHERE id = 1;")
+        assert client.post("/api/v2/changefeeds/f/resume").status_code == 200
+        cluster.tick()  # the supervisor's restart, now rather than within a second
+        assert client.get("/api/v2/changefeeds/f/status").json()["state"] == "normal"
+        sql("INSERT INTO t VALUES (9, 'v9');")
+        rows = client.post("/sim/v1/clusters/default/sql", content="SELECT id, v FROM t;")
+        expected = {tuple(r) for r in rows.json()["statements"][0]["rows"]}
+    read = read_jsonl if scheme == "jsonl" else read_parquet
+    records = list(read(str(tmp_path / "data" / "out")))
+    tables = rebuild(merged(consumed(records, f"memory://?{uri.split('?')[1]}")))
+    assert {(r["id"], r["v"]) for r in tables["test.t"]} == expected

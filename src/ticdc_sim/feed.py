@@ -346,12 +346,14 @@ class Feed:
 
     def _restart(self, fresh: Sink | None) -> None:
         """TiCDC's restart of a changefeed: a new pipeline from its checkpoint into a new
-        sink (`fresh`, a broker's; files write on where they were), sending what committed
-        since."""
+        sink (`fresh`, a broker's; files write on where they were, from what is on disk),
+        sending what committed since."""
         old = self.pipeline
-        point = self.checkpoint_ts
-        self.floor = point
         inner = self.sink.inner
+        point = self.checkpoint_ts
+        if isinstance(inner, OnDisk):  # what a failed write took with it is sent again
+            point = max(self.spec.start_ts, min(point, inner.durable_ts()))
+        self.floor = point
         if fresh is not None:
             if isinstance(inner, Confirmed):
                 inner.discard()  # what it still holds is sent again

@@ -110,6 +110,11 @@ class OnDisk(Protocol):
         """What remains on disk, for a person: `412 MB in 7 files in DIR (from offset X)`."""
         ...
 
+    def durable_ts(self) -> int:
+        """The checkpoint up to which everything sent is on disk (0: none yet): where a
+        changefeed whose write failed restarts from."""
+        ...
+
 
 class LocalSink:
     """What sinks without a broker share: every topic has the changefeed's partition count,

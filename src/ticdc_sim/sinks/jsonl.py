@@ -128,6 +128,8 @@ class JsonlFiles:
         self.file_size = file_size
         self.retention = retention or Retention(0)
         self.files: dict[tuple[str, int], _PartitionFile] = {}
+        self._resolved = 0  # the last checkpoint sent, maybe still in a buffer
+        self._durable = 0  # the last one every partition's lines up to it are on disk for
 
     def _file(self, topic: str, partition: int) -> _PartitionFile:
         found = self.files.get((topic, partition))
@@ -166,11 +168,18 @@ class JsonlFiles:
     def _live(self) -> tuple[int, int]:
         return sum(out.written for out in self.files.values()), len(self.files)
 
+    def resolved(self, topic: str, partition: int, ts: int) -> None:
+        self._resolved = max(self._resolved, ts)
+
     def flush(self) -> None:
         for out in self.files.values():
             if out.buffer:
                 out.flush()
+        self._durable = self._resolved
         self.retention.trim(self._live()[0])
+
+    def durable_ts(self) -> int:
+        return self._durable
 
     def finish(self) -> None:
         try:

@@ -73,6 +73,7 @@ class _PartitionFile:
         self.pending: list[Message] = []
         self.checkpoints: list[int] = []  # indexes into `pending` of checkpoint records
         self.bytes = 0
+        self.last_ts = 0  # the last checkpoint the file holds
 
     def add(self, messages: Sequence[Message]) -> None:
         self.pending.extend(messages)
@@ -190,6 +191,9 @@ class ParquetSink(StagedSink):
         self.files: dict[tuple[str, int], _PartitionFile] = {}
         self.offsets: dict[tuple[str, int], int] = {}  # where finished files left off
         self.file_size, self.interval_s, self.clock = rotation.file_size, rotation.interval_s, clock
+        # the last checkpoint in each partition's finished files (a restart after a failed
+        # write resends from the smallest: the unfinished file went with the failure)
+        self.durable: dict[tuple[str, int], int] = {}
         self.finished: dict[tuple[str, int], float] = {}  # when each partition's last was
         self.retention = Retention(rotation.retain_bytes)
 
@@ -217,7 +221,14 @@ class ParquetSink(StagedSink):
             out.add(messages)
 
     def resolved(self, topic: str, partition: int, ts: int) -> None:
-        self.files[(topic, partition)].mark_checkpoint()
+        out = self.files[(topic, partition)]
+        out.mark_checkpoint()
+        out.last_ts = ts
+
+    def durable_ts(self) -> int:
+        """The checkpoint every partition's finished files reach (0: one has none yet)."""
+        partitions = self.durable.keys() | self.files.keys()
+        return min((self.durable.get(w, 0) for w in partitions), default=0)
 
     def flush(self) -> None:
         if self.file_size is None:
@@ -245,6 +256,7 @@ class ParquetSink(StagedSink):
         with self._discarding(where, out):
             out.close()
         self.offsets[where] = out.offset
+        self.durable[where] = max(self.durable.get(where, 0), out.last_ts)
         self.finished[where] = self.clock()
         self.retention.add(str(out.path), out.path.stat().st_size)
         self.retention.trim(self._live()[0])

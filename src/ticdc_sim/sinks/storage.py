@@ -275,6 +275,10 @@ class StorageSink(StagedSink):
     def remaining(self) -> str:
         return self.retention.remaining(self.disk_usage(), self.staging.location(), {})
 
+    def durable_ts(self) -> int:
+        """The checkpoint `metadata` says: never past a row not written."""
+        return self.written_ts
+
     def written(self) -> Store:
         """The files written so far, to read while the sink is open."""
         return self.store.written()
