@@ -111,3 +111,12 @@ class Server:
             for d in m["decoded"]
             if d["type"] == "insert" and d["table"] == table
         ]
+
+
+def remain(folder: Path) -> str:
+    """What a shutdown says remains of a jsonl changefeed's files in `folder` (no cap hit)."""
+    from ticdc_sim.sinks.retention import files_text, size_text
+
+    files = [f for f in folder.rglob("*.jsonl") if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    return f"{size_text(size)} in {files_text(len(files))} remain in {folder}"

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ticdc_sim
+from support_service import remain
 from test_capture import QUERY, SCRIPT, SETTINGS
 from ticdc_sim import ChangefeedFailed, Record, SimError, Simulator, SQLError, generate
 from ticdc_sim.cli import app as cli
@@ -787,6 +788,7 @@ def test_close_says_where_each_changefeeds_records_went(tmp_path: Path) -> None:
         "changefeed simulator/feed-1: 1 records to memory:// (kept in process)",
         "changefeed simulator/feed-2: 1 records to blackhole:// (dropped)",
         f"changefeed simulator/feed-3: 1 records to jsonl files in {tmp_path}",
+        f"changefeed simulator/feed-3: {remain(tmp_path)}",
     ]
 
 

@@ -20,7 +20,7 @@ import pymysql
 import pytest
 from typer.testing import CliRunner
 
-from support_service import Server
+from support_service import Server, remain
 from ticdc_sim.cli import app as cli
 from ticdc_sim.config import changefeed
 from ticdc_sim.encoders import decoder_for
@@ -310,6 +310,7 @@ def test_the_jsonl_changefeed_writes_as_it_goes_and_shutdown_says_where(tmp_path
     assert printed.endswith(
         "ticdc-sim stopped; every changefeed flushed and closed:\n"
         f"  changefeed default/default: {len(served)} records to jsonl files in {folder}\n"
+        f"  changefeed default/default: {remain(folder)}\n"
     ), printed
     assert changes(served, uri) == changes(expected, uri)
     assert "Traceback" not in printed

@@ -149,6 +149,7 @@ class Feed:
         self.retry_at = 0.0  # monotonic: when the next restart is due
         self.failing_since = 0.0  # monotonic: the first failure since it last was normal
         self.warned_at_ts = 0  # the checkpoint when it restarted: normal once passed
+        self.sent_ts = 0  # the pipeline's checkpoint when its last send returned
         self.warnings = Warnings()
         self.changefeed = build_changefeed(spec)
         codec = self.changefeed.codec
@@ -220,9 +221,7 @@ class Feed:
         """TiCDC's checkpoint: what the brokers acknowledged (a Kafka sink's), else what
         was sent; never before start-ts, never back."""
         inner = self.sink.inner
-        sent = inner.acknowledged_ts() if isinstance(inner, Confirmed) else None
-        if sent is None:
-            sent = self.pipeline.summary.checkpoint_ts
+        sent = inner.acknowledged_ts() if isinstance(inner, Confirmed) else self.sent_ts
         return max(sent, self.floor)
 
     @property
@@ -258,6 +257,8 @@ class Feed:
         except SimError as e:
             self._failed(e)
             raise
+        # a checkpoint counts once its send returned: one that failed vouches for nothing
+        self.sent_ts = self.pipeline.summary.checkpoint_ts
 
     def _failed(self, e: SimError) -> None:
         code = getattr(e, "error_code", SINK_FAILED)
@@ -404,10 +405,11 @@ class Feed:
 
     def checkpoint(self) -> int:
         """Send what is pending and a checkpoint now; the checkpoint ts."""
-        with self.lock, self._failing():
-            if self.sending:
-                self.pipeline.flush()
-                self.sink.flush()
+        with self.lock:
+            with self._failing():
+                if self.sending:
+                    self.pipeline.flush()
+                    self.sink.flush()
             return self.checkpoint_ts
 
     def close(self) -> list[str]:

@@ -1055,7 +1055,7 @@ CASES = [
         f"{FEED}/quiet/faults",
         422,
         INVALID,
-        "body.kind: Input should be 'restart', 'duplicate' or 'ddl-replay'",
+        "body.kind: Input should be 'restart', 'duplicate', 'ddl-replay' or 'unavailable'",
         json={"kind": "meteor"},
     ),
     refused(

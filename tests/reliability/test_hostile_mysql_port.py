@@ -32,7 +32,7 @@ from support_mysql_wire import (
     handshake_response,
     scramble,
 )
-from support_service import Server
+from support_service import Server, remain
 from ticdc_sim.sinks.jsonl import read_jsonl
 
 LOCK_WAIT_S = 3.0
@@ -552,6 +552,7 @@ def test_stopping_with_clients_connected(tmp_path: Path, sig: signal.Signals, ti
     assert printed.endswith(
         "ticdc-sim stopped; every changefeed flushed and closed:\n"
         f"  changefeed default/default: {len(sent)} records to jsonl files in {folder}\n"
+        f"  changefeed default/default: {remain(folder)}\n"
     ), printed
     assert "Traceback" not in printed and "ERROR" not in printed, printed
 

@@ -225,9 +225,11 @@ class MessagePage(BaseModel):
 
 
 class FaultRequest(Strict):
-    kind: Literal["restart", "duplicate", "ddl-replay"] = Field(
+    kind: Literal["restart", "duplicate", "ddl-replay", "unavailable"] = Field(
         description="restart: every partition again from its last checkpoint; duplicate: each"
-        " partition's last row record again; ddl-replay: the last DDL record again"
+        " partition's last row record again; ddl-replay: the last DDL record again;"
+        " unavailable: every send fails (CDC:ErrKafkaAsyncSendMessage) until the changefeed's"
+        " retry rebuilds its sink"
     )
 
 

@@ -152,15 +152,18 @@ def open_sink(
         return KafkaSink(uri, warnings, queue_bytes=kafka_queue_bytes)
     kept = retain_bytes or 0
     if uri.scheme in ("jsonl", "parquet"):
-        from ticdc_sim.sinks.jsonl import JsonlSink
-        from ticdc_sim.sinks.parquet import ParquetSink
         from ticdc_sim.sinks.retention import Rotation
 
         rotation = Rotation(
             _file_size(uri, feed, retain_bytes is not None), kept, _flush_interval_s(feed)
         )
-        sink = JsonlSink if uri.scheme == "jsonl" else ParquetSink
-        return sink(uri.target, overwrite=overwrite, in_place=in_place, rotation=rotation)
+        if uri.scheme == "jsonl":  # parquet's module loads pyarrow: only when asked for
+            from ticdc_sim.sinks.jsonl import JsonlSink
+
+            return JsonlSink(uri.target, overwrite=overwrite, in_place=in_place, rotation=rotation)
+        from ticdc_sim.sinks.parquet import ParquetSink
+
+        return ParquetSink(uri.target, overwrite=overwrite, in_place=in_place, rotation=rotation)
     if uri.scheme in ("file", "s3"):
         from ticdc_sim.sinks.storage import StorageSink
 

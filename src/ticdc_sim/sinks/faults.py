@@ -15,6 +15,11 @@ row at or below it will come again *as new*. After failures it re-sends, and con
   checkpoint is that much newer, or the run ends;
 * `ddl-replay-rate`: a DDL record is delivered again right after itself.
 
+On demand only (the service's faults API), `unavailable`: the destination is gone; every send
+from then on fails as TiCDC's Kafka producer fails (`CDC:ErrKafkaAsyncSendMessage`,
+retryable) until the changefeed rebuilds its sink, as its retry does: a consumer's test of
+a changefeed's `warning`/`normal` round and of at-least-once re-sends.
+
 With `label`, injected records carry the headers `ticdc-sim-fault` (duplicate, restart or
 ddl-replay) and `ticdc-sim-original-offset`; without it they cannot be told apart.
 """
@@ -27,8 +32,20 @@ from dataclasses import dataclass, field
 
 from ticdc_sim.config import Faults
 from ticdc_sim.encoders import Message
+from ticdc_sim.errors import SimError
 from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.sinks import Sink
+
+
+class Unavailable(SimError):
+    """A send to a destination gone (tiflow pkg/errors ErrKafkaAsyncSendMessage); TiCDC's
+    changefeed retries it."""
+
+    error_code = "CDC:ErrKafkaAsyncSendMessage"
+    retryable = True
+
+    def __init__(self) -> None:
+        super().__init__("kafka async send message failed (fault: unavailable)")
 
 
 @dataclass
@@ -52,6 +69,7 @@ class FaultySink:
         self.injected = 0
         self.restart_due = False
         self.ddl_replay_armed = False  # `inject("ddl-replay")`: the next DDL goes twice
+        self.unavailable = False  # `inject("unavailable")`: every send fails from now on
 
     def partition_count(self, topic: str, wanted: int | None) -> int:
         return self.inner.partition_count(topic, wanted)
@@ -63,6 +81,8 @@ class FaultySink:
         return found
 
     def send(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        if self.unavailable:
+            raise Unavailable()
         if self.restart_due:  # decided after an earlier record, now that a checkpoint
             self.restart_due = False  # just sent has been `resolved`
             self._restart()
@@ -101,8 +121,8 @@ class FaultySink:
     def inject(self, kind: str) -> int:
         """A fault now, on demand (the service's): `restart` (every partition again from
         its last checkpoint), `duplicate` (each partition's last row record since its
-        checkpoint again) or `ddl-replay` (the next DDL record delivered twice). The number
-        of records injected now."""
+        checkpoint again), `ddl-replay` (the next DDL record delivered twice) or
+        `unavailable` (every send fails from now on). The number of records injected now."""
         before = self.injected
         if kind == "restart":
             self._restart()
@@ -114,6 +134,8 @@ class FaultySink:
                     self._emit(topic, partition, state, message, ("duplicate", offset))
         elif kind == "ddl-replay":
             self.ddl_replay_armed = True
+        elif kind == "unavailable":
+            self.unavailable = True
         else:
             raise ValueError(f"unknown fault {kind!r}")
         return self.injected - before
