@@ -563,15 +563,8 @@ class Cluster:
                     "SIM:ErrTooManyChangefeeds",
                 )
             self._check_range(spec)
-            feed = Feed(
-                self._zoned(spec),
-                open_sink_,
-                retain,
-                flush_each=flush_each,
-                announce=announce,
-                registry=self.registry,
-                history=self.changes_since,
-                retry=self.retry,
+            feed = self._new_feed(
+                spec, open_sink_, retain, flush_each=flush_each, announce=announce
             )
             past = self.changes_since(spec.start_ts)
             if past:
@@ -582,6 +575,24 @@ class Cluster:
                     raise
             self.feeds[spec.id] = feed
             return feed
+
+    def _new_feed(
+        self,
+        spec: FeedSpec,
+        open_sink_: Callable[[Changefeed], Sink],
+        retain: Retain,
+        **options: Any,
+    ) -> Feed:
+        """A changefeed of this cluster: its time zone, registry, history and retries."""
+        return Feed(
+            self._zoned(spec),
+            open_sink_,
+            retain,
+            registry=self.registry,
+            history=self.changes_since,
+            retry=self.retry,
+            **options,
+        )
 
     def _zoned(self, spec: FeedSpec) -> FeedSpec:
         """The spec with the cluster's time zone as TiCDC's --tz (simple names it)."""
@@ -625,16 +636,7 @@ class Cluster:
                 before.target,
             )
             kept = old.handed_over() if same_files else None
-            feed = Feed(
-                self._zoned(spec),
-                open_sink_,
-                retain,
-                since=old,
-                kept=kept,
-                registry=self.registry,
-                history=self.changes_since,
-                retry=self.retry,
-            )
+            feed = self._new_feed(spec, open_sink_, retain, since=old, kept=kept)
             feed.state = "stopped"
             self.feeds[spec.id] = feed
         if not same_files:
