@@ -228,13 +228,15 @@ def test_an_atomic_write_that_fails_leaves_the_file_as_it_was(
     assert target.read_bytes() == b'{"checkpoint-ts":1}'
 
 
+@pytest.mark.parametrize("update", [False, True], ids=["resumed", "updated-then-resumed"])
 @pytest.mark.parametrize("scheme", ["jsonl", "parquet"])
 def test_a_changefeed_resumed_after_a_full_disk_loses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str, update: bool
 ) -> None:
-    """The write that failed took lines (jsonl) or an unfinished file (parquet) with it;
-    resumed once space is back, the changefeed restarts from what is on disk, and a
-    TiCDC-style consumer of the files rebuilds the cluster's table."""
+    """The write that failed took lines (jsonl) or an unfinished file (parquet, with rows
+    sent before it) with it; resumed once space is back (or updated, then resumed), the
+    changefeed goes on from what is on disk, and a TiCDC-style consumer of the files
+    rebuilds the cluster's table."""
     from support_changelog import consumed, merged, rebuild
 
     uri = f"{scheme}://out?protocol=canal-json&enable-tidb-extension=true"
@@ -255,19 +257,26 @@ def test_a_changefeed_resumed_after_a_full_disk_loses_nothing(
             sql(f"INSERT INTO t VALUES ({i}, 'v{i}'); UPDATE t SET v = 'u{i}' WHERE id = {i};")
         if scheme == "jsonl":
             monkeypatch.setattr(jsonl.os, "write", _enospc_after_half(os.write))
-        else:
+        else:  # two requests' rows sit in open files, then finishing them fails
+            sink = cluster.feeds["f"].sink.inner
+            sink.clock = lambda: 100
+            sql("INSERT INTO t VALUES (5, 'v5'); INSERT INTO t VALUES (6, 'v6');")
 
             def disk_full(self: pq.ParquetWriter, table: pa.Table, **kwargs: Any) -> None:
                 raise OSError(errno.ENOSPC, FULL)
 
             monkeypatch.setattr(pq.ParquetWriter, "write_table", disk_full)
-        for i in range(5, 8):  # the failure: SQL is answered all the same
+            sink.clock = itertools.count(1000, 10).__next__
+        for i in range(7, 9):  # the failure: SQL is answered all the same
             sql(f"INSERT INTO t VALUES ({i}, 'v{i}');")
         status = client.get("/api/v2/changefeeds/f/status").json()
         assert status["state"] == "failed", status
         assert status["last_error"]["code"] == WRITE_FAILED
         monkeypatch.undo()
         sql("DELETE FROM t WHERE id = 1;")
+        if update:  # the same files, another config: it goes on from what is on disk
+            body = {"sink_uri": uri, "replica_config": {"force_replicate": True}}
+            assert client.put("/api/v2/changefeeds/f", json=body).status_code == 200
         assert client.post("/api/v2/changefeeds/f/resume").status_code == 200
         cluster.tick()  # the supervisor's restart, now rather than within a second
         assert client.get("/api/v2/changefeeds/f/status").json()["state"] == "normal"

@@ -91,3 +91,97 @@ def test_a_stuck_duration_under_thirty_minutes_is_refused_as_ticdc_refuses_it() 
         "replica_config: changefeed_error_stuck_duration: The ChangefeedErrorStuckDuration:"
         "600.000000 must be larger than 1800.000000 Seconds"
     )
+
+
+def _cluster(retry: Retry) -> Any:
+    from ticdc_sim.cluster import Cluster
+
+    cluster = Cluster("c", 1, lock_wait_s=1.0, max_txn_rows=100, settle_heap=False, retry=retry)
+    assert not cluster.execute("CREATE TABLE t (id INT PRIMARY KEY);").failed
+    return cluster
+
+
+def _memory_feed(cluster: Any, feed_id: str, sink: Any = None) -> Any:
+    from ticdc_sim.feed import FeedSpec
+    from ticdc_sim.feedlog import Retain
+    from ticdc_sim.sinks.memory import MemorySink
+
+    uri = "memory://?protocol=canal-json&enable-tidb-extension=true"
+    return cluster.add_feed(FeedSpec(feed_id, uri), lambda _: sink or MemorySink(), Retain())
+
+
+def _rows(feed: Any) -> list[bytes]:
+    return [r.value for r in feed.log.since(0)[0] if r.value and b'"INSERT"' in r.value]
+
+
+def test_a_sink_that_breaks_fails_its_changefeed_only(caplog: pytest.LogCaptureFixture) -> None:
+    """A sink raising what is not a SimError (a bug): the commit stands, its changefeed fails
+    with the error named, and the changefeeds after it still get the transaction."""
+    from ticdc_sim.sinks.memory import MemorySink
+
+    class Broken(MemorySink):
+        def send(self, *args: Any) -> None:
+            raise RuntimeError("boom")
+
+    cluster = _cluster(Retry())
+    broken, fine = _memory_feed(cluster, "broken", Broken()), _memory_feed(cluster, "fine")
+    done = cluster.execute("INSERT INTO t VALUES (1);")
+    assert not done.failed and done.committed
+    assert (broken.state, broken.error_code) == ("failed", "CDC:ErrSinkInvalid")
+    assert broken.error == "internal error in the changefeed's sink: RuntimeError: boom"
+    assert fine.state == "normal" and len(_rows(fine)) == 1
+    assert "changefeed broken: its send failed" in caplog.text  # with its traceback
+
+
+def test_a_failure_after_a_resume_is_retried_not_failed() -> None:
+    """Failed after its stuck duration, then resumed: once it has sent past the point it
+    restarted from, the failure is over, and a later one is retried with a stuck duration of
+    its own."""
+    cluster = _cluster(Retry(0.05, 0.1, stuck_s=0.3))
+    feed = _memory_feed(cluster, "m")
+    feed.arm("unavailable")
+    assert not cluster.execute("INSERT INTO t VALUES (1);").failed
+    assert feed.state == "warning"
+    time.sleep(0.35)  # longer than the stuck duration
+    cluster.tick()
+    assert (feed.state, feed.error_code) == ("failed", "CDC:ErrChangefeedUnretryable")
+    cluster.resume_feed("m")
+    cluster.tick()  # the restart the resume asked for
+    assert feed.state == "normal" and feed.error is None
+    time.sleep(0.35)
+    feed.arm("unavailable")
+    assert not cluster.execute("INSERT INTO t VALUES (2);").failed
+    assert feed.state == "warning"
+    time.sleep(0.12)  # past the backoff, not the stuck duration of this failure
+    cluster.tick()
+    assert feed.state == "normal", (feed.error_code, feed.error)
+    assert len(_rows(feed)) >= 2
+
+
+def test_the_supervisor_stops_without_waiting_for_a_tick_held_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tick waiting for gone brokers does not hold the shutdown past STOP_WAIT_S."""
+    import threading
+
+    from ticdc_sim.service import supervisor
+    from ticdc_sim.service.registry import Registry
+
+    monkeypatch.setattr(supervisor, "STOP_WAIT_S", 0.2)
+    registry = Registry()
+    cluster = registry.add(_cluster(Retry()))
+    entered, release = threading.Event(), threading.Event()
+
+    def held_up() -> None:
+        entered.set()
+        release.wait(30)
+
+    monkeypatch.setattr(cluster, "tick", held_up)
+    watching = supervisor.Supervisor(registry, interval_s=0.01)
+    watching.start()
+    assert entered.wait(5)
+    watching.stop()  # returns although the tick is still held up
+    assert watching._thread.is_alive()
+    release.set()
+    watching._thread.join(5)
+    assert not watching._thread.is_alive()  # and the thread ends with its tick

@@ -110,11 +110,15 @@ def test_a_resumed_changefeed_replicates_from_the_history_and_holds_nothing_whil
         assert _ids(client, "m") == [1, 2, 3]  # in order, each once
         assert client.get("/api/v2/changefeeds/m/status").json()["state"] == "normal"
 
-        # stopped while more commits than the history keeps: resuming is TiCDC's GC error
+        # stopped while more commits than the history keeps: it fails once the history
+        # passes it (TiCDC's GC error), and resuming it is refused as TiCDC refuses it
         assert client.post("/api/v2/changefeeds/m/pause").status_code == 200
         _sql(client, "".join(ROW.format(i) for i in range(4, 12)))
-        assert client.post("/api/v2/changefeeds/m/resume").status_code == 200
         status = client.get("/api/v2/changefeeds/m/status").json()
         assert status["state"] == "failed", status
         assert status["last_error"]["code"] == "CDC:ErrSnapshotLostByGC", status
+        refused = client.post("/api/v2/changefeeds/m/resume")
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error_code"] == "CDC:ErrStartTsBeforeGC"
+        assert "is earlier than or equal to GC safepoint at" in refused.json()["error_msg"]
         assert _ids(client, "m") == [1, 2, 3]

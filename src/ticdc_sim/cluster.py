@@ -45,7 +45,16 @@ from ticdc_sim.encoders.registry import (
     MemoryRegistry,
 )
 from ticdc_sim.errors import SimError, SQLError, WarningEntry, Warnings
-from ticdc_sim.feed import DEFAULT_RETRY, HELD, Change, Feed, FeedSpec, Retry, build_changefeed
+from ticdc_sim.feed import (
+    DEFAULT_RETRY,
+    HELD,
+    SNAPSHOT_LOST,
+    Change,
+    Feed,
+    FeedSpec,
+    Retry,
+    build_changefeed,
+)
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
@@ -118,7 +127,7 @@ class StartTsBeforeGC(SimError):
 class SnapshotLost(SimError):
     """A changefeed's checkpoint older than the history the cluster keeps: it cannot go on."""
 
-    error_code = "CDC:ErrSnapshotLostByGC"
+    error_code = SNAPSHOT_LOST
     retryable = False
 
 
@@ -509,7 +518,10 @@ class Cluster:
             self.free.notify_all()
 
     def _replicate(self, events: list[Change]) -> None:
+        safepoint = self.gc_safepoint
         self._keep(events)
+        if self.gc_safepoint != safepoint:
+            self._fail_behind()
         for feed in list(self.feeds.values()):
             # a failing feed is stopped with its error; the transaction committed upstream
             with contextlib.suppress(SimError):
@@ -533,13 +545,25 @@ class Cluster:
         longer reaches back to it (TiCDC's changefeed behind the GC safepoint)."""
         with self.lock:
             if ts < self.gc_safepoint:
-                raise SnapshotLost(
-                    "fail to create or maintain changefeed due to snapshot loss caused by GC."
-                    f" checkpoint-ts {ts} is earlier than or equal to GC safepoint at"
-                    f" {self.gc_safepoint} (TICDC_SIM_HISTORY_BYTES and"
-                    " TICDC_SIM_HISTORY_EVENTS bound what is kept)"
-                )
+                raise self._snapshot_lost(ts)
             return [e for e in self.history if e.commit_ts > ts]
+
+    def _snapshot_lost(self, ts: int) -> SnapshotLost:
+        return SnapshotLost(
+            "fail to create or maintain changefeed due to snapshot loss caused by GC."
+            f" checkpoint-ts {ts} is earlier than or equal to GC safepoint at"
+            f" {self.gc_safepoint} (TICDC_SIM_HISTORY_BYTES and TICDC_SIM_HISTORY_EVENTS"
+            " bound what is kept)"
+        )
+
+    def _fail_behind(self) -> None:
+        """Changefeeds waiting (stopped, failed, retrying) whose point to go on from the
+        history no longer reaches fail now, as TiCDC fails one the GC safepoint passes, not
+        at their next restart or resume."""
+        for feed in list(self.feeds.values()):
+            point = feed.waiting_at()
+            if point is not None and point < self.gc_safepoint:
+                feed.fail(self._snapshot_lost(point))
 
     # -- changefeeds -----------------------------------------------------------------------
 
@@ -607,11 +631,7 @@ class Cluster:
         elif spec.start_ts > now:
             raise InvalidParam(f"invalid start-ts {spec.start_ts}, larger than current tso {now}")
         elif spec.start_ts <= self.gc_safepoint:
-            raise StartTsBeforeGC(
-                f"fail to create or maintain changefeed because start-ts {spec.start_ts} is"
-                f" earlier than or equal to GC safepoint at {self.gc_safepoint}"
-                " (TICDC_SIM_HISTORY_BYTES and TICDC_SIM_HISTORY_EVENTS bound what is kept)"
-            )
+            raise self._before_gc(spec.start_ts)
         if spec.target_ts and spec.target_ts <= spec.start_ts:
             raise InvalidParam(
                 f"fail to create changefeed because target-ts {spec.target_ts} is earlier"
@@ -645,15 +665,35 @@ class Cluster:
 
     def resume_feed(self, feed_id: str) -> None:
         """Resume a stopped or failed changefeed (the cluster's lock first, then the feed's,
-        as a commit takes them)."""
+        as a commit takes them); refused, as TiCDC's API refuses it, when the history no
+        longer reaches where it would go on from."""
         with self.lock:
-            self.feed(feed_id).resume()
+            feed = self.feed(feed_id)
+            point = feed.waiting_at()
+            lost = feed.error_code == SNAPSHOT_LOST and feed.state == "failed"
+            if lost or (point is not None and point < self.gc_safepoint):
+                raise self._before_gc(feed.checkpoint_ts if point is None else point)
+            feed.resume()
+
+    def _before_gc(self, start_ts: int) -> StartTsBeforeGC:
+        return StartTsBeforeGC(
+            f"fail to create or maintain changefeed because start-ts {start_ts} is earlier"
+            f" than or equal to GC safepoint at {self.gc_safepoint}"
+            " (TICDC_SIM_HISTORY_BYTES and TICDC_SIM_HISTORY_EVENTS bound what is kept)"
+        )
 
     def tick(self) -> None:
-        """The supervisor's look at each changefeed (`Feed.tick`), a sink it restarts into
-        opened first, without the cluster's lock (`Feed.reopen`)."""
-        for feed in list(self.feeds.values()):
-            fresh = feed.reopen()
+        """The supervisor's look at each changefeed (`Feed.tick`). The sinks restarts go
+        into are opened first, at once and without the cluster's lock (`Feed.reopen`): gone
+        brokers take their timeout to say so, for each changefeed at the same time."""
+        feeds = list(self.feeds.values())
+        due = [feed for feed in feeds if feed.restart_due]
+        opened: dict[int, Sink | None] = {}
+        if due:
+            with ThreadPoolExecutor(len(due), thread_name_prefix="reopen") as pool:
+                opened = dict(zip(map(id, due), pool.map(Feed.reopen, due), strict=True))
+        for feed in feeds:
+            fresh = opened.get(id(feed))
             with self.lock:
                 if self.feeds.get(feed.spec.id) is feed:  # not removed meanwhile
                     feed.tick(fresh)

@@ -15,9 +15,11 @@ committed after its checkpoint (for Kafka, what the brokers acknowledged) sent a
 cluster's history, so what was sent after the checkpoint comes twice, as TiCDC's at-least-once
 restart sends it. It is `normal` again once its checkpoint passes the one it restarted from,
 and `failed` (`CDC:ErrChangefeedUnretryable`) when it has not got there within
-`changefeed-error-stuck-duration`. Any other error fails it at once; resuming a failed or
-stopped changefeed replicates from the history too. A stopped or failed changefeed holds
-nothing: what commits meanwhile is the cluster's history's to keep."""
+`changefeed-error-stuck-duration`. Any other error fails it at once (TiCDC retries a refused
+schema or a failed write too; their cause stays until someone acts, so the simulator says so
+at once); resuming a failed or stopped changefeed replicates from the history too. A stopped
+or failed changefeed holds nothing: what commits meanwhile is the cluster's history's to
+keep, and one the history passes fails with TiCDC's GC error."""
 
 from __future__ import annotations
 
@@ -76,6 +78,7 @@ HELD = ("stopped", "failed")
 SINK_FAILED = "CDC:ErrSinkInvalid"  # a failed send that names no code of its own
 STUCK = "CDC:ErrChangefeedUnretryable"  # retried for longer than the stuck duration
 REOPEN_FAILED = "CDC:ErrKafkaNewProducer"  # the one sink reopened on a restart is Kafka's
+SNAPSHOT_LOST = "CDC:ErrSnapshotLostByGC"
 
 
 @dataclass(frozen=True)
@@ -218,10 +221,14 @@ class Feed:
 
     @property
     def checkpoint_ts(self) -> int:
-        """TiCDC's checkpoint: what the brokers acknowledged (a Kafka sink's), else what
-        was sent; never before start-ts, never back."""
+        """TiCDC's checkpoint: what the brokers acknowledged (a Kafka sink's), what is on
+        disk (a file sink's), else what was sent; never before start-ts."""
         inner = self.sink.inner
-        sent = inner.acknowledged_ts() if isinstance(inner, Confirmed) else self.sent_ts
+        if isinstance(inner, Confirmed):
+            return max(inner.acknowledged_ts(), self.floor)
+        sent = self.sent_ts
+        if isinstance(inner, OnDisk):  # a failed write takes what it had not written
+            sent = min(sent, inner.durable_ts())
         return max(sent, self.floor)
 
     @property
@@ -249,14 +256,19 @@ class Feed:
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
-        """A send that fails: `warning` and a restart later when TiCDC retries the error,
-        `failed` at once otherwise (a schema its registry refused: TiCDC retries, and
-        every retry meets the same refusal until it gives up)."""
+        """A send that fails: `warning` and a restart later for an error marked
+        `retryable` (Kafka's), `failed` at once otherwise (see the module's docstring); a
+        sink's bug fails this changefeed alone, never the commit or the others."""
         try:
             yield
         except SimError as e:
             self._failed(e)
             raise
+        except Exception as e:  # a sink's bug: this changefeed fails, never the others
+            _LOG.exception("changefeed %s: its send failed", self.spec.id)
+            error = SimError(f"internal error in the changefeed's sink: {type(e).__name__}: {e}")
+            self._failed(error)
+            raise error from e
         # a checkpoint counts once its send returned: one that failed vouches for nothing
         self.sent_ts = self.pipeline.summary.checkpoint_ts
 
@@ -284,8 +296,13 @@ class Feed:
         return (
             self.broken
             and self.state in ("normal", "warning")
-            and self.retry_at <= (time.monotonic())
+            and (self.retry_at <= time.monotonic())
         )
+
+    @property
+    def restart_due(self) -> bool:
+        """A restart into a new sink is due (`reopen` opens it)."""
+        return self._due() and isinstance(self.sink.inner, Confirmed)
 
     def reopen(self) -> Sink | None:
         """A broker's new sink for a restart that is due, opened (and its topic made again)
@@ -297,10 +314,13 @@ class Feed:
             if time.monotonic() - self.failing_since >= self._stuck_s():
                 return None  # `tick` fails it
         feed = self.changefeed
+        sink: Sink | None = None
         try:
             sink = self.open_sink(feed)
             sink.partition_count(feed.topic, feed.partition_num if feed.partition_num_set else None)
         except SimError as e:  # brokers still gone: retried after the next backoff
+            if isinstance(sink, Confirmed):
+                sink.discard()
             with self.lock:
                 self.attempts += 1
                 self._warn(REOPEN_FAILED, f"new kafka producer: {e}")
@@ -337,8 +357,11 @@ class Feed:
             self.attempts += 1
             with contextlib.suppress(SimError):  # it is a warning again, retried later
                 self._restart(fresh)
-        if self.state == "warning" and not self.broken and self.checkpoint_ts > self.warned_at_ts:
-            self.state, self.failing_since = "normal", 0.0
+        if self.failing_since and not self.broken and self.checkpoint_ts > self.warned_at_ts:
+            # past the point it restarted from: the failure is over (a resumed one's too)
+            self.failing_since, self.attempts = 0.0, 0
+            if self.state == "warning":
+                self.state = "normal"
 
     def _stuck_s(self) -> float:
         if self.retry.stuck_s is not None:
@@ -351,9 +374,7 @@ class Feed:
         sending what committed since."""
         old = self.pipeline
         inner = self.sink.inner
-        point = self.checkpoint_ts
-        if isinstance(inner, OnDisk):  # what a failed write took with it is sent again
-            point = max(self.spec.start_ts, min(point, inner.durable_ts()))
+        point = self.checkpoint_ts  # a file sink's: what is on disk
         self.floor = point
         if fresh is not None:
             if isinstance(inner, Confirmed):
@@ -367,6 +388,20 @@ class Feed:
         self.error = None
         with self._failing():
             self._push(self.history(point))
+
+    def waiting_at(self) -> int | None:
+        """Where it goes on from the history when it restarts or is resumed; None when it
+        is sending, finished, or lost that history already."""
+        with self.lock:
+            if self.state == "finished" or self.error_code == SNAPSHOT_LOST:
+                return None
+            if self.broken:
+                return self.checkpoint_ts
+            return max(self.pipeline.seen_ts, self.floor) if self.state in HELD else None
+
+    def fail(self, error: SimError) -> None:
+        with self.lock:
+            self._failed(error)
 
     def pause(self) -> None:
         with self.lock:

@@ -114,7 +114,6 @@ class _Clusters(Collector):
             errors.add_metric([cluster.id], cluster.errors)
             transactions.add_metric([cluster.id], cluster.transactions)
             events.add_metric([cluster.id], cluster.events)
-            # package B's (issue 28): the ignore goes once it is merged
             history.add_metric([cluster.id], cluster.history_size)
             safepoint.add_metric([cluster.id], physical_ms(cluster.gc_safepoint))
             for feed_id, feed in list(cluster.feeds.items()):

@@ -13,6 +13,7 @@ from ticdc_sim.service.registry import Registry
 
 _LOG = logging.getLogger("ticdc_sim.service")
 TICK_S = 1.0  # TiCDC's owner tick
+STOP_WAIT_S = 5.0
 
 
 class Supervisor:
@@ -26,14 +27,18 @@ class Supervisor:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stops ticking; a tick under way finishes first (changefeeds close after it)."""
+        """Stops ticking. A tick under way is waited for a few seconds, not for the brokers
+        it may be waiting for: the changefeeds close regardless (their own locks order them
+        with it), and the thread, a daemon, goes with the process."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(STOP_WAIT_S)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             for cluster in list(self.registry):
+                if self._stop.is_set():
+                    return
                 try:
                     cluster.tick()
                 except SimError as e:  # a changefeed's own error is in its state already

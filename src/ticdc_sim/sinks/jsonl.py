@@ -171,6 +171,10 @@ class JsonlFiles:
     def resolved(self, topic: str, partition: int, ts: int) -> None:
         self._resolved = max(self._resolved, ts)
 
+    def passed(self, ts: int) -> None:
+        """A checkpoint with no record (canal-json without the TiDB extension)."""
+        self._resolved = max(self._resolved, ts)
+
     def flush(self) -> None:
         for out in self.files.values():
             if out.buffer:

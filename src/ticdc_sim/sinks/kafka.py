@@ -244,7 +244,10 @@ class KafkaSink:
         """The partition count the dispatchers use for `topic`, creating it if missing."""
         found = self.topics.get(topic)
         if found is None:
-            found = self.topics[topic] = self._ensure(topic, wanted)
+            try:
+                found = self.topics[topic] = self._ensure(topic, wanted)
+            except KafkaException as e:  # brokers gone: TiCDC's changefeed retries it
+                raise self._failed(KafkaSendFailed(f"topic {topic}: {_reason(e)}")) from None
         return found
 
     def _ensure(self, topic: str, wanted: int | None) -> int:
@@ -325,6 +328,10 @@ class KafkaSink:
                         headers=headers,
                     )
                     break
+                except KafkaException as e:  # refused before it was queued
+                    state.sent += done
+                    failed = KafkaSendFailed(f"{topic}[{partition}]: {_reason(e)}")
+                    raise self._failed(failed) from None
                 except BufferError:  # the local queue is full: let deliveries drain it
                     now = time.monotonic()
                     if deadline is None:

@@ -225,6 +225,12 @@ class ParquetSink(StagedSink):
         out.mark_checkpoint()
         out.last_ts = ts
 
+    def passed(self, ts: int) -> None:
+        """A checkpoint with no record (canal-json without the TiDB extension): what each
+        open file holds is covered by it."""
+        for out in self.files.values():
+            out.last_ts = ts
+
     def durable_ts(self) -> int:
         """The checkpoint every partition's finished files reach (0: one has none yet)."""
         partitions = self.durable.keys() | self.files.keys()
