@@ -98,6 +98,71 @@ def test_mariadb_answers_a_connection_over_max_connections_alike() -> None:
         db.stop()
 
 
+def _silent(port: int) -> socket.socket:
+    """A socket that connects and never answers the greeting."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    return sock
+
+
+def test_sockets_in_the_handshake_are_bounded_too(server: Server) -> None:
+    """As many sockets may sit in the handshake as connections may be open: one more is
+    closed at once, without a greeting; once they go, clients get in again."""
+    silent = [_silent(server.mysql_port) for _ in range(CONNECTIONS)]
+    try:
+        for sock in silent:
+            assert sock.recv(4)  # greeted
+        extra = _silent(server.mysql_port)
+        try:
+            assert extra.recv(4) == b""  # closed, nothing said
+        finally:
+            extra.close()
+    finally:
+        for sock in silent:
+            sock.close()
+    deadline = 50
+    while True:  # the server sees the closed sockets go
+        try:
+            connection = server.mysql()
+            break
+        except pymysql.OperationalError:
+            deadline -= 1
+            assert deadline, "no place freed"
+            threading.Event().wait(0.1)
+    connection.close()
+
+
+def test_a_client_that_never_finishes_the_handshake_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MySQL's connect_timeout: the socket is closed once it passes, nothing said."""
+    from ticdc_sim.service import mysql
+    from ticdc_sim.service.registry import Registry
+    from ticdc_sim.service.settings import Settings
+
+    monkeypatch.setattr(mysql, "CONNECT_TIMEOUT_S", 0.2)
+
+    async def run() -> bytes:
+        listening = socket.create_server(("127.0.0.1", 0))
+        port = listening.getsockname()[1]
+        settings = Settings(mysql_port=port, max_connections=4)
+        served = await mysql.start(settings, Registry(), listening)
+        assert served is not None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            greeting = await reader.read(4)
+            assert greeting
+            rest = await asyncio.wait_for(reader.read(), 5)  # to the end: the server closed
+            writer.close()
+            return rest
+        finally:
+            served.close()
+            await served.wait_closed()
+
+    rest = asyncio.run(run())
+    # the end of the greeting, then the end of the stream: closed, no error packet after it
+    assert rest.endswith(b"mysql_native_password\x00")
+
+
 def _prepare(w: Wire, sql: str) -> int:
     """COM_STMT_PREPARE; its definitions (parameters, then result columns) read."""
     w.command(b"\x16" + sql.encode())

@@ -467,6 +467,10 @@ def _preparable(session: SimSession, sql: str) -> tuple[list[tuple[int, int]], l
     return marks, prepared_labels(sql) if select else None
 
 
+# MySQL's connect_timeout (and TiDB's): a client has this long to finish the handshake
+CONNECT_TIMEOUT_S = 10.0
+
+
 class SimConnection(Connection):
     """A client's connection: the handshake, then commands until it quits or goes."""
 
@@ -482,11 +486,14 @@ class SimConnection(Connection):
 
     async def _start(self) -> None:
         try:
-            if not await self.connection_phase():
-                return  # refused: the error is sent, the connection ends (MySQL)
-            await self.session.init(self)  # the database asked for: 1049 instead of the OK
-            await self.stream.write(self._ok())
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                if not await self.connection_phase():
+                    return  # refused: the error is sent, the connection ends (MySQL)
+                await self.session.init(self)  # the database asked for: 1049, not the OK
+                await self.stream.write(self._ok())
             self.stream.reset_seq()
+        except TimeoutError:  # MySQL's connect_timeout: the socket is closed, nothing said
+            return
         except (ClientGone, asyncio.CancelledError):
             return
         except MysqlError as e:
@@ -945,6 +952,11 @@ class SimServer(MysqlServer):
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         connection: SimConnection
+        if len(self.tasks) - len(self.connections) >= self.max_connections:
+            # as many sockets in the handshake as connections may be open: one more is
+            # closed at once (each holds a file descriptor the HTTP port needs too)
+            writer.close()
+            return
 
         def admitted() -> bool:
             if len(self.connections) >= self.max_connections:
