@@ -135,7 +135,8 @@ class Feed:
         self.spec = spec
         self.flush_each = flush_each
         self.created: float = since.created if since else time.time()
-        # TiCDC's checkpoint starts at start-ts and never goes back
+        # TiCDC's checkpoint starts at start-ts; it goes back only to what a file sink has on
+        # disk after a failed write (a restart's)
         self.floor = since.checkpoint_ts if since else spec.start_ts
         # TiCDC's FeedState: normal | warning | stopped | failed | finished
         self.state = "normal"
