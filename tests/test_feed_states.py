@@ -185,3 +185,20 @@ def test_the_supervisor_stops_without_waiting_for_a_tick_held_up(
     release.set()
     watching._thread.join(5)
     assert not watching._thread.is_alive()  # and the thread ends with its tick
+
+
+def test_the_python_api_says_a_retryable_failure_at_once() -> None:
+    """No supervisor retries a changefeed of the Python API: an error the service would
+    retry (`warning`) ends its sending, said as ChangefeedFailed with the error."""
+    from ticdc_sim import ChangefeedFailed, Simulator
+
+    with Simulator() as sim:
+        feed = sim.changefeed("memory://?protocol=canal-json&enable-tidb-extension=true")
+        sim.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        feed._feed.faulty.inject("unavailable")
+        with pytest.raises(ChangefeedFailed) as caught:
+            sim.execute("INSERT INTO t VALUES (1)")
+            feed.checkpoint()
+        assert "kafka async send message failed (fault: unavailable)" in str(caught.value)
+        assert feed.error == "kafka async send message failed (fault: unavailable)"
+        assert feed._feed.state == "warning"

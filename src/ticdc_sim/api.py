@@ -70,7 +70,8 @@ PathLike = (str, os.PathLike)
 
 
 class ChangefeedFailed(SimError):
-    """A changefeed's sink failed (the changefeed stopped, as TiCDC's does); `results`: what
+    """A changefeed's sink failed (the changefeed sends no more: the Python API has no
+    supervisor to retry it, as the service's does); `results`: what
     the statements of the call that found it did (they committed upstream)."""
 
     def __init__(self, message: str, results: list[Result]) -> None:
@@ -103,8 +104,12 @@ class Changefeed:
 
     @property
     def error(self) -> str | None:
-        """Why it stopped, if its sink failed (the upstream goes on)."""
-        return self._feed.error
+        """Why it sends no more, if its sink failed (the upstream goes on): its error, or
+        the error a service would retry (`warning`)."""
+        feed = self._feed
+        if feed.error is None and feed.broken and feed.last_warning is not None:
+            return feed.last_warning.message
+        return feed.error
 
     @property
     def id(self) -> str:
@@ -164,7 +169,8 @@ class Changefeed:
 
     @contextlib.contextmanager
     def _said(self) -> Iterator[None]:
-        """A send that fails here stopped the changefeed (`Feed._failing`): said once."""
+        """A send that fails here ends the changefeed's sending (`Feed._failing`): said
+        once."""
         try:
             yield
         except SimError as e:
@@ -483,7 +489,7 @@ class Simulator:
         return list(self._feeds.values())
 
     def _check_feeds(self, results: list[Result] | None = None) -> None:
-        """A changefeed whose sink failed is stopped with its error (as TiCDC's fails),
+        """A changefeed whose sink failed sends no more (no supervisor retries it here),
         said once, as `ChangefeedFailed` carrying what the statements did (they committed
         upstream)."""
         for handle in self._feeds.values():
