@@ -51,7 +51,7 @@ class Load:
     def __init__(self, server: Server, after: Load | None = None) -> None:
         """`after`: a load stopped before, whose transactions this one goes on from."""
         self.server = server
-        self.first = 1 + (after.count if after else 0)
+        self.first = 1 + (len(after.committed) if after else 0)
         self.committed: list[str] = list(after.committed) if after else []  # commit order
         self.last_ts = 0
         self.failures: list[str] = []
@@ -68,10 +68,6 @@ class Load:
     def stop(self) -> None:
         self.done.set()
         self.thread.join()
-
-    @property
-    def count(self) -> int:
-        return self.first - 1 + len(self.committed) - len(self.committed[: self.first - 1])
 
     def _run(self) -> None:
         for i in itertools.count(self.first):
