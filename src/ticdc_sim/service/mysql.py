@@ -53,8 +53,8 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 
 from ticdc_sim.cluster import Cluster, Outcome, SessionState, next_connection_id
 from ticdc_sim.errors import SQLError, sqlstate
-from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.script import RawStatement, split_script
+from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES
 from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.service.mysql_wire import (

@@ -30,9 +30,9 @@ from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.engine import SERVER_VARIABLES
 from ticdc_sim.generator.sql.labels import select_labels
 from ticdc_sim.generator.sql.script import parse_one
+from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES
 
 MAX_PACKET = int(SERVER_VARIABLES["max_allowed_packet"])  # what a client may send
 MAX_PREPARED = 16382  # max_prepared_stmt_count

@@ -70,6 +70,12 @@ from ticdc_sim.generator.sql.store import (
     entry_size,
     entry_too_large,
 )
+from ticdc_sim.generator.sql.sysvars import (
+    CHARSET_VARIABLES,
+    KNOWN_VARIABLES,
+    SERVER_VARIABLES,
+    SWITCH_VARIABLES,
+)
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
     TIDB_DEFAULT_SQL_MODE,
@@ -109,70 +115,6 @@ if RowChangedEvent._fields != BULK_EVENT_FIELDS:  # pragma: no cover - a program
     raise ImportError(f"_insert_events builds {BULK_EVENT_FIELDS}, not {RowChangedEvent._fields}")
 _LONG_STATEMENT = 64 * 1024  # characters; see Engine._execute_raw
 _Stmt = TypeVar("_Stmt", bound=Statement | RawStatement)
-_CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
-# accepted without effect here, each session answering what it set (those with an effect
-# are in SESSION_VARIABLES); the switches answer 1 or 0, as MySQL does
-_KNOWN_VARIABLES = {
-    "names",
-    "collation_connection",
-    "foreign_key_checks",
-    "unique_checks",
-    "sql_notes",
-    "tidb_txn_mode",
-    "tx_isolation",
-    "transaction_isolation",
-}
-_SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
-
-
-TIDB_RELEASE = "v8.5.0"
-# Read-only server variables as a TiDB of that release answers them: what drivers, ORMs and
-# the mysql client ask on connect (pkg/sessionctx/variable/sysvar.go defaults)
-SERVER_VARIABLES: dict[str, Any] = {
-    "version": f"8.0.11-TiDB-{TIDB_RELEASE}",
-    "version_comment": "TiDB Server (Apache License 2.0) Community Edition, MySQL 8.0 compatible",
-    "tidb_version": (
-        f"Release Version: {TIDB_RELEASE}\nEdition: Community\n"
-        "Git Commit Hash: ticdc-sim\nStore: tikv (simulated by ticdc-sim)"
-    ),
-    "version_compile_os": "linux",
-    "version_compile_machine": "x86_64",
-    "character_set_client": "utf8mb4",
-    "character_set_connection": "utf8mb4",
-    "character_set_results": "utf8mb4",
-    "character_set_server": "utf8mb4",
-    "character_set_database": "utf8mb4",
-    "collation_connection": "utf8mb4_bin",
-    "collation_server": "utf8mb4_bin",
-    "collation_database": "utf8mb4_bin",
-    "transaction_isolation": "REPEATABLE-READ",
-    "tx_isolation": "REPEATABLE-READ",
-    "transaction_read_only": 0,
-    "tx_read_only": 0,
-    "lower_case_table_names": 2,
-    "max_allowed_packet": 67108864,
-    "net_buffer_length": 16384,
-    "net_write_timeout": 60,
-    "wait_timeout": 28800,
-    "interactive_timeout": 28800,
-    "auto_increment_increment": 1,
-    "auto_increment_offset": 1,
-    "system_time_zone": "UTC",
-    "license": "Apache License 2.0",
-    "init_connect": "",
-    "performance_schema": 0,
-    "sql_select_limit": 18446744073709551615,
-    "query_cache_size": 1048576,
-    "query_cache_type": "OFF",
-    "have_ssl": "DISABLED",
-    "port": 4000,
-    "tidb_txn_mode": "pessimistic",
-    # what mysqldump's files save and restore (TiDB's noop sysvars, and foreign_key_checks
-    # as TiDB has it since v6.6)
-    "foreign_key_checks": 1,
-    "unique_checks": 1,
-    "sql_notes": 1,
-}
 
 
 @dataclass(frozen=True)
@@ -296,8 +238,8 @@ class Engine:
         self.sql_mode = DEFAULT_SQL_MODE
         self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
         # character_set_client (how statements are read), _connection and _results
-        self.charsets: dict[str, str | None] = {name: "utf8mb4" for name in _CHARSET_VARIABLES}
-        self.noop_values: dict[str, Any] = {}  # _KNOWN_VARIABLES this session set
+        self.charsets: dict[str, str | None] = {name: "utf8mb4" for name in CHARSET_VARIABLES}
+        self.noop_values: dict[str, Any] = {}  # KNOWN_VARIABLES this session set
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
         self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
         self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
@@ -1514,7 +1456,7 @@ def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
 def _set(engine: Engine, node: exp.Set, source: str) -> None:
     for item in node.expressions:
         if item.text("kind").upper() == "NAMES":
-            engine.set_charset(_CHARSET_VARIABLES, item.this.name)
+            engine.set_charset(CHARSET_VARIABLES, item.this.name)
             continue
         assignment = item.this
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
@@ -1545,8 +1487,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             value = evaluate_constant(value_node, engine)
         if own is not None:
             own.set(engine, value)
-        elif name in _KNOWN_VARIABLES:
-            switch = name in _SWITCH_VARIABLES
+        elif name in KNOWN_VARIABLES:
+            switch = name in SWITCH_VARIABLES
             engine.noop_values[name] = int(_switch(name, value)) if switch else value
         else:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
@@ -1632,7 +1574,7 @@ SESSION_VARIABLES: dict[str, SessionVariable] = {
     "time_zone": SessionVariable(
         lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
     ),
-    **{name: _charset_variable(name) for name in _CHARSET_VARIABLES},
+    **{name: _charset_variable(name) for name in CHARSET_VARIABLES},
     **{
         name: SessionVariable(lambda e: False, _set_read_only, lambda e: False)
         for name in ("tx_read_only", "transaction_read_only")

@@ -30,9 +30,10 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from ticdc_sim.errors import SQLError, WarningEntry
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.engine import SERVER_VARIABLES, SESSION_VARIABLES, Engine, ResultSet
+from ticdc_sim.generator.sql.engine import SESSION_VARIABLES, Engine, ResultSet
 from ticdc_sim.generator.sql.evaluate import Context, Scope, compile_expr, like, truth
 from ticdc_sim.generator.sql.script import parse_one
+from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES
 from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.model.mysql import DEFAULT_COLLATION_OF, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo

@@ -1,0 +1,76 @@
+"""TiDB's system variables as the simulated server has them: the server's values that
+drivers, ORMs and the mysql client read on connect, and which variables a session may set.
+
+The values are a TiDB of `TIDB_RELEASE` (`pkg/sessionctx/variable/sysvar.go` defaults). The
+variables a session's SET changes in effect are the engine's `SESSION_VARIABLES`; those here in
+`KNOWN_VARIABLES` are accepted and answered back without an effect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
+# accepted without effect here, each session answering what it set (those with an effect
+# are in SESSION_VARIABLES); the switches answer 1 or 0, as MySQL does
+KNOWN_VARIABLES = {
+    "names",
+    "collation_connection",
+    "foreign_key_checks",
+    "unique_checks",
+    "sql_notes",
+    "tidb_txn_mode",
+    "tx_isolation",
+    "transaction_isolation",
+}
+SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
+
+
+TIDB_RELEASE = "v8.5.0"
+# Read-only server variables as a TiDB of that release answers them: what drivers, ORMs and
+# the mysql client ask on connect (pkg/sessionctx/variable/sysvar.go defaults)
+SERVER_VARIABLES: dict[str, Any] = {
+    "version": f"8.0.11-TiDB-{TIDB_RELEASE}",
+    "version_comment": "TiDB Server (Apache License 2.0) Community Edition, MySQL 8.0 compatible",
+    "tidb_version": (
+        f"Release Version: {TIDB_RELEASE}\nEdition: Community\n"
+        "Git Commit Hash: ticdc-sim\nStore: tikv (simulated by ticdc-sim)"
+    ),
+    "version_compile_os": "linux",
+    "version_compile_machine": "x86_64",
+    "character_set_client": "utf8mb4",
+    "character_set_connection": "utf8mb4",
+    "character_set_results": "utf8mb4",
+    "character_set_server": "utf8mb4",
+    "character_set_database": "utf8mb4",
+    "collation_connection": "utf8mb4_bin",
+    "collation_server": "utf8mb4_bin",
+    "collation_database": "utf8mb4_bin",
+    "transaction_isolation": "REPEATABLE-READ",
+    "tx_isolation": "REPEATABLE-READ",
+    "transaction_read_only": 0,
+    "tx_read_only": 0,
+    "lower_case_table_names": 2,
+    "max_allowed_packet": 67108864,
+    "net_buffer_length": 16384,
+    "net_write_timeout": 60,
+    "wait_timeout": 28800,
+    "interactive_timeout": 28800,
+    "auto_increment_increment": 1,
+    "auto_increment_offset": 1,
+    "system_time_zone": "UTC",
+    "license": "Apache License 2.0",
+    "init_connect": "",
+    "performance_schema": 0,
+    "sql_select_limit": 18446744073709551615,
+    "query_cache_size": 1048576,
+    "query_cache_type": "OFF",
+    "have_ssl": "DISABLED",
+    "port": 4000,
+    "tidb_txn_mode": "pessimistic",
+    # what mysqldump's files save and restore (TiDB's noop sysvars, and foreign_key_checks
+    # as TiDB has it since v6.6)
+    "foreign_key_checks": 1,
+    "unique_checks": 1,
+    "sql_notes": 1,
+}
