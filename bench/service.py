@@ -103,11 +103,14 @@ class Tally:
         self.rows = 0  # row changes committed, as the answers count them
         self.lock = threading.Lock()
 
+    def percentiles(self) -> tuple[float, float]:
+        """p50 and p99 of the latencies, in ms."""
+        lat = sorted(self.latencies)
+        return statistics.median(lat) * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+
     def report(self, mode: str, seconds: float, transactions: int) -> float:
         rows = self.rows
-        lat = sorted(self.latencies)
-        p50 = statistics.median(lat) * 1000
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+        p50, p99 = self.percentiles()
         print(
             f"{mode:<6} {transactions:>7,} txns  {rows / seconds:>9,.0f} rows/s"
             f"  p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  errors {len(self.errors)}"
@@ -262,15 +265,13 @@ class PoolTally(Tally):
         self.retried = {code: 0 for code in RETRIED}
 
     def pool_report(self, label: str, seconds: float, lock_waits: int | None) -> float:
-        lat = sorted(self.latencies)
-        p50 = statistics.median(lat) * 1000
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-        rate = len(lat) / seconds
+        p50, p99 = self.percentiles()
+        rate = len(self.latencies) / seconds
         waits = "-" if lock_waits is None else f"{lock_waits:,}"
         print(
             f"  {label:<20} {rate:>8,.0f} txns/s  p50 {p50:6.1f} ms  p99 {p99:7.1f} ms"
-            f"  deadlocks {self.retried[1213]:>4}  lock-wait timeouts {self.retried[1205]:>3}"
-            f"  lock waits {waits:>5}  errors {len(self.errors)}"
+            + "".join(f"  {name} {self.retried[code]:>4}" for code, name in RETRIED.items())
+            + f"  lock waits {waits:>5}  errors {len(self.errors)}"
         )
         for error in self.errors[:3]:
             print(f"      {error}")
@@ -460,8 +461,7 @@ def report(
         ("changefeeds hold what the replay writes", all(c == expected for c in checks.values())),
     ]
     if http:
-        latencies = sorted(results["http"][0].latencies)
-        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+        _, p99 = results["http"][0].percentiles()
         verdicts += [
             (">= 20k rows/s over HTTP", http >= 20_000),
             (f"p99 < 100 ms over HTTP ({p99:.0f} ms)", p99 < 100),
