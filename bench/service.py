@@ -408,7 +408,9 @@ def main() -> None:
     if unknown:
         parser.error(f"--modes: unknown {', '.join(sorted(unknown))} (http, mysql, pool)")
     data = Path(tempfile.mkdtemp(prefix="ticdc-sim-bench-")) / "data"
-    server = Server.start(data, lock_wait_s=str(LOCK_WAIT_S))
+    # a cluster per client and mode, the pool's and `default`: over the 64 a service holds
+    clusters = str(len(modes) * args.clients + 2)
+    server = Server.start(data, lock_wait_s=str(LOCK_WAIT_S), max_clusters=clusters)
     try:
         results = {}
         checks = {}
