@@ -285,6 +285,22 @@ def test_messages_page_by_topic_partition_and_offset(client: TestClient) -> None
     error_of(client.get("/sim/v1/clusters/default/changefeeds/nope/messages"), 404)
 
 
+def test_a_memory_changefeed_keeps_its_records_once(client: TestClient) -> None:
+    """A memory changefeed's records are kept by its log (up to TICDC_SIM_RETAIN_*) and by
+    nothing else: its sink counts them (a MemorySink kept every one again, for ever)."""
+    made = client.post(
+        "/api/v2/changefeeds",
+        json={"changefeed_id": "mem", "sink_uri": "memory://?protocol=canal-json"},
+    )
+    assert made.status_code == 200, made.text
+    sql(client, SCRIPT)
+    feed = client.app.state.sim.registry.get("default").feed("mem")  # type: ignore[attr-defined]
+    sent = feed_messages(client, feed="mem", limit=10_000, decode=False)["messages"]
+    assert type(feed.sink.inner).__name__ == "BlackholeSink"
+    assert feed.sink.inner.records == len(sent) == feed.log.held == 9
+    assert feed.sink.inner.bytes == sum(len(base64.b64decode(m["value"])) for m in sent)
+
+
 def test_the_service_writes_what_the_cli_writes(tmp_path: Path) -> None:
     """The same script, over HTTP into the default changefeed and through `ticdc-sim replay`:
     the same jsonl files, byte for byte."""

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from ticdc_sim.cluster import Cluster, Conflict, Heap, NotFound, close_all
 from ticdc_sim.config import Changefeed
 from ticdc_sim.sinks import Sink, open_sink
+from ticdc_sim.sinks.memory import BlackholeSink
 
 
 class Registry:
@@ -70,7 +71,11 @@ def default_open_sink(
 ) -> Sink:
     """A service's changefeed runs for as long as the service: file sinks write in place,
     rotate at `file-size` and keep `retain_bytes` at most (0: no cap); Kafka's local queue
-    holds `kafka_queue_bytes` (the setting)."""
+    holds `kafka_queue_bytes` (the setting); a memory changefeed's records are kept by its
+    log (`FeedLog`, up to TICDC_SIM_RETAIN_*) alone, not a second time, for ever, by a
+    MemorySink."""
+    if feed.sink.scheme == "memory":
+        return BlackholeSink()
     return open_sink(
         feed.sink,
         overwrite=True,

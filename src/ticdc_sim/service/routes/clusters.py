@@ -7,6 +7,7 @@ import asyncio
 import base64
 import codecs
 import email.message
+import functools
 import itertools
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -150,9 +151,7 @@ async def _sql(request: Request) -> str:
     """The script of a request: JSON `{"sql": ...}`, or the body itself, in the charset its
     Content-Type names (UTF-8 unless it says; `binary`: its bytes as a script file's)."""
     body = await request.body()
-    header = email.message.Message()
-    header["content-type"] = request.headers.get("content-type", "text/plain")
-    kind = header.get_content_type()
+    kind, charset = _content_type(request.headers.get("content-type", "text/plain"))
     if kind == "application/json":
         try:
             return SQLRequest.model_validate_json(body).sql
@@ -165,7 +164,6 @@ async def _sql(request: Request) -> str:
     # curl --data-binary sends form-encoded by default: the body is still the script
     if kind not in ("text/plain", "application/sql", "application/x-www-form-urlencoded"):
         raise BadRequest(f'send the SQL as text/plain or as JSON {{"sql": ...}}, not {kind}')
-    charset = str(header.get_param("charset", "utf-8"))
     if charset.lower() == "binary":  # bytes as a script file's are read (a mysqldump's blobs)
         return decode_script(body)
     try:
@@ -177,6 +175,15 @@ async def _sql(request: Request) -> str:
             f"the body is not {charset.upper()} (byte {e.start}); to send bytes as a script"
             " file holds them (a mysqldump's blobs), say charset=binary"
         ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _content_type(header: str) -> tuple[str, str]:
+    """A Content-Type's media type and charset (UTF-8 unless it says), read as email reads
+    it; a client sends the same one each time, so it is read once."""
+    parsed = email.message.Message()
+    parsed["content-type"] = header
+    return parsed.get_content_type(), str(parsed.get_param("charset", "utf-8"))
 
 
 # -- what changefeeds sent ---------------------------------------------------------------------
