@@ -39,8 +39,8 @@ class Blocked(Exception):
     """The statement needs a row `holder` has locked: it is undone and runs again once
     `holder` ends (the caller waits; it is no error of the statement's)."""
 
-    def __init__(self, holder: Hashable, key: Key) -> None:
-        super().__init__(f"waiting for a lock on {key!r}")
+    def __init__(self, holder: Hashable, key: Key | None) -> None:
+        super().__init__(f"waiting for a lock on {key!r}" if key else "waiting for a table")
         self.holder = holder
         self.key = key
 
