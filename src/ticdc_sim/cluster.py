@@ -194,7 +194,7 @@ _SESSION_ATTRS = (
 )
 
 
-@dataclass
+@dataclass(eq=False)  # one object per session: waiters are kept by it
 class SessionState:
     """One client session's side of the engine, swapped in while it runs statements."""
 
@@ -325,7 +325,8 @@ class Cluster:
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()
-        self.free = threading.Condition(self.lock)  # notified when a statement has run
+        self.free = threading.Condition(self.lock)  # notified when a transaction ended
+        self._waiters: set[SessionState] = set()  # sessions waiting for a row lock
         self.lock_wait_s = lock_wait_s
         # what committed, for changefeeds created with a start-ts in the past and for those
         # resuming from their checkpoint; what falls out of it moves the GC safepoint, before
@@ -402,24 +403,15 @@ class Cluster:
         line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
         outcome = Outcome(stmt.text.strip(), line, column)
         with self.free:
-            deadline = time.monotonic() + self.lock_wait_s
-            while True:
-                try:
-                    self._check_open()
-                    events = self._step(session, stmt, outcome)
-                    break
-                except SQLError as e:
-                    outcome.error = e.with_context(stmt.location, stmt.text)
-                    return outcome, []
-                except Blocked as blocked:
-                    session.waiting_for = blocked.holder
-                    try:
-                        self._wait(session, blocked, deadline)
-                    except SQLError as e:
-                        outcome.error = e.with_context(stmt.location, stmt.text)
-                        return outcome, []
-                    finally:
-                        session.waiting_for = None
+            try:
+                events = self._until_done(session, stmt, outcome)
+            except SQLError as e:
+                outcome.error = e.with_context(stmt.location, stmt.text)
+                return outcome, []
+            finally:
+                session.waiting_for = None
+                if session.txn is not None:
+                    self.engine.locks.dequeue(session.txn)  # it has what it waited for
             if events:
                 outcome.commit_ts = events[-1].commit_ts
                 self.transactions += len({e.commit_ts for e in events})
@@ -430,6 +422,19 @@ class Cluster:
             HEAP.settle()
         return outcome, events
 
+    def _until_done(
+        self, session: SessionState, stmt: RawStatement, outcome: Outcome
+    ) -> list[Change]:
+        """The statement run, and run again each time the lock it waited for is free."""
+        deadline = time.monotonic() + self.lock_wait_s
+        while True:
+            self._check_open()
+            try:
+                return self._step(session, stmt, outcome)
+            except Blocked as blocked:
+                session.waiting_for = blocked.holder
+                self._wait(session, blocked, deadline)
+
     def _wait(self, session: SessionState, blocked: Blocked, deadline: float) -> None:
         """The session waits for the transaction in its way to end (the caller then runs
         its statement again): error 1205 at `deadline`, 1213 when its transaction is a
@@ -437,6 +442,8 @@ class Cluster:
         self._flush(session)  # others commit while it waits: what it committed goes first
         engine, txn = self.engine, session.txn
         if txn is not None:
+            if blocked.key is not None:
+                engine.locks.enqueue(txn, blocked.key)
             cycle = cast("list[Transaction] | None", engine.locks.wait(txn, blocked.holder))
             if cycle is not None:
                 chosen = victim(cycle, {t: engine.weight(t) for t in cycle})
@@ -445,6 +452,7 @@ class Cluster:
                     raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
                 chosen.killed = True  # its session, waiting, rolls it back as it wakes
                 self.free.notify_all()
+        self._waiters.add(session)
         try:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -456,6 +464,7 @@ class Cluster:
                 self._abort(session)
                 raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
         finally:
+            self._waiters.discard(session)
             if txn is not None:
                 engine.locks.stop_waiting(txn)
 
@@ -475,6 +484,7 @@ class Cluster:
         engine = self.engine
         session.load(engine)
         before = {w.kind: w.count for w in engine.warnings}
+        ended = engine.ended
         try:
             if not self._answer(session, stmt, outcome):
                 outcome.error = engine.step(stmt)  # an explicit transaction stays open
@@ -493,7 +503,8 @@ class Cluster:
                     w for w in engine.warnings if before.get(w.kind) != w.count
                 ]
             session.store(engine)
-            self.free.notify_all()  # a transaction may have ended: waiters try again
+            if engine.ended != ended:
+                self._wake()
 
     def _answer(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> bool:
         """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
@@ -530,6 +541,13 @@ class Cluster:
         session.load(self.engine)
         self.engine._abort()
         session.store(self.engine)
+        self._wake()
+
+    def _wake(self) -> None:
+        """A transaction ended: every waiting session tries its statement again (and is
+        not waiting until it is blocked again)."""
+        for waiter in self._waiters:
+            waiter.waiting_for = None
         self.free.notify_all()
 
     def _check_open(self) -> None:

@@ -601,22 +601,27 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     offset_fn = compile_expr(offset.expression, Scope()) if offset is not None else None
     key_of = engine.key_order
     exclusive = _lock_mode(node)
+    # a point lookup through a unique index locks the index entry too
+    via = access.index if isinstance(access, _Access) and access.point else None
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
-        if exclusive is not None and len(engine.active) > 1:
-
-            def hits(row: Row) -> bool:
-                ctx.row = row
-                return condition is None or bool(truth(condition(ctx)))
-
-            engine.check_images(table, hits)
         handles = access.handles(ctx) if access is not None else None
         if handles is None:
             rows: Iterable[tuple[Any, Row]] = table.rows.items()
         else:
             get = table.rows.get
             rows = [(handle, row) for handle in handles if (row := get(handle)) is not None]
+        if exclusive is not None:
+            if via is not None:  # the index entry first, then the row (InnoDB's order)
+                engine.lock_entries(table, via, [row for _, row in rows], exclusive)
+            if len(engine.active) > 1:
+
+                def hits(row: Row) -> bool:
+                    ctx.row = row
+                    return condition is None or bool(truth(condition(ctx)))
+
+                engine.check_images(table, hits)
         matched = []
         for handle, row in rows:
             if condition is not None:
@@ -633,7 +638,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
             count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
             matched = matched[start : None if count is None else start + count]
         if exclusive is not None:
-            engine.lock_rows(table, [handle for handle, _ in matched], exclusive)
+            engine.lock_rows(table, matched, exclusive)
         return matched
 
     return match
