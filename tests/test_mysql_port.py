@@ -161,8 +161,12 @@ def test_session_statements_and_reads_never_wait_for_an_open_transaction() -> No
 @pytest.mark.parametrize(
     "sql",
     [
-        "INSERT INTO t VALUES (9, 'nine', 90)",
+        "INSERT INTO t VALUES (1, 'again', 90)",  # the duplicate is known once a ends
+        "INSERT INTO t VALUES (1, 'again', 90) ON DUPLICATE KEY UPDATE v = 'x'",
+        "REPLACE INTO t VALUES (1, 'again', 90)",
         "UPDATE t SET v = 'x' WHERE id = 1",
+        "UPDATE t SET v = 'x' WHERE u = 10",
+        "SELECT id FROM t WHERE id = 1 LOCK IN SHARE MODE",
         "DELETE FROM t",
         "SELECT id FROM t WHERE id = 1 FOR UPDATE",
         "ALTER TABLE t ADD COLUMN w INT",
@@ -183,6 +187,95 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
         "Lock wait timeout exceeded; try restarting transaction",
     )
     assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO t VALUES (9, 'nine', 90)",
+        "UPDATE t SET v = 'x' WHERE id = 2",
+        "UPDATE t SET v = 'x' WHERE u = 20",
+        "DELETE FROM t WHERE id = 2",
+        "SELECT id FROM t WHERE id = 2 FOR UPDATE",
+    ],
+)
+def test_writers_of_other_rows_never_wait(sql: str) -> None:
+    c = cluster(lock_wait_s=5)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT)")
+    run(c, a, "INSERT INTO t VALUES (2, 'two', 20)")
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1, 'one', 10)")
+    started = time.monotonic()
+    run(c, b, sql)
+    assert time.monotonic() - started < 1
+
+
+def test_a_waiting_writer_goes_on_when_the_holder_commits_or_rolls_back() -> None:
+    """The duplicate waits for the transaction holding the row: 1062 once it commits, the
+    insert itself once it rolls back (InnoDB's duplicate check, and TiDB's)."""
+    c = cluster(lock_wait_s=10)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    results: list[Any] = []
+
+    def insert() -> None:
+        (stmt,) = split_script(["INSERT INTO t VALUES (1, 'b')"], "test.sql")
+        outcome, _ = c.run(b, stmt)
+        results.append(outcome.error.code if outcome.error else outcome.affected_rows)
+
+    for end, expected in (("COMMIT", 1062), ("ROLLBACK", 1)):
+        run(c, a, "DELETE FROM t")
+        run(c, a, "BEGIN")
+        run(c, a, "INSERT INTO t VALUES (1, 'a')")
+        waiter = threading.Thread(target=insert)
+        waiter.start()
+        deadline = time.monotonic() + 5
+        while not c.waiting(b) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert c.waiting(b)
+        run(c, a, end)
+        waiter.join(5)
+        assert results.pop() == expected
+        run(c, b, "DELETE FROM t")
+    assert run(c, a, "SELECT id FROM t").rows == []
+
+
+def test_a_deadlock_rolls_back_its_victim_whole_and_the_other_goes_on() -> None:
+    c = cluster(lock_wait_s=10)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    run(c, a, "INSERT INTO t VALUES (1, 0), (2, 0), (3, 0)")
+    before = len(c.history)
+    run(c, a, "BEGIN")
+    run(c, a, "UPDATE t SET v = 1 WHERE id = 1")
+    run(c, a, "UPDATE t SET v = 1 WHERE id = 3")  # a weighs more
+    run(c, b, "BEGIN")
+    run(c, b, "UPDATE t SET v = 2 WHERE id = 2")
+    results: list[Any] = []
+
+    def a_wants_2() -> None:
+        (stmt,) = split_script(["UPDATE t SET v = 1 WHERE id = 2"], "test.sql")
+        outcome, _ = c.run(a, stmt)
+        results.append(outcome.error.code if outcome.error else outcome.affected_rows)
+
+    waiter = threading.Thread(target=a_wants_2)
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while not c.waiting(a) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    error = failure(c, b, "UPDATE t SET v = 2 WHERE id = 1")  # closes the cycle
+    assert (error.code, error.sqlstate, error.message) == (
+        1213,
+        "40001",
+        "Deadlock found when trying to get lock; try restarting transaction",
+    )
+    waiter.join(5)
+    assert results == [1]
+    assert b.txn is None  # b's whole transaction went
+    run(c, a, "COMMIT")
+    assert run(c, b, "SELECT id, v FROM t ORDER BY id").rows == [(1, 1), (2, 1), (3, 1)]
+    assert _stored(c, before) == [(1, 1), (2, 1), (3, 1)]
 
 
 def test_set_names_and_the_charset_variables_answer_what_was_set() -> None:
@@ -232,7 +325,7 @@ def test_a_session_waiting_for_a_lock_stops_waiting_when_the_cluster_ends(
 
     def waits() -> None:
         started = time.monotonic()
-        error = failure(c, b, "INSERT INTO t VALUES (2)")
+        error = failure(c, b, "INSERT INTO t VALUES (1)")
         waited.append((error.code, error.message, time.monotonic() - started))
 
     waiter = threading.Thread(target=waits)
@@ -256,7 +349,7 @@ def test_a_transaction_that_wrote_nothing_holds_nothing() -> None:
     run(c, a, "BEGIN")
     run(c, b, "BEGIN")
     run(c, b, "INSERT INTO t VALUES (2)")
-    assert failure(c, a, "INSERT INTO t VALUES (1)").code == 1205
+    assert failure(c, a, "INSERT INTO t VALUES (2)").code == 1205
     started = time.monotonic()
     c.end(a)  # a wrote nothing: it goes at once
     assert time.monotonic() - started < 0.2
@@ -290,7 +383,8 @@ def test_http_requests_read_beside_an_open_transaction() -> None:
     done = c.execute("SET @a = 1; SELECT id FROM t; SHOW CREATE TABLE t")
     assert [o.error for o in done.outcomes] == [None, None, None]
     assert done.outcomes[1].rows == [(1,)]
-    blocked = c.execute("INSERT INTO t VALUES (3)")
+    assert c.execute("INSERT INTO t VALUES (3)").outcomes[0].error is None
+    blocked = c.execute("INSERT INTO t VALUES (2)")
     assert blocked.outcomes[0].error is not None and blocked.outcomes[0].error.code == 1205
 
 

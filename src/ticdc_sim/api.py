@@ -291,7 +291,7 @@ class Simulator:
         _argument(table, "table", str, "a table's name, 'schema.table' or 'table'")
         named = [(s or self._session.database or "", n) for s, n in table_names(table)]
         engine = self._cluster.engine
-        with self._cluster.lock, committed_view(self._session.txn):
+        with self._cluster.lock, committed_view(self._cluster.engine):
             found = [t for t in (engine.table_state(*name) for name in named) if t is not None]
         if not found:
             raise SQLError(f"Table '{'.'.join(named[0])}' doesn't exist", code=1146)
@@ -410,7 +410,7 @@ class Simulator:
         """The committed rows of every table `changefeed` (else TiCDC by default) replicates;
         the caller holds the cluster's lock."""
         replicated = eligible if changefeed is None else changefeed._feed.pipeline.replicates
-        with committed_view(self._session.txn):
+        with committed_view(self._cluster.engine):
             return [(i, r) for i, r in self._cluster.engine.table_states() if replicated(i)]
 
     def _own(self, changefeed: Changefeed | None) -> None:

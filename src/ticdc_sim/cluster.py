@@ -6,14 +6,13 @@ changefeeds that capture it. Its work is serialised by one lock; different clust
 parallel. The engine holds one session's state at a time, so each client session (an HTTP
 request, a MySQL connection) keeps its own `SessionState` and swaps it in for its statements.
 
-The engine writes in place, so one transaction at a time may hold uncommitted writes: a
-session whose open transaction has written owns the cluster until it commits or rolls back.
-Another session's writes (and DDL, and locking reads) wait (TiDB's pessimistic locks,
-coarsely), up to `lock_wait_s`, then get MySQL's error 1205. What never writes does not wait:
-session statements (SET, USE, BEGIN, COMMIT and ROLLBACK of a transaction that wrote nothing,
-SHOW, DESCRIBE) and reads, which see the committed rows only (TiDB's snapshot read): the
-owner's uncommitted writes are taken out of the tables for the read and put back after
-(`committed_view`), a cost in proportion to the rows it has written.
+Transactions are TiDB's pessimistic ones (generator/sql/locks.py): a statement that needs a
+row another session's transaction holds is undone by the engine (`Blocked`), and its session
+waits here, with the cluster's lock released, until that transaction ends, then runs it again;
+after `lock_wait_s` it gets error 1205 (the statement fails, the transaction stays), and a wait
+that closes a cycle is a deadlock: its victim's transaction is rolled back with error 1213.
+Reads, session statements and SHOW never wait. What a statement commits goes to the
+changefeeds before the lock is released, so they see commits in commit-ts order.
 
 Each changefeed is a `Feed` (`ticdc_sim.feed`), with a `FeedLog` (`ticdc_sim.feedlog`) of
 the records it sent.
@@ -33,11 +32,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
-from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import TokenType
 
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders.registry import (
@@ -56,9 +53,9 @@ from ticdc_sim.feed import (
     build_changefeed,
 )
 from ticdc_sim.feedlog import Retain
-from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql import show
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, ticdc_zone
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, put_rows, ticdc_zone
+from ticdc_sim.generator.sql.locks import DEADLOCK, LOCK_WAIT_TIMEOUT, Blocked, victim
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
@@ -192,10 +189,12 @@ _SESSION_ATTRS = (
     "connection_id",
     "warnings",
     "found_rows",
+    "isolation",
+    "next_isolation",
 )
 
 
-@dataclass
+@dataclass(eq=False)  # one object per session: waiters are kept by it
 class SessionState:
     """One client session's side of the engine, swapped in while it runs statements."""
 
@@ -205,6 +204,9 @@ class SessionState:
     database: str | None = "test"
     values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
     last_warnings: list[WarningEntry] = field(default_factory=list)  # SHOW WARNINGS
+    waiting_for: Any = None  # the transaction whose lock it waits for
+    pending: list[Change] = field(default_factory=list)  # committed, not yet replicated
+    sent: dict[str, int] = field(default_factory=dict)  # records each changefeed sent for it
 
     def load(self, engine: Engine) -> None:
         if not self.values:  # a new session: the server's defaults
@@ -238,11 +240,6 @@ class SessionState:
 # connection ids, one sequence for the service's sessions, MySQL connections and HTTP
 # requests alike (CONNECTION_ID() is the id the MySQL handshake gave)
 next_connection_id = itertools.count(1).__next__
-
-
-def _has_writes(txn: Transaction | None) -> bool:
-    """Whether a transaction holds uncommitted writes (what makes its session the owner)."""
-    return txn is not None and any(txn.first.values())
 
 
 # -- changefeeds: feedlog.py and feed.py ------------------------------------------------------
@@ -328,8 +325,8 @@ class Cluster:
         self.closed = False
         self.stopping = False  # the service is stopping: statements are refused (1053)
         self.lock = threading.RLock()
-        self.free = threading.Condition(self.lock)  # notified when no session owns a txn
-        self.owner: SessionState | None = None
+        self.free = threading.Condition(self.lock)  # notified when a transaction ended
+        self._waiters: set[SessionState] = set()  # sessions waiting for a row lock
         self.lock_wait_s = lock_wait_s
         # what committed, for changefeeds created with a start-ts in the past and for those
         # resuming from their checkpoint; what falls out of it moves the GC safepoint, before
@@ -375,10 +372,11 @@ class Cluster:
         session = self.session()
         outcomes: list[Outcome] = []
         events: list[Change] = []
-        # the whole request under the lock, replicated at its end as the CLI replays a
-        # script: no other session's commit comes between, so commit order holds
+        # the request under the lock, replicated at its end as the CLI replays a script
+        # (the same records, byte for byte); a wait for a row lock lets other sessions in,
+        # so what it committed before is replicated before it waits (commit order holds)
         with self.free:
-            before = {feed_id: feed.log.total for feed_id, feed in self.feeds.items()}
+            session.sent = dict.fromkeys(self.feeds, 0)
             try:
                 for stmt in statements:
                     if deadline is not None and time.monotonic() > deadline:
@@ -391,51 +389,102 @@ class Cluster:
                         break
             finally:
                 self.end(session)
-                if events:
-                    self._replicate(events)
-        sent = {
-            feed_id: feed.log.total - before.get(feed_id, 0) for feed_id, feed in self.feeds.items()
-        }
+                self._flush(session)
+        sent = session.sent
         warnings = [str(w) for w in session.warnings]
         return Execution(outcomes, _committed(events), sent, warnings)
 
     def run(
         self, session: SessionState, stmt: RawStatement, replicate: bool = True
     ) -> tuple[Outcome, list[Change]]:
-        """One statement of a session; what it committed has gone to the changefeeds
-        (unless the caller, holding the lock, replicates it later)."""
+        """One statement of a session, waiting for the row locks it needs; what it
+        committed has gone to the changefeeds (or, with `replicate` False, waits in the
+        session for the caller, holding the lock, to `_flush` it)."""
         line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
         outcome = Outcome(stmt.text.strip(), line, column)
         with self.free:
-            owner = self.owner
-            beside = owner is not None and owner is not session and _writes_nothing(stmt)
             try:
-                self._check_open()
-                if not beside:
-                    self._acquire(session)
+                events = self._until_done(session, stmt, outcome)
             except SQLError as e:
                 outcome.error = e.with_context(stmt.location, stmt.text)
                 return outcome, []
-            if beside:
-                assert owner is not None
-                with committed_view(owner.txn):
-                    events = self._step(session, stmt, outcome)
-            else:
-                events = self._step(session, stmt, outcome)
+            finally:
+                session.waiting_for = None
+                if session.txn is not None:
+                    self.engine.locks.dequeue(session.txn)  # it has what it waited for
             if events:
                 outcome.commit_ts = events[-1].commit_ts
                 self.transactions += len({e.commit_ts for e in events})
+                session.pending += events
                 if replicate:
-                    self._replicate(events)
+                    self._flush(session)
         if self.settle_heap:
             HEAP.settle()
         return outcome, events
+
+    def _until_done(
+        self, session: SessionState, stmt: RawStatement, outcome: Outcome
+    ) -> list[Change]:
+        """The statement run, and run again each time the lock it waited for is free."""
+        deadline = time.monotonic() + self.lock_wait_s
+        while True:
+            self._check_open()
+            try:
+                return self._step(session, stmt, outcome)
+            except Blocked as blocked:
+                session.waiting_for = blocked.holder
+                self._wait(session, blocked, deadline)
+
+    def _wait(self, session: SessionState, blocked: Blocked, deadline: float) -> None:
+        """The session waits for the transaction in its way to end (the caller then runs
+        its statement again): error 1205 at `deadline`, 1213 when its transaction is a
+        deadlock's victim, and 1053 when the service stops meanwhile."""
+        self._flush(session)  # others commit while it waits: what it committed goes first
+        engine, txn = self.engine, session.txn
+        if txn is not None:
+            if blocked.key is not None:
+                engine.locks.enqueue(txn, blocked.key)
+            cycle = cast("list[Transaction] | None", engine.locks.wait(txn, blocked.holder))
+            if cycle is not None:
+                chosen = victim(cycle, {t: engine.weight(t) for t in cycle})
+                if chosen is txn:
+                    self._abort(session)
+                    raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
+                chosen.killed = True  # its session, waiting, rolls it back as it wakes
+                self.free.notify_all()
+        self._waiters.add(session)
+        try:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if txn is not None and txn.implicit:  # an autocommit statement: all of it
+                    self._abort(session)
+                raise SQLError(LOCK_WAIT_TIMEOUT[1], code=LOCK_WAIT_TIMEOUT[0])
+            self.free.wait(left)
+            if txn is not None and txn.killed:
+                self._abort(session)
+                raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
+        finally:
+            self._waiters.discard(session)
+            if txn is not None:
+                engine.locks.stop_waiting(txn)
+
+    def _flush(self, session: SessionState) -> None:
+        """What the session committed and has not replicated, to the changefeeds."""
+        if session.pending:
+            pending, session.pending = session.pending, []
+            for feed_id, count in self._replicate(pending).items():
+                session.sent[feed_id] = session.sent.get(feed_id, 0) + count
+
+    def waiting(self, session: SessionState) -> bool:
+        """Whether the session is waiting for another transaction's lock (tests ask)."""
+        return session.waiting_for is not None
 
     def _step(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> list[Change]:
         """The statement on the engine, in the session's state; what it committed."""
         engine = self.engine
         session.load(engine)
         before = {w.kind: w.count for w in engine.warnings}
+        ended = engine.ended
         try:
             if not self._answer(session, stmt, outcome):
                 outcome.error = engine.step(stmt)  # an explicit transaction stays open
@@ -454,7 +503,8 @@ class Cluster:
                     w for w in engine.warnings if before.get(w.kind) != w.count
                 ]
             session.store(engine)
-            self._release(session)
+            if engine.ended != ended:
+                self._wake()
 
     def _answer(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> bool:
         """A statement that answers with a result set (SHOW, DESCRIBE, SELECT), answered
@@ -483,15 +533,22 @@ class Cluster:
         """A session goes: its open transaction is rolled back. One that wrote nothing
         holds nothing to undo, so a session that goes never waits for another."""
         with self.free:
-            if session.txn is None:
-                return
-            if self.owner is not session:
-                session.values["txn"] = None
-                return
-            session.load(self.engine)
-            self.engine._abort()
-            session.store(self.engine)
-            self._release(session)
+            if session.txn is not None:
+                self._abort(session)
+
+    def _abort(self, session: SessionState) -> None:
+        """The session's transaction is rolled back; waiters for its locks try again."""
+        session.load(self.engine)
+        self.engine._abort()
+        session.store(self.engine)
+        self._wake()
+
+    def _wake(self) -> None:
+        """A transaction ended: every waiting session tries its statement again (and is
+        not waiting until it is blocked again)."""
+        for waiter in self._waiters:
+            waiter.waiting_for = None
+        self.free.notify_all()
 
     def _check_open(self) -> None:
         """A statement of a cluster removed while its client was still connected, or of a
@@ -501,31 +558,20 @@ class Cluster:
         if self.stopping:
             raise SQLError("Server shutdown in progress", code=1053)
 
-    def _acquire(self, session: SessionState) -> None:
-        deadline = time.monotonic() + self.lock_wait_s
-        while self.owner is not None and self.owner is not session:
-            self._check_open()  # woken by a removal or a stop: no lock to wait for
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise SQLError("Lock wait timeout exceeded; try restarting transaction", code=1205)
-            self.free.wait(left)
-
-    def _release(self, session: SessionState) -> None:
-        if _has_writes(self.engine.txn):
-            self.owner = session
-        elif self.owner is session:
-            self.owner = None
-            self.free.notify_all()
-
-    def _replicate(self, events: list[Change]) -> None:
+    def _replicate(self, events: list[Change]) -> dict[str, int]:
+        """Committed events to the history and every changefeed; the records each sent."""
         safepoint = self.gc_safepoint
         self._keep(events)
         if self.gc_safepoint != safepoint:
             self._fail_behind()
-        for feed in list(self.feeds.values()):
+        sent = {}
+        for feed_id, feed in list(self.feeds.items()):
+            before = feed.log.total
             # a failing feed is stopped with its error; the transaction committed upstream
             with contextlib.suppress(SimError):
                 feed.push(events)
+            sent[feed_id] = feed.log.total - before
+        return sent
 
     def _keep(self, events: list[Change]) -> None:
         """The events into the history, the oldest out until both bounds hold."""
@@ -837,61 +883,21 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
     return node
 
 
-# statements that never write, by their first word: they run beside another session's
-# open transaction instead of waiting for it (SELECT: unless it locks rows)
-_SESSION_WORDS = frozenset(
-    {"SET", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "BEGIN", "START", "COMMIT",
-     "ROLLBACK", "SAVEPOINT", "RELEASE", "DO", "SELECT"}
-)  # fmt: skip
-
-
-def _writes_nothing(stmt: RawStatement) -> bool:
-    """Whether a statement of a session whose transaction wrote nothing cannot write: it
-    may run while another session's transaction holds uncommitted writes. (Its own
-    BEGIN, COMMIT or ROLLBACK has no write to commit or undo; the owner is the one that
-    has.)"""
-    try:
-        tokens = d.TiDB().tokenize(stmt.text)
-    except TokenError:  # unreadable: the engine reports it, after waiting its turn
-        return False
-    first = next((t.text.upper() for t in tokens if t.token_type != TokenType.L_PAREN), "")
-    if first not in _SESSION_WORDS:
-        return False
-    if first != "SELECT":
-        return True
-    try:  # FOR UPDATE, LOCK IN SHARE MODE: TiDB locks the rows it reads, so it waits
-        parsed = parse_raw(stmt)
-    except (SQLError, RecursionError):
-        return True  # the engine reports it; it writes nothing
-    node = parsed.expression if parsed is not None else None
-    return not (isinstance(node, exp.Select) and node.args.get("locks"))
-
-
 @contextlib.contextmanager
-def committed_view(txn: Transaction | None) -> Iterator[None]:
-    """The tables without `txn`'s uncommitted writes, as another session's snapshot read
-    sees them: each written key's row as it was before the transaction, put back after."""
-    written = [
-        (table, list(firsts.items())) for table, firsts in (txn.first if txn else {}).items()
-    ]
+def committed_view(engine: Engine) -> Iterator[None]:
+    """The tables as committed: every open transaction's writes taken out while the caller
+    (holding the cluster's lock) reads them, put back after."""
+    images: dict[TableData, dict[Any, Row | None]] = {}
+    for txn in engine.active:
+        for table, firsts in txn.first.items():
+            images.setdefault(table, {}).update(firsts)
+    written = [(table, list(firsts.items())) for table, firsts in images.items()]
     now = [(table, [(h, table.rows.get(h)) for h, _ in keys]) for table, keys in written]
-    _put_rows(written)
+    put_rows(written)
     try:
         yield
     finally:
-        _put_rows(now)
-
-
-def _put_rows(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> None:
-    """Rows put under their keys: every key emptied first, so no unique key is held twice
-    midway (each set of images is whole: a table's state before or after)."""
-    for table, rows in images:
-        for handle, _ in rows:
-            table.put(handle, None)
-    for table, rows in images:
-        for handle, row in rows:
-            if row is not None:
-                table.put(handle, row)
+        put_rows(now)
 
 
 def _committed(events: list[Change]) -> list[Committed]:

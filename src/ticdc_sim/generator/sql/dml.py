@@ -600,6 +600,9 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     limit_fn = compile_expr(limit.expression, Scope()) if limit is not None else None
     offset_fn = compile_expr(offset.expression, Scope()) if offset is not None else None
     key_of = engine.key_order
+    exclusive = _lock_mode(node)
+    # a point lookup through a unique index locks the index entry too
+    via = access.index if isinstance(access, _Access) and access.point else None
 
     def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
@@ -609,6 +612,16 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
         else:
             get = table.rows.get
             rows = [(handle, row) for handle in handles if (row := get(handle)) is not None]
+        if exclusive is not None:
+            if via is not None:  # the index entry first, then the row (InnoDB's order)
+                engine.lock_entries(table, via, [row for _, row in rows], exclusive)
+            if len(engine.active) > 1:
+
+                def hits(row: Row) -> bool:
+                    ctx.row = row
+                    return condition is None or bool(truth(condition(ctx)))
+
+                engine.check_images(table, hits)
         matched = []
         for handle, row in rows:
             if condition is not None:
@@ -624,9 +637,22 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
             start = _row_count(offset_fn(ctx), "OFFSET") if offset_fn is not None else 0
             count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
             matched = matched[start : None if count is None else start + count]
+        if exclusive is not None:
+            engine.lock_rows(table, matched, exclusive)
         return matched
 
     return match
+
+
+def _lock_mode(node: exp.Expr) -> bool | None:
+    """How a statement locks the rows it matches: exclusive (UPDATE, DELETE, FOR
+    UPDATE), shared (LOCK IN SHARE MODE, FOR SHARE) or not at all (a plain read)."""
+    if isinstance(node, exp.Update | exp.Delete):
+        return True
+    locks = node.args.get("locks")
+    if isinstance(node, exp.Select) and locks:
+        return any(lock.args.get("update") for lock in locks)
+    return None
 
 
 def _row_count(value: Any, clause: str) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import repeat
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlglot import exp
 
@@ -47,6 +47,7 @@ from ticdc_sim.generator.sql.evaluate import (
     stable_uuid,
     to_number,
 )
+from ticdc_sim.generator.sql.locks import Blocked, IndexKey, LockTable, Versions
 from ticdc_sim.generator.sql.script import (
     RawStatement,
     Statement,
@@ -188,10 +189,17 @@ class ResultSet(NamedTuple):
     types: list[MySQLType | None]
 
 
-@dataclass
+@dataclass(eq=False)  # one object per transaction: locks and waits are keyed by it
 class Transaction:
     start_ts: int
     location: Location | None = None  # the statement that began it
+    isolation: str = "REPEATABLE-READ"
+    implicit: bool = False  # an autocommit statement's own, committed at its end
+    # the snapshot its plain SELECTs read (REPEATABLE READ: taken at its first read)
+    read_ts: int | None = None
+    killed: bool = False  # chosen as a deadlock's victim while it waited
+    # InnoDB's table intention locks, IS then IX, in the order taken (a deadlock's weight)
+    intents: dict[TableData, tuple[str, ...]] = field(default_factory=dict)
     # per table, each written key's row as it was before the transaction (None: no row)
     first: dict[TableData, dict[Any, Row | None]] = field(default_factory=dict)
     undo: list[_Write | _BulkInsert] = field(default_factory=list)
@@ -260,6 +268,13 @@ class Engine:
         self.user = "root@127.0.0.1"  # USER(), and CONNECTION_ID(): a service's session sets them
         self.connection_id = 1
         self.affected_rows = 0
+        self.isolation = "REPEATABLE-READ"  # transaction_isolation
+        self.next_isolation: str | None = None  # SET TRANSACTION ISOLATION LEVEL: the next one
+        # every session's open transaction (sessions share the engine: see locks.py)
+        self.active: dict[Transaction, None] = {}
+        self.ended = 0  # transactions ended: a waiter's lock may be free
+        self.locks = LockTable()
+        self.versions = Versions()
         # literal defaults converted to their column's type, per session settings
         self._literal_defaults: dict[tuple[ColumnInfo, SqlMode, dt.tzinfo], Any] = {}
 
@@ -451,7 +466,7 @@ class Engine:
                 self.execute(stmt.expression, stmt.text)
         except SQLError as e:
             return e.with_context(stmt.location, stmt.text)
-        except MemoryError:
+        except (MemoryError, Blocked):
             raise
         except Exception as e:  # reported as this statement's error
             return _unexpected(e).with_context(stmt.location, stmt.text)
@@ -464,11 +479,28 @@ class Engine:
         TiDB reads them, and each column's type where it is a table's column or an
         aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
         try:
-            return self._query(node, text)
-        except (SQLError, MemoryError):
+            if node.args.get("locks"):
+                return self._locking_query(node, text)
+            images = self._snapshot() if self.active else []
+            if not images:
+                return self._query(node, text)
+            now = [(table, [(h, table.rows.get(h)) for h, _ in rows]) for table, rows in images]
+            put_rows(images)  # the snapshot, for this read only
+            try:
+                return self._query(node, text)
+            finally:
+                put_rows(now)
+        except (SQLError, MemoryError, Blocked):
             raise
         except Exception as e:  # reported as this statement's error
             raise _unexpected(e) from None
+
+    def _locking_query(self, node: exp.Select, text: str) -> ResultSet:
+        """SELECT ... FOR UPDATE / LOCK IN SHARE MODE: the latest committed rows, locked
+        (dml.py's matcher takes the locks), in a transaction of its own under autocommit."""
+        found: list[ResultSet] = []
+        self._statement(lambda: found.append(self._query(node, text)))
+        return found[0]
 
     def _query(self, node: exp.Select, text: str) -> ResultSet:
         if node.args.get("into") is not None:
@@ -583,6 +615,10 @@ class Engine:
             return
         if is_ddl(node):
             self._commit()
+            # DDL waits for the transactions that read or wrote (MySQL's metadata locks)
+            busy = [t for t in self.active if t.first or t.read_ts or self.locks.holds(t)]
+            if busy:
+                raise Blocked(busy[0], None)
             self.plans.clear()  # plans hold tables and the current database
             # checked under the settings of the session running it (sessions share a catalog)
             self.catalog.sql_mode = self.sql_mode
@@ -606,24 +642,150 @@ class Engine:
         raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
 
     def _abort(self) -> None:
-        if self.txn is not None:
+        txn = self.txn
+        if txn is not None:
             self._rollback_to(0)
             self.txn = None
+            self._end(txn)
 
     # -- transactions ------------------------------------------------------------------------
 
     def _begin(self) -> Transaction:
         if self.txn is None:
             self.catalog.clock.pause()  # simulated time moves on between transactions
-            self.txn = Transaction(self.catalog.clock.next(), self.location)
+            isolation, self.next_isolation = self.next_isolation or self.isolation, None
+            self.txn = Transaction(self.catalog.clock.next(), self.location, isolation)
+            self.active[self.txn] = None
         return self.txn
 
     def _commit(self) -> None:
         txn, self.txn = self.txn, None
-        if txn is None or not any(txn.first.values()):
+        if txn is None:
             return
-        commit_ts = self.catalog.clock.next()
-        self.outbox.extend(self._row_events(txn, commit_ts))
+        if any(txn.first.values()):
+            commit_ts = self.catalog.clock.next()
+            if any(t.read_ts is not None for t in self.active if t is not txn):
+                self.versions.keep(commit_ts, txn.first)  # an open snapshot reads before it
+            self.outbox.extend(self._row_events(txn, commit_ts))
+        self._end(txn)
+
+    def _end(self, txn: Transaction) -> None:
+        """A transaction ends: its locks go, and the versions no snapshot reads."""
+        self.active.pop(txn, None)
+        self.locks.release(txn)
+        self.ended += 1
+        if self.versions:
+            snapshots = [t.read_ts for t in self.active if t.read_ts is not None]
+            self.versions.purge(min(snapshots, default=None))
+
+    # -- locks (locks.py): only where another transaction is open ----------------------------
+
+    def holder(self, table: TableData, handle: Any, exclusive: bool = True) -> Any:
+        """Another open transaction that wrote or locked the row under `handle`, or None."""
+        txn = self.txn
+        if txn is not None and handle in txn.first.get(table, ()):
+            return None  # its own write: it holds the row
+        for other in self.active:
+            if other is not txn:
+                firsts = other.first.get(table)
+                if firsts is not None and handle in firsts:
+                    return other
+        key = (table, handle)
+        return self.locks.blocker(txn, key, exclusive) or self.locks.ahead(txn, key, exclusive)
+
+    def _check_write(
+        self, txn: Transaction, table: TableData, handle: Any, row: Row | None
+    ) -> None:
+        """A write waits for the transaction holding its row, or holding (as a row it
+        changed) a unique key the new row takes."""
+        holder = self.holder(table, handle)
+        if holder is not None:
+            raise Blocked(holder, (table, handle))
+        if row is None or not table.uniques:
+            return
+        keys = [(unique, unique.key(row)) for unique in table.uniques]
+        for other in self.active:
+            firsts = other.first.get(table) if other is not txn else None
+            for h, before in (firsts or {}).items():
+                if before is not None and any(
+                    k is not None and u.key(before) == k for u, k in keys
+                ):
+                    raise Blocked(other, (table, h))
+
+    def check_images(self, table: TableData, hits: Callable[[Row], bool]) -> None:
+        """A locking read waits for another transaction that changed a row it reads: one
+        the statement's condition holds for before or after that change."""
+        if len(self.active) < 2:
+            return
+        rows = table.rows
+        for other in self.active:
+            if other is self.txn:
+                continue
+            for h, before in (other.first.get(table) or {}).items():
+                after = rows.get(h)
+                if (before is not None and hits(before)) or (after is not None and hits(after)):
+                    raise Blocked(other, (table, h))
+
+    def lock_entries(
+        self, table: TableData, index: Index, rows: list[Row], exclusive: bool
+    ) -> None:
+        """The entries of `rows` in the unique index a locking read found them through."""
+        txn = self._begin()
+        if not (txn.implicit and len(self.active) < 2):
+            for row in rows:
+                self._lock(txn, table, IndexKey(index.info.name, index.entry(row)), exclusive)
+
+    def lock_rows(self, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool) -> None:
+        """The rows a locking read or an UPDATE/DELETE matched, locked to the end of the
+        transaction (an autocommit statement alone needs none: no one can wait for it)."""
+        txn = self._begin()
+        if not (txn.implicit and len(self.active) < 2):
+            for handle, _ in matched:
+                self._lock(txn, table, handle, exclusive)
+
+    def _lock(self, txn: Transaction, table: TableData, handle: Any, exclusive: bool) -> None:
+        _intend(txn, table, exclusive)
+        if len(self.active) > 1:
+            holder = self.holder(table, handle, exclusive)
+            if holder is not None:
+                raise Blocked(holder, (table, handle))
+        self.locks.take(txn, (table, handle), exclusive)
+
+    def weight(self, txn: Transaction) -> int:
+        """What a deadlock's victim loses, as MariaDB weighs it (`lock0lock.cc`): its undo
+        records and its lock structures (a table's intention lock, one per index and mode).
+        Checked against MariaDB 10.11: the lighter dies, the one closing the cycle on a tie."""
+        undo = sum(len(e.handles) if isinstance(e, _BulkInsert) else 1 for e in txn.undo)
+        intents = sum(len(modes) for modes in txn.intents.values())
+        return undo + len(self.locks.structs(txn)) + intents
+
+    def _snapshot(self) -> list[tuple[TableData, list[tuple[Any, Row | None]]]]:
+        """The rows a plain read must see other than the tables hold them: other open
+        transactions' writes undone, and what committed after this transaction's snapshot
+        (REPEATABLE READ; READ COMMITTED and autocommit reads see every commit)."""
+        txn = self.txn
+        read_ts = None
+        if txn is not None and txn.isolation != "READ-COMMITTED":
+            if txn.read_ts is None:
+                txn.read_ts = self.catalog.clock.last
+            read_ts = txn.read_ts
+        images: dict[tuple[TableData, Any], Row | None] = {}
+        for other in self.active:
+            if other is not txn:
+                for table, firsts in other.first.items():
+                    for handle, before in firsts.items():
+                        images[table, handle] = before
+        if read_ts is not None and self.versions:
+            for kept, handle, before in self.versions.before(read_ts):
+                images[cast(TableData, kept), handle] = before
+        if txn is not None and images:
+            for table, firsts in txn.first.items():
+                for handle in firsts:
+                    images.pop((table, handle), None)
+        by_table: dict[TableData, list[tuple[Any, Row | None]]] = {}
+        for (table, handle), image in images.items():
+            by_table.setdefault(table, []).append((handle, image))
+        return list(by_table.items())
 
     def _rollback_to(self, mark: int) -> None:
         assert self.txn is not None
@@ -647,6 +809,10 @@ class Engine:
         if row is not None and table.large_rows:
             _check_entry(table, handle, row)
         txn = self._begin()
+        if table not in txn.intents:
+            _intend(txn, table, True)
+        if len(self.active) > 1:
+            self._check_write(txn, table, handle, row)
         firsts = txn.first.get(table)
         if firsts is None:
             firsts = txn.first[table] = {}
@@ -663,6 +829,11 @@ class Engine:
             for handle, row in zip(handles, rows, strict=True):
                 _check_entry(table, handle, row)
         txn = self._begin()
+        if table not in txn.intents:
+            _intend(txn, table, True)
+        if len(self.active) > 1:
+            for handle, row in zip(handles, rows, strict=True):
+                self._check_write(txn, table, handle, row)
         firsts = txn.first.get(table)
         if firsts is None:
             firsts = txn.first[table] = {}
@@ -673,8 +844,9 @@ class Engine:
 
     def _statement(self, body: Callable[[], None]) -> None:
         """Run one DML statement atomically, committing it under autocommit."""
-        implicit = self.txn is None and self.autocommit
+        implicit = self.autocommit if self.txn is None else self.txn.implicit
         txn = self._begin()
+        txn.implicit = implicit
         mark = len(txn.undo)
         self.ids_this_statement = False
         self.affected_adjust = 0
@@ -686,6 +858,10 @@ class Engine:
             self._rollback_to(mark)
             if implicit:
                 self.txn = None
+                self._end(txn)
+            raise
+        except Blocked:  # undone; it runs again once the lock is free (its locks stay)
+            self._rollback_to(mark)
             raise
         if self.count_affected:
             self.affected_rows = self._affected(txn, mark) + self.affected_adjust
@@ -1034,7 +1210,17 @@ class Engine:
             other = unique.entries.get(key)
             if other is not None and other not in found:
                 found.append(other)
+        if found and len(self.active) > 1:
+            self._wait_for_holders(table, found)
         return found
+
+    def _wait_for_holders(self, table: TableData, handles: list[Any]) -> None:
+        """A duplicate of a row another transaction holds is known once it ends: InnoDB's
+        duplicate check waits for its lock (the row may be rolled back)."""
+        for handle in handles:
+            holder = self.holder(table, handle, exclusive=False)
+            if holder is not None:
+                raise Blocked(holder, (table, handle))
 
     @staticmethod
     def key_order(handle: Any) -> Any:
@@ -1045,6 +1231,8 @@ class Engine:
         return duplicate_error(table.info, unique.info, row, unique.offsets)
 
     def duplicate_error(self, table: TableData, handle: Any, row: Row) -> SQLError:
+        if len(self.active) > 1 and table.handle_offsets and handle in table.rows:
+            self._wait_for_holders(table, [handle])
         info = table.info
         if table.handle_offsets and handle in table.rows:
             pk = info.primary_index
@@ -1462,6 +1650,14 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
             if any(e.name.upper() == "READ ONLY" for e in item.expressions):
                 raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
+            levels = [e.name.upper() for e in item.expressions if e.name.upper().startswith("ISO")]
+            if levels and not item.args.get("global_"):
+                level = _isolation(levels[0].removeprefix("ISOLATION LEVEL ").replace(" ", "-"))
+                if _SESSION_SCOPE.search(source):
+                    engine.isolation = level
+                else:  # SET TRANSACTION ...: the next transaction only (MySQL)
+                    engine.next_isolation = level
+                continue
             engine.warn(
                 f"SET {item.sql(dialect=d.TiDB)}",
                 f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",
@@ -1492,6 +1688,29 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             engine.noop_values[name] = int(_switch(name, value)) if switch else value
         else:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
+
+
+_SESSION_SCOPE = re.compile(r"\bSET\s+(SESSION|LOCAL)\s+TRANSACTION\b", re.IGNORECASE)
+_ISOLATION_LEVELS = ("READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE")
+
+
+def _isolation(value: str, name: str = "transaction_isolation") -> str:
+    """An isolation level TiDB runs: READ-COMMITTED or REPEATABLE-READ (TiDB's error 8048
+    for the other two, without tidb_skip_isolation_level_check; 1231 for no level)."""
+    level = value.upper()
+    if level not in _ISOLATION_LEVELS:
+        raise SQLError(f"Variable '{name}' can't be set to the value of '{value}'", code=1231)
+    if level in ("READ-UNCOMMITTED", "SERIALIZABLE"):
+        raise SQLError(
+            f"The isolation level '{level}' is not supported. Set"
+            " tidb_skip_isolation_level_check=1 to skip this error",
+            code=8048,
+        )
+    return level
+
+
+def _set_isolation(engine: Engine, value: Any, name: str) -> None:
+    engine.isolation = _isolation(as_text(value), name)
 
 
 def _switch(name: str, value: Any) -> bool:
@@ -1576,6 +1795,14 @@ SESSION_VARIABLES: dict[str, SessionVariable] = {
     ),
     **{name: _charset_variable(name) for name in CHARSET_VARIABLES},
     **{
+        name: SessionVariable(
+            lambda e: e.isolation,
+            functools.partial(lambda n, e, value: _set_isolation(e, value, n), name),
+            lambda e: "REPEATABLE-READ",
+        )
+        for name in ("transaction_isolation", "tx_isolation")
+    },
+    **{
         name: SessionVariable(lambda e: False, _set_read_only, lambda e: False)
         for name in ("tx_read_only", "transaction_read_only")
     },
@@ -1642,3 +1869,22 @@ _STATEMENTS: dict[type, Callable[[Engine, Any, str], None]] = {
     exp.Select: _select,
     exp.Use: _use,
 }
+
+
+def _intend(txn: Transaction, table: TableData, exclusive: bool) -> None:
+    """The table's intention lock a row lock needs: IX covers IS, IS not IX."""
+    held = txn.intents.get(table, ())
+    if "IX" not in held and (exclusive or "IS" not in held):
+        txn.intents[table] = (*held, "IX" if exclusive else "IS")
+
+
+def put_rows(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> None:
+    """Rows put under their keys: every key emptied first, so no unique key is held twice
+    midway (each set of images is whole: a table's state before or after)."""
+    for table, rows in images:
+        for handle, _ in rows:
+            table.put(handle, None)
+    for table, rows in images:
+        for handle, row in rows:
+            if row is not None:
+                table.put(handle, row)

@@ -26,7 +26,7 @@ MariaDB's `lock0lock.cc` (`Deadlock::report`).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 Row = tuple[Any, ...]
 Key = tuple[Hashable, Any]  # (table, handle)
@@ -35,12 +35,20 @@ LOCK_WAIT_TIMEOUT = (1205, "Lock wait timeout exceeded; try restarting transacti
 DEADLOCK = (1213, "Deadlock found when trying to get lock; try restarting transaction")
 
 
+class IndexKey(NamedTuple):
+    """A unique index's entry as a lock key, beside the rows' handles: a read through the
+    index locks the entry, then the row (InnoDB's secondary index record, TiDB's index key)."""
+
+    name: str
+    entry: tuple[Any, ...]
+
+
 class Blocked(Exception):
     """The statement needs a row `holder` has locked: it is undone and runs again once
     `holder` ends (the caller waits; it is no error of the statement's)."""
 
-    def __init__(self, holder: Hashable, key: Key) -> None:
-        super().__init__(f"waiting for a lock on {key!r}")
+    def __init__(self, holder: Hashable, key: Key | None) -> None:
+        super().__init__(f"waiting for a lock on {key!r}" if key else "waiting for a table")
         self.holder = holder
         self.key = key
 
@@ -53,6 +61,10 @@ class LockTable:
         self._holders: dict[Key, dict[Hashable, bool]] = {}  # key -> owner -> exclusive
         self._held: dict[Hashable, set[Key]] = {}
         self._waits: dict[Hashable, Hashable] = {}  # waiter -> the holder it waits for
+        # who waits for each key, first come first served (InnoDB's lock queue): a key
+        # freed goes to its first waiter, and a new request queues behind the waiters
+        self._queues: dict[Key, list[Hashable]] = {}
+        self._queued: dict[Hashable, Key] = {}
 
     def __len__(self) -> int:
         return len(self._holders)
@@ -66,6 +78,33 @@ class LockTable:
             if other is not owner and (exclusive or other_exclusive):
                 return other
         return None
+
+    def ahead(self, owner: Hashable, key: Key, exclusive: bool) -> Hashable | None:
+        """The first waiter queued for `key` before `owner` (which holds no such lock on
+        it already), or None."""
+        queue = self._queues.get(key)
+        if not queue or queue[0] is owner:
+            return None
+        held = self._holders.get(key, {}).get(owner)
+        if held is not None and (held or not exclusive):
+            return None
+        return queue[0]
+
+    def enqueue(self, waiter: Hashable, key: Key) -> None:
+        """`waiter` waits for `key`: at the end of its queue, or where it was already."""
+        if self._queued.get(waiter) == key:
+            return
+        self.dequeue(waiter)
+        self._queues.setdefault(key, []).append(waiter)
+        self._queued[waiter] = key
+
+    def dequeue(self, waiter: Hashable) -> None:
+        key = self._queued.pop(waiter, None)
+        if key is not None:
+            queue = self._queues[key]
+            queue.remove(waiter)
+            if not queue:
+                del self._queues[key]
 
     def take(self, owner: Hashable, key: Key, exclusive: bool) -> None:
         """Lock `key` for `owner` (a shared lock its sole holder asks exclusive is upgraded);
@@ -83,6 +122,15 @@ class LockTable:
     def holds(self, owner: Hashable) -> int:
         return len(self._held.get(owner, ()))
 
+    def structs(self, owner: Hashable) -> set[tuple[Hashable, str, bool]]:
+        """The lock structures InnoDB would keep for `owner`'s row locks: one per table,
+        index and mode (the rows of a small table share a page's bitmap)."""
+        found = set()
+        for table, handle in self._held.get(owner, ()):
+            index = handle.name if isinstance(handle, IndexKey) else "PRIMARY"
+            found.add((table, index, self._holders[table, handle][owner]))
+        return found
+
     def keys_of(self, owner: Hashable) -> Iterable[Key]:
         return self._held.get(owner, ())
 
@@ -94,6 +142,7 @@ class LockTable:
             if not holders:
                 del self._holders[key]
         self._waits.pop(owner, None)
+        self.dequeue(owner)
 
     def wait(self, waiter: Hashable, holder: Hashable) -> list[Hashable] | None:
         """`waiter` waits for `holder`; the cycle this wait closes (waiter first, then

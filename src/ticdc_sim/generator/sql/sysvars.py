@@ -20,8 +20,6 @@ KNOWN_VARIABLES = {
     "unique_checks",
     "sql_notes",
     "tidb_txn_mode",
-    "tx_isolation",
-    "transaction_isolation",
 }
 SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
 
