@@ -46,8 +46,9 @@ from ticdc_sim.feed import Change, Feed, FeedSpec
 from ticdc_sim.feedlog import FeedLog, LoggedSink, Retain
 from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.engine import EngineConfig, load_zone
+from ticdc_sim.generator.sql.engine import EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, split_script
+from ticdc_sim.generator.sql.values import load_zone
 from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
 from ticdc_sim.model.table import TableInfo, quoted_name, table_names

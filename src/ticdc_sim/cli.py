@@ -177,7 +177,7 @@ def ddl(
 def _check_session(time_zone: str, database: str) -> None:
     """--time-zone and --database as a new session takes them, or an error naming them."""
     from ticdc_sim.generator.sql.ddl import Catalog
-    from ticdc_sim.generator.sql.engine import load_zone
+    from ticdc_sim.generator.sql.values import load_zone
 
     try:
         load_zone(time_zone)

@@ -546,7 +546,7 @@ class _TableCodec:
     """Everything about one table version that does not depend on the rows."""
 
     def __init__(self, info: TableInfo, config: CodecConfig) -> None:
-        from ticdc_sim.generator.sql.engine import load_zone
+        from ticdc_sim.generator.sql.values import load_zone
 
         self.config = config
         zone = load_zone(config.time_zone)
@@ -1137,7 +1137,7 @@ class Decoder:
     (debezium-disable-schema) they are the JSON values as sent."""
 
     def __init__(self, config: CodecConfig, upstream: Upstream | None = None) -> None:
-        from ticdc_sim.generator.sql.engine import load_zone
+        from ticdc_sim.generator.sql.values import load_zone
 
         self.config = config
         self.zone = load_zone(config.time_zone)

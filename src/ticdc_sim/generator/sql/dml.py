@@ -601,6 +601,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     offset_fn = compile_expr(offset.expression, Scope()) if offset is not None else None
     key_of = engine.key_order
     exclusive = _lock_mode(node)
+    writes = isinstance(node, exp.Update | exp.Delete)
     # a point lookup through a unique index locks the index entry too
     via = access.index if isinstance(access, _Access) and access.point else None
 
@@ -638,7 +639,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
             count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
             matched = matched[start : None if count is None else start + count]
         if exclusive is not None:
-            engine.lock_rows(table, matched, exclusive)
+            engine.lock_rows(table, matched, exclusive, writes)
         return matched
 
     return match
@@ -1054,7 +1055,7 @@ def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list
         return constant_row
     source = from_.this
     assert isinstance(source, exp.Table)  # select_source refused the rest
-    table = engine.table_data(source)
+    table = engine.read_table(source)
     if any(isinstance(e, exp.Star) for e in node.expressions):
         projections = [_row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
     else:

@@ -24,7 +24,6 @@ import operator
 import random
 import re
 import zlib
-import zoneinfo
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -85,6 +84,7 @@ from ticdc_sim.generator.sql.values import (
     column_converter,
     format_date,
     format_datetime,
+    load_zone,
     timestamp_in_zone,
 )
 from ticdc_sim.model.actions import ActionType
@@ -127,28 +127,6 @@ class EngineConfig:
     time_zone: str = "UTC"  # TiCDC's `tz` and the sessions' default time zone
     continue_on_error: bool = False
     database: str | None = "test"  # the session's current database, as `mysql -D test`
-
-
-def load_zone(name: str) -> dt.tzinfo:
-    """A time zone by name (`Asia/Shanghai`, `UTC`, `SYSTEM`) or offset (`+08:00`)."""
-    text = name.strip()
-    if text.upper() in ("UTC", "SYSTEM"):
-        return dt.UTC
-    offset = _OFFSET.fullmatch(text)
-    if offset is not None:  # MySQL takes -13:59 to +14:00
-        sign = -1 if offset.group(1) == "-" else 1
-        minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
-        if -(13 * 60 + 59) <= minutes <= 14 * 60 and int(offset.group(3)) < 60:
-            return dt.timezone(dt.timedelta(minutes=minutes))
-    elif text[:1] not in "+-":
-        try:
-            return zoneinfo.ZoneInfo(text)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-            pass
-    raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298)
-
-
-_OFFSET = re.compile(r"([-+])(\d{1,2}):(\d{2})")
 
 
 def ticdc_zone(name: str) -> str:
@@ -521,7 +499,7 @@ class Engine:
 
     def _source_table(self, node: exp.Select) -> TableData | None:
         source = select_source(node)
-        return self.table_data(source.this) if source is not None else None
+        return self.read_table(source.this) if source is not None else None
 
     def _rows(self, node: exp.Select, table: TableData | None) -> list[Row]:
         """A SELECT's rows; with aggregates (and no GROUP BY), its one row."""
@@ -735,9 +713,16 @@ class Engine:
             for row in rows:
                 self._lock(txn, table, IndexKey(index.info.name, index.entry(row)), exclusive)
 
-    def lock_rows(self, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool) -> None:
-        """The rows a locking read or an UPDATE/DELETE matched, locked to the end of the
-        transaction (an autocommit statement alone needs none: no one can wait for it)."""
+    def lock_rows(
+        self, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool, writes: bool
+    ) -> None:
+        """The rows a locking read or an UPDATE/DELETE (`writes`) matched, locked to the end
+        of the transaction. A statement of the only open transaction needs no lock for the
+        rows it writes (its writes hold them) and, writing, none for the rest: the rows an
+        UPDATE matches and leaves as they were are then not locked against a transaction
+        that begins later (InnoDB would lock them; the cost is every row of every range)."""
+        if writes and len(self.active) < 2:
+            return
         txn = self._begin()
         if not (txn.implicit and len(self.active) < 2):
             for handle, _ in matched:
@@ -1091,7 +1076,22 @@ class Engine:
         # statement, read at each use
         return TableData(info, lambda: self.zone, lambda: self.sql_mode)
 
+    def read_table(self, table: exp.Table) -> TableData:
+        """The table a SELECT reads: a user table, or one of information_schema's."""
+        schema = table.text("db") or self.catalog.current_schema
+        if schema and schema.lower() == "information_schema":
+            from ticdc_sim.generator.sql import infoschema  # it reads show.py, which imports this
+
+            return infoschema.table(self, table.name)
+        return self.table_data(table)
+
     def table_data(self, table: exp.Table) -> TableData:
+        """The table a statement writes (or reads: `read_table`)."""
+        schema = table.text("db") or self.catalog.current_schema
+        if schema and schema.lower() == "information_schema":
+            # TiDB's answer to a write into a memory table
+            message = "Access denied for user 'root'@'%' to database 'information_schema'"
+            raise SQLError(message, code=1044)
         info = self.catalog.table(table.text("db") or None, table.name)
         if info.is_view:
             raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
@@ -1576,7 +1576,10 @@ _NO_EFFECT: dict[type, str] = {
 
 
 def _use(engine: Engine, node: exp.Use, source: str) -> None:
-    engine.catalog.apply(node, source)
+    if node.this is not None and node.this.name.lower() == "information_schema":
+        engine.catalog.current_schema = "information_schema"  # no schema of the catalog's
+    else:
+        engine.catalog.apply(node, source)
     engine.plans.clear()
 
 

@@ -53,6 +53,7 @@ from ticdc_sim.generator.sql.values import (
     format_date,
     format_datetime,
     json_text,
+    load_zone,
     number_literal,
     parse_datetime,
     parse_json,
@@ -1415,6 +1416,20 @@ def _from_unixtime(ctx: Context, seconds: Any) -> Any:
 _LAST_UNIX_SECOND = 32536771199.999999  # 3001-01-18 23:59:59.999999 UTC, MySQL 8.0's last
 
 
+def _convert_tz(source: Any, target: Any, value: Any) -> Any:
+    """CONVERT_TZ(dt, from, to) (sqlglot's ConvertTimezone, the zones first): NULL for a zone
+    MySQL does not know, as MySQL answers."""
+    moment = parse_datetime(value, 6)
+    if moment is None:
+        return None
+    try:
+        zones = load_zone(as_text(source)), load_zone(as_text(target))
+    except SQLError:
+        return None
+    moved = moment.replace(tzinfo=zones[0]).astimezone(zones[1]).replace(tzinfo=None)
+    return format_datetime(moved, 6 if moved.microsecond else 0)
+
+
 def _unix_timestamp(ctx: Context, value: Any = ...) -> Any:
     if value is ...:
         return ctx.session.unix_timestamp()
@@ -1458,6 +1473,7 @@ _SESSION_FUNCS: dict[str, Callable[..., Any]] = {
 # Pure functions by upper-case name, NULL in -> NULL out.
 _NAMED: dict[str, Callable[..., Any]] = {
     "CONCAT": _concat,
+    "CONVERT_TIMEZONE": _convert_tz,
     "UPPER": lambda s: as_text(s).upper(),
     "UCASE": lambda s: as_text(s).upper(),
     "LOWER": lambda s: as_text(s).lower(),

@@ -66,6 +66,18 @@ SERVER_VARIABLES: dict[str, Any] = {
     "have_ssl": "DISABLED",
     "port": 4000,
     "tidb_txn_mode": "pessimistic",
+    # what ORMs and migration tools read (Django's features, SQLAlchemy's dialect)
+    "default_storage_engine": "InnoDB",
+    "sql_auto_is_null": 0,
+    "innodb_lock_wait_timeout": 50,
+    "lock_wait_timeout": 31536000,
+    "max_execution_time": 0,
+    "sql_safe_updates": 0,
+    "div_precision_increment": 4,
+    "default_week_format": 0,
+    "explicit_defaults_for_timestamp": 1,
+    "group_concat_max_len": 1024,
+    "time_zone": "SYSTEM",
     # what mysqldump's files save and restore (TiDB's noop sysvars, and foreign_key_checks
     # as TiDB has it since v6.6)
     "foreign_key_checks": 1,

@@ -19,6 +19,7 @@ import json
 import math
 import re
 import struct
+import zoneinfo
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -1184,3 +1185,25 @@ def timestamp_in_zone(utc_text: str, zone: dt.tzinfo, fsp: int) -> str:
     assert moment is not None
     local = moment.replace(tzinfo=dt.UTC).astimezone(zone).replace(tzinfo=None)
     return format_datetime(local, fsp)
+
+
+def load_zone(name: str) -> dt.tzinfo:
+    """A time zone by name (`Asia/Shanghai`, `UTC`, `SYSTEM`) or offset (`+08:00`)."""
+    text = name.strip()
+    if text.upper() in ("UTC", "SYSTEM"):
+        return dt.UTC
+    offset = _OFFSET.fullmatch(text)
+    if offset is not None:  # MySQL takes -13:59 to +14:00
+        sign = -1 if offset.group(1) == "-" else 1
+        minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
+        if -(13 * 60 + 59) <= minutes <= 14 * 60 and int(offset.group(3)) < 60:
+            return dt.timezone(dt.timedelta(minutes=minutes))
+    elif text[:1] not in "+-":
+        try:
+            return zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise SQLError(f"Unknown or incorrect time zone: '{name}'", code=1298)
+
+
+_OFFSET = re.compile(r"([-+])(\d{1,2}):(\d{2})")
