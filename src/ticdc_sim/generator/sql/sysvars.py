@@ -74,3 +74,20 @@ SERVER_VARIABLES: dict[str, Any] = {
     "unique_checks": 1,
     "sql_notes": 1,
 }
+
+
+# SHOW [GLOBAL|SESSION] STATUS: the status variables a TiDB registers (`defaultStatus` of
+# pkg/sessionctx/variable/statusvar.go and pkg/server/stat.go) with their values on a server
+# without TLS; `Uptime`, `ddl_schema_version` and `server_id` (pkg/server/stat.go,
+# pkg/ddl/stat.go) are the cluster's own, filled in by the SHOW
+STATUS_VARIABLES: dict[str, Any] = {
+    "Ssl_cipher": "",
+    "Ssl_cipher_list": "",
+    "Ssl_server_not_after": "",
+    "Ssl_server_not_before": "",
+    "Ssl_verify_mode": 0,
+    "Ssl_version": "",
+    "Uptime": 0,
+    "ddl_schema_version": 0,
+    "server_id": "",
+}
