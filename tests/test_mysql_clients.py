@@ -103,3 +103,60 @@ def test_mysql_cli_batch_show_forms(server: Server) -> None:
         "Variable_name\tValue\nauto_increment_increment\t1\nauto_increment_offset\t1\n"
         "autocommit\tON\n"
     )
+
+
+@pytest.mark.parametrize("driver", ["pymysql", "mysqlconnector"])
+def test_sqlalchemy_reflection(server: Server, driver: str) -> None:
+    """SQLAlchemy's MySQL dialect reads the catalog from SHOW CREATE TABLE (TiDB's text, with
+    its clustered-index comments) and SHOW FULL TABLES: columns, keys, indexes, comments."""
+    sa = pytest.importorskip("sqlalchemy")
+    engine = sa.create_engine(f"mysql+{driver}://root@127.0.0.1:{server.mysql_port}/test")
+    parent, child = f"parent_{driver}", f"child_{driver}"
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"CREATE TABLE {parent} (id BIGINT AUTO_INCREMENT, code VARCHAR(20) NOT NULL"
+                " DEFAULT 'x' COMMENT 'the code', note TEXT, PRIMARY KEY (id) NONCLUSTERED,"
+                " UNIQUE KEY uq_code (code), KEY ix_note (note(10))) COMMENT 'parents'"
+            )
+            conn.exec_driver_sql(
+                f"CREATE TABLE {child} (id INT PRIMARY KEY, a INT, b INT,"
+                " s INT AS (a + b) VIRTUAL, KEY ix_ab (a, b))"
+            )
+        inspector = sa.inspect(engine)
+        assert {parent, child} <= set(inspector.get_table_names())
+        columns = [
+            (c["name"], str(c["type"]), c["nullable"], c["default"], c.get("comment"))
+            for c in inspector.get_columns(parent)
+        ]
+        assert columns == [
+            ("id", "BIGINT", False, None, None),
+            ("code", "VARCHAR(20)", False, "'x'", "the code"),
+            ("note", "TEXT", True, None, None),
+        ]
+        assert inspector.get_columns(parent)[0]["autoincrement"] is True
+        assert inspector.get_columns(child)[3]["computed"] == {
+            "sqltext": "(`a`+`b`)",
+            "persisted": False,
+        }
+        assert inspector.get_pk_constraint(parent) == {"constrained_columns": ["id"], "name": None}
+        assert inspector.get_indexes(parent) == [
+            {
+                "name": "ix_note",
+                "column_names": ["note"],
+                "unique": False,
+                "dialect_options": {"mysql_length": {"note": 10}},
+            },
+            {"name": "uq_code", "column_names": ["code"], "unique": True},
+        ]
+        assert inspector.get_indexes(child) == [
+            {"name": "ix_ab", "column_names": ["a", "b"], "unique": False}
+        ]
+        assert inspector.get_unique_constraints(parent) == [
+            {"name": "uq_code", "column_names": ["code"], "duplicates_index": "uq_code"}
+        ]
+        assert inspector.get_table_comment(parent) == {"text": "parents"}
+        assert inspector.get_table_comment(child) == {"text": None}
+        assert inspector.has_table(parent) and not inspector.has_table("no_such_table")
+    finally:
+        engine.dispose()
