@@ -12,6 +12,7 @@ import pytest
 
 from support_service import Server
 from ticdc_sim.cluster import Cluster
+from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.sql.script import split_script
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -160,3 +161,48 @@ def test_sqlalchemy_reflection(server: Server, driver: str) -> None:
         assert inspector.has_table(parent) and not inspector.has_table("no_such_table")
     finally:
         engine.dispose()
+
+
+def test_variables_clients_set_answer_back_and_isolation_is_validated() -> None:
+    """What drivers SET on connect reads back (SELECT @@ and SHOW VARIABLES); the isolation
+    level takes TiDB's enum (any case, or its index), 1231 for another value, 8048 for the
+    levels TiDB refuses."""
+    c = Cluster("t", 7, lock_wait_s=1.0, max_txn_rows=10_000)
+    s = c.session()
+
+    def run(sql: str) -> list[tuple[object, ...]]:
+        (stmt,) = split_script([sql], "test.sql")
+        outcome, _ = c.run(s, stmt)
+        if outcome.error is not None:
+            raise outcome.error
+        return list(outcome.rows or [])
+
+    assert run("SELECT @@max_execution_time, @@net_write_timeout, @@sql_select_limit") == [
+        (0, 60, 18446744073709551615)
+    ]
+    run("SET net_write_timeout = 600")
+    run("SET max_execution_time = 1000")
+    run("SET SESSION transaction_isolation = 'read-committed'")
+    assert run("SELECT @@max_execution_time, @@net_write_timeout, @@transaction_isolation") == [
+        (1000, 600, "READ-COMMITTED")
+    ]
+    assert run("SHOW VARIABLES LIKE 'net_write%'") == [("net_write_timeout", "600")]
+    run("SET tx_isolation = 2")
+    assert run("SELECT @@tx_isolation") == [("REPEATABLE-READ",)]
+    for sql, code, message in [
+        (
+            "SET transaction_isolation = 'bogus'",
+            1231,
+            "Variable 'transaction_isolation' can't be set to the value of 'bogus'",
+        ),
+        (
+            "SET tx_isolation = 'serializable'",
+            8048,
+            "The isolation level 'SERIALIZABLE' is not supported. "
+            "Set tidb_skip_isolation_level_check=1 to skip this error",
+        ),
+    ]:
+        with pytest.raises(SQLError) as caught:
+            run(sql)
+        assert (caught.value.code, caught.value.message) == (code, message)
+    assert run("SELECT @@transaction_isolation") == [("READ-COMMITTED",)]

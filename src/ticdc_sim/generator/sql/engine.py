@@ -75,6 +75,7 @@ from ticdc_sim.generator.sql.sysvars import (
     KNOWN_VARIABLES,
     SERVER_VARIABLES,
     SWITCH_VARIABLES,
+    known_value,
 )
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
@@ -1489,7 +1490,9 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             own.set(engine, value)
         elif name in KNOWN_VARIABLES:
             switch = name in SWITCH_VARIABLES
-            engine.noop_values[name] = int(_switch(name, value)) if switch else value
+            engine.noop_values[name] = (
+                int(_switch(name, value)) if switch else known_value(name, value)
+            )
         else:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 

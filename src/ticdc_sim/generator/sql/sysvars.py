@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ticdc_sim.errors import SQLError
+
 CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
 # accepted without effect here, each session answering what it set (those with an effect
 # are in SESSION_VARIABLES); the switches answer 1 or 0, as MySQL does
@@ -22,6 +24,12 @@ KNOWN_VARIABLES = {
     "tidb_txn_mode",
     "tx_isolation",
     "transaction_isolation",
+    "sql_select_limit",
+    "net_write_timeout",
+    "net_read_timeout",
+    "max_execution_time",
+    "wait_timeout",
+    "interactive_timeout",
 }
 SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
 
@@ -54,6 +62,8 @@ SERVER_VARIABLES: dict[str, Any] = {
     "max_allowed_packet": 67108864,
     "net_buffer_length": 16384,
     "net_write_timeout": 60,
+    "net_read_timeout": 30,
+    "max_execution_time": 0,
     "wait_timeout": 28800,
     "interactive_timeout": 28800,
     "auto_increment_increment": 1,
@@ -91,3 +101,32 @@ STATUS_VARIABLES: dict[str, Any] = {
     "ddl_schema_version": 0,
     "server_id": "",
 }
+
+
+_ISOLATIONS = ("READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE")
+# enum variables' values, as TiDB's `TypeEnum` sysvars take them: a name (any case) or its index
+ENUM_VARIABLES: dict[str, tuple[str, ...]] = {
+    "transaction_isolation": _ISOLATIONS,
+    "tx_isolation": _ISOLATIONS,
+}
+# TiDB refuses these unless tidb_skip_isolation_level_check (sysvar.go `checkIsolationLevel`)
+_UNSUPPORTED_ISOLATIONS = frozenset({"READ-UNCOMMITTED", "SERIALIZABLE"})
+
+
+def known_value(name: str, value: Any) -> Any:
+    """A KNOWN_VARIABLES value as TiDB stores it: enums normalized, or 1231 / 8048."""
+    choices = ENUM_VARIABLES.get(name)
+    if choices is None:
+        return value
+    text = str(value).upper()
+    if text.isdigit() and int(text) < len(choices):
+        text = choices[int(text)]
+    if text not in choices:
+        raise SQLError(f"Variable '{name}' can't be set to the value of '{value}'", code=1231)
+    if text in _UNSUPPORTED_ISOLATIONS:
+        message = (
+            f"The isolation level '{text}' is not supported. "
+            "Set tidb_skip_isolation_level_check=1 to skip this error"
+        )
+        raise SQLError(message, code=8048)
+    return text
