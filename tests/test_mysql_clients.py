@@ -206,3 +206,11 @@ def test_variables_clients_set_answer_back_and_isolation_is_validated() -> None:
             run(sql)
         assert (caught.value.code, caught.value.message) == (code, message)
     assert run("SELECT @@transaction_isolation") == [("READ-COMMITTED",)]
+    run("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    assert run("SELECT @@transaction_isolation, @@tx_isolation") == [
+        ("REPEATABLE-READ", "REPEATABLE-READ")
+    ]
+    with pytest.raises(SQLError) as caught:
+        run("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+    assert caught.value.code == 8048
+    assert caught.value.message.startswith("The isolation level 'SERIALIZABLE' is not")

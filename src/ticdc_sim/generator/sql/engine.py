@@ -75,6 +75,7 @@ from ticdc_sim.generator.sql.sysvars import (
     KNOWN_VARIABLES,
     SERVER_VARIABLES,
     SWITCH_VARIABLES,
+    isolation_level,
     known_value,
 )
 from ticdc_sim.generator.sql.values import (
@@ -1463,6 +1464,10 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
             if any(e.name.upper() == "READ ONLY" for e in item.expressions):
                 raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
+            level = isolation_level([e.name for e in item.expressions])
+            if level is not None and re.match(r"\s*SET\s+(SESSION|LOCAL)\b", source, re.I):
+                engine.noop_values.update(transaction_isolation=level, tx_isolation=level)
+                continue
             engine.warn(
                 f"SET {item.sql(dialect=d.TiDB)}",
                 f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",

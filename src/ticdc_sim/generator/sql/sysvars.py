@@ -8,6 +8,7 @@ variables a session's SET changes in effect are the engine's `SESSION_VARIABLES`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ticdc_sim.errors import SQLError
@@ -130,3 +131,12 @@ def known_value(name: str, value: Any) -> Any:
         )
         raise SQLError(message, code=8048)
     return text
+
+
+def isolation_level(words: Sequence[str]) -> str | None:
+    """The level of SET [scope] TRANSACTION's `ISOLATION LEVEL x` (validated), or None."""
+    for word in words:
+        parts = word.upper().split()
+        if parts[:2] == ["ISOLATION", "LEVEL"]:
+            return str(known_value("transaction_isolation", "-".join(parts[2:])))
+    return None
