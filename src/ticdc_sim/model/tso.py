@@ -53,9 +53,11 @@ class TSOClock:
     _logical: int = field(default=0, repr=False)
     _last: int = field(default=0, repr=False)
     seed: int = 0
+    started: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._steps = random.Random(f"tso:{self.seed}")  # derived seed, no shared state
+        self.started = self.physical  # the cluster's start: its Uptime counts from here
 
     @classmethod
     def starting_at(cls, start_ts: int, seed: int = 0) -> TSOClock:

@@ -75,6 +75,8 @@ from ticdc_sim.generator.sql.sysvars import (
     KNOWN_VARIABLES,
     SERVER_VARIABLES,
     SWITCH_VARIABLES,
+    isolation_level,
+    known_value,
 )
 from ticdc_sim.generator.sql.values import (
     DEFAULT_SQL_MODE,
@@ -1653,9 +1655,8 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
         if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
             if any(e.name.upper() == "READ ONLY" for e in item.expressions):
                 raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
-            levels = [e.name.upper() for e in item.expressions if e.name.upper().startswith("ISO")]
-            if levels and not item.args.get("global_"):
-                level = _isolation(levels[0].removeprefix("ISOLATION LEVEL ").replace(" ", "-"))
+            level = isolation_level([e.name for e in item.expressions])
+            if level is not None and not item.args.get("global_"):
                 if _SESSION_SCOPE.search(source):
                     engine.isolation = level
                 else:  # SET TRANSACTION ...: the next transaction only (MySQL)
@@ -1688,32 +1689,18 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             own.set(engine, value)
         elif name in KNOWN_VARIABLES:
             switch = name in SWITCH_VARIABLES
-            engine.noop_values[name] = int(_switch(name, value)) if switch else value
+            engine.noop_values[name] = (
+                int(_switch(name, value)) if switch else known_value(name, value)
+            )
         else:
             engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
 
 
 _SESSION_SCOPE = re.compile(r"\bSET\s+(SESSION|LOCAL)\s+TRANSACTION\b", re.IGNORECASE)
-_ISOLATION_LEVELS = ("READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE")
-
-
-def _isolation(value: str, name: str = "transaction_isolation") -> str:
-    """An isolation level TiDB runs: READ-COMMITTED or REPEATABLE-READ (TiDB's error 8048
-    for the other two, without tidb_skip_isolation_level_check; 1231 for no level)."""
-    level = value.upper()
-    if level not in _ISOLATION_LEVELS:
-        raise SQLError(f"Variable '{name}' can't be set to the value of '{value}'", code=1231)
-    if level in ("READ-UNCOMMITTED", "SERIALIZABLE"):
-        raise SQLError(
-            f"The isolation level '{level}' is not supported. Set"
-            " tidb_skip_isolation_level_check=1 to skip this error",
-            code=8048,
-        )
-    return level
 
 
 def _set_isolation(engine: Engine, value: Any, name: str) -> None:
-    engine.isolation = _isolation(as_text(value), name)
+    engine.isolation = known_value(name, as_text(value))  # 1231, 8048 as TiDB
 
 
 def _switch(name: str, value: Any) -> bool:

@@ -31,9 +31,16 @@ from sqlglot.tokenizer_core import Token, TokenType
 from ticdc_sim.errors import SQLError, WarningEntry
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.engine import SESSION_VARIABLES, Engine, ResultSet
-from ticdc_sim.generator.sql.evaluate import Context, Scope, compile_expr, like, truth
+from ticdc_sim.generator.sql.evaluate import (
+    Context,
+    Scope,
+    compile_expr,
+    like,
+    stable_uuid,
+    truth,
+)
 from ticdc_sim.generator.sql.script import parse_one
-from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES
+from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES, STATUS_VARIABLES
 from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.model.mysql import DEFAULT_COLLATION_OF, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
@@ -46,7 +53,7 @@ Session = Engine  # the engine, in the session's state
 # what the first words after SHOW may be in TiDB's grammar without an answer here: empty
 _OTHER_SHOWS = frozenset(
     {"CHARSET", "CHARACTER", "COLLATION", "CONFIG", "ENGINES", "GRANTS", "MASTER", "BINARY",
-     "BINLOG", "PRIVILEGES", "PROCEDURE", "FUNCTION", "PROCESSLIST", "STATUS", "TABLE",
+     "BINLOG", "PRIVILEGES", "PROCEDURE", "FUNCTION", "PROCESSLIST", "TABLE",
      "TRIGGERS", "EVENTS", "OPEN", "PLUGINS", "PROFILES", "PROFILE", "STATS_EXTENDED",
      "STATS_META", "STATS_HISTOGRAMS", "STATS_BUCKETS", "STATS_TOPN", "STATS_HEALTHY",
      "STATS_LOCKED", "HISTOGRAMS_IN_FLIGHT", "COLUMN_STATS_USAGE", "BINDINGS",
@@ -55,7 +62,6 @@ _OTHER_SHOWS = frozenset(
 )  # fmt: skip
 # the result columns of those with more than TiDB's default one (`buildShowSchema`)
 _OTHER_COLUMNS = {
-    "STATUS": ["Variable_name", "Value"],
     "ENGINES": ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
     "PROCESSLIST": ["Id", "User", "Host", "db", "Command", "Time", "State", "Info"],
     "COLLATION": ["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"],
@@ -392,7 +398,19 @@ def _show_variables(session: Session, reader: _Reader, options: _Options) -> Res
     for name in sorted({*SERVER_VARIABLES, *SESSION_VARIABLES}):
         own = SESSION_VARIABLES.get(name)
         value = own.get(session) if own is not None else SERVER_VARIABLES[name]
+        value = session.noop_values.get(name, value)  # what this session SET
         rows.append((name, _variable_text(value)))
+    return ResultSet(names, found.apply(session, names, rows), [None, None])
+
+
+def _show_status(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+    found = _filter(reader)
+    names = ["Variable_name", "Value"]
+    clock = session.catalog.clock
+    values = {**STATUS_VARIABLES, "Uptime": (clock.physical - clock.started) // 1000}
+    values["ddl_schema_version"] = session.catalog.schema_version
+    values["server_id"] = stable_uuid(session.config.seed, 0)  # the engine's own start at 1
+    rows = [(name, _variable_text(values[name])) for name in sorted(values)]
     return ResultSet(names, found.apply(session, names, rows), [None, None])
 
 
@@ -424,6 +442,7 @@ _SHOWS: dict[str, Callable[[Session, _Reader, _Options], ResultSet]] = {
     "DATABASES": _show_databases,
     "SCHEMAS": _show_databases,
     "VARIABLES": _show_variables,
+    "STATUS": _show_status,
     "WARNINGS": _show_warnings,
     "ERRORS": _show_errors,
 }

@@ -8,7 +8,10 @@ variables a session's SET changes in effect are the engine's `SESSION_VARIABLES`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from ticdc_sim.errors import SQLError
 
 CHARSET_VARIABLES = ("character_set_client", "character_set_connection", "character_set_results")
 # accepted without effect here, each session answering what it set (those with an effect
@@ -20,6 +23,12 @@ KNOWN_VARIABLES = {
     "unique_checks",
     "sql_notes",
     "tidb_txn_mode",
+    "sql_select_limit",
+    "net_write_timeout",
+    "net_read_timeout",
+    "max_execution_time",
+    "wait_timeout",
+    "interactive_timeout",
 }
 SWITCH_VARIABLES = frozenset({"foreign_key_checks", "unique_checks", "sql_notes"})
 
@@ -52,6 +61,8 @@ SERVER_VARIABLES: dict[str, Any] = {
     "max_allowed_packet": 67108864,
     "net_buffer_length": 16384,
     "net_write_timeout": 60,
+    "net_read_timeout": 30,
+    "max_execution_time": 0,
     "wait_timeout": 28800,
     "interactive_timeout": 28800,
     "auto_increment_increment": 1,
@@ -71,7 +82,6 @@ SERVER_VARIABLES: dict[str, Any] = {
     "sql_auto_is_null": 0,
     "innodb_lock_wait_timeout": 50,
     "lock_wait_timeout": 31536000,
-    "max_execution_time": 0,
     "sql_safe_updates": 0,
     "div_precision_increment": 4,
     "default_week_format": 0,
@@ -84,3 +94,58 @@ SERVER_VARIABLES: dict[str, Any] = {
     "unique_checks": 1,
     "sql_notes": 1,
 }
+
+
+# SHOW [GLOBAL|SESSION] STATUS: the status variables a TiDB registers (`defaultStatus` of
+# pkg/sessionctx/variable/statusvar.go and pkg/server/stat.go) with their values on a server
+# without TLS; `Uptime`, `ddl_schema_version` and `server_id` (pkg/server/stat.go,
+# pkg/ddl/stat.go) are the cluster's own, filled in by the SHOW
+STATUS_VARIABLES: dict[str, Any] = {
+    "Ssl_cipher": "",
+    "Ssl_cipher_list": "",
+    "Ssl_server_not_after": "",
+    "Ssl_server_not_before": "",
+    "Ssl_verify_mode": 0,
+    "Ssl_version": "",
+    "Uptime": 0,
+    "ddl_schema_version": 0,
+    "server_id": "",
+}
+
+
+_ISOLATIONS = ("READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE")
+# enum variables' values, as TiDB's `TypeEnum` sysvars take them: a name (any case) or its index
+ENUM_VARIABLES: dict[str, tuple[str, ...]] = {
+    "transaction_isolation": _ISOLATIONS,
+    "tx_isolation": _ISOLATIONS,
+}
+# TiDB refuses these unless tidb_skip_isolation_level_check (sysvar.go `checkIsolationLevel`)
+_UNSUPPORTED_ISOLATIONS = frozenset({"READ-UNCOMMITTED", "SERIALIZABLE"})
+
+
+def known_value(name: str, value: Any) -> Any:
+    """A KNOWN_VARIABLES value as TiDB stores it: enums normalized, or 1231 / 8048."""
+    choices = ENUM_VARIABLES.get(name)
+    if choices is None:
+        return value
+    text = str(value).upper()
+    if text.isdigit() and int(text) < len(choices):
+        text = choices[int(text)]
+    if text not in choices:
+        raise SQLError(f"Variable '{name}' can't be set to the value of '{value}'", code=1231)
+    if text in _UNSUPPORTED_ISOLATIONS:
+        message = (
+            f"The isolation level '{text}' is not supported. "
+            "Set tidb_skip_isolation_level_check=1 to skip this error"
+        )
+        raise SQLError(message, code=8048)
+    return text
+
+
+def isolation_level(words: Sequence[str]) -> str | None:
+    """The level of SET [scope] TRANSACTION's `ISOLATION LEVEL x` (validated), or None."""
+    for word in words:
+        parts = word.upper().split()
+        if parts[:2] == ["ISOLATION", "LEVEL"]:
+            return str(known_value("transaction_isolation", "-".join(parts[2:])))
+    return None
