@@ -1252,3 +1252,22 @@ def test_the_greeting_says_autocommit_as_mysql_does(server: Server) -> None:
         assert cur.fetchall() == ()
     client.close()
     setup.close()
+
+
+def test_what_orms_ask_on_connect_answers() -> None:
+    """Django's feature checks (CONVERT_TZ for its time zone support, the storage engine)
+    and the variables SQLAlchemy and Django read."""
+    c = cluster()
+    s = c.session()
+    assert run(c, s, "SELECT CONVERT_TZ('2001-01-01 01:00:00', 'UTC', 'UTC') IS NOT NULL").rows == [
+        (1,)
+    ]
+    assert run(
+        c,
+        s,
+        "SELECT CONVERT_TZ('2001-01-01 01:00:00', '+00:00', 'Asia/Shanghai'),"
+        " CONVERT_TZ('2001-01-01', 'Nowhere/Else', 'UTC')",
+    ).rows == [("2001-01-01 09:00:00", None)]
+    assert run(
+        c, s, "SELECT @@default_storage_engine, @@sql_auto_is_null, @@innodb_lock_wait_timeout"
+    ).rows == [("InnoDB", 0, 50)]

@@ -119,6 +119,20 @@ class IndexInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ForeignKeyInfo:
+    """A foreign key as TiDB keeps it (`model.FKInfo`): its name, columns, the table and
+    columns it references, and its ON DELETE / ON UPDATE actions ("" for none given)."""
+
+    name: str
+    columns: tuple[str, ...]
+    ref_schema: str
+    ref_table: str
+    ref_columns: tuple[str, ...]
+    on_delete: str = ""
+    on_update: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SequenceInfo:
     """A sequence's definition (TiDB `model.SequenceInfo`)."""
 
@@ -186,6 +200,7 @@ class TableInfo:
     is_view: bool = False
     view_select: str = ""
     sequence: SequenceInfo | None = None
+    foreign_keys: tuple[ForeignKeyInfo, ...] = ()
 
     @property
     def is_sequence(self) -> bool:

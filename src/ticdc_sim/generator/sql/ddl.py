@@ -42,6 +42,7 @@ from ticdc_sim.model.mysql import (
 from ticdc_sim.model.table import (
     ColumnDefault,
     ColumnInfo,
+    ForeignKeyInfo,
     IndexColumn,
     IndexInfo,
     PartitionDefinition,
@@ -929,8 +930,62 @@ class TableBuilder:
                 kind=kind if kind in ("FULLTEXT", "SPATIAL") else "",
                 options=constraint.args.get("options"),
             )
-        # FOREIGN KEY and CHECK constraints do not shape what TiCDC emits.
+        if isinstance(constraint, exp.ForeignKey):
+            return self.add_foreign_key(table, name, constraint)
+        # CHECK constraints do not shape what TiCDC emits.
         return table
+
+    def add_foreign_key(
+        self, table: TableInfo, name: str | None, constraint: exp.ForeignKey
+    ) -> TableInfo:
+        """A foreign key, kept as TiDB keeps it (`pkg/ddl/foreign_key.go`): named `fk_<n>`
+        when unnamed, with an index of its own name on its columns unless an index already
+        begins with them. Not enforced here: the changefeeds see what the statements write."""
+        columns = tuple(c.name for c in constraint.expressions)
+        for column in columns:
+            if table.column(column) is None:
+                raise SQLError(f"Key column '{column}' doesn't exist in table", code=1072)
+        reference = constraint.args["reference"]
+        schema = reference.this
+        target = schema.this if isinstance(schema, exp.Schema) else schema
+        ref_columns = tuple(
+            c.name for c in (schema.expressions if isinstance(schema, exp.Schema) else [])
+        )
+        if len(ref_columns) != len(columns):
+            message = (
+                f"Incorrect foreign key definition for '{name or 'foreign key without name'}':"
+                " Key reference and table reference don't match"
+            )
+            raise SQLError(message, code=1239)
+        taken = {fk.name.lower() for fk in table.foreign_keys}
+        if name is None:
+            number = len(table.foreign_keys) + 1
+            while f"fk_{number}" in taken:
+                number += 1
+            name = f"fk_{number}"
+        elif name.lower() in taken:
+            raise SQLError(f"Duplicate foreign key constraint name '{name}'", code=1826)
+        actions = {"DELETE": "", "UPDATE": ""}
+        for option in reference.args.get("options") or []:
+            words = str(option).upper().split()
+            if len(words) > 2 and words[0] == "ON" and words[1] in actions:
+                actions[words[1]] = " ".join(words[2:])
+        fk = ForeignKeyInfo(
+            name,
+            columns,
+            target.text("db") or table.schema,
+            target.name,
+            ref_columns,
+            on_delete=actions["DELETE"],
+            on_update=actions["UPDATE"],
+        )
+        wanted = [c.lower() for c in columns]
+        leading = [[c.name.lower() for c in ix.columns[: len(wanted)]] for ix in table.indices]
+        handle = table.pk_handle_column if table.pk_is_handle else None
+        if wanted not in leading and not (handle is not None and wanted == [handle.name.lower()]):
+            parts: list[exp.Expr] = [exp.column(c) for c in columns]
+            table = self.add_index(table, name, parts, unique=False, primary=False)
+        return table.evolve(foreign_keys=(*table.foreign_keys, fk))
 
     @staticmethod
     def add_index(
@@ -1546,8 +1601,13 @@ class AlterApplier:
         if kind in ("INDEX", "KEY", "PRIMARY KEY") or (action.this is None and kind == "PRIMARY"):
             _check_pk_droppable(t)
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
-        if kind == "FOREIGN KEY":  # foreign keys shape nothing TiCDC emits
-            return t, ActionType.DROP_FOREIGN_KEY
+        if kind == "FOREIGN KEY":  # its index stays, as in TiDB
+            name = _drop_target(action).name
+            kept = tuple(fk for fk in t.foreign_keys if fk.name.lower() != name.lower())
+            if len(kept) == len(t.foreign_keys):
+                message = f"Can't DROP '{name}'; check that column/key exists"
+                raise SQLError(message, code=1091)
+            return t.evolve(foreign_keys=kept), ActionType.DROP_FOREIGN_KEY
         raise SQLError(f"unsupported ALTER TABLE DROP {kind}")
 
     def _alter_column(self, action: exp.AlterColumn) -> TableInfo:

@@ -9,7 +9,8 @@ of the catalog as it is now, so WHERE, ORDER BY, LIMIT and every expression run 
 table. Values are TiDB's: TIDB_PK_TYPE, TIDB_TABLE_ID, AUTO_INCREMENT (the next id, as SHOW
 CREATE TABLE shows it), TABLE_ROWS (the rows stored now; TiDB's is a statistics estimate),
 column types and keys as SHOW COLUMNS prints them (show.py). Writing to one is TiDB's error
-1044 (`Engine.table_data`). Foreign keys are not kept by the catalog, so the constraints list none.
+1044 (`Engine.table_data`). CHECK constraints are not kept by the catalog, so
+CHECK_CONSTRAINTS is empty.
 """
 
 from __future__ import annotations
@@ -263,12 +264,41 @@ def _key_column_usage_rows(engine: Engine) -> Iterator[Row]:
             for position, column in enumerate(columns, start=1):
                 yield ("def", info.schema, name, "def", info.schema, info.name, column,
                        position, None, None, None, None)  # fmt: skip
+        for fk in info.foreign_keys:
+            pairs = zip(fk.columns, fk.ref_columns, strict=True)
+            for position, (column, ref) in enumerate(pairs, start=1):
+                yield ("def", info.schema, fk.name, "def", info.schema, info.name, column,
+                       position, position, fk.ref_schema, fk.ref_table, ref)  # fmt: skip
 
 
 def _table_constraints_rows(engine: Engine) -> Iterator[Row]:
     for info in _tables(engine):
         for name, kind, _ in _keys(info):
             yield ("def", info.schema, name, info.schema, info.name, kind)
+        for fk in info.foreign_keys:
+            yield ("def", info.schema, fk.name, info.schema, info.name, "FOREIGN KEY")
+
+
+def _referential_constraints_rows(engine: Engine) -> Iterator[Row]:
+    for info in _tables(engine):
+        for fk in info.foreign_keys:
+            referenced = engine.catalog.find_table(fk.ref_schema, fk.ref_table)
+            wanted = [c.lower() for c in fk.ref_columns]
+            unique = (
+                next(
+                    (
+                        name
+                        for name, _, columns in _keys(referenced)
+                        if [c.lower() for c in columns] == wanted
+                    ),
+                    None,
+                )
+                if referenced is not None
+                else None
+            )
+            yield ("def", info.schema, fk.name, "def", fk.ref_schema, unique, "NONE",
+                   fk.on_update or "NO ACTION", fk.on_delete or "NO ACTION", info.name,
+                   fk.ref_table)  # fmt: skip
 
 
 def _none(engine: Engine) -> Iterator[Row]:
@@ -310,7 +340,7 @@ _ROWS: dict[str, Callable[[Engine], Iterator[Row]]] = {
     "STATISTICS": _statistics_rows,
     "KEY_COLUMN_USAGE": _key_column_usage_rows,
     "TABLE_CONSTRAINTS": _table_constraints_rows,
-    "REFERENTIAL_CONSTRAINTS": _none,
+    "REFERENTIAL_CONSTRAINTS": _referential_constraints_rows,
     "CHECK_CONSTRAINTS": _none,
     "PARTITIONS": _partitions_rows,
 }

@@ -43,7 +43,13 @@ from ticdc_sim.generator.sql.script import parse_one
 from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES, STATUS_VARIABLES
 from ticdc_sim.generator.sql.values import as_text
 from ticdc_sim.model.mysql import DEFAULT_COLLATION_OF, STRING_TYPES, MySQLType, TiDBFlag
-from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
+from ticdc_sim.model.table import (
+    ColumnInfo,
+    ForeignKeyInfo,
+    IndexInfo,
+    PartitionInfo,
+    TableInfo,
+)
 from ticdc_sim.model.type_names import full_type
 
 Row = tuple[Any, ...]
@@ -604,6 +610,7 @@ def create_table(info: TableInfo, session: Session, next_id: int) -> str:
         pk = escape_name(info.pk_handle_column.name)
         lines.append(f"  PRIMARY KEY ({pk}) /*T![clustered_index] CLUSTERED */")
     lines += [_index_definition(ix, info) for ix in _indexes(info)]
+    lines += [_foreign_key_definition(fk, info) for fk in info.foreign_keys]
     text = f"CREATE TABLE {escape_name(info.name)} (\n" + ",\n".join(lines) + "\n) ENGINE=InnoDB"
     if not collation or collation == "binary":
         text += f" DEFAULT CHARSET={charset}"
@@ -623,6 +630,23 @@ def create_table(info: TableInfo, session: Session, next_id: int) -> str:
         text += f" COMMENT='{output_format(info.comment)}'"
     if info.partition is not None:
         text += partition_text(info.partition)
+    return text
+
+
+def _foreign_key_definition(fk: ForeignKeyInfo, info: TableInfo) -> str:
+    """A CONSTRAINT line of SHOW CREATE TABLE, as TiDB writes one (the referenced table
+    qualified when it is in another schema)."""
+    names = ", ".join(escape_name(c) for c in fk.columns)
+    ref_names = ", ".join(escape_name(c) for c in fk.ref_columns)
+    table = escape_name(fk.ref_table)
+    if fk.ref_schema.lower() != info.schema.lower():
+        table = f"{escape_name(fk.ref_schema)}.{table}"
+    text = f"  CONSTRAINT {escape_name(fk.name)} FOREIGN KEY ({names})"
+    text += f" REFERENCES {table} ({ref_names})"
+    if fk.on_delete:
+        text += f" ON DELETE {fk.on_delete}"
+    if fk.on_update:
+        text += f" ON UPDATE {fk.on_update}"
     return text
 
 
