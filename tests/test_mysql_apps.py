@@ -311,7 +311,10 @@ rows = {
         Order.objects.order_by("id").values("id", "customer_id", "amount", "note")
     ),
 }
-print(json.dumps(rows, default=str))
+joined = list(  # a lookup across the foreign key: a join
+    Order.objects.filter(customer__name="ann").order_by("id").values_list("customer__name", "amount")
+)
+print(json.dumps({**rows, "joined": joined}, default=str))
 """
 
 
@@ -343,6 +346,7 @@ def test_django_migrate_and_crud(server: Server, tmp_path: Path, backend: str) -
         ("12.50", ""),
         ("4.00", "fixed"),
     ]
+    assert seen.pop("joined") == [["ann", "12.50"], ["ann", "4.00"]]
     for table, rows in seen.items():
         from_feed = rebuilt(server, database, table)
         assert [{k: str(r[k]) for k in rows[0]} for r in from_feed] == as_text(rows)

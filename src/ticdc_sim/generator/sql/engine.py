@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings, not_utf8
 from ticdc_sim.generator.capture import key_order
-from ticdc_sim.generator.sql import aggregate, labels
+from ticdc_sim.generator.sql import aggregate, join, labels
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select, select_source
@@ -485,6 +485,8 @@ class Engine:
     def _query(self, node: exp.Select, text: str) -> ResultSet:
         if node.args.get("into") is not None:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
+        if join.is_join(node):
+            return self._join_query(node, text)
         table = self._source_table(node)
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
@@ -498,6 +500,25 @@ class Engine:
             names.append(label)
             types.append(aggregate.result_type(e.unalias(), columns))
         return ResultSet(names, self._rows(node, table), types)
+
+    def _join_query(self, node: exp.Select, text: str) -> ResultSet:
+        """A SELECT of several tables (join.py), named and typed as `_query` does."""
+        found = join.sources(self, node)
+        columns = {c.name.lower(): c for s in found for c in s.data.info.columns}
+        names: list[str] = []
+        types: list[MySQLType | None] = []
+        for e, label in zip(node.expressions, labels.select_labels(text, node), strict=True):
+            expanded = join.shown(found, e)
+            if expanded is not None:
+                names += [c.name for c, _ in expanded]
+                types += [c.tp for c, _ in expanded]
+                continue
+            names.append(label)
+            types.append(aggregate.result_type(e.unalias(), columns))
+        if not aggregate.is_aggregate(node):
+            return ResultSet(names, join.rows(self, node), types)
+        inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
+        return ResultSet(names, [aggregate.fold(join.rows(self, inner), folds)], types)
 
     def _source_table(self, node: exp.Select) -> TableData | None:
         source = select_source(node)

@@ -108,14 +108,29 @@ class Scope:
     table: str = ""
     comparison_keys: dict[int, tuple[Key, Key]] = field(default_factory=dict)
     order_keys: dict[int, Key] = field(default_factory=dict)
+    # a join's: `table.column` -> as `columns`, and the bare names two tables share
+    qualified: dict[str, tuple[int, str]] = field(default_factory=dict)
+    ambiguous: frozenset[str] = frozenset()
 
     def resolve(self, node: exp.Column) -> tuple[int, str]:
+        if self.qualified:
+            return self._resolve_joined(node)
         found = self.columns.get(node.name.lower())
         qualifier = node.table
         if found is None or (qualifier and qualifier.lower() != self.table.lower()):
             where = f"{qualifier}.{node.name}" if qualifier else node.name
             raise SQLError(f"Unknown column '{where}' in 'field list'", code=1054)
         return found
+
+    def _resolve_joined(self, node: exp.Column) -> tuple[int, str]:
+        name, qualifier = node.name.lower(), node.table.lower()
+        found = self.qualified.get(f"{qualifier}.{name}") if qualifier else self.columns.get(name)
+        if found is not None:
+            return found
+        if not qualifier and name in self.ambiguous:
+            raise SQLError(f"Column '{node.name}' in field list is ambiguous", code=1052)
+        where = f"{node.table}.{node.name}" if qualifier else node.name
+        raise SQLError(f"Unknown column '{where}' in 'field list'", code=1054)
 
 
 # -- coercions ---------------------------------------------------------------------------------

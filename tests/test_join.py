@@ -1,0 +1,106 @@
+"""SELECTs of several tables (generator/sql/join.py) answer as MariaDB does: inner, left,
+cross and comma joins, with WHERE, ORDER BY, LIMIT, aggregates and `t.*`; what is not
+simulated is refused by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from support_mariadb import MariaDB
+from ticdc_sim.cluster import Cluster
+from ticdc_sim.errors import SQLError
+
+DATA = """
+CREATE TABLE cu (id INT PRIMARY KEY, name VARCHAR(10), city VARCHAR(10));
+CREATE TABLE od (id INT PRIMARY KEY, cu_id INT, amount DECIMAL(8,2), note VARCHAR(10));
+CREATE TABLE tag (od_id INT, label VARCHAR(5), PRIMARY KEY (od_id, label));
+INSERT INTO cu VALUES (1, 'ann', 'oslo'), (2, 'bob', 'rome'), (3, 'cy', NULL), (4, 'di', 'oslo');
+INSERT INTO od VALUES (10, 1, 1.50, 'a'), (11, 1, 2.50, NULL), (12, 2, 3.00, 'b'),
+  (13, 9, 4.00, 'orphan');
+INSERT INTO tag VALUES (10, 'x'), (10, 'y'), (12, 'x')
+"""
+
+QUERIES = [
+    "SELECT od.amount FROM od INNER JOIN cu ON (od.cu_id = cu.id) WHERE cu.name = 'ann'"
+    " ORDER BY od.id",
+    "SELECT cu.name, od.id FROM cu LEFT JOIN od ON od.cu_id = cu.id ORDER BY cu.id, od.id",
+    "SELECT cu.name, od.id, tag.label FROM cu JOIN od ON od.cu_id = cu.id"
+    " LEFT OUTER JOIN tag ON tag.od_id = od.id ORDER BY od.id, tag.label",
+    "SELECT * FROM cu, od WHERE cu.id = od.cu_id AND od.amount > 2 ORDER BY od.id",
+    "SELECT COUNT(*), SUM(od.amount), MAX(cu.name) FROM od JOIN cu ON od.cu_id = cu.id"
+    " WHERE cu.city = 'oslo'",
+    "SELECT od.* FROM od JOIN cu ON cu.id = od.cu_id ORDER BY od.id LIMIT 1 OFFSET 1",
+    "SELECT c.name, o.note FROM cu AS c CROSS JOIN od AS o WHERE o.id = 12 ORDER BY c.id",
+    "SELECT cu.id, od.id FROM cu LEFT JOIN od ON od.cu_id = cu.id AND od.amount > 2"
+    " WHERE od.id IS NULL ORDER BY cu.id",
+    "SELECT UPPER(cu.name) AS n, od.amount * 2 FROM cu JOIN od ON od.cu_id = cu.id"
+    " ORDER BY n DESC, od.amount",
+]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Cluster:
+    found = Cluster("t", 7, lock_wait_s=1, max_txn_rows=1000)
+    assert not found.execute(DATA).failed
+    return found
+
+
+def ask(cluster: Cluster, sql: str) -> list[tuple[Any, ...]]:
+    outcome = cluster.execute(sql).outcomes[0]
+    if outcome.error is not None:
+        raise outcome.error
+    return [tuple(r) for r in outcome.rows or []]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_joins_answer_as_mariadb(sql: str, cluster: Cluster, mariadb: MariaDB) -> None:
+    conn = mariadb.connect()
+    try:
+        mariadb.reset(conn)
+        with conn.cursor() as cur:
+            for statement in filter(str.strip, DATA.split(";")):
+                cur.execute(statement)
+            cur.execute(sql)
+            theirs = [tuple(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    assert ask(cluster, sql) == theirs
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "message"),
+    [
+        (
+            "SELECT id FROM cu JOIN od ON od.cu_id = cu.id",
+            1052,
+            "Column 'id' in field list is ambiguous",
+        ),
+        (
+            "SELECT * FROM cu RIGHT JOIN od ON od.cu_id = cu.id",
+            1105,
+            "RIGHT JOIN is not supported here (JOIN ... ON, LEFT JOIN)",
+        ),
+        (
+            "SELECT * FROM cu JOIN od USING (id)",
+            1105,
+            "USING is not supported here (JOIN ... ON, LEFT JOIN)",
+        ),
+        (
+            "SELECT cu.city, COUNT(*) FROM cu JOIN od ON od.cu_id = cu.id GROUP BY cu.city",
+            1105,
+            "GROUP BY is not supported here (with a join)",
+        ),
+        ("SELECT x.* FROM cu JOIN od ON od.cu_id = cu.id", 1051, "Unknown table 'x'"),
+        (
+            "SELECT cu.nope FROM cu JOIN od ON od.cu_id = cu.id",
+            1054,
+            "Unknown column 'cu.nope' in 'field list'",
+        ),
+    ],
+)
+def test_what_is_refused_says_what(sql: str, code: int, message: str, cluster: Cluster) -> None:
+    with pytest.raises(SQLError) as caught:
+        ask(cluster, sql)
+    assert (caught.value.code, caught.value.message) == (code, message)
