@@ -46,17 +46,17 @@ from ticdc_sim.model.mysql import INTEGER_RANGES
 from ticdc_sim.model.mysql import MySQLType as M
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.sql.engine import Engine
     from ticdc_sim.generator.sql.store import TableData
+    from ticdc_sim.generator.sql.target import DMLTarget
     from ticdc_sim.model.table import ColumnInfo
 
 Row = tuple[Any, ...]
-Plan = Callable[["Engine", list[list[Any]]], None]
+Plan = Callable[["DMLTarget", list[list[Any]]], None]
 _VALUE_ERRORS = (1264, 1406, 1366, 1292, 1265, 1048)
 DEFAULT: Any = type("_Default", (), {"__repr__": lambda self: "DEFAULT"})()
 
 
-def compile_dml(engine: Engine, node: exp.Expr) -> Plan:
+def compile_dml(engine: DMLTarget, node: exp.Expr) -> Plan:
     if node.args.get("returning") is not None:  # no plan: Engine.execute says where
         raise SQLError("RETURNING is not TiDB's", code=1064)
     if isinstance(node, exp.Insert):  # ReplaceInto too
@@ -84,7 +84,7 @@ def _target_columns(table: TableData, node: exp.Insert) -> list[int]:
     return offsets
 
 
-def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
+def _compile_insert(engine: DMLTarget, node: exp.Insert) -> Plan:
     target = node.this.this if isinstance(node.this, exp.Schema) else node.this
     table = engine.table_data(target)
     offsets = _target_columns(table, node)
@@ -116,7 +116,7 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
     listed = set(offsets)
     volatile = {o for o, c in enumerate(columns) if o not in listed and _volatile_default(c)}
 
-    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+    def plan(engine: DMLTarget, params_rows: list[list[Any]]) -> None:
         defaults: dict[int, Any] = {}
 
         def default_at(offset: int) -> Any:
@@ -178,10 +178,10 @@ def _compile_insert(engine: Engine, node: exp.Insert) -> Plan:
 class BulkPlan:
     """An INSERT plan that can also take a lexed multi-row statement's lexemes directly."""
 
-    def __init__(self, plan: Plan, bulk: Callable[[Engine, Lexed], bool]) -> None:
+    def __init__(self, plan: Plan, bulk: Callable[[DMLTarget, Lexed], bool]) -> None:
         self.plan, self.bulk = plan, bulk
 
-    def __call__(self, engine: Engine, params_rows: list[list[Any]]) -> None:
+    def __call__(self, engine: DMLTarget, params_rows: list[list[Any]]) -> None:
         self.plan(engine, params_rows)
 
 
@@ -228,14 +228,14 @@ def _column_batch(
 
 
 def _bulk_insert(
-    engine: Engine,
+    engine: DMLTarget,
     table: TableData,
     node: exp.Insert,
     offsets: list[int],
     ignore: bool,
     replace_mode: bool,
     assignments: list[Assignment] | None,
-) -> Callable[[Engine, Lexed], bool] | None:
+) -> Callable[[DMLTarget, Lexed], bool] | None:
     """The fast path of `INSERT ... VALUES (lit, ...), ...` with nothing but literals.
 
     Each column's converter reads the literal's lexeme directly; the general plan handles
@@ -260,7 +260,7 @@ def _bulk_insert(
     # batch converters by literal kinds and sql_mode (tidb_skip_utf8_check included)
     batches: dict[tuple[Any, ...], list[Any]] = {}
 
-    def run(engine: Engine, lexed: Lexed) -> bool:
+    def run(engine: DMLTarget, lexed: Lexed) -> bool:
         head, width = lexed.head, lexed.width
         positions = [i - head for i in indexes]
         if any(not 0 <= p < width for p in positions):
@@ -273,7 +273,7 @@ def _bulk_insert(
         return _insert_rows(engine, table, lexed, offsets, positions, kinds, ignore)
 
     def _insert_columns(
-        engine: Engine,
+        engine: DMLTarget,
         table: TableData,
         lexed: Lexed,
         offsets: list[int],
@@ -328,7 +328,7 @@ def _bulk_insert(
 
 
 def _insert_rows(
-    engine: Engine,
+    engine: DMLTarget,
     table: TableData,
     lexed: Lexed,
     offsets: list[int],
@@ -396,7 +396,7 @@ def _set_params(ctx: Context, params: list[Any]) -> bool:
 
 
 def _insert_row(
-    engine: Engine,
+    engine: DMLTarget,
     table: TableData,
     offsets: list[int],
     values: list[Any],
@@ -496,7 +496,7 @@ class _Updates:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: DMLTarget,
         table: TableData,
         assignments: list[Assignment],
         params: list[Any],
@@ -539,7 +539,7 @@ class _Updates:
 
 
 def _update_row(
-    engine: Engine,
+    engine: DMLTarget,
     table: TableData,
     handle: Any,
     old: Row,
@@ -584,10 +584,10 @@ def _update_row(
     return True
 
 
-Matcher = Callable[["Engine", list[Any]], list[tuple[Any, Row]]]
+Matcher = Callable[["DMLTarget", list[Any]], list[tuple[Any, Row]]]
 
 
-def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matcher:
+def _compile_matcher(engine: DMLTarget, table: TableData, node: exp.Expr) -> Matcher:
     """Rows a WHERE / ORDER BY / LIMIT selects, in the order the statement visits them."""
     where = node.args.get("where")
     condition = compile_expr(where.this, table.scope) if where is not None else None
@@ -605,7 +605,7 @@ def _compile_matcher(engine: Engine, table: TableData, node: exp.Expr) -> Matche
     # a point lookup through a unique index locks the index entry too
     via = access.index if isinstance(access, _Access) and access.point else None
 
-    def match(engine: Engine, params: list[Any]) -> list[tuple[Any, Row]]:
+    def match(engine: DMLTarget, params: list[Any]) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
         handles = access.handles(ctx) if access is not None else None
         if handles is None:
@@ -914,7 +914,7 @@ class _Union:
 
 def _compile_order(
     scope: Scope, order: exp.Order
-) -> Callable[[Engine, list[tuple[Any, Row]], list[Any]], list[tuple[Any, Row]]]:
+) -> Callable[[DMLTarget, list[tuple[Any, Row]], list[Any]], list[tuple[Any, Row]]]:
     keys = [
         (
             _sort_value(o.this, scope),
@@ -925,7 +925,7 @@ def _compile_order(
     ]
 
     def sort(
-        engine: Engine, rows: list[tuple[Any, Row]], params: list[Any]
+        engine: DMLTarget, rows: list[tuple[Any, Row]], params: list[Any]
     ) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
         cache: dict[int, list[Any]] = {}
@@ -958,7 +958,7 @@ def _sort_value(node: exp.Expr, scope: Scope) -> Compiled:
     return fn
 
 
-def _single_table(engine: Engine, node: exp.Expr, verb: str, *joins: str) -> TableData:
+def _single_table(engine: DMLTarget, node: exp.Expr, verb: str, *joins: str) -> TableData:
     """The one table an UPDATE or DELETE works on; multi-table forms are refused."""
     target = node.this
     # sqlglot hangs `UPDATE a JOIN b ...` and `UPDATE a, b ...` on the table, not the statement
@@ -971,12 +971,12 @@ def _single_table(engine: Engine, node: exp.Expr, verb: str, *joins: str) -> Tab
     return engine.table_data(target)
 
 
-def _compile_update(engine: Engine, node: exp.Update) -> Plan:
+def _compile_update(engine: DMLTarget, node: exp.Update) -> Plan:
     table = _single_table(engine, node, "UPDATE", "from_", "joins")
     assignments = _assignments(table, node.expressions)
     match = _compile_matcher(engine, table, node)
 
-    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+    def plan(engine: DMLTarget, params_rows: list[list[Any]]) -> None:
         for params in params_rows:
             updates = _Updates(engine, table, assignments, params)
             for handle, _ in match(engine, params):
@@ -990,11 +990,11 @@ def _compile_update(engine: Engine, node: exp.Update) -> Plan:
     return plan
 
 
-def _compile_delete(engine: Engine, node: exp.Delete) -> Plan:
+def _compile_delete(engine: DMLTarget, node: exp.Delete) -> Plan:
     table = _single_table(engine, node, "DELETE", "using", "tables")
     match = _compile_matcher(engine, table, node)
 
-    def plan(engine: Engine, params_rows: list[list[Any]]) -> None:
+    def plan(engine: DMLTarget, params_rows: list[list[Any]]) -> None:
         for params in params_rows:
             for handle, _ in match(engine, params):
                 engine.write(table, handle, None)
@@ -1038,7 +1038,7 @@ def select_source(node: exp.Expr) -> exp.From | None:
     return from_
 
 
-def compile_select(engine: Engine, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
+def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
     from_ = select_source(node)
     assert isinstance(node, exp.Select)  # select_source refused the rest

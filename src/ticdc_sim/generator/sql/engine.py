@@ -189,12 +189,11 @@ class Transaction:
 class Engine:
     """Executes statements; `run()` yields DDL and row events as transactions commit.
 
-    What the statement executors (dml.py) use, and nothing else: `table_data` for a table's
-    store (read its `rows`, look rows up with `TableData.scan`); `write` and `write_new`,
-    the only writes, undone with the statement or transaction; `allocate`, `auto_id` and
-    `observe_id` around the table's one id allocator (`TableData.take_ids`); and the row
-    helpers `default_value`, `require_defaults`, `finish_row`, `new_handle`, `conflicts`,
-    `key_order`, `duplicate_error` and `unique_error`.
+    What the statement executors (dml.py, join.py) use of it is declared in target.py
+    (`DMLTarget`); they never import this module. Sessions of a service share one engine:
+    the catalog, rows, TSO clock and the open transactions' locks and versions (`active`,
+    `locks`, `versions`) are the cluster's, the rest is the session's, which `cluster.py`
+    puts in place for each statement.
     """
 
     def __init__(

@@ -25,8 +25,8 @@ from ticdc_sim.generator.sql.evaluate import Compiled, Context, Scope, compile_e
 from ticdc_sim.model.table import ColumnInfo
 
 if TYPE_CHECKING:
-    from ticdc_sim.generator.sql.engine import Engine
     from ticdc_sim.generator.sql.store import TableData
+    from ticdc_sim.generator.sql.target import DMLTarget
 
 Row = tuple[Any, ...]
 
@@ -46,7 +46,7 @@ def is_join(node: exp.Select) -> bool:
     return bool(node.args.get("joins"))
 
 
-def sources(engine: Engine, node: exp.Select) -> list[Source]:
+def sources(engine: DMLTarget, node: exp.Select) -> list[Source]:
     for clause, name in _UNSUPPORTED_CLAUSES.items():
         if clause != "joins" and node.args.get(clause):
             raise SQLError(f"{name} is not supported here (with a join)", code=1105)
@@ -109,7 +109,7 @@ def shown(found: list[Source], item: exp.Expr) -> list[tuple[ColumnInfo, int]] |
     return [(c, s.offset + c.offset) for s in chosen for c in s.data.info.columns if not c.hidden]
 
 
-def rows(engine: Engine, node: exp.Select) -> list[Row]:
+def rows(engine: DMLTarget, node: exp.Select) -> list[Row]:
     """The joined SELECT's rows, projected."""
     found = sources(engine, node)
     joined = scope(found)
