@@ -266,16 +266,25 @@ def test_syntax_error_is_located() -> None:
 
 def test_index_visibility_and_foreign_keys() -> None:
     catalog, events = run(
-        "CREATE TABLE t (a INT, KEY i (a));"
+        "CREATE TABLE p (a INT PRIMARY KEY);"
+        "CREATE TABLE t (a INT, KEY i (a), CONSTRAINT fk FOREIGN KEY (a) REFERENCES p (a));"
         "ALTER TABLE t ALTER INDEX i INVISIBLE;"
         "ALTER TABLE t DROP FOREIGN KEY fk;"
     )
-    assert [e.action for e in events[1:]] == [
+    assert [e.action for e in events[2:]] == [
         ActionType.ALTER_INDEX_VISIBILITY,
         ActionType.DROP_FOREIGN_KEY,
     ]
-    assert events[1].query == "ALTER TABLE `t` ALTER INDEX `i` INVISIBLE"
-    assert catalog.table("test", "t").index("i").invisible
+    assert events[2].query == "ALTER TABLE `t` ALTER INDEX `i` INVISIBLE"
+    table = catalog.table("test", "t")
+    assert table.index("i").invisible
+    assert table.foreign_keys == ()  # dropped; the index `i` it used stays
+    with pytest.raises(SQLError) as caught:
+        run("CREATE TABLE t (a INT); ALTER TABLE t DROP FOREIGN KEY fk;")
+    assert (caught.value.code, caught.value.message) == (
+        1091,
+        "Can't DROP 'fk'; check that column/key exists",
+    )
 
 
 @pytest.mark.parametrize(
