@@ -113,7 +113,7 @@ def test_operators_read_as_tidbs_lexer_reads_them(expression: str, value: int) -
     engine = Engine()
     (raw,) = split_script([f"SELECT {expression} INTO @v\n"], "ops.sql")
     assert engine.step(raw) is None
-    assert engine.user_variables["v"] == value
+    assert engine.session.user_variables["v"] == value
     # `#` starts a comment, `#>` too (sqlglot read it as a JSON path operator)
     assert parse_one("SELECT 1 #> 2\n, 3") == parse_one("SELECT 1, 3")
 

@@ -814,7 +814,7 @@ def test_set_accepts_bare_words_and_skips_global_variables() -> None:
         "SET @@global.tidb_enable_exchange_partition = on; SET character_set_client = utf8;"
         "SET autocommit = OFF; SET autocommit = ON;"
     )
-    assert engine.autocommit and engine.warnings.messages() == [
+    assert engine.session.autocommit and engine.warnings.messages() == [
         "SET GLOBAL tidb_enable_exchange_partition changes no session of this script;"
         " accepted and skipped"
     ]
@@ -1026,7 +1026,7 @@ def test_user_variables_in_set_select_into_and_expressions() -> None:
         ("insert", None, (22, "ab!", None)),
         ("update", (11, "ab", None), (11, "ab", 6)),
     ]
-    assert engine.user_variables == {"x": 11, "name": "ab", "twice": 22, "v": "ab", "n": 6}
+    assert engine.session.user_variables == {"x": 11, "name": "ab", "twice": 22, "v": "ab", "n": 6}
     assert engine.warnings.messages() == []
     with pytest.raises(SQLError, match="more than one row") as info:
         run(
@@ -1193,7 +1193,7 @@ def test_expressions_without_columns_beside_aggregates() -> None:
     )
     for stmt in split_script(script.splitlines(keepends=True), "agg.sql"):
         assert engine.step(stmt) is None
-    assert (engine.user_variables["n"], engine.user_variables["six"]) == (1, 6)
+    assert (engine.session.user_variables["n"], engine.session.user_variables["six"]) == (1, 6)
     assert answer(engine, "SELECT 1+1, COUNT(*), 'a', SUM(v) FROM t WHERE id > 5") == [
         (2, 0, "a", None)  # no row: still one, the constants' values
     ]
@@ -1365,7 +1365,7 @@ def test_every_operator_chains_flat(piece: str, value: int) -> None:
     script = f"SELECT {chain};\nSELECT {chain} INTO @r;\n"
     for stmt in split_script(script.splitlines(keepends=True), "chain.sql"):
         assert engine.step(stmt) is None  # a script's SELECT is evaluated, then dropped
-    assert engine.user_variables["r"] == value
+    assert engine.session.user_variables["r"] == value
 
 
 def test_errors_in_a_long_chain_quote_it_abridged_not_nested_too_deeply() -> None:

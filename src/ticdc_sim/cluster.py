@@ -54,10 +54,12 @@ from ticdc_sim.feed import (
 )
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql import show
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, Transaction, put_rows, ticdc_zone
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, put_rows, ticdc_zone
 from ticdc_sim.generator.sql.locks import DEADLOCK, LOCK_WAIT_TIMEOUT, Blocked, victim
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
+from ticdc_sim.generator.sql.session import Session
 from ticdc_sim.generator.sql.store import Row, TableData
+from ticdc_sim.generator.sql.txn import Transaction
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.tso import compose_ts, physical_ms
@@ -173,68 +175,60 @@ HEAP = Heap()
 
 # -- sessions -----------------------------------------------------------------------------------
 
-# Engine attributes that belong to a session, not to the cluster
-_SESSION_ATTRS = (
-    "txn",
-    "autocommit",
-    "user_variables",
-    "sql_mode",  # with tidb_skip_utf8_check: how the session's values are converted
-    "clustered_index",
-    "zone",
-    "zone_name",
-    "charsets",
-    "noop_values",
-    "last_id",
-    "user",
-    "connection_id",
-    "warnings",
-    "found_rows",
-    "isolation",
-    "next_isolation",
-)
 
-
-@dataclass(eq=False)  # one object per session: waiters are kept by it
 class SessionState:
-    """One client session's side of the engine, swapped in while it runs statements."""
+    """One client's session on the cluster: its `Session` (generator/sql/session.py: its
+    settings, database, transaction, warnings), handed to the cluster's engine with each of
+    its statements, and what the service keeps beside it."""
 
-    connection_id: int
-    user: str = "root@127.0.0.1"
-    found_rows: bool = False  # the MySQL client's CLIENT_FOUND_ROWS
-    database: str | None = "test"
-    values: dict[str, Any] = field(default_factory=dict)  # the _SESSION_ATTRS, once run
-    last_warnings: list[WarningEntry] = field(default_factory=list)  # SHOW WARNINGS
-    waiting_for: Any = None  # the transaction whose lock it waits for
-    pending: list[Change] = field(default_factory=list)  # committed, not yet replicated
-    sent: dict[str, int] = field(default_factory=dict)  # records each changefeed sent for it
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.last_warnings: list[WarningEntry] = []  # SHOW WARNINGS
+        self.waiting_for: Any = None  # the transaction whose lock it waits for
+        self.pending: list[Change] = []  # committed, not yet replicated
+        self.sent: dict[str, int] = {}  # records each changefeed sent for it
 
-    def load(self, engine: Engine) -> None:
-        if not self.values:  # a new session: the server's defaults
-            fresh = Engine(engine.config, catalog=engine.catalog)
-            self.values = {name: getattr(fresh, name) for name in _SESSION_ATTRS}
-            self.values.update(
-                user=self.user, connection_id=self.connection_id, found_rows=self.found_rows
-            )
-            self.values["warnings"] = Warnings()
-        for name, value in self.values.items():
-            setattr(engine, name, value)
-        if engine.catalog.current_schema != self.database:
-            engine.catalog.current_schema = self.database
+    def bind(self, engine: Engine) -> None:
+        """The engine runs the next statement for this session (the caller holds the lock)."""
+        engine.session = self.session
+        if engine.catalog.current_schema != self.session.database:
+            engine.catalog.current_schema = self.session.database
             engine.plans.clear()  # plans hold the current database's tables
 
-    def store(self, engine: Engine) -> None:
-        self.values = {name: getattr(engine, name) for name in _SESSION_ATTRS}
-        self.database = engine.catalog.current_schema
+    def unbind(self, engine: Engine) -> None:
+        self.session.database = engine.catalog.current_schema  # USE, DROP DATABASE
+
+    @property
+    def connection_id(self) -> int:
+        return self.session.connection_id
+
+    @property
+    def user(self) -> str:
+        return self.session.user
+
+    @property
+    def found_rows(self) -> bool:
+        return self.session.found_rows
+
+    @found_rows.setter
+    def found_rows(self, value: bool) -> None:
+        self.session.found_rows = value
+
+    @property
+    def database(self) -> str | None:
+        return self.session.database
+
+    @database.setter
+    def database(self, value: str | None) -> None:
+        self.session.database = value
 
     @property
     def warnings(self) -> Warnings:
-        found: Warnings = self.values.setdefault("warnings", Warnings())
-        return found
+        return self.session.warnings
 
     @property
     def txn(self) -> Transaction | None:
-        found: Transaction | None = self.values.get("txn")
-        return found
+        return self.session.txn
 
 
 # connection ids, one sequence for the service's sessions, MySQL connections and HTTP
@@ -345,7 +339,14 @@ class Cluster:
 
     def session(self, user: str = "root@127.0.0.1", connection_id: int = 0) -> SessionState:
         """A new session; `connection_id`: its MySQL connection's (an HTTP request's is new)."""
-        return SessionState(connection_id or next_connection_id(), user)
+        config = self.engine.config
+        session = Session.of(
+            config.time_zone,
+            config.database,
+            user=user,
+            connection_id=connection_id or next_connection_id(),
+        )
+        return SessionState(session)
 
     # -- running statements ----------------------------------------------------------------
 
@@ -482,7 +483,7 @@ class Cluster:
     def _step(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> list[Change]:
         """The statement on the engine, in the session's state; what it committed."""
         engine = self.engine
-        session.load(engine)
+        session.bind(engine)
         before = {w.kind: w.count for w in engine.warnings}
         ended = engine.ended
         try:
@@ -502,7 +503,7 @@ class Cluster:
                 session.last_warnings = [
                     w for w in engine.warnings if before.get(w.kind) != w.count
                 ]
-            session.store(engine)
+            session.unbind(engine)
             if engine.ended != ended:
                 self._wake()
 
@@ -538,9 +539,9 @@ class Cluster:
 
     def _abort(self, session: SessionState) -> None:
         """The session's transaction is rolled back; waiters for its locks try again."""
-        session.load(self.engine)
+        session.bind(self.engine)
         self.engine._abort()
-        session.store(self.engine)
+        session.unbind(self.engine)
         self._wake()
 
     def _wake(self) -> None:

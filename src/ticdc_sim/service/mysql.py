@@ -232,7 +232,7 @@ class SimSession(BaseSession):
 
     def results_charset(self) -> str | None:
         """character_set_results: what result text is sent in (None: as stored)."""
-        charsets = self.state.values.get("charsets") or {}
+        charsets = self.state.session.charsets
         found: str | None = charsets.get("character_set_results", "utf8mb4")
         return found
 
@@ -243,7 +243,7 @@ class SimSession(BaseSession):
             return ServerStatus.SERVER_STATUS_AUTOCOMMIT
         if self.state.txn is not None:
             flags |= ServerStatus.SERVER_STATUS_IN_TRANS
-        if self.state.values.get("autocommit", True):
+        if self.state.session.autocommit:
             flags |= ServerStatus.SERVER_STATUS_AUTOCOMMIT
         return flags
 

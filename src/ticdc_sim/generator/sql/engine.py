@@ -24,7 +24,7 @@ import operator
 import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from itertools import repeat
 from typing import Any, NamedTuple, TypeVar, cast
@@ -53,6 +53,7 @@ from ticdc_sim.generator.sql.script import (
     parse_raw,
     syntax_error,
 )
+from ticdc_sim.generator.sql.session import Session
 from ticdc_sim.generator.sql.shapes import (
     Lexed,
     lex,
@@ -76,8 +77,8 @@ from ticdc_sim.generator.sql.sysvars import (
     isolation_level,
     known_value,
 )
+from ticdc_sim.generator.sql.txn import BulkInsert, Transaction, Write
 from ticdc_sim.generator.sql.values import (
-    DEFAULT_SQL_MODE,
     TIDB_DEFAULT_SQL_MODE,
     SqlMode,
     as_text,
@@ -142,46 +143,12 @@ def ticdc_zone(name: str) -> str:
 # -- transactions ------------------------------------------------------------------------------
 
 
-class _Write(NamedTuple):
-    """Undo record of one key's write."""
-
-    table: TableData
-    handle: Any
-    previous: Row | None
-    first_touch: bool  # the transaction's first write of this key
-
-
-class _BulkInsert(NamedTuple):
-    """Undo record of `Engine.write_new`: rows put under keys that held none."""
-
-    table: TableData
-    handles: list[Any]
-    touched: list[Any]  # the handles this transaction had not written before
-
-
 class ResultSet(NamedTuple):
     """What a SELECT answers: its column names, rows and (where known) column types."""
 
     names: list[str]
     rows: list[Row]
     types: list[MySQLType | None]
-
-
-@dataclass(eq=False)  # one object per transaction: locks and waits are keyed by it
-class Transaction:
-    start_ts: int
-    location: Location | None = None  # the statement that began it
-    isolation: str = "REPEATABLE-READ"
-    implicit: bool = False  # an autocommit statement's own, committed at its end
-    # the snapshot its plain SELECTs read (REPEATABLE READ: taken at its first read)
-    read_ts: int | None = None
-    killed: bool = False  # chosen as a deadlock's victim while it waited
-    # InnoDB's table intention locks, IS then IX, in the order taken (a deadlock's weight)
-    intents: dict[TableData, tuple[str, ...]] = field(default_factory=dict)
-    # per table, each written key's row as it was before the transaction (None: no row)
-    first: dict[TableData, dict[Any, Row | None]] = field(default_factory=dict)
-    undo: list[_Write | _BulkInsert] = field(default_factory=list)
-    savepoints: dict[str, int] = field(default_factory=dict)
 
 
 class Engine:
@@ -208,45 +175,30 @@ class Engine:
         if self.config.database and self.catalog.current_schema is None:
             self.catalog.current_schema = self.catalog.schema(self.config.database).name
         self.tables: dict[int, TableData] = {}
-        self.zone_name = self.config.time_zone
-        self.zone = load_zone(self.config.time_zone)
-        self.cdc_zone = self.zone
-        self.autocommit = True
-        self.txn: Transaction | None = None
+        # the session its statements run for (a service hands in each client's own)
+        self.session = Session.of(
+            self.config.time_zone, self.catalog.current_schema, warnings=warnings or Warnings()
+        )
+        self.cdc_zone = self.session.zone
         self.rng = random.Random(self.config.seed)
         self.uuid_counter = 0
-        self.last_id = 0  # LAST_INSERT_ID(): the first id the last inserting statement took
+        # what one statement did, read by its caller before the next: its affected rows,
+        # whether it took ids, and the last id it gave an auto column explicitly (the OK
+        # packet's insert id when it took none, TiDB `StmtCtx.InsertID`)
+        self.affected_rows = 0
         self.ids_this_statement = False
-        # the last id a statement gave an auto column explicitly: the OK packet's insert id
-        # when it took none (TiDB `StmtCtx.InsertID`)
         self.insert_id = 0
-        self.sql_mode = DEFAULT_SQL_MODE
-        self.clustered_index = "ON"  # tidb_enable_clustered_index (DefTiDBEnableClusteredIndex)
-        # character_set_client (how statements are read), _connection and _results
-        self.charsets: dict[str, str | None] = {name: "utf8mb4" for name in CHARSET_VARIABLES}
-        self.noop_values: dict[str, Any] = {}  # KNOWN_VARIABLES this session set
-        self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
-        self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
-        self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
-        self.warnings = warnings if warnings is not None else Warnings()
-        self.location: Location | None = None  # of the statement being executed
-        self.user_variables: dict[str, Any] = {}  # @x, by lower-case name
-        self.errors: list[str] = []  # failed statements skipped under continue_on_error
-        self.outbox: list[Event] = []  # committed, not yet yielded by `run`
-        self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
-        # CLIENT_FOUND_ROWS: an UPDATE counts the rows it matched, not those it changed
-        self.found_rows = False
         # affected rows the statement's writes do not show: a row whose key changed (two
         # writes, one row), an ON DUPLICATE KEY UPDATE (MySQL counts 2), a found row
         self.affected_adjust = 0
-        self.max_txn_rows = (
-            0  # rows one transaction may write (TiDB's txn-total-size-limit); 0: any
-        )
-        self.user = "root@127.0.0.1"  # USER(), and CONNECTION_ID(): a service's session sets them
-        self.connection_id = 1
-        self.affected_rows = 0
-        self.isolation = "REPEATABLE-READ"  # transaction_isolation
-        self.next_isolation: str | None = None  # SET TRANSACTION ISOLATION LEVEL: the next one
+        self.location: Location | None = None  # of the statement being executed
+        self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
+        self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
+        self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
+        self.errors: list[str] = []  # failed statements skipped under continue_on_error
+        self.outbox: list[Event] = []  # committed, not yet yielded by `run`
+        self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
+        self.max_txn_rows = 0  # rows one transaction may write (txn-total-size-limit); 0: any
         # every session's open transaction (sessions share the engine: see locks.py)
         self.active: dict[Transaction, None] = {}
         self.ended = 0  # transactions ended: a waiter's lock may be free
@@ -255,12 +207,42 @@ class Engine:
         # literal defaults converted to their column's type, per session settings
         self._literal_defaults: dict[tuple[ColumnInfo, SqlMode, dt.tzinfo], Any] = {}
 
+    # -- the session's, read where a statement needs them -----------------------------------
+
+    @property
+    def sql_mode(self) -> SqlMode:
+        return self.session.sql_mode
+
+    @property
+    def found_rows(self) -> bool:
+        return self.session.found_rows
+
+    @property
+    def zone(self) -> dt.tzinfo:
+        return self.session.zone
+
+    @property
+    def warnings(self) -> Warnings:
+        return self.session.warnings
+
+    @property
+    def txn(self) -> Transaction | None:
+        return self.session.txn
+
+    @property
+    def last_id(self) -> int:
+        return self.session.last_id
+
     # -- session functions (evaluate.SessionFunctions) ---------------------------------------
 
     def _moment(self) -> dt.datetime:
-        ts = self.txn.start_ts if self.txn else compose_ts(self.catalog.clock.physical, 0)
+        ts = (
+            self.session.txn.start_ts
+            if self.session.txn
+            else compose_ts(self.catalog.clock.physical, 0)
+        )
         utc = dt.datetime.fromtimestamp(physical_ms(ts) / 1000, dt.UTC)
-        return utc.astimezone(self.zone).replace(tzinfo=None)
+        return utc.astimezone(self.session.zone).replace(tzinfo=None)
 
     def now(self, fsp: int) -> str:
         return format_datetime(self._moment(), fsp)
@@ -269,7 +251,11 @@ class Engine:
         return format_date(self._moment())
 
     def unix_timestamp(self) -> Decimal:
-        ts = self.txn.start_ts if self.txn else compose_ts(self.catalog.clock.physical, 0)
+        ts = (
+            self.session.txn.start_ts
+            if self.session.txn
+            else compose_ts(self.catalog.clock.physical, 0)
+        )
         return Decimal(physical_ms(ts) // 1000)
 
     def rand(self) -> float:
@@ -280,20 +266,20 @@ class Engine:
         return stable_uuid(self.config.seed, self.uuid_counter)
 
     def last_insert_id(self) -> int:
-        return self.last_id
+        return self.session.last_id
 
     def sleep(self, seconds: float | None) -> int:
         """SLEEP(n) (tidb `builtinSleepSig`): the simulated clock moves on n seconds, to
         the millisecond; NULL or a negative n is 1210 in strict mode, else nothing."""
         if seconds is None or seconds < 0 or seconds > _LONGEST_SLEEP_S:
-            if self.sql_mode.strict or (seconds is not None and seconds > 0):
+            if self.session.sql_mode.strict or (seconds is not None and seconds > 0):
                 raise SQLError("Incorrect arguments to sleep", code=1210)
             return 0
         self.catalog.clock.advance(round(seconds * 1000))
         return 0
 
     def time_zone(self) -> dt.tzinfo:
-        return self.zone
+        return self.session.zone
 
     def variable(self, name: str) -> Any:
         """@@name; also DATABASE(), USER() and CONNECTION_ID() by their pseudo names."""
@@ -304,14 +290,14 @@ class Engine:
             return int(value) if isinstance(value, bool) else value
         pseudo = {
             "database()": self.catalog.current_schema,
-            "user()": self.user,
-            "connection_id()": self.connection_id,
-            **self.charsets,
+            "user()": self.session.user,
+            "connection_id()": self.session.connection_id,
+            **self.session.charsets,
         }
         if name in pseudo:
             return pseudo[name]
-        if name in self.noop_values:
-            return self.noop_values[name]
+        if name in self.session.noop_values:
+            return self.session.noop_values[name]
         if name in SERVER_VARIABLES:
             return SERVER_VARIABLES[name]
         raise SQLError(f"Unknown system variable '{name}'", code=1193)
@@ -341,15 +327,15 @@ class Engine:
         return current
 
     def user_variable(self, name: str) -> Any:
-        return self.user_variables.get(name)  # never set: NULL
+        return self.session.user_variables.get(name)  # never set: NULL
 
     def set_user_variable(self, name: str, value: Any) -> Any:
-        self.user_variables[name] = value
+        self.session.user_variables[name] = value
         return value
 
     def warn(self, kind: str, message: str) -> None:
         """Report, once per kind, something accepted that has no effect here."""
-        self.warnings.warn(kind, message, self.location)
+        self.session.warnings.warn(kind, message, self.location)
 
     def no_effect(self, kind: str) -> None:
         self.warn(kind, f"{kind} has no effect on data here; accepted and skipped")
@@ -367,7 +353,7 @@ class Engine:
         if charset is not None and charset not in CHARSET_CODECS:
             raise SQLError(f"Unknown character set: '{as_text(value)}'", code=1115)
         for name in variables:
-            self.charsets[name] = charset
+            self.session.charsets[name] = charset
         self.plans.clear()
 
     def as_client_sent(self, stmt: _Stmt) -> _Stmt | RawStatement:
@@ -380,7 +366,7 @@ class Engine:
         scripts are decoded as UTF-8 with surrogate escapes, so their bytes come back
         exactly and decode again here. Bytes the charset does not read are TiDB's error
         1300, naming them in hex (parser `charset.generateEncodingErr`)."""
-        charset = str(self.charsets["character_set_client"])
+        charset = str(self.session.charsets["character_set_client"])
         codec = CHARSET_CODECS[charset]
         if codec is None:
             return text
@@ -393,10 +379,12 @@ class Engine:
             raise SQLError(f"Invalid {charset} character string: '{bad}'", code=1300) from None
 
     def set_sql_mode(self, text: str) -> None:
-        self._use_mode(replace(SqlMode.parse(text), check_utf8=self.sql_mode.check_utf8))
+        self._use_mode(replace(SqlMode.parse(text), check_utf8=self.session.sql_mode.check_utf8))
 
     def _use_mode(self, mode: SqlMode) -> None:
-        self.sql_mode = mode  # tables convert values under it from now on (`TableData.mode`)
+        self.session.sql_mode = (
+            mode  # tables convert values under it from now on (`TableData.mode`)
+        )
 
     # -- running scripts ---------------------------------------------------------------------
 
@@ -419,12 +407,12 @@ class Engine:
                     self._abort()
                     raise error from None
                 self.errors.append(str(error))
-        if self.txn is not None and any(self.txn.first.values()):
-            self.warnings.warn(
+        if self.session.txn is not None and any(self.session.txn.first.values()):
+            self.session.warnings.warn(
                 "uncommitted",
                 "a transaction was still open at the end: rolled back, as when a client"
                 " disconnects, and its rows not sent (end it with COMMIT)",
-                self.txn.location,
+                self.session.txn.location,
             )
         self._abort()
 
@@ -525,7 +513,7 @@ class Engine:
         """A SELECT's rows; with aggregates (and no GROUP BY), its one row."""
         if not aggregate.is_aggregate(node):
             return compile_select(self, node)([])
-        if table is not None and "ONLY_FULL_GROUP_BY" in self.sql_mode.names:
+        if table is not None and "ONLY_FULL_GROUP_BY" in self.session.sql_mode.names:
             aggregate.check_full_group_by(node, table.info)
         inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
         return [aggregate.fold(compile_select(self, inner)([]), folds)]
@@ -619,8 +607,8 @@ class Engine:
                 raise Blocked(busy[0], None)
             self.plans.clear()  # plans hold tables and the current database
             # checked under the settings of the session running it (sessions share a catalog)
-            self.catalog.sql_mode = self.sql_mode
-            self.catalog.clustered_index = self.clustered_index
+            self.catalog.sql_mode = self.session.sql_mode
+            self.catalog.clustered_index = self.session.clustered_index
             for event in self.catalog.apply(node, source):
                 self._sync_table(event)
                 self.outbox.append(event)
@@ -640,24 +628,27 @@ class Engine:
         raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
 
     def _abort(self) -> None:
-        txn = self.txn
+        txn = self.session.txn
         if txn is not None:
             self._rollback_to(0)
-            self.txn = None
+            self.session.txn = None
             self._end(txn)
 
     # -- transactions ------------------------------------------------------------------------
 
     def _begin(self) -> Transaction:
-        if self.txn is None:
+        if self.session.txn is None:
             self.catalog.clock.pause()  # simulated time moves on between transactions
-            isolation, self.next_isolation = self.next_isolation or self.isolation, None
-            self.txn = Transaction(self.catalog.clock.next(), self.location, isolation)
-            self.active[self.txn] = None
-        return self.txn
+            isolation, self.session.next_isolation = (
+                self.session.next_isolation or self.session.isolation,
+                None,
+            )
+            self.session.txn = Transaction(self.catalog.clock.next(), self.location, isolation)
+            self.active[self.session.txn] = None
+        return self.session.txn
 
     def _commit(self) -> None:
-        txn, self.txn = self.txn, None
+        txn, self.session.txn = self.session.txn, None
         if txn is None:
             return
         if any(txn.first.values()):
@@ -680,7 +671,7 @@ class Engine:
 
     def holder(self, table: TableData, handle: Any, exclusive: bool = True) -> Any:
         """Another open transaction that wrote or locked the row under `handle`, or None."""
-        txn = self.txn
+        txn = self.session.txn
         if txn is not None and handle in txn.first.get(table, ()):
             return None  # its own write: it holds the row
         for other in self.active:
@@ -717,7 +708,7 @@ class Engine:
             return
         rows = table.rows
         for other in self.active:
-            if other is self.txn:
+            if other is self.session.txn:
                 continue
             for h, before in (other.first.get(table) or {}).items():
                 after = rows.get(h)
@@ -760,7 +751,7 @@ class Engine:
         """What a deadlock's victim loses, as MariaDB weighs it (`lock0lock.cc`): its undo
         records and its lock structures (a table's intention lock, one per index and mode).
         Checked against MariaDB 10.11: the lighter dies, the one closing the cycle on a tie."""
-        undo = sum(len(e.handles) if isinstance(e, _BulkInsert) else 1 for e in txn.undo)
+        undo = sum(len(e.handles) if isinstance(e, BulkInsert) else 1 for e in txn.undo)
         intents = sum(len(modes) for modes in txn.intents.values())
         return undo + len(self.locks.structs(txn)) + intents
 
@@ -768,7 +759,7 @@ class Engine:
         """The rows a plain read must see other than the tables hold them: other open
         transactions' writes undone, and what committed after this transaction's snapshot
         (REPEATABLE READ; READ COMMITTED and autocommit reads see every commit)."""
-        txn = self.txn
+        txn = self.session.txn
         read_ts = None
         if txn is not None and txn.isolation != "READ-COMMITTED":
             if txn.read_ts is None:
@@ -793,11 +784,11 @@ class Engine:
         return list(by_table.items())
 
     def _rollback_to(self, mark: int) -> None:
-        assert self.txn is not None
-        undo, first = self.txn.undo, self.txn.first
+        assert self.session.txn is not None
+        undo, first = self.session.txn.undo, self.session.txn.first
         while len(undo) > mark:
             entry = undo.pop()
-            if isinstance(entry, _BulkInsert):
+            if isinstance(entry, BulkInsert):
                 for handle in entry.handles:
                     entry.table.put(handle, None)
                 firsts = first[entry.table]
@@ -825,7 +816,7 @@ class Engine:
         first_touch = handle not in firsts
         if first_touch:
             firsts[handle] = previous
-        txn.undo.append(_Write(table, handle, previous, first_touch))
+        txn.undo.append(Write(table, handle, previous, first_touch))
         table.put(handle, row)
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
@@ -844,12 +835,14 @@ class Engine:
             firsts = txn.first[table] = {}
         touched = [h for h in handles if h not in firsts] if firsts else handles
         firsts.update(dict.fromkeys(touched))
-        txn.undo.append(_BulkInsert(table, handles, touched))
+        txn.undo.append(BulkInsert(table, handles, touched))
         table.put_new(handles, rows)
 
     def _statement(self, body: Callable[[], None]) -> None:
         """Run one DML statement atomically, committing it under autocommit."""
-        implicit = self.autocommit if self.txn is None else self.txn.implicit
+        implicit = (
+            self.session.autocommit if self.session.txn is None else self.session.txn.implicit
+        )
         txn = self._begin()
         txn.implicit = implicit
         mark = len(txn.undo)
@@ -862,7 +855,7 @@ class Engine:
         except SQLError:
             self._rollback_to(mark)
             if implicit:
-                self.txn = None
+                self.session.txn = None
                 self._end(txn)
             raise
         except Blocked:  # undone; it runs again once the lock is free (its locks stay)
@@ -888,7 +881,7 @@ class Engine:
         and writes another counts both); `affected_adjust` makes that MySQL's count."""
         count = 0
         for entry in txn.undo[mark:]:
-            if isinstance(entry, _BulkInsert):
+            if isinstance(entry, BulkInsert):
                 count += len(entry.handles)
             elif entry.table.rows.get(entry.handle) != entry.previous:
                 count += 1
@@ -1094,7 +1087,7 @@ class Engine:
     def _new_table_data(self, info: TableInfo) -> TableData:
         # values are converted in the time zone and sql_mode of the session running the
         # statement, read at each use
-        return TableData(info, lambda: self.zone, lambda: self.sql_mode)
+        return TableData(info, lambda: self.session.zone, lambda: self.session.sql_mode)
 
     def read_table(self, table: exp.Table) -> TableData:
         """The table a SELECT reads: a user table, or one of information_schema's."""
@@ -1130,9 +1123,9 @@ class Engine:
                 return _NO_DEFAULT
             return None
         if default.kind == "literal":
-            key = (column, self.sql_mode, self.zone)
+            key = (column, self.session.sql_mode, self.session.zone)
             if key not in self._literal_defaults:
-                convert = column_converter(column, lambda: self.zone, self.sql_mode)
+                convert = column_converter(column, lambda: self.session.zone, self.session.sql_mode)
                 self._literal_defaults[key] = convert(default.value)
             return self._literal_defaults[key]
         if default.kind == "null":
@@ -1204,7 +1197,7 @@ class Engine:
             shift = _incremental_bits(column)
             ids = [value | (self._shard(table, value) & mask) << shift for value in ids]
         if not self.ids_this_statement:
-            self.last_id, self.ids_this_statement = ids[0], True
+            self.session.last_id, self.ids_this_statement = ids[0], True
         return ids
 
     def _shard(self, table: TableData, value: int) -> int:
@@ -1342,7 +1335,10 @@ def _migrate_rows(
 ) -> dict[Any, Row]:
     """Rows of `old` reshaped for `new` (ADD/DROP/MODIFY COLUMN), matched by column id."""
     by_id = {c.id: i for i, c in enumerate(old.columns)}
-    converters = [column_converter(c, lambda: engine.zone, engine.sql_mode) for c in new.columns]
+    converters = [
+        column_converter(c, lambda: engine.session.zone, engine.session.sql_mode)
+        for c in new.columns
+    ]
     fillers: list[Any] = []
     for column in new.columns:
         if column.id in by_id:
@@ -1502,7 +1498,7 @@ def _rollback(engine: Engine, node: exp.Rollback, source: str) -> None:
     savepoint = node.args.get("savepoint")
     if savepoint is not None:
         name = savepoint.name.lower()
-        txn = engine.txn
+        txn = engine.session.txn
         if txn is None or name not in txn.savepoints:
             raise SQLError(f"SAVEPOINT {savepoint.name} does not exist", code=1305)
         mark = txn.savepoints[name]
@@ -1516,11 +1512,11 @@ def _rollback(engine: Engine, node: exp.Rollback, source: str) -> None:
 def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
     name = node.this.name.lower()
     if node.args.get("release"):
-        if engine.txn is None or name not in engine.txn.savepoints:
+        if engine.session.txn is None or name not in engine.session.txn.savepoints:
             raise SQLError(f"SAVEPOINT {node.this.name} does not exist", code=1305)
-        del engine.txn.savepoints[name]
+        del engine.session.txn.savepoints[name]
         return
-    if engine.txn is None and engine.autocommit:
+    if engine.session.txn is None and engine.session.autocommit:
         return  # a savepoint outside a transaction is a no-op (MySQL)
     txn = engine._begin()
     txn.savepoints.pop(name, None)  # re-setting a name moves it to the end
@@ -1539,9 +1535,9 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             level = isolation_level([e.name for e in item.expressions])
             if level is not None and not item.args.get("global_"):
                 if _SESSION_SCOPE.search(source):
-                    engine.isolation = level
+                    engine.session.isolation = level
                 else:  # SET TRANSACTION ...: the next transaction only (MySQL)
-                    engine.next_isolation = level
+                    engine.session.next_isolation = level
                 continue
             engine.warn(
                 f"SET {item.sql(dialect=d.TiDB)}",
@@ -1570,7 +1566,7 @@ def _set(engine: Engine, node: exp.Set, source: str) -> None:
             own.set(engine, value)
         elif name in KNOWN_VARIABLES:
             switch = name in SWITCH_VARIABLES
-            engine.noop_values[name] = (
+            engine.session.noop_values[name] = (
                 int(_switch(name, value)) if switch else known_value(name, value)
             )
         else:
@@ -1581,7 +1577,7 @@ _SESSION_SCOPE = re.compile(r"\bSET\s+(SESSION|LOCAL)\s+TRANSACTION\b", re.IGNOR
 
 
 def _set_isolation(engine: Engine, value: Any, name: str) -> None:
-    engine.isolation = known_value(name, as_text(value))  # 1231, 8048 as TiDB
+    engine.session.isolation = known_value(name, as_text(value))  # 1231, 8048 as TiDB
 
 
 def _switch(name: str, value: Any) -> bool:
@@ -1598,14 +1594,14 @@ _SWITCHES = {"1": True, "ON": True, "TRUE": True, "0": False, "OFF": False, "FAL
 
 def _set_autocommit(engine: Engine, value: Any) -> None:
     on = _switch("autocommit", value)
-    if on and not engine.autocommit:
+    if on and not engine.session.autocommit:
         engine._commit()  # turning autocommit on commits (MySQL)
-    engine.autocommit = on
+    engine.session.autocommit = on
 
 
 def _set_time_zone(engine: Engine, value: Any) -> None:
-    engine.zone = load_zone(as_text(value))
-    engine.zone_name = as_text(value)
+    engine.session.zone = load_zone(as_text(value))
+    engine.session.zone_name = as_text(value)
 
 
 def _set_clustered_index(engine: Engine, value: Any) -> None:
@@ -1616,13 +1612,13 @@ def _set_clustered_index(engine: Engine, value: Any) -> None:
             f"Variable 'tidb_enable_clustered_index' can't be set to the value of '{value}'",
             code=1231,
         )
-    engine.clustered_index = mode
+    engine.session.clustered_index = mode
 
 
 def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
     # TiDB's tidb_skip_utf8_check: strings reach character columns unchecked
     skip = _switch("tidb_skip_utf8_check", value)
-    engine._use_mode(replace(engine.sql_mode, check_utf8=not skip))
+    engine._use_mode(replace(engine.session.sql_mode, check_utf8=not skip))
 
 
 class SessionVariable(NamedTuple):
@@ -1637,7 +1633,7 @@ class SessionVariable(NamedTuple):
 def _charset_variable(name: str) -> SessionVariable:
     """character_set_client, _connection or _results: SET NAMES sets all three."""
     return SessionVariable(
-        lambda e: e.charsets[name],
+        lambda e: e.session.charsets[name],
         lambda e, value: e.set_charset([name], value),
         lambda e: SERVER_VARIABLES[name],
     )
@@ -1649,25 +1645,25 @@ def _set_read_only(engine: Engine, value: Any) -> None:
 
 
 SESSION_VARIABLES: dict[str, SessionVariable] = {
-    "autocommit": SessionVariable(lambda e: e.autocommit, _set_autocommit, lambda e: True),
+    "autocommit": SessionVariable(lambda e: e.session.autocommit, _set_autocommit, lambda e: True),
     "sql_mode": SessionVariable(
-        lambda e: str(e.sql_mode),
+        lambda e: str(e.session.sql_mode),
         lambda e, value: e.set_sql_mode(as_text(value)),
         lambda e: TIDB_DEFAULT_SQL_MODE,
     ),
     "tidb_skip_utf8_check": SessionVariable(
-        lambda e: not e.sql_mode.check_utf8, _set_skip_utf8_check, lambda e: False
+        lambda e: not e.session.sql_mode.check_utf8, _set_skip_utf8_check, lambda e: False
     ),
     "tidb_enable_clustered_index": SessionVariable(
-        lambda e: e.clustered_index, _set_clustered_index, lambda e: "ON"
+        lambda e: e.session.clustered_index, _set_clustered_index, lambda e: "ON"
     ),
     "time_zone": SessionVariable(
-        lambda e: e.zone_name, _set_time_zone, lambda e: e.config.time_zone
+        lambda e: e.session.zone_name, _set_time_zone, lambda e: e.config.time_zone
     ),
     **{name: _charset_variable(name) for name in CHARSET_VARIABLES},
     **{
         name: SessionVariable(
-            lambda e: e.isolation,
+            lambda e: e.session.isolation,
             functools.partial(lambda n, e, value: _set_isolation(e, value, n), name),
             lambda e: "REPEATABLE-READ",
         )

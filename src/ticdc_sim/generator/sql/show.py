@@ -404,7 +404,7 @@ def _show_variables(session: Session, reader: _Reader, options: _Options) -> Res
     for name in sorted({*SERVER_VARIABLES, *SESSION_VARIABLES}):
         own = SESSION_VARIABLES.get(name)
         value = own.get(session) if own is not None else SERVER_VARIABLES[name]
-        value = session.noop_values.get(name, value)  # what this session SET
+        value = session.session.noop_values.get(name, value)  # what this session SET
         rows.append((name, _variable_text(value)))
     return ResultSet(names, found.apply(session, names, rows), [None, None])
 
