@@ -1,5 +1,6 @@
-"""Sessions of one cluster hold their own state: each a `SessionState` with an engine of its
-own over the shared upstream, nothing swapped between their statements."""
+"""Sessions of one cluster hold their own state: each a `SessionState` holding a `Session`
+of its own (generator/sql/session.py), handed to the cluster's engine with each statement;
+nothing of one reaches the other."""
 
 from __future__ import annotations
 
