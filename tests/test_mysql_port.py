@@ -211,32 +211,39 @@ def test_writers_of_other_rows_never_wait(sql: str) -> None:
     assert time.monotonic() - started < 1
 
 
+def waiting(c: Cluster, session: SessionState, sql: str) -> tuple[threading.Thread, list[Any]]:
+    """`sql` run in `session` on a thread of its own, once seen waiting for a lock; the list
+    gets its error code, or its affected rows."""
+    answers: list[Any] = []
+
+    def statement() -> None:
+        (stmt,) = split_script([sql], "test.sql")
+        outcome, _ = c.run(session, stmt)
+        answers.append(outcome.error.code if outcome.error else outcome.affected_rows)
+
+    thread = threading.Thread(target=statement)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not c.waiting(session) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert c.waiting(session), answers
+    return thread, answers
+
+
 def test_a_waiting_writer_goes_on_when_the_holder_commits_or_rolls_back() -> None:
     """The duplicate waits for the transaction holding the row: 1062 once it commits, the
     insert itself once it rolls back (InnoDB's duplicate check, and TiDB's)."""
     c = cluster(lock_wait_s=10)
     a, b = c.session(), c.session()
     run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
-    results: list[Any] = []
-
-    def insert() -> None:
-        (stmt,) = split_script(["INSERT INTO t VALUES (1, 'b')"], "test.sql")
-        outcome, _ = c.run(b, stmt)
-        results.append(outcome.error.code if outcome.error else outcome.affected_rows)
-
     for end, expected in (("COMMIT", 1062), ("ROLLBACK", 1)):
         run(c, a, "DELETE FROM t")
         run(c, a, "BEGIN")
         run(c, a, "INSERT INTO t VALUES (1, 'a')")
-        waiter = threading.Thread(target=insert)
-        waiter.start()
-        deadline = time.monotonic() + 5
-        while not c.waiting(b) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert c.waiting(b)
+        waiter, answers = waiting(c, b, "INSERT INTO t VALUES (1, 'b')")
         run(c, a, end)
         waiter.join(5)
-        assert results.pop() == expected
+        assert answers == [expected]
         run(c, b, "DELETE FROM t")
     assert run(c, a, "SELECT id FROM t").rows == []
 
@@ -252,18 +259,7 @@ def test_a_deadlock_rolls_back_its_victim_whole_and_the_other_goes_on() -> None:
     run(c, a, "UPDATE t SET v = 1 WHERE id = 3")  # a weighs more
     run(c, b, "BEGIN")
     run(c, b, "UPDATE t SET v = 2 WHERE id = 2")
-    results: list[Any] = []
-
-    def a_wants_2() -> None:
-        (stmt,) = split_script(["UPDATE t SET v = 1 WHERE id = 2"], "test.sql")
-        outcome, _ = c.run(a, stmt)
-        results.append(outcome.error.code if outcome.error else outcome.affected_rows)
-
-    waiter = threading.Thread(target=a_wants_2)
-    waiter.start()
-    deadline = time.monotonic() + 5
-    while not c.waiting(a) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    waiter, results = waiting(c, a, "UPDATE t SET v = 1 WHERE id = 2")
     error = failure(c, b, "UPDATE t SET v = 2 WHERE id = 1")  # closes the cycle
     assert (error.code, error.sqlstate, error.message) == (
         1213,

@@ -593,7 +593,7 @@ def _compile_matcher(engine: DMLTarget, table: TableData, node: exp.Expr) -> Mat
     condition = compile_expr(where.this, table.scope) if where is not None else None
     access = _compile_access(table, where.this) if where is not None else None
     order = node.args.get("order")
-    sort = _compile_order(table.scope, order) if order is not None else None
+    sort = compile_order(table.scope, order) if order is not None else None
     limit, offset = node.args.get("limit"), node.args.get("offset")
     if offset is not None and not isinstance(node, exp.Select):
         raise SQLError(_row_count_error("OFFSET", "a row count of UPDATE or DELETE"), code=1064)
@@ -635,8 +635,8 @@ def _compile_matcher(engine: DMLTarget, table: TableData, node: exp.Expr) -> Mat
         elif len(matched) > 1:
             matched.sort(key=lambda hr: key_of(hr[0]))  # TiDB scans in key order
         if limit_fn is not None or offset_fn is not None:
-            start = _row_count(offset_fn(ctx), "OFFSET") if offset_fn is not None else 0
-            count = _row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
+            start = row_count(offset_fn(ctx), "OFFSET") if offset_fn is not None else 0
+            count = row_count(limit_fn(ctx), "LIMIT") if limit_fn is not None else None
             matched = matched[start : None if count is None else start + count]
         if exclusive is not None:
             engine.lock_rows(table, matched, exclusive, writes)
@@ -656,7 +656,7 @@ def _lock_mode(node: exp.Expr) -> bool | None:
     return None
 
 
-def _row_count(value: Any, clause: str) -> int:
+def row_count(value: Any, clause: str) -> int:
     """LIMIT and OFFSET take an unsigned integer literal (TiDB's grammar: LengthNum)."""
     if type(value) is not int or not 0 <= value <= UBIGINT_MAX:
         raise SQLError(_row_count_error(clause, f"'{as_text(value)}'"), code=1064)
@@ -912,7 +912,7 @@ class _Union:
         return list(found)
 
 
-def _compile_order(
+def compile_order(
     scope: Scope, order: exp.Order
 ) -> Callable[[DMLTarget, list[tuple[Any, Row]], list[Any]], list[tuple[Any, Row]]]:
     keys = [
@@ -1007,7 +1007,7 @@ def _compile_delete(engine: DMLTarget, node: exp.Delete) -> Plan:
 
 # the parts of a SELECT the engine does not evaluate: refused, never ignored (an ignored
 # DISTINCT or HAVING answered, and INSERT ... SELECT wrote, rows TiDB would not)
-_UNSUPPORTED_CLAUSES = {
+UNSUPPORTED_CLAUSES = {
     "with_": "WITH (a common table expression)",
     "distinct": "SELECT DISTINCT",
     "joins": "a join",
@@ -1024,7 +1024,7 @@ def select_source(node: exp.Expr) -> exp.From | None:
     more than one table, or with a clause the engine does not evaluate, is refused."""
     if not isinstance(node, exp.Select):
         raise SQLError(f"{node.key.upper()} is not supported here, only SELECT", code=1105)
-    for clause, name in _UNSUPPORTED_CLAUSES.items():
+    for clause, name in UNSUPPORTED_CLAUSES.items():
         if node.args.get(clause):
             raise SQLError(f"{name} is not supported here (single-table SELECT only)", code=1105)
     from_ = node.args.get("from_")
@@ -1089,6 +1089,16 @@ def _select_order(node: exp.Select, table: TableData) -> exp.Select:
             items += [exp.column(c.name, quoted=True) for c in table.info.columns if not c.hidden]
         else:
             items.append(e.unalias())
+    order = order_by_items(node, order, items)
+    resolved = node.copy()
+    resolved.set("order", order)
+    return resolved
+
+
+def order_by_items(node: exp.Select, order: exp.Order, items: list[exp.Expr]) -> exp.Order:
+    """`order` with a number read as the select list's item at that position (1054 past its
+    end) and a bare name as an item's alias before a column (MySQL searches the select list
+    first); `items` are the select list's expressions, `*` expanded."""
     aliases = {e.alias.lower(): e.this for e in node.expressions if isinstance(e, exp.Alias)}
     order = order.copy()
     for ordered in order.expressions:
@@ -1099,9 +1109,7 @@ def _select_order(node: exp.Select, table: TableData) -> exp.Select:
             ordered.set("this", items[int(key.name) - 1].copy())
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
             ordered.set("this", aliases[key.name.lower()].copy())
-    resolved = node.copy()
-    resolved.set("order", order)
-    return resolved
+    return order
 
 
 def _row_item(index: int) -> Compiled:

@@ -20,7 +20,12 @@ from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.capture import key_order
-from ticdc_sim.generator.sql.dml import _UNSUPPORTED_CLAUSES, _compile_order, _row_count
+from ticdc_sim.generator.sql.dml import (
+    UNSUPPORTED_CLAUSES,
+    compile_order,
+    order_by_items,
+    row_count,
+)
 from ticdc_sim.generator.sql.evaluate import Compiled, Context, Scope, compile_expr, truth
 from ticdc_sim.model.table import ColumnInfo
 
@@ -47,7 +52,7 @@ def is_join(node: exp.Select) -> bool:
 
 
 def sources(engine: DMLTarget, node: exp.Select) -> list[Source]:
-    for clause, name in _UNSUPPORTED_CLAUSES.items():
+    for clause, name in UNSUPPORTED_CLAUSES.items():
         if clause != "joins" and node.args.get(clause):
             raise SQLError(f"{name} is not supported here (with a join)", code=1105)
     from_ = node.args["from_"].this
@@ -149,7 +154,7 @@ def rows(engine: DMLTarget, node: exp.Select) -> list[Row]:
     order = _order(node)
     if order is not None:
         current = [
-            r for _, r in _compile_order(joined, order)(engine, [(None, r) for r in current], [])
+            r for _, r in compile_order(joined, order)(engine, [(None, r) for r in current], [])
         ]
     current = _limit(node, current, ctx)
     projections = _projections(found, joined, node)
@@ -165,18 +170,7 @@ def _order(node: exp.Select) -> exp.Order | None:
     found = node.args.get("order")
     if not isinstance(found, exp.Order):
         return None
-    items = [e.unalias() for e in node.expressions]
-    aliases = {e.alias.lower(): e.this for e in node.expressions if isinstance(e, exp.Alias)}
-    order = found.copy()
-    for ordered in order.expressions:
-        key = ordered.this
-        if isinstance(key, exp.Literal) and key.is_int:
-            if not 1 <= int(key.name) <= len(items):
-                raise SQLError(f"Unknown column '{key.name}' in 'order clause'", code=1054)
-            ordered.set("this", items[int(key.name) - 1].copy())
-        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
-            ordered.set("this", aliases[key.name.lower()].copy())
-    return order
+    return order_by_items(node, found, [e.unalias() for e in node.expressions])
 
 
 def _projections(found: list[Source], joined: Scope, node: exp.Select) -> list[Compiled]:
@@ -196,8 +190,8 @@ def _at(index: int) -> Callable[[Context], Any]:
 
 def _limit(node: exp.Select, current: list[Row], ctx: Context) -> list[Row]:
     limit, offset = node.args.get("limit"), node.args.get("offset")
-    start = _row_count(compile_expr(offset.expression, Scope())(ctx), "OFFSET") if offset else 0
+    start = row_count(compile_expr(offset.expression, Scope())(ctx), "OFFSET") if offset else 0
     if limit is None:
         return current[start:]
-    count = _row_count(compile_expr(limit.expression, Scope())(ctx), "LIMIT")
+    count = row_count(compile_expr(limit.expression, Scope())(ctx), "LIMIT")
     return current[start : start + count]
