@@ -485,7 +485,7 @@ def _waits(server: Server, answers: list[Any]) -> None:
     conn = server.mysql()
     try:
         with conn.cursor() as cur:
-            cur.execute("INSERT INTO stopping VALUES (2)")
+            cur.execute("INSERT INTO stopping VALUES (1)")  # the open transaction's row
         answers.append("inserted")
     except pymysql.MySQLError as e:
         answers.append(e.args)
