@@ -177,7 +177,9 @@ class Engine:
         self.tables: dict[int, TableData] = {}
         # the session its statements run for (a service hands in each client's own)
         self.session = Session.of(
-            self.config.time_zone, self.catalog.current_schema, warnings=warnings or Warnings()
+            self.config.time_zone,
+            self.catalog.current_schema,
+            warnings=warnings if warnings is not None else Warnings(),
         )
         self.cdc_zone = self.session.zone
         self.rng = random.Random(self.config.seed)
