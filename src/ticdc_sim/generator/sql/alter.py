@@ -6,8 +6,9 @@ indexes as `index.go`, partitions as `partition.go`). One action at a time: the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from sqlglot import exp
 
@@ -35,7 +36,19 @@ from ticdc_sim.model.mysql import (
     TiDBFlag,
     charset_of_collation,
 )
-from ticdc_sim.model.table import ColumnInfo, PartitionDefinition, TableInfo
+from ticdc_sim.model.table import ColumnInfo, IndexInfo, PartitionDefinition, TableInfo
+
+_Named = TypeVar("_Named", ColumnInfo, IndexInfo)
+# RENAME COLUMN/INDEX: the error of an old name not there, then of a new name taken
+_RENAME_ERRORS = {
+    "column": (1054, "Unknown column '{old}' in '{table}'", 1060, "Duplicate column name '{new}'"),
+    "index": (
+        1176,
+        "Key '{old}' doesn't exist in table '{table}'",
+        1061,
+        "Duplicate key name '{new}'",
+    ),
+}
 
 
 class AlterApplier:
@@ -90,11 +103,7 @@ class AlterApplier:
         if isinstance(action, exp.ModifyColumn):
             return self._modify_column(action), ActionType.MODIFY_COLUMN
         if isinstance(action, exp.DropPrimaryKey):
-            if t.pk_is_handle or t.is_common_handle:
-                raise SQLError(
-                    "Unsupported drop primary key when the table is using clustered index",
-                    code=8200,
-                )
+            check_pk_droppable(t)
             return TableBuilder.drop_index(t, "PRIMARY", False), ActionType.DROP_PRIMARY_KEY
         if isinstance(action, d.PartitionNames):
             return self._partition_action(action)
@@ -251,13 +260,23 @@ class AlterApplier:
             raise SQLError(f"unsupported ALTER COLUMN: {action.sql(dialect=d.TiDB)}")
         return t.evolve(columns=tuple(new if c is col else c for c in t.columns))
 
+    def _to_rename(
+        self, find: Callable[[str], _Named | None], kind: str, old: str, new: str
+    ) -> _Named:
+        """What RENAME COLUMN/INDEX names: found under `old`, and `new` free (or `old` itself
+        in other letter case)."""
+        missing_code, missing, taken_code, taken = _RENAME_ERRORS[kind]
+        names = {"old": old, "new": new, "table": self.table.name}
+        found = find(old)
+        if found is None:
+            raise SQLError(missing.format(**names), code=missing_code)
+        if find(new) and new.lower() != old.lower():
+            raise SQLError(taken.format(**names), code=taken_code)
+        return found
+
     def _rename_index(self, old: str, new: str) -> TableInfo:
         t = self.table
-        index = t.index(old)
-        if index is None:
-            raise SQLError(f"Key '{old}' doesn't exist in table '{t.name}'", code=1176)
-        if t.index(new) and new.lower() != old.lower():
-            raise SQLError(f"Duplicate key name '{new}'", code=1061)
+        index = self._to_rename(t.index, "index", old, new)
         return t.evolve(
             indices=tuple(replace(ix, name=new) if ix is index else ix for ix in t.indices)
         )
@@ -322,11 +341,7 @@ class AlterApplier:
 
     def _rename_column(self, old: str, new: str) -> TableInfo:
         t = self.table
-        col = t.column(old)
-        if col is None:
-            raise SQLError(f"Unknown column '{old}' in '{t.name}'", code=1054)
-        if t.column(new) and new.lower() != old.lower():
-            raise SQLError(f"Duplicate column name '{new}'", code=1060)
+        col = self._to_rename(t.column, "column", old, new)
         columns = tuple(replace(c, name=new) if c is col else c for c in t.columns)
         indices = tuple(
             replace(
