@@ -257,6 +257,34 @@ def test_bad_ddl_errors_and_leaves_catalog_unchanged(sql: str, code: int) -> Non
     assert {k: dict(v.tables) for k, v in catalog.schemas.items()} == before
 
 
+@pytest.mark.parametrize(
+    ("action", "code", "message"),
+    [
+        ("RENAME INDEX nope TO k3", 1176, "Key 'nope' doesn't exist in table 't'"),
+        ("RENAME INDEX k TO k2", 1061, "Duplicate key name 'k2'"),
+        ("RENAME COLUMN nope TO c", 1054, "Unknown column 'nope' in 't'"),
+        ("RENAME COLUMN a TO b", 1060, "Duplicate column name 'b'"),
+        (
+            "DROP PRIMARY KEY",
+            8200,
+            "Unsupported drop primary key when the table is using clustered index",
+        ),
+    ],
+)
+def test_alter_errors_name_what_is_missing_or_taken(action: str, code: int, message: str) -> None:
+    catalog, _ = run("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, KEY k (a), KEY k2 (b))")
+    before = catalog.table("test", "t")
+    with pytest.raises(SQLError) as caught:
+        run(f"ALTER TABLE t {action}", catalog)
+    assert (caught.value.code, caught.value.message) == (code, message)
+    assert catalog.table("test", "t") is before
+    # letter case alone is no clash: the renamed object keeps its place
+    run("ALTER TABLE t RENAME INDEX k TO K; ALTER TABLE t RENAME COLUMN a TO A", catalog)
+    table = catalog.table("test", "t")
+    assert [ix.name for ix in table.indices] == ["K", "k2"]
+    assert [c.name for c in table.columns] == ["id", "A", "b"]
+
+
 def test_syntax_error_is_located() -> None:
     with pytest.raises(SQLError) as info:
         list(parse_statements("CREATE TABLE ok (a INT);\nCREATE TABLE bad (a INT,,);", "x.sql"))
