@@ -368,3 +368,26 @@ def test_tso_logical_parts_vary_and_the_ts_dispatcher_spreads_rows() -> None:
     again = [e.commit_ts for e in Engine().run(parse_statements(script)) if hasattr(e, "row_id")]
     other = Engine(EngineConfig(seed=1)).run(parse_statements(script))
     assert again == commits != [e.commit_ts for e in other if hasattr(e, "row_id")]
+
+
+@pytest.mark.parametrize(
+    "drop",
+    [
+        "ALTER TABLE {t} DROP PRIMARY KEY",
+        "ALTER TABLE {t} DROP INDEX `PRIMARY`",
+        "DROP INDEX `PRIMARY` ON {t}",
+    ],
+)
+@pytest.mark.parametrize("key", ["a INT PRIMARY KEY", "a VARCHAR(8), PRIMARY KEY (a) CLUSTERED"])
+def test_a_clustered_primary_key_is_not_dropped(drop: str, key: str) -> None:
+    catalog, _ = run(f"CREATE TABLE t ({key})")
+    with pytest.raises(SQLError) as info:
+        run(drop.format(t="t"), catalog)
+    assert (info.value.code, str(info.value)) == (
+        8200,
+        "ERROR 8200 (HY000): Unsupported drop primary key when the table is using clustered index",
+    )
+    # TiDB drops a nonclustered primary key (its rows keep their _tidb_rowid handles)
+    catalog, _ = run("CREATE TABLE n (a INT, PRIMARY KEY (a) NONCLUSTERED)")
+    _, events = run(drop.format(t="n"), catalog)
+    assert [e.action for e in events] == [ActionType.DROP_PRIMARY_KEY]
