@@ -1062,8 +1062,8 @@ def test_statements_without_effect_warn_once_per_kind() -> None:
 
 
 def test_bulk_insert_events_equal_events_built_by_name() -> None:
-    # the column-wise commit builds RowChangedEvent by position (engine.BULK_EVENT_FIELDS)
-    from ticdc_sim.generator.sql.engine import BULK_EVENT_FIELDS
+    # the column-wise commit builds RowChangedEvent by position (commit.BULK_EVENT_FIELDS)
+    from ticdc_sim.generator.sql.commit import BULK_EVENT_FIELDS
 
     assert RowChangedEvent._fields == BULK_EVENT_FIELDS
     _, events = run(
