@@ -158,6 +158,19 @@ def test_session_statements_and_reads_never_wait_for_an_open_transaction() -> No
     assert changes[-3:] == [("delete", 2), ("update", 1), ("insert", 3)]
 
 
+def row_1_held(lock_wait_s: float, *committed: str) -> tuple[Cluster, SessionState]:
+    """A cluster whose table `t` has row 1 written by a session's open transaction (after
+    the `committed` statements), and another session."""
+    c = cluster(lock_wait_s=lock_wait_s)
+    a = c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT)")
+    for sql in committed:
+        run(c, a, sql)
+    run(c, a, "BEGIN")
+    run(c, a, "INSERT INTO t VALUES (1, 'one', 10)")
+    return c, c.session()
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -174,11 +187,7 @@ def test_session_statements_and_reads_never_wait_for_an_open_transaction() -> No
     ],
 )
 def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
-    c = cluster(lock_wait_s=0.2)
-    a, b = c.session(), c.session()
-    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT)")
-    run(c, a, "BEGIN")
-    run(c, a, "INSERT INTO t VALUES (1, 'one', 10)")
+    c, b = row_1_held(0.2)
     started = time.monotonic()
     error = failure(c, b, sql)
     assert (error.code, error.sqlstate, error.message) == (
@@ -200,12 +209,7 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
     ],
 )
 def test_writers_of_other_rows_never_wait(sql: str) -> None:
-    c = cluster(lock_wait_s=5)
-    a, b = c.session(), c.session()
-    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), u INT)")
-    run(c, a, "INSERT INTO t VALUES (2, 'two', 20)")
-    run(c, a, "BEGIN")
-    run(c, a, "INSERT INTO t VALUES (1, 'one', 10)")
+    c, b = row_1_held(5, "INSERT INTO t VALUES (2, 'two', 20)")
     started = time.monotonic()
     run(c, b, sql)
     assert time.monotonic() - started < 1
