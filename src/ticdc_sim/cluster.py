@@ -3,8 +3,8 @@ and the service (`ticdc_sim.service`, over HTTP and the MySQL port) run.
 
 A `Cluster` is one simulated TiDB cluster: an engine (catalog, rows, TSO clock, seed) and the
 changefeeds that capture it. Its work is serialised by one lock; different clusters run in
-parallel. The engine holds one session's state at a time, so each client session (an HTTP
-request, a MySQL connection) keeps its own `SessionState` and swaps it in for its statements.
+parallel. Each client session (an HTTP request, a MySQL connection) has a `SessionState`
+holding its `Session`, which the engine is handed with each of its statements.
 
 Transactions are TiDB's pessimistic ones (generator/sql/locks.py): a statement that needs a
 row another session's transaction holds is undone by the engine (`Blocked`), and its session
@@ -54,7 +54,7 @@ from ticdc_sim.feed import (
 )
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql import show
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, put_rows, ticdc_zone
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, showing, ticdc_zone
 from ticdc_sim.generator.sql.locks import DEADLOCK, LOCK_WAIT_TIMEOUT, Blocked, victim
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.generator.sql.session import Session
@@ -889,13 +889,8 @@ def committed_view(engine: Engine) -> Iterator[None]:
     for txn in engine.active:
         for table, firsts in txn.first.items():
             images.setdefault(table, {}).update(firsts)
-    written = [(table, list(firsts.items())) for table, firsts in images.items()]
-    now = [(table, [(h, table.rows.get(h)) for h, _ in keys]) for table, keys in written]
-    put_rows(written)
-    try:
+    with showing([(table, list(firsts.items())) for table, firsts in images.items()]):
         yield
-    finally:
-        put_rows(now)
 
 
 def _committed(events: list[Change]) -> list[Committed]:

@@ -1057,7 +1057,7 @@ def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], l
     assert isinstance(source, exp.Table)  # select_source refused the rest
     table = engine.read_table(source)
     if any(isinstance(e, exp.Star) for e in node.expressions):
-        projections = [_row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
+        projections = [row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
     else:
         projections = [
             compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
@@ -1112,5 +1112,5 @@ def order_by_items(node: exp.Select, order: exp.Order, items: list[exp.Expr]) ->
     return order
 
 
-def _row_item(index: int) -> Compiled:
+def row_item(index: int) -> Compiled:
     return lambda ctx: ctx.row[index]

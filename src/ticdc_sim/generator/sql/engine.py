@@ -16,6 +16,7 @@ COMMITs emit nothing. DDL commits the open transaction first, as in TiDB.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import gc
@@ -431,12 +432,8 @@ class Engine:
             images = self._snapshot() if self.active else []
             if not images:
                 return self._query(node, text)
-            now = [(table, [(h, table.rows.get(h)) for h, _ in rows]) for table, rows in images]
-            put_rows(images)  # the snapshot, for this read only
-            try:
+            with showing(images):  # the snapshot, for this read only
                 return self._query(node, text)
-            finally:
-                put_rows(now)
         except (SQLError, MemoryError, Blocked):
             raise
         except Exception as e:  # reported as this statement's error
@@ -1592,6 +1589,18 @@ def _intend(txn: Transaction, table: TableData, exclusive: bool) -> None:
     held = txn.intents.get(table, ())
     if "IX" not in held and (exclusive or "IS" not in held):
         txn.intents[table] = (*held, "IX" if exclusive else "IS")
+
+
+@contextlib.contextmanager
+def showing(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> Iterator[None]:
+    """The tables with `images` put under their keys while the caller (alone on them) reads
+    them, and the rows they hold now put back after."""
+    now = [(table, [(h, table.rows.get(h)) for h, _ in rows]) for table, rows in images]
+    put_rows(images)
+    try:
+        yield
+    finally:
+        put_rows(now)
 
 
 def put_rows(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> None:

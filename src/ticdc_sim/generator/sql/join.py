@@ -12,7 +12,7 @@ benchmark. RIGHT JOIN, NATURAL JOIN and USING are refused with error 1105.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from ticdc_sim.generator.sql.dml import (
     compile_order,
     order_by_items,
     row_count,
+    row_item,
 )
 from ticdc_sim.generator.sql.evaluate import Compiled, Context, Scope, compile_expr, truth
 from ticdc_sim.model.table import ColumnInfo
@@ -61,18 +62,10 @@ def sources(engine: DMLTarget, node: exp.Select) -> list[Source]:
     for table, join in [(from_, None), *[(j.this, j) for j in node.args["joins"]]]:
         if not isinstance(table, exp.Table):
             raise SQLError("a subquery in a join is not supported here", code=1105)
-        side, kind = (join.text("side").upper(), join.text("kind").upper()) if join else ("", "")
-        if join is not None and (
-            side == "RIGHT" or kind == "NATURAL" or join.args.get("using") or side == "FULL"
-        ):
-            what = (
-                "NATURAL JOIN"
-                if kind == "NATURAL"
-                else "USING"
-                if join.args.get("using")
-                else f"{side} JOIN"
-            )
-            raise SQLError(f"{what} is not supported here (JOIN ... ON, LEFT JOIN)", code=1105)
+        side = join.text("side").upper() if join is not None else ""
+        refused = _refused(join) if join is not None else None
+        if refused is not None:
+            raise SQLError(f"{refused} is not supported here (JOIN ... ON, LEFT JOIN)", code=1105)
         data = engine.read_table(table)
         on = join.args.get("on") if join is not None else None
         found.append(Source(table.alias_or_name, data, offset, side == "LEFT", on))
@@ -80,16 +73,26 @@ def sources(engine: DMLTarget, node: exp.Select) -> list[Source]:
     return found
 
 
+def _refused(join: exp.Join) -> str | None:
+    """What a join asks that is not evaluated here (NATURAL, USING, RIGHT or FULL)."""
+    if join.text("kind").upper() == "NATURAL":
+        return "NATURAL JOIN"
+    if join.args.get("using"):
+        return "USING"
+    side = join.text("side").upper()
+    return f"{side} JOIN" if side in ("RIGHT", "FULL") else None
+
+
 def scope(found: list[Source]) -> Scope:
     """Every table's columns: `alias.column`, and each bare name one table alone has."""
     joined = Scope(table="")
-    seen: dict[str, int] = {}
+    seen: Counter[str] = Counter()
     for source in found:
         for column in source.data.info.columns:
             at = (source.offset + column.offset, column.collation)
             joined.qualified[f"{source.alias.lower()}.{column.name.lower()}"] = at
             joined.columns.setdefault(column.name.lower(), at)
-            seen[column.name.lower()] = seen.get(column.name.lower(), 0) + 1
+            seen[column.name.lower()] += 1
             base = source.data.scope
             if column.offset in base.comparison_keys:
                 joined.comparison_keys[at[0]] = base.comparison_keys[column.offset]
@@ -180,12 +183,8 @@ def _projections(found: list[Source], joined: Scope, node: exp.Select) -> list[C
         if columns is None:
             projections.append(compile_expr(item.unalias(), joined))
         else:
-            projections += [_at(at) for _, at in columns]
+            projections += [row_item(at) for _, at in columns]
     return projections
-
-
-def _at(index: int) -> Callable[[Context], Any]:
-    return lambda ctx: ctx.row[index]
 
 
 def _limit(node: exp.Select, current: list[Row], ctx: Context) -> list[Row]:

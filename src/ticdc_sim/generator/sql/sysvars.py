@@ -87,7 +87,6 @@ SERVER_VARIABLES: dict[str, Any] = {
     "default_week_format": 0,
     "explicit_defaults_for_timestamp": 1,
     "group_concat_max_len": 1024,
-    "time_zone": "SYSTEM",
     # what mysqldump's files save and restore (TiDB's noop sysvars, and foreign_key_checks
     # as TiDB has it since v6.6)
     "foreign_key_checks": 1,
