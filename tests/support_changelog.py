@@ -142,7 +142,7 @@ def engine_state(run: Replay) -> dict[str, list[dict[str, Any]]]:
     """The engine's tables as a consumer sees them: replicated tables, visible columns,
     values as the protocols carry them (ENUM/SET numbers)."""
     state = {}
-    for data in run.engine.tables.values():
+    for data in run.engine.upstream.tables.values():
         info = data.info
         if not run.pipeline.replicates(info):
             continue

@@ -37,7 +37,7 @@ def run(lines: list[str]) -> tuple[Engine, list[tuple[Any, ...]]]:
 
 
 def table(engine: Engine) -> TableData:
-    return engine.tables[engine.catalog.table("test", "t").id]
+    return engine.upstream.tables[engine.catalog.table("test", "t").id]
 
 
 def rows_sql(first: int, count: int) -> str:

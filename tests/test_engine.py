@@ -32,7 +32,7 @@ def changes(events: list[RowChangedEvent]) -> list[tuple[str, Any, Any]]:
 
 def table_rows(engine: Engine, name: str) -> list[tuple[Any, ...]]:
     info = engine.catalog.table("test", name)
-    return sorted(engine.tables[info.id].rows.values(), key=repr)
+    return sorted(engine.upstream.tables[info.id].rows.values(), key=repr)
 
 
 def answer(engine: Engine, sql: str) -> list[tuple[Any, ...]]:
@@ -714,7 +714,9 @@ def test_column_wise_insert_errors_name_the_row(rows: str, code: int, where: str
     with pytest.raises(SQLError) as info:
         list(engine.run(split_script(text.splitlines(keepends=True))))
     assert info.value.code == code and where in str(info.value)
-    assert engine.tables[engine.catalog.table("test", "c").id].rows == {}  # nothing half-written
+    assert (
+        engine.upstream.tables[engine.catalog.table("test", "c").id].rows == {}
+    )  # nothing half-written
 
 
 def test_bulk_inserts_roll_back_to_savepoints_and_fold_with_earlier_writes() -> None:
@@ -754,7 +756,7 @@ def test_long_statements_pause_the_collector_and_always_restore_it() -> None:
     with pytest.raises(SQLError, match="Duplicate entry '0'"):
         list(engine.run(split_script([create, f"INSERT INTO c VALUES {rows}, (0, 'a');\n"])))
     assert gc.isenabled()
-    assert engine.tables[engine.catalog.table("test", "c").id].rows == {}
+    assert engine.upstream.tables[engine.catalog.table("test", "c").id].rows == {}
 
 
 def test_last_insert_id_is_the_first_id_of_the_last_insert() -> None:

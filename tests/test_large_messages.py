@@ -96,7 +96,7 @@ def run(
     recorder = None
     if expect is not None:
         recorder = pipeline.observer = Recorder(
-            expect, engine.table_state, pipeline.replicates, True
+            expect, engine.upstream.table_state, pipeline.replicates, True
         )
     pipeline.run(engine.run(split_script(script.splitlines(keepends=True), "t.sql")))
     if recorder is not None:

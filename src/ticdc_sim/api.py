@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ticdc_sim.cluster import Cluster, checked_name, committed_view
+from ticdc_sim.cluster import Cluster, checked_name
 from ticdc_sim.config import (
     Changefeed as ChangefeedConfig,
 )
@@ -48,6 +48,7 @@ from ticdc_sim.generator.capture import captured
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.engine import EngineConfig
 from ticdc_sim.generator.sql.script import RawStatement, split_script
+from ticdc_sim.generator.sql.upstream import showing
 from ticdc_sim.generator.sql.values import load_zone
 from ticdc_sim.jsonout import decoded_lines
 from ticdc_sim.model.events import DDLEvent, Event, RowChangedEvent
@@ -291,9 +292,9 @@ class Simulator:
 
         _argument(table, "table", str, "a table's name, 'schema.table' or 'table'")
         named = [(s or self._session.database or "", n) for s, n in table_names(table)]
-        engine = self._cluster.engine
-        with self._cluster.lock, committed_view(self._cluster.engine):
-            found = [t for t in (engine.table_state(*name) for name in named) if t is not None]
+        upstream = self._cluster.engine.upstream
+        with self._cluster.lock, showing(upstream.committed()):
+            found = [t for t in (upstream.table_state(*name) for name in named) if t is not None]
         if not found:
             raise SQLError(f"Table '{'.'.join(named[0])}' doesn't exist", code=1146)
         if len(found) > 1:
@@ -411,8 +412,9 @@ class Simulator:
         """The committed rows of every table `changefeed` (else TiCDC by default) replicates;
         the caller holds the cluster's lock."""
         replicated = eligible if changefeed is None else changefeed._feed.pipeline.replicates
-        with committed_view(self._cluster.engine):
-            return [(i, r) for i, r in self._cluster.engine.table_states() if replicated(i)]
+        upstream = self._cluster.engine.upstream
+        with showing(upstream.committed()):  # the rows as committed
+            return [(i, r) for i, r in upstream.table_states() if replicated(i)]
 
     def _own(self, changefeed: Changefeed | None) -> None:
         """`changefeed` is None or one this simulator made: another's filter is not this
@@ -425,11 +427,11 @@ class Simulator:
 
     def _note_ddl(self, events: Sequence[Change]) -> None:
         """Keep, for each DDL committed, the rows of the tables it touched right after it."""
-        engine = self._cluster.engine
+        upstream = self._cluster.engine.upstream
         for event in events:
             if isinstance(event, DDLEvent):
                 self._after_ddl[id(event)] = {
-                    name: engine.table_state(*name) for name in event.tables
+                    name: upstream.table_state(*name) for name in event.tables
                 }
 
     # -- changefeeds -------------------------------------------------------------------------

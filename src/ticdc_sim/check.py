@@ -106,7 +106,7 @@ class ExpectedTable:
 
 
 def expected_from_engine(tables: Iterable[tuple[TableInfo, Iterable[Row]]]) -> list[ExpectedTable]:
-    """What `Engine.table_states()` yields (the replicated tables), as `--expect` stores it."""
+    """What `Upstream.table_states()` yields (the replicated tables), as `--expect` stores it."""
     return [
         ExpectedTable(
             info.schema,

@@ -567,7 +567,7 @@ def _write_expected(
     from ticdc_sim.sinks.expect import write_expected
 
     picked = replicated or eligible
-    tables = [(info, rows) for info, rows in engine.table_states() if picked(info)]
+    tables = [(info, rows) for info, rows in engine.upstream.table_states() if picked(info)]
     paths = write_expected(str(directory), tables, engine.catalog.schema_version, checkpoint_ts)
     typer.echo(f"expected state: {len(paths)} tables in {directory}", err=True)
 
@@ -575,7 +575,7 @@ def _write_expected(
 def _recorder(directory: Path, engine: Engine, snapshots: bool, pipeline: Pipeline) -> Recorder:
     from ticdc_sim.sinks.expect import Recorder
 
-    return Recorder(directory, engine.table_state, pipeline.replicates, snapshots)
+    return Recorder(directory, engine.upstream.table_state, pipeline.replicates, snapshots)
 
 
 def _replay_to_sink(

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -54,11 +54,10 @@ from ticdc_sim.feed import (
 )
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql import show
-from ticdc_sim.generator.sql.engine import Engine, EngineConfig, showing, ticdc_zone
+from ticdc_sim.generator.sql.engine import Engine, EngineConfig, ticdc_zone
 from ticdc_sim.generator.sql.locks import DEADLOCK, LOCK_WAIT_TIMEOUT, Blocked, victim
 from ticdc_sim.generator.sql.script import RawStatement, parse_raw, split_script
 from ticdc_sim.generator.sql.session import Session
-from ticdc_sim.generator.sql.store import Row, TableData
 from ticdc_sim.generator.sql.txn import Transaction
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import MySQLType
@@ -412,7 +411,7 @@ class Cluster:
             finally:
                 session.waiting_for = None
                 if session.txn is not None:
-                    self.engine.locks.dequeue(session.txn)  # it has what it waited for
+                    self.engine.upstream.locks.dequeue(session.txn)  # it has what it waited for
             if events:
                 outcome.commit_ts = events[-1].commit_ts
                 self.transactions += len({e.commit_ts for e in events})
@@ -441,13 +440,13 @@ class Cluster:
         its statement again): error 1205 at `deadline`, 1213 when its transaction is a
         deadlock's victim, and 1053 when the service stops meanwhile."""
         self._flush(session)  # others commit while it waits: what it committed goes first
-        engine, txn = self.engine, session.txn
+        upstream, txn = self.engine.upstream, session.txn
         if txn is not None:
             if blocked.key is not None:
-                engine.locks.enqueue(txn, blocked.key)
-            cycle = cast("list[Transaction] | None", engine.locks.wait(txn, blocked.holder))
+                upstream.locks.enqueue(txn, blocked.key)
+            cycle = cast("list[Transaction] | None", upstream.locks.wait(txn, blocked.holder))
             if cycle is not None:
-                chosen = victim(cycle, {t: engine.weight(t) for t in cycle})
+                chosen = victim(cycle, {t: upstream.weight(t) for t in cycle})
                 if chosen is txn:
                     self._abort(session)
                     raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
@@ -467,7 +466,7 @@ class Cluster:
         finally:
             self._waiters.discard(session)
             if txn is not None:
-                engine.locks.stop_waiting(txn)
+                upstream.locks.stop_waiting(txn)
 
     def _flush(self, session: SessionState) -> None:
         """What the session committed and has not replicated, to the changefeeds."""
@@ -485,7 +484,7 @@ class Cluster:
         engine = self.engine
         session.bind(engine)
         before = {w.kind: w.count for w in engine.warnings}
-        ended = engine.ended
+        ended = engine.upstream.ended
         try:
             if not self._answer(session, stmt, outcome):
                 outcome.error = engine.step(stmt)  # an explicit transaction stays open
@@ -493,7 +492,7 @@ class Cluster:
                 outcome.insert_id = (
                     engine.last_id if engine.ids_this_statement else engine.insert_id
                 )
-            events, engine.outbox = engine.outbox, []
+            events, engine.upstream.outbox = engine.upstream.outbox, []
             self.statements += 1
             self.errors += outcome.error is not None
             self.events += len(events)
@@ -504,7 +503,7 @@ class Cluster:
                     w for w in engine.warnings if before.get(w.kind) != w.count
                 ]
             session.unbind(engine)
-            if engine.ended != ended:
+            if engine.upstream.ended != ended:
                 self._wake()
 
     def _answer(self, session: SessionState, stmt: RawStatement, outcome: Outcome) -> bool:
@@ -540,7 +539,7 @@ class Cluster:
     def _abort(self, session: SessionState) -> None:
         """The session's transaction is rolled back; waiters for its locks try again."""
         session.bind(self.engine)
-        self.engine._abort()
+        self.engine.abort()
         session.unbind(self.engine)
         self._wake()
 
@@ -879,18 +878,6 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
     if not isinstance(node, exp.Select) or node.args.get("into") is not None:
         return None
     return node
-
-
-@contextlib.contextmanager
-def committed_view(engine: Engine) -> Iterator[None]:
-    """The tables as committed: every open transaction's writes taken out while the caller
-    (holding the cluster's lock) reads them, put back after."""
-    images: dict[TableData, dict[Any, Row | None]] = {}
-    for txn in engine.active:
-        for table, firsts in txn.first.items():
-            images.setdefault(table, {}).update(firsts)
-    with showing([(table, list(firsts.items())) for table, firsts in images.items()]):
-        yield
 
 
 def _committed(events: list[Change]) -> list[Committed]:

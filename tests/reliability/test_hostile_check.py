@@ -274,7 +274,7 @@ def test_names_that_need_quoting(tmp_path: Path, mariadb: MariaDB) -> None:
         'CREATE TABLE `we"ird``s` (`i``d` INT PRIMARY KEY, `v"` TEXT);\n'
         "INSERT INTO `we\"ird``s` VALUES (1, 'x');\n"
     )
-    expected = expected_from_engine(run(script).table_states())
+    expected = expected_from_engine(run(script).upstream.table_states())
     conn = sqlite3.connect(tmp_path / "d.db")
     conn.execute('CREATE TABLE "we""ird`s" ("i`d" INTEGER, "v""" TEXT)')
     conn.execute('INSERT INTO "we""ird`s" VALUES (1, \'x\')')
@@ -289,7 +289,7 @@ def test_names_that_need_quoting(tmp_path: Path, mariadb: MariaDB) -> None:
 
 
 def test_a_value_the_driver_cannot_read_is_an_error(tmp_path: Path) -> None:
-    expected = expected_from_engine(run(SCRIPT).table_states())
+    expected = expected_from_engine(run(SCRIPT).upstream.table_states())
     conn = sqlite3.connect(tmp_path / "d.db", detect_types=sqlite3.PARSE_DECLTYPES)
     conn.execute("CREATE TABLE t (id INTEGER, v TIMESTAMP)")  # sqlite3 parses it as a datetime
     conn.execute("INSERT INTO t VALUES (1, 'a')")

@@ -759,7 +759,7 @@ def run_engine(case: Case) -> tuple[Engine, SQLError | None, list[Any], int]:
         return engine, e, [], e.location.line if e.location else 1
     for stmt in statements:
         error = engine.step(stmt)
-        emitted, engine.outbox = engine.outbox, []
+        emitted, engine.upstream.outbox = engine.upstream.outbox, []
         line = stmt.location.line
         if error is not None:
             break

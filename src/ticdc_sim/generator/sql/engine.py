@@ -1,14 +1,12 @@
-"""The upstream engine: executes SQL scripts the way TiDB would and yields what TiKV records.
+"""The statement executor: runs SQL the way a TiDB server does, one session's statement at
+a time, on the upstream cluster (upstream.py: catalog, rows, TSO, open transactions, commit).
 
-It stands in for TiDB + TiKV. Tables live in memory keyed by their row handle; a transaction
-records the first image of every row key it writes, and at COMMIT the engine turns
-(first image, final image) per key into row changes, which is exactly how TiKV folds a
-transaction's writes per key (insert+update -> insert, insert+delete -> nothing, delete+insert
--> update). Every change carries its full before and after image, unsplit, and rows leave in
-the order TiCDC's sorter reads them (tiflow `cdc/processor/sourcemanager/sorter/pebble/
-encoding/key.go`: per physical table, delete < update < insert, then by row key). What a
-changefeed captures of them (old value, the split of key-changing updates) is its own
-pipeline's business (`generator/capture.py`), so one cluster feeds changefeeds of any setting.
+It owns what a TiDB server does between a client and TiKV: reading a statement (the
+client's charset, the shape cache of compiled plans, sqlglot's parse), dispatching it (DML to
+dml.py and join.py through the `DMLTarget` Protocol of target.py, DDL to the catalog, SET to
+variables.py, SHOW to show.py), the session's transaction around it (begin, commit, the
+undo of a failed statement), its result set, and building rows (defaults, auto ids,
+generated columns). The session it runs for (session.py) is handed in by its caller.
 
 Statements are atomic: a failing statement undoes its own writes only; ROLLBACK and failed
 COMMITs emit nothing. DDL commits the open transaction first, as in TiDB.
@@ -16,17 +14,15 @@ COMMITs emit nothing. DDL commits the open transaction first, as in TiDB.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import gc
 import hashlib
 import random
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 from sqlglot import exp
 
@@ -34,7 +30,6 @@ from ticdc_sim.errors import Location, SQLError, Warnings, not_utf8
 from ticdc_sim.generator.capture import key_order
 from ticdc_sim.generator.sql import aggregate, join, labels
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.commit import emitted, row_events
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select, select_source
 from ticdc_sim.generator.sql.evaluate import (
@@ -43,8 +38,7 @@ from ticdc_sim.generator.sql.evaluate import (
     stable_uuid,
     to_number,
 )
-from ticdc_sim.generator.sql.locks import Blocked, IndexKey, LockTable, Versions
-from ticdc_sim.generator.sql.partition import route_partition
+from ticdc_sim.generator.sql.locks import Blocked
 from ticdc_sim.generator.sql.script import (
     RawStatement,
     Statement,
@@ -62,32 +56,23 @@ from ticdc_sim.generator.sql.shapes import (
     row_params,
 )
 from ticdc_sim.generator.sql.store import (
-    ENTRY_SIZE_LIMIT,
     Index,
     TableData,
     duplicate_error,
-    entry_size,
-    entry_too_large,
 )
 from ticdc_sim.generator.sql.sysvars import (
-    CHARSET_VARIABLES,
-    KNOWN_VARIABLES,
     SERVER_VARIABLES,
-    SWITCH_VARIABLES,
-    isolation_level,
-    known_value,
 )
-from ticdc_sim.generator.sql.txn import BulkInsert, Transaction, Write
+from ticdc_sim.generator.sql.txn import BulkInsert, Transaction
+from ticdc_sim.generator.sql.upstream import Upstream, rollback_to, showing
 from ticdc_sim.generator.sql.values import (
-    TIDB_DEFAULT_SQL_MODE,
     SqlMode,
     as_text,
     column_converter,
     format_date,
     format_datetime,
-    load_zone,
 )
-from ticdc_sim.model.actions import ActionType
+from ticdc_sim.generator.sql.variables import SESSION_VARIABLES, read_only, set_variables
 from ticdc_sim.model.events import DDLEvent, RowChangedEvent
 from ticdc_sim.model.mysql import CHARSET_CODECS, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
@@ -118,12 +103,6 @@ def ticdc_zone(name: str) -> str:
     return "UTC" if text.upper() in ("UTC", "SYSTEM") else text
 
 
-# -- tables ------------------------------------------------------------------------------------
-
-
-# -- transactions ------------------------------------------------------------------------------
-
-
 class ResultSet(NamedTuple):
     """What a SELECT answers: its column names, rows and (where known) column types."""
 
@@ -136,10 +115,9 @@ class Engine:
     """Executes statements; `run()` yields DDL and row events as transactions commit.
 
     What the statement executors (dml.py, join.py) use of it is declared in target.py
-    (`DMLTarget`); they never import this module. Sessions of a service share one engine:
-    the catalog, rows, TSO clock and the open transactions' locks and versions (`active`,
-    `locks`, `versions`) are the cluster's, the rest is the session's, which `cluster.py`
-    puts in place for each statement.
+    (`DMLTarget`); they never import this module. Sessions of a service share one engine
+    and its `upstream`; `session` is the one whose statement runs, which `cluster.py` hands
+    in with each statement.
     """
 
     def __init__(
@@ -148,21 +126,21 @@ class Engine:
         catalog: Catalog | None = None,
         warnings: Warnings | None = None,
     ):
-        self.config = config or EngineConfig()
+        self.config: EngineConfig = config or EngineConfig()
         seed = self.config.seed
         start = self.config.start_ts
         clock = TSOClock.starting_at(start, seed) if start else TSOClock(seed=seed)
         self.catalog = catalog or Catalog(clock=clock)
         if self.config.database and self.catalog.current_schema is None:
             self.catalog.current_schema = self.catalog.schema(self.config.database).name
-        self.tables: dict[int, TableData] = {}
         # the session its statements run for (a service hands in each client's own)
-        self.session = Session.of(
+        self.session: Session = Session.of(
             self.config.time_zone,
             self.catalog.current_schema,
             warnings=warnings if warnings is not None else Warnings(),
         )
-        self.cdc_zone = self.session.zone
+        # the cluster: catalog, rows, open transactions and their locks (upstream.py)
+        self.upstream = Upstream(self.catalog, self.session.zone, lambda: self.session)
         self.rng = random.Random(self.config.seed)
         self.uuid_counter = 0
         # what one statement did, read by its caller before the next: its affected rows,
@@ -176,17 +154,9 @@ class Engine:
         self.affected_adjust = 0
         self.location: Location | None = None  # of the statement being executed
         self.plans: dict[tuple[str, ...], Plan | None] = {}  # by statement shape; None: parse
-        self.sequences: dict[int, list[Any]] = {}  # sequence table id -> [next value, last]
-        self.dropped: dict[int, TableData] = {}  # dropped tables' rows, for RECOVER TABLE
         self.errors: list[str] = []  # failed statements skipped under continue_on_error
-        self.outbox: list[Event] = []  # committed, not yet yielded by `run`
         self.count_affected = False  # whether `step` counts `affected_rows` (a service asks)
         self.max_txn_rows = 0  # rows one transaction may write (txn-total-size-limit); 0: any
-        # every session's open transaction (sessions share the engine: see locks.py)
-        self.active: dict[Transaction, None] = {}
-        self.ended = 0  # transactions ended: a waiter's lock may be free
-        self.locks = LockTable()
-        self.versions = Versions()
         # literal defaults converted to their column's type, per session settings
         self._literal_defaults: dict[tuple[ColumnInfo, SqlMode, dt.tzinfo], Any] = {}
 
@@ -215,6 +185,10 @@ class Engine:
     @property
     def last_id(self) -> int:
         return self.session.last_id
+
+    @property
+    def active(self) -> dict[Transaction, None]:
+        return self.upstream.active
 
     # -- session functions (evaluate.SessionFunctions) ---------------------------------------
 
@@ -288,26 +262,9 @@ class Engine:
     def sequence(self, op: str, schema: str | None, name: str, value: Any = None) -> Any:
         """NEXTVAL / LASTVAL / SETVAL of a sequence, as one TiDB server hands values out."""
         info = self.catalog.table(schema, name)
-        seq = info.sequence
-        if seq is None:
+        if info.sequence is None:
             raise SQLError(f"'{info.schema}.{info.name}' is not SEQUENCE", code=1347)
-        state = self.sequences.setdefault(info.id, [seq.start, None])  # [next, last]
-        if op == "LASTVAL":
-            return state[1]
-        if op == "SETVAL":
-            target = int(to_number(value))
-            ahead = target >= state[0] if seq.increment > 0 else target <= state[0]
-            if not ahead:
-                return None
-            state[0] = target + seq.increment
-            return target
-        current = state[0]
-        if not seq.min_value <= current <= seq.max_value:
-            if not seq.cycle:
-                raise SQLError(f"Sequence '{info.schema}.{info.name}' has run out", code=4135)
-            current = seq.min_value if seq.increment > 0 else seq.max_value
-        state[0], state[1] = current + seq.increment, current
-        return current
+        return self.upstream.sequence(op, info, int(to_number(value)) if op == "SETVAL" else 0)
 
     def user_variable(self, name: str) -> Any:
         return self.session.user_variables.get(name)  # never set: NULL
@@ -362,9 +319,9 @@ class Engine:
             raise SQLError(f"Invalid {charset} character string: '{bad}'", code=1300) from None
 
     def set_sql_mode(self, text: str) -> None:
-        self._use_mode(replace(SqlMode.parse(text), check_utf8=self.session.sql_mode.check_utf8))
+        self.use_mode(replace(SqlMode.parse(text), check_utf8=self.session.sql_mode.check_utf8))
 
-    def _use_mode(self, mode: SqlMode) -> None:
+    def use_mode(self, mode: SqlMode) -> None:
         self.session.sql_mode = (
             mode  # tables convert values under it from now on (`TableData.mode`)
         )
@@ -382,12 +339,12 @@ class Engine:
         """
         for stmt in statements:
             error = self.step(stmt)
-            if self.outbox:
-                events, self.outbox = self.outbox, []
+            if self.upstream.outbox:
+                events, self.upstream.outbox = self.upstream.outbox, []
                 yield from events
             if error is not None:
                 if not self.config.continue_on_error:
-                    self._abort()
+                    self.abort()
                     raise error from None
                 self.errors.append(str(error))
         if self.session.txn is not None and any(self.session.txn.first.values()):
@@ -397,11 +354,11 @@ class Engine:
                 " disconnects, and its rows not sent (end it with COMMIT)",
                 self.session.txn.location,
             )
-        self._abort()
+        self.abort()
 
     def step(self, stmt: Statement | RawStatement) -> SQLError | None:
         """Execute one statement, in the session's transaction; its error, located, or None.
-        What it committed is in `outbox`; a failed statement changed nothing (an explicit
+        What it committed is in `upstream.outbox`; a failed statement changed nothing (an explicit
         transaction stays open, as in MySQL). `affected_rows` counts what it wrote."""
         self.location = stmt.location
         self.affected_rows = 0
@@ -429,7 +386,8 @@ class Engine:
         try:
             if node.args.get("locks"):
                 return self._locking_query(node, text)
-            images = self._snapshot() if self.active else []
+            upstream = self.upstream
+            images = upstream.snapshot(self.session.txn) if upstream.active else []
             if not images:
                 return self._query(node, text)
             with showing(images):  # the snapshot, for this read only
@@ -512,6 +470,10 @@ class Engine:
     def _execute_lexed(self, raw: RawStatement) -> None:
         lexed = lex(raw.text)
         if lexed is not None:
+            bare = _BARE_STATEMENTS.get(lexed.key)
+            if bare is not None:  # every transaction of a script has two: no parse for them
+                bare(self)
+                return
             if lexed.key not in self.plans:
                 self.plans[lexed.key] = self._template_plan(lexed)
             plan = self.plans[lexed.key]
@@ -561,7 +523,7 @@ class Engine:
             return None  # the statement's own parse reports the error, located
 
     def execute(self, node: exp.Expr, source: str = "") -> None:
-        """Execute one parsed statement; what it commits goes to `outbox`."""
+        """Execute one parsed statement; what it commits goes to `upstream.outbox`."""
         if not_utf8(source):
             _check_text(node)
         if node.args.get("returning") is not None:  # PostgreSQL's and MariaDB's, not TiDB's
@@ -579,18 +541,18 @@ class Engine:
             self.no_effect(kind)
             return
         if is_ddl(node):
-            self._commit()
+            self.commit()
             # DDL waits for the transactions that read or wrote (MySQL's metadata locks)
-            busy = [t for t in self.active if t.first or t.read_ts or self.locks.holds(t)]
-            if busy:
-                raise Blocked(busy[0], None)
+            busy = self.upstream.busy()
+            if busy is not None:
+                raise Blocked(busy, None)
             self.plans.clear()  # plans hold tables and the current database
             # checked under the settings of the session running it (sessions share a catalog)
             self.catalog.sql_mode = self.session.sql_mode
             self.catalog.clustered_index = self.session.clustered_index
             for event in self.catalog.apply(node, source):
-                self._sync_table(event)
-                self.outbox.append(event)
+                self.upstream.sync_table(event, functools.partial(_migrate_rows, engine=self))
+                self.upstream.outbox.append(event)
             return
         if isinstance(node, exp.Command) and (command := command_kind(source)) is not None:
             self.no_effect(command)
@@ -606,102 +568,38 @@ class Engine:
             raise SQLError(syntax_error(1, len(word), near, "not a statement"), code=1064)
         raise SQLError(f"unsupported statement: {type(node).__name__}", code=1105)
 
-    def _abort(self) -> None:
-        txn = self.session.txn
+    def abort(self) -> None:
+        """The session's open transaction, if any, rolled back."""
+        txn, self.session.txn = self.session.txn, None
         if txn is not None:
-            self._rollback_to(0)
-            self.session.txn = None
-            self._end(txn)
+            self.upstream.rollback(txn)
 
     # -- transactions ------------------------------------------------------------------------
 
-    def _begin(self) -> Transaction:
-        if self.session.txn is None:
-            self.catalog.clock.pause()  # simulated time moves on between transactions
-            isolation, self.session.next_isolation = (
-                self.session.next_isolation or self.session.isolation,
-                None,
-            )
-            self.session.txn = Transaction(self.catalog.clock.next(), self.location, isolation)
-            self.active[self.session.txn] = None
-        return self.session.txn
-
-    def _commit(self) -> None:
-        txn, self.session.txn = self.session.txn, None
+    def begin(self) -> Transaction:
+        txn = self.session.txn
         if txn is None:
-            return
-        if any(txn.first.values()):
-            commit_ts = self.catalog.clock.next()
-            if any(t.read_ts is not None for t in self.active if t is not txn):
-                self.versions.keep(commit_ts, txn.first)  # an open snapshot reads before it
-            self.outbox.extend(self._row_events(txn, commit_ts))
-        self._end(txn)
+            isolation = self.session.next_isolation or self.session.isolation
+            self.session.next_isolation = None
+            txn = self.session.txn = self.upstream.begin(self.location, isolation)
+        return txn
 
-    def _end(self, txn: Transaction) -> None:
-        """A transaction ends: its locks go, and the versions no snapshot reads."""
-        self.active.pop(txn, None)
-        self.locks.release(txn)
-        self.ended += 1
-        if self.versions:
-            snapshots = [t.read_ts for t in self.active if t.read_ts is not None]
-            self.versions.purge(min(snapshots, default=None))
+    def commit(self) -> None:
+        txn, self.session.txn = self.session.txn, None
+        if txn is not None:
+            self.upstream.commit(txn)
 
     # -- locks (locks.py): only where another transaction is open ----------------------------
 
-    def holder(self, table: TableData, handle: Any, exclusive: bool = True) -> Any:
-        """Another open transaction that wrote or locked the row under `handle`, or None."""
-        txn = self.session.txn
-        if txn is not None and handle in txn.first.get(table, ()):
-            return None  # its own write: it holds the row
-        for other in self.active:
-            if other is not txn:
-                firsts = other.first.get(table)
-                if firsts is not None and handle in firsts:
-                    return other
-        key = (table, handle)
-        return self.locks.blocker(txn, key, exclusive) or self.locks.ahead(txn, key, exclusive)
-
-    def _check_write(
-        self, txn: Transaction, table: TableData, handle: Any, row: Row | None
-    ) -> None:
-        """A write waits for the transaction holding its row, or holding (as a row it
-        changed) a unique key the new row takes."""
-        holder = self.holder(table, handle)
-        if holder is not None:
-            raise Blocked(holder, (table, handle))
-        if row is None or not table.uniques:
-            return
-        keys = [(unique, unique.key(row)) for unique in table.uniques]
-        for other in self.active:
-            firsts = other.first.get(table) if other is not txn else None
-            for h, before in (firsts or {}).items():
-                if before is not None and any(
-                    k is not None and u.key(before) == k for u, k in keys
-                ):
-                    raise Blocked(other, (table, h))
-
     def check_images(self, table: TableData, hits: Callable[[Row], bool]) -> None:
-        """A locking read waits for another transaction that changed a row it reads: one
-        the statement's condition holds for before or after that change."""
-        if len(self.active) < 2:
-            return
-        rows = table.rows
-        for other in self.active:
-            if other is self.session.txn:
-                continue
-            for h, before in (other.first.get(table) or {}).items():
-                after = rows.get(h)
-                if (before is not None and hits(before)) or (after is not None and hits(after)):
-                    raise Blocked(other, (table, h))
+        """A locking read waits for another transaction that changed a row it reads."""
+        self.upstream.check_images(self.session.txn, table, hits)
 
     def lock_entries(
         self, table: TableData, index: Index, rows: list[Row], exclusive: bool
     ) -> None:
         """The entries of `rows` in the unique index a locking read found them through."""
-        txn = self._begin()
-        if not (txn.implicit and len(self.active) < 2):
-            for row in rows:
-                self._lock(txn, table, IndexKey(index.info.name, index.entry(row)), exclusive)
+        self.upstream.lock_entries(self.begin(), table, index, rows, exclusive)
 
     def lock_rows(
         self, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool, writes: bool
@@ -711,118 +609,23 @@ class Engine:
         rows it writes (its writes hold them) and, writing, none for the rest: the rows an
         UPDATE matches and leaves as they were are then not locked against a transaction
         that begins later (InnoDB would lock them; the cost is every row of every range)."""
-        if writes and len(self.active) < 2:
-            return
-        txn = self._begin()
-        if not (txn.implicit and len(self.active) < 2):
-            for handle, _ in matched:
-                self._lock(txn, table, handle, exclusive)
-
-    def _lock(self, txn: Transaction, table: TableData, handle: Any, exclusive: bool) -> None:
-        _intend(txn, table, exclusive)
-        if len(self.active) > 1:
-            holder = self.holder(table, handle, exclusive)
-            if holder is not None:
-                raise Blocked(holder, (table, handle))
-        self.locks.take(txn, (table, handle), exclusive)
-
-    def weight(self, txn: Transaction) -> int:
-        """What a deadlock's victim loses, as MariaDB weighs it (`lock0lock.cc`): its undo
-        records and its lock structures (a table's intention lock, one per index and mode).
-        Checked against MariaDB 10.11: the lighter dies, the one closing the cycle on a tie."""
-        undo = sum(len(e.handles) if isinstance(e, BulkInsert) else 1 for e in txn.undo)
-        intents = sum(len(modes) for modes in txn.intents.values())
-        return undo + len(self.locks.structs(txn)) + intents
-
-    def _snapshot(self) -> list[tuple[TableData, list[tuple[Any, Row | None]]]]:
-        """The rows a plain read must see other than the tables hold them: other open
-        transactions' writes undone, and what committed after this transaction's snapshot
-        (REPEATABLE READ; READ COMMITTED and autocommit reads see every commit)."""
-        txn = self.session.txn
-        read_ts = None
-        if txn is not None and txn.isolation != "READ-COMMITTED":
-            if txn.read_ts is None:
-                txn.read_ts = self.catalog.clock.last
-            read_ts = txn.read_ts
-        images: dict[tuple[TableData, Any], Row | None] = {}
-        for other in self.active:
-            if other is not txn:
-                for table, firsts in other.first.items():
-                    for handle, before in firsts.items():
-                        images[table, handle] = before
-        if read_ts is not None and self.versions:
-            for kept, handle, before in self.versions.before(read_ts):
-                images[cast(TableData, kept), handle] = before
-        if txn is not None and images:
-            for table, firsts in txn.first.items():
-                for handle in firsts:
-                    images.pop((table, handle), None)
-        by_table: dict[TableData, list[tuple[Any, Row | None]]] = {}
-        for (table, handle), image in images.items():
-            by_table.setdefault(table, []).append((handle, image))
-        return list(by_table.items())
-
-    def _rollback_to(self, mark: int) -> None:
-        assert self.session.txn is not None
-        undo, first = self.session.txn.undo, self.session.txn.first
-        while len(undo) > mark:
-            entry = undo.pop()
-            if isinstance(entry, BulkInsert):
-                for handle in entry.handles:
-                    entry.table.put(handle, None)
-                firsts = first[entry.table]
-                for handle in entry.touched:
-                    del firsts[handle]
-                continue
-            table, handle, previous, first_touch = entry
-            table.put(handle, previous)
-            if first_touch:
-                del first[table][handle]
+        if not (writes and len(self.upstream.active) < 2):
+            self.upstream.lock_rows(self.begin(), table, matched, exclusive)
 
     def write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""
-        if row is not None and table.large_rows:
-            _check_entry(table, handle, row)
-        txn = self._begin()
-        if table not in txn.intents:
-            _intend(txn, table, True)
-        if len(self.active) > 1:
-            self._check_write(txn, table, handle, row)
-        firsts = txn.first.get(table)
-        if firsts is None:
-            firsts = txn.first[table] = {}
-        previous = table.rows.get(handle)
-        first_touch = handle not in firsts
-        if first_touch:
-            firsts[handle] = previous
-        txn.undo.append(Write(table, handle, previous, first_touch))
-        table.put(handle, row)
+        self.upstream.write(self.begin(), table, handle, row)
 
     def write_new(self, table: TableData, handles: list[Any], rows: list[Row]) -> None:
         """Insert rows under distinct handles that hold no row (checked by the caller)."""
-        if table.large_rows:
-            for handle, row in zip(handles, rows, strict=True):
-                _check_entry(table, handle, row)
-        txn = self._begin()
-        if table not in txn.intents:
-            _intend(txn, table, True)
-        if len(self.active) > 1:
-            for handle, row in zip(handles, rows, strict=True):
-                self._check_write(txn, table, handle, row)
-        firsts = txn.first.get(table)
-        if firsts is None:
-            firsts = txn.first[table] = {}
-        touched = [h for h in handles if h not in firsts] if firsts else handles
-        firsts.update(dict.fromkeys(touched))
-        txn.undo.append(BulkInsert(table, handles, touched))
-        table.put_new(handles, rows)
+        self.upstream.write_new(self.begin(), table, handles, rows)
 
     def _statement(self, body: Callable[[], None]) -> None:
         """Run one DML statement atomically, committing it under autocommit."""
         implicit = (
             self.session.autocommit if self.session.txn is None else self.session.txn.implicit
         )
-        txn = self._begin()
+        txn = self.begin()
         txn.implicit = implicit
         mark = len(txn.undo)
         self.ids_this_statement = False
@@ -832,18 +635,18 @@ class Engine:
             if self.max_txn_rows:
                 self._check_size(txn)
         except SQLError:
-            self._rollback_to(mark)
+            rollback_to(txn, mark)
             if implicit:
                 self.session.txn = None
-                self._end(txn)
+                self.upstream.end(txn)
             raise
         except Blocked:  # undone; it runs again once the lock is free (its locks stay)
-            self._rollback_to(mark)
+            rollback_to(txn, mark)
             raise
         if self.count_affected:
             self.affected_rows = self._affected(txn, mark) + self.affected_adjust
         if implicit:
-            self._commit()
+            self.commit()
 
     def _check_size(self, txn: Transaction) -> None:
         written = sum(len(keys) for keys in txn.first.values())
@@ -868,100 +671,7 @@ class Engine:
 
     # -- commit: TiKV's fold and TiCDC's order -----------------------------------------------
 
-    def _row_events(self, txn: Transaction, commit_ts: int) -> list[RowChangedEvent]:
-        return row_events(txn, commit_ts, self.cdc_zone)
-
-    def _emitted(self, table: TableData, row: Row | None) -> Row | None:
-        return emitted(table, row, self.cdc_zone)
-
-    def table_states(self) -> Iterator[tuple[TableInfo, list[Row]]]:
-        """Every table's rows now, as TiCDC's mounter hands them on, in key order."""
-        for data in self.tables.values():
-            if not (data.info.is_sequence or data.info.is_view):
-                yield data.info, self._rows_of(data)
-
-    def table_state(self, schema: str, name: str) -> tuple[TableInfo, list[Row]] | None:
-        """One table's rows now, as `table_states`; None if there is no such table."""
-        info = self.catalog.find_table(schema, name)
-        data = None if info is None else self.tables.get(info.id)
-        if data is None or data.info.is_sequence or data.info.is_view:
-            return None
-        return data.info, self._rows_of(data)
-
-    def _rows_of(self, data: TableData) -> list[Row]:
-        order = sorted(data.rows, key=None if data.int_handle else key_order)
-        return [self._emitted(data, data.rows[h]) or () for h in order]
-
     # -- DDL ---------------------------------------------------------------------------------
-
-    def _sync_table(self, event: DDLEvent) -> None:
-        before, after = event.pre_table_info, event.table_info
-        if _exchanges_partition(event) and before is not None and after is not None:
-            self._exchange_partition(before, after)
-            return
-        if before is not None and (after is None or after.id != before.id):
-            data = self.tables.pop(before.id, None)
-            if data is not None and after is not None and not _drops_rows(event):
-                self.tables[after.id] = data
-            elif data is not None and event.action in (
-                ActionType.DROP_TABLE,
-                ActionType.TRUNCATE_TABLE,
-            ):
-                self.dropped[before.id] = data  # for RECOVER and FLASHBACK TABLE
-        recovered = event.action == ActionType.RECOVER_TABLE and after is not None
-        if recovered and after is not None and after.id in self.dropped:
-            self.tables[after.id] = self.dropped.pop(after.id)
-        if after is None or after.is_view:
-            return
-        data = self.tables.get(after.id)
-        if data is None:
-            self.tables[after.id] = self._new_table_data(after)
-            return
-        if before is not None and _drops_rows(event):
-            data.rows.clear()
-        if before is not None and _drops_partitions(event):
-            # rows of truncated (re-numbered) or dropped partitions are gone
-            kept = set(after.physical_ids)
-            for handle, row in list(data.rows.items()):
-                if route_partition(data, row) not in kept:
-                    data.put(handle, None)
-        old_info = data.info
-        if before is not None and old_info.columns != after.columns:
-            data.rows = _migrate_rows(old_info, after, data.rows, self)
-        data.bind(after)
-
-    def _exchange_partition(self, before: TableInfo, after: TableInfo) -> None:
-        """EXCHANGE PARTITION: the partition's rows and the other table's rows swap tables.
-
-        TiDB swaps the two physical ids; the rows keep their handles.
-        """
-        (lost,) = set(before.physical_ids) - set(after.physical_ids)  # now the other table's
-        (gained,) = set(after.physical_ids) - set(before.physical_ids)  # the other's old id
-        data = self.tables[after.id]
-        leaving = [(h, r) for h, r in data.rows.items() if route_partition(data, r) == lost]
-        for handle, _ in leaving:
-            data.put(handle, None)
-        other = self.tables.pop(gained, None)
-        arriving = list(other.rows.items()) if other is not None else []
-        data.bind(after)
-        for handle, row in arriving:
-            data.put(handle, row)
-        other_info = next(
-            t
-            for schema in self.catalog.schemas.values()
-            for t in schema.tables.values()
-            if t.id == lost
-        )
-        swapped = self._new_table_data(other_info)
-        swapped.next_id = other.next_id if other is not None else swapped.next_id
-        for handle, row in leaving:
-            swapped.put(handle, row)
-        self.tables[other_info.id] = swapped
-
-    def _new_table_data(self, info: TableInfo) -> TableData:
-        # values are converted in the time zone and sql_mode of the session running the
-        # statement, read at each use
-        return TableData(info, lambda: self.session.zone, lambda: self.session.sql_mode)
 
     def read_table(self, table: exp.Table) -> TableData:
         """The table a SELECT reads: a user table, or one of information_schema's."""
@@ -982,10 +692,7 @@ class Engine:
         info = self.catalog.table(table.text("db") or None, table.name)
         if info.is_view:
             raise SQLError(f"'{info.schema}.{info.name}' is a view", code=1288)
-        data = self.tables.get(info.id)
-        if data is None:
-            data = self.tables[info.id] = self._new_table_data(info)
-        return data
+        return self.upstream.table_data(info)
 
     # -- row building ------------------------------------------------------------------------
 
@@ -1097,17 +804,9 @@ class Engine:
             other = unique.entries.get(key)
             if other is not None and other not in found:
                 found.append(other)
-        if found and len(self.active) > 1:
-            self._wait_for_holders(table, found)
+        if found and len(self.upstream.active) > 1:
+            self.upstream.wait_for_holders(self.session.txn, table, found)
         return found
-
-    def _wait_for_holders(self, table: TableData, handles: list[Any]) -> None:
-        """A duplicate of a row another transaction holds is known once it ends: InnoDB's
-        duplicate check waits for its lock (the row may be rolled back)."""
-        for handle in handles:
-            holder = self.holder(table, handle, exclusive=False)
-            if holder is not None:
-                raise Blocked(holder, (table, handle))
 
     @staticmethod
     def key_order(handle: Any) -> Any:
@@ -1118,8 +817,8 @@ class Engine:
         return duplicate_error(table.info, unique.info, row, unique.offsets)
 
     def duplicate_error(self, table: TableData, handle: Any, row: Row) -> SQLError:
-        if len(self.active) > 1 and table.handle_offsets and handle in table.rows:
-            self._wait_for_holders(table, [handle])
+        if len(self.upstream.active) > 1 and table.handle_offsets and handle in table.rows:
+            self.upstream.wait_for_holders(self.session.txn, table, [handle])
         info = table.info
         if table.handle_offsets and handle in table.rows:
             pk = info.primary_index
@@ -1131,13 +830,6 @@ class Engine:
             if key is not None and key in unique.entries:
                 return duplicate_error(info, unique.info, row, unique.offsets)
         raise AssertionError("no conflict")
-
-
-def _check_entry(table: TableData, handle: Any, row: Row) -> None:
-    """TiDB's txn-entry-size-limit: no key and value over 6 MiB (error 8025)."""
-    size = entry_size(table, handle, row)
-    if size > ENTRY_SIZE_LIMIT:
-        raise entry_too_large(size)
 
 
 class UnexpectedError(SQLError):
@@ -1162,18 +854,6 @@ def _incremental_bits(column: ColumnInfo) -> int:
 
 
 _NO_DEFAULT: Any = type("_NoDefault", (), {"__repr__": lambda self: "<no default>"})()
-
-
-def _drops_rows(event: DDLEvent) -> bool:
-    return event.action in (ActionType.TRUNCATE_TABLE, ActionType.DROP_TABLE)
-
-
-def _exchanges_partition(event: DDLEvent) -> bool:
-    return event.action == ActionType.EXCHANGE_TABLE_PARTITION
-
-
-def _drops_partitions(event: DDLEvent) -> bool:
-    return event.action in (ActionType.TRUNCATE_TABLE_PARTITION, ActionType.DROP_TABLE_PARTITION)
 
 
 def _migrate_rows(
@@ -1316,28 +996,24 @@ _TRANSACTION_MODES = frozenset(
 )  # fmt: skip
 
 
-def _read_only() -> SQLError:
-    return SQLError(
-        "function READ ONLY has only noop implementation in tidb now, use"
-        " tidb_enable_noop_functions to enable these functions",
-        code=1235,
-    )
-
-
 def _transaction(engine: Engine, node: exp.Expr, source: str) -> None:
     for mode in node.args.get("modes") or []:
         if mode.upper() == "READ ONLY":
-            raise _read_only()
+            raise read_only()
         if mode.upper() not in _TRANSACTION_MODES:
             at = source.upper().find(mode.split()[0].upper())
             near = source[at:].strip()[:80]
             raise SQLError(syntax_error(1, at + 1, near, "not a transaction mode"), code=1064)
-    engine._commit()  # BEGIN commits an open transaction (MySQL)
-    engine._begin()
+    _start(engine)
+
+
+def _start(engine: Engine) -> None:
+    engine.commit()  # BEGIN commits an open transaction (MySQL)
+    engine.begin()
 
 
 def _commit(engine: Engine, node: exp.Expr, source: str) -> None:
-    engine._commit()
+    engine.commit()
 
 
 def _rollback(engine: Engine, node: exp.Rollback, source: str) -> None:
@@ -1348,11 +1024,11 @@ def _rollback(engine: Engine, node: exp.Rollback, source: str) -> None:
         if txn is None or name not in txn.savepoints:
             raise SQLError(f"SAVEPOINT {savepoint.name} does not exist", code=1305)
         mark = txn.savepoints[name]
-        engine._rollback_to(mark)
+        rollback_to(txn, mark)
         names = list(txn.savepoints)  # savepoints set after this one are gone (MySQL)
         txn.savepoints = {k: txn.savepoints[k] for k in names[: names.index(name) + 1]}
         return
-    engine._abort()
+    engine.abort()
 
 
 def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
@@ -1364,162 +1040,9 @@ def _savepoint(engine: Engine, node: d.Savepoint, source: str) -> None:
         return
     if engine.session.txn is None and engine.session.autocommit:
         return  # a savepoint outside a transaction is a no-op (MySQL)
-    txn = engine._begin()
+    txn = engine.begin()
     txn.savepoints.pop(name, None)  # re-setting a name moves it to the end
     txn.savepoints[name] = len(txn.undo)
-
-
-def _set(engine: Engine, node: exp.Set, source: str) -> None:
-    for item in node.expressions:
-        if item.text("kind").upper() == "NAMES":
-            engine.set_charset(CHARSET_VARIABLES, item.this.name)
-            continue
-        assignment = item.this
-        if not isinstance(assignment, exp.EQ | exp.PropertyEQ):
-            if any(e.name.upper() == "READ ONLY" for e in item.expressions):
-                raise _read_only()  # SET TRANSACTION READ ONLY: TiDB's checkReadOnly
-            level = isolation_level([e.name for e in item.expressions])
-            if level is not None and not item.args.get("global_"):
-                if _SESSION_SCOPE.search(source):
-                    engine.session.isolation = level
-                else:  # SET TRANSACTION ...: the next transaction only (MySQL)
-                    engine.session.next_isolation = level
-                continue
-            engine.warn(
-                f"SET {item.sql(dialect=d.TiDB)}",
-                f"SET {item.sql(dialect=d.TiDB)} has no effect here; accepted and skipped",
-            )
-            continue
-        target, value_node = assignment.this, assignment.expression
-        if isinstance(target, exp.Parameter):  # @x = expr
-            engine.set_user_variable(target.name.lower(), evaluate_constant(value_node, engine))
-            continue
-        name = target.name.lower()
-        if item.text("kind").upper() == "GLOBAL" or target.text("kind").upper() == "GLOBAL":
-            engine.warn(
-                f"SET GLOBAL {name}",
-                f"SET GLOBAL {name} changes no session of this script; accepted and skipped",
-            )
-            continue
-        own = SESSION_VARIABLES.get(name)
-        if isinstance(value_node, exp.Column | exp.Var) and not value_node.args.get("table"):
-            value: Any = value_node.name  # a bare word: ON, OFF, utf8, SYSTEM ...
-            if own is not None and value.upper() == "DEFAULT":  # the server's value
-                value = own.default(engine)
-        else:
-            value = evaluate_constant(value_node, engine)
-        if own is not None:
-            own.set(engine, value)
-        elif name in KNOWN_VARIABLES:
-            switch = name in SWITCH_VARIABLES
-            engine.session.noop_values[name] = (
-                int(_switch(name, value)) if switch else known_value(name, value)
-            )
-        else:
-            engine.warn(f"variable {name}", f"variable {name} is accepted and has no effect")
-
-
-_SESSION_SCOPE = re.compile(r"\bSET\s+(SESSION|LOCAL)\s+TRANSACTION\b", re.IGNORECASE)
-
-
-def _set_isolation(engine: Engine, value: Any, name: str) -> None:
-    engine.session.isolation = known_value(name, as_text(value))  # 1231, 8048 as TiDB
-
-
-def _switch(name: str, value: Any) -> bool:
-    """A boolean system variable's value: 1/0, ON/OFF or TRUE/FALSE (MySQL 1231 else)."""
-    text = as_text(value).upper()
-    if text not in _SWITCHES:
-        message = f"Variable '{name}' can't be set to the value of '{as_text(value)}'"
-        raise SQLError(message, code=1231)
-    return _SWITCHES[text]
-
-
-_SWITCHES = {"1": True, "ON": True, "TRUE": True, "0": False, "OFF": False, "FALSE": False}
-
-
-def _set_autocommit(engine: Engine, value: Any) -> None:
-    on = _switch("autocommit", value)
-    if on and not engine.session.autocommit:
-        engine._commit()  # turning autocommit on commits (MySQL)
-    engine.session.autocommit = on
-
-
-def _set_time_zone(engine: Engine, value: Any) -> None:
-    engine.session.zone = load_zone(as_text(value))
-    engine.session.zone_name = as_text(value)
-
-
-def _set_clustered_index(engine: Engine, value: Any) -> None:
-    # pkg/sessionctx/vardef: ON (the default, DefTiDBEnableClusteredIndex), OFF, INT_ONLY
-    mode = {"1": "ON", "0": "OFF"}.get(as_text(value).upper(), as_text(value).upper())
-    if mode not in ("ON", "OFF", "INT_ONLY"):
-        raise SQLError(
-            f"Variable 'tidb_enable_clustered_index' can't be set to the value of '{value}'",
-            code=1231,
-        )
-    engine.session.clustered_index = mode
-
-
-def _set_skip_utf8_check(engine: Engine, value: Any) -> None:
-    # TiDB's tidb_skip_utf8_check: strings reach character columns unchecked
-    skip = _switch("tidb_skip_utf8_check", value)
-    engine._use_mode(replace(engine.session.sql_mode, check_utf8=not skip))
-
-
-class SessionVariable(NamedTuple):
-    """A system variable with an effect here: its session value (booleans as bool), how SET
-    applies a value to it, and the server's value, which SET ... = DEFAULT restores."""
-
-    get: Callable[[Engine], Any]
-    set: Callable[[Engine, Any], None]
-    default: Callable[[Engine], Any]
-
-
-def _charset_variable(name: str) -> SessionVariable:
-    """character_set_client, _connection or _results: SET NAMES sets all three."""
-    return SessionVariable(
-        lambda e: e.session.charsets[name],
-        lambda e, value: e.set_charset([name], value),
-        lambda e: SERVER_VARIABLES[name],
-    )
-
-
-def _set_read_only(engine: Engine, value: Any) -> None:
-    if _switch("transaction_read_only", value):
-        raise _read_only()  # TiDB's checkReadOnly, without tidb_enable_noop_functions
-
-
-SESSION_VARIABLES: dict[str, SessionVariable] = {
-    "autocommit": SessionVariable(lambda e: e.session.autocommit, _set_autocommit, lambda e: True),
-    "sql_mode": SessionVariable(
-        lambda e: str(e.session.sql_mode),
-        lambda e, value: e.set_sql_mode(as_text(value)),
-        lambda e: TIDB_DEFAULT_SQL_MODE,
-    ),
-    "tidb_skip_utf8_check": SessionVariable(
-        lambda e: not e.session.sql_mode.check_utf8, _set_skip_utf8_check, lambda e: False
-    ),
-    "tidb_enable_clustered_index": SessionVariable(
-        lambda e: e.session.clustered_index, _set_clustered_index, lambda e: "ON"
-    ),
-    "time_zone": SessionVariable(
-        lambda e: e.session.zone_name, _set_time_zone, lambda e: e.config.time_zone
-    ),
-    **{name: _charset_variable(name) for name in CHARSET_VARIABLES},
-    **{
-        name: SessionVariable(
-            lambda e: e.session.isolation,
-            functools.partial(lambda n, e, value: _set_isolation(e, value, n), name),
-            lambda e: "REPEATABLE-READ",
-        )
-        for name in ("transaction_isolation", "tx_isolation")
-    },
-    **{
-        name: SessionVariable(lambda e: False, _set_read_only, lambda e: False)
-        for name in ("tx_read_only", "transaction_read_only")
-    },
-}
 
 
 def _do(engine: Engine, node: d.Do, source: str) -> None:
@@ -1568,6 +1091,14 @@ def _dml(engine: Engine, node: exp.Expr, source: str) -> None:
     engine._statement(lambda: plan(engine, [[]]))
 
 
+# Statements of bare words, by their lexed words (shapes.py), run without a parse.
+_BARE_STATEMENTS: dict[tuple[str, ...], Callable[[Engine], None]] = {
+    ("BEGIN",): _start,
+    ("START", "TRANSACTION"): _start,
+    ("COMMIT",): Engine.commit,
+    ("ROLLBACK",): Engine.abort,
+}
+
 _STATEMENTS: dict[type, Callable[[Engine, Any, str], None]] = {
     exp.Insert: _dml,
     d.ReplaceInto: _dml,
@@ -1577,39 +1108,8 @@ _STATEMENTS: dict[type, Callable[[Engine, Any, str], None]] = {
     exp.Commit: _commit,
     exp.Rollback: _rollback,
     d.Savepoint: _savepoint,
-    exp.Set: _set,
+    exp.Set: set_variables,
     d.Do: _do,
     exp.Select: _select,
     exp.Use: _use,
 }
-
-
-def _intend(txn: Transaction, table: TableData, exclusive: bool) -> None:
-    """The table's intention lock a row lock needs: IX covers IS, IS not IX."""
-    held = txn.intents.get(table, ())
-    if "IX" not in held and (exclusive or "IS" not in held):
-        txn.intents[table] = (*held, "IX" if exclusive else "IS")
-
-
-@contextlib.contextmanager
-def showing(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> Iterator[None]:
-    """The tables with `images` put under their keys while the caller (alone on them) reads
-    them, and the rows they hold now put back after."""
-    now = [(table, [(h, table.rows.get(h)) for h, _ in rows]) for table, rows in images]
-    put_rows(images)
-    try:
-        yield
-    finally:
-        put_rows(now)
-
-
-def put_rows(images: list[tuple[TableData, list[tuple[Any, Row | None]]]]) -> None:
-    """Rows put under their keys: every key emptied first, so no unique key is held twice
-    midway (each set of images is whole: a table's state before or after)."""
-    for table, rows in images:
-        for handle, _ in rows:
-            table.put(handle, None)
-    for table, rows in images:
-        for handle, row in rows:
-            if row is not None:
-                table.put(handle, row)

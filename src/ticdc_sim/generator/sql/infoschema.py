@@ -156,7 +156,7 @@ def _schemata(engine: Engine) -> Iterator[Row]:
 
 
 def _row_count(engine: Engine, info: TableInfo) -> int:
-    data = engine.tables.get(info.id)
+    data = engine.upstream.tables.get(info.id)
     return len(data.rows) if data is not None else 0
 
 

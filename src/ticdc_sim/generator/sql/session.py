@@ -2,8 +2,8 @@
 zone, character sets, isolation level, autocommit, the variables it set), its current
 database, its open transaction, its user variables, LAST_INSERT_ID() and its warnings.
 
-The engine (engine.py) holds the cluster's state (catalog, rows, TSO clock, the open
-transactions' locks and versions) and runs each statement for the session it is given
+The cluster's state (catalog, rows, TSO clock, the open transactions' locks and versions) is
+upstream.py's; the engine (engine.py) runs each statement for the session it is given
 (`Engine.session`): a service keeps one Session per MySQL connection and per HTTP request,
 and hands it to the engine with each statement (cluster.py), so no setting of one session
 ever reaches another. TiDB's `pkg/sessionctx/variable` (`SessionVars`) holds the same.

@@ -30,7 +30,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from ticdc_sim.errors import SQLError, WarningEntry
 from ticdc_sim.generator.sql import dialect as d
-from ticdc_sim.generator.sql.engine import SESSION_VARIABLES, Engine, ResultSet
+from ticdc_sim.generator.sql.engine import Engine, ResultSet
 from ticdc_sim.generator.sql.evaluate import (
     Context,
     Scope,
@@ -42,6 +42,7 @@ from ticdc_sim.generator.sql.evaluate import (
 from ticdc_sim.generator.sql.script import parse_one
 from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES, STATUS_VARIABLES
 from ticdc_sim.generator.sql.values import as_text
+from ticdc_sim.generator.sql.variables import SESSION_VARIABLES
 from ticdc_sim.model.mysql import DEFAULT_COLLATION_OF, STRING_TYPES, MySQLType, TiDBFlag
 from ticdc_sim.model.table import (
     ColumnInfo,
@@ -53,7 +54,6 @@ from ticdc_sim.model.table import (
 from ticdc_sim.model.type_names import full_type
 
 Row = tuple[Any, ...]
-Session = Engine  # the engine, in the session's state
 
 
 # what the first words after SHOW may be in TiDB's grammar without an answer here: empty
@@ -107,7 +107,7 @@ def is_diagnostics(text: str) -> bool:
     return words[:1] == ["SHOW"] and bool({"WARNINGS", "ERRORS"} & set(words[1:]))
 
 
-def answer(session: Session, text: str, warnings: Sequence[WarningEntry]) -> ResultSet | None:
+def answer(engine: Engine, text: str, warnings: Sequence[WarningEntry]) -> ResultSet | None:
     """The result set of a SHOW or DESCRIBE statement; None for other statements. Errors
     are TiDB's (1146 no such table, 1049 no such database, 1064 not a SHOW of TiDB's)."""
     head = text.lstrip()[:8].upper()
@@ -123,11 +123,11 @@ def answer(session: Session, text: str, warnings: Sequence[WarningEntry]) -> Res
         reader.next()
         if reader.word() in _EXPLAINED or reader.done():
             return None  # EXPLAIN <statement>: the engine's
-        return _describe(session, reader)
+        return _describe(engine, reader)
     if first != "SHOW":
         return None
     reader.next()
-    return _show(session, reader, warnings)
+    return _show(engine, reader, warnings)
 
 
 # -- reading the statement ---------------------------------------------------------------------
@@ -218,7 +218,7 @@ class _Filter:
     where: exp.Expr | None = None
     exact: str | None = None
 
-    def apply(self, session: Session, names: list[str], rows: list[Row]) -> list[Row]:
+    def apply(self, engine: Engine, names: list[str], rows: list[Row]) -> list[Row]:
         if self.exact is not None:
             return [r for r in rows if str(r[0]).lower() == self.exact.lower()]
         if self.pattern is not None:
@@ -228,7 +228,7 @@ class _Filter:
             return rows
         scope = Scope({n.lower(): (i, "utf8mb4_general_ci") for i, n in enumerate(names)})
         condition = compile_expr(self.where, scope)
-        return [r for r in rows if truth(condition(Context(session=session, row=r)))]
+        return [r for r in rows if truth(condition(Context(session=engine, row=r)))]
 
 
 def _filter(reader: _Reader, like_allowed: bool = True) -> _Filter:
@@ -258,7 +258,7 @@ def _from(reader: _Reader) -> tuple[str | None, str]:
 # -- SHOW ------------------------------------------------------------------------------------
 
 
-def _show(session: Session, reader: _Reader, warnings: Sequence[WarningEntry]) -> ResultSet:
+def _show(engine: Engine, reader: _Reader, warnings: Sequence[WarningEntry]) -> ResultSet:
     full = bool(reader.take("FULL"))
     extended = bool(reader.take("EXTENDED"))
     if not full:
@@ -268,14 +268,14 @@ def _show(session: Session, reader: _Reader, warnings: Sequence[WarningEntry]) -
     handler = _SHOWS.get(kind)
     if handler is not None and not (scope and kind not in ("VARIABLES", "STATUS")):
         reader.next()
-        return handler(session, reader, _Options(full, extended, warnings))
+        return handler(engine, reader, _Options(full, extended, warnings))
     if kind == "COUNT":  # SHOW COUNT(*) WARNINGS | ERRORS
         words = [t.text.upper() for t in reader.tokens[reader.at :]]
         if words in (["COUNT", "(", "*", ")", "WARNINGS"], ["COUNT", "(", "*", ")", "ERRORS"]):
             count = len(warnings) if words[-1] == "WARNINGS" else 0
             return ResultSet([f"@@session.{words[-1][:-1].lower()}_count"], [(count,)], [None])
     if kind in _OTHER_SHOWS:
-        return _not_simulated(session, reader, kind)
+        return _not_simulated(engine, reader, kind)
     raise reader.syntax_error(None if reader.done() else reader.tokens[reader.at])
 
 
@@ -286,15 +286,15 @@ class _Options:
     warnings: Sequence[WarningEntry]
 
 
-def _not_simulated(session: Session, reader: _Reader, kind: str) -> ResultSet:
+def _not_simulated(engine: Engine, reader: _Reader, kind: str) -> ResultSet:
     shown = " ".join(reader.text.split())
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    session.warn(f"SHOW {kind}", f"{shown} is not simulated here: answered with no rows")
+    engine.warn(f"SHOW {kind}", f"{shown} is not simulated here: answered with no rows")
     names = _OTHER_COLUMNS.get(kind, ["Value"])
     return ResultSet(names, [], [None] * len(names))
 
 
-def _show_create(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_create(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     what = reader.take("TABLE", "VIEW", "SEQUENCE", "DATABASE", "SCHEMA")
     if what is None:
         raise reader.syntax_error(None if reader.done() else reader.tokens[reader.at])
@@ -304,12 +304,12 @@ def _show_create(session: Session, reader: _Reader, options: _Options) -> Result
             raise reader.syntax_error(None if reader.done() else reader.tokens[reader.at])
         name = reader.name()
         reader.end()
-        schema = session.catalog.schema(name)
+        schema = engine.catalog.schema(name)
         text = create_database(schema.name, schema.charset, schema.collation, if_not_exists)
         return ResultSet(["Database", "Create Database"], [(schema.name, text)], [None, None])
     db, name = reader.qualified()
     reader.end()
-    info = session.catalog.table(db, name)
+    info = engine.catalog.table(db, name)
     if info.is_view:
         if what == "SEQUENCE":
             raise _wrong_object(info, "SEQUENCE")
@@ -321,9 +321,9 @@ def _show_create(session: Session, reader: _Reader, options: _Options) -> Result
         return ResultSet(names, [(info.name, create_sequence(info))], [None, None])
     if what != "TABLE":
         raise _wrong_object(info, what)
-    next_id = _next_id(session, info)
+    next_id = _next_id(engine, info)
     return ResultSet(
-        ["Table", "Create Table"], [(info.name, create_table(info, session, next_id))], [None, None]
+        ["Table", "Create Table"], [(info.name, create_table(info, engine, next_id))], [None, None]
     )
 
 
@@ -331,12 +331,12 @@ def _wrong_object(info: TableInfo, what: str) -> SQLError:
     return SQLError(f"'{info.schema}.{info.name}' is not {what}", code=1347)
 
 
-def _show_columns(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_columns(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     db, name = _from(reader)
-    return _columns(session, db, name, options.full, _filter(reader), options.extended)
+    return _columns(engine, db, name, options.full, _filter(reader), options.extended)
 
 
-def _describe(session: Session, reader: _Reader) -> ResultSet:
+def _describe(engine: Engine, reader: _Reader) -> ResultSet:
     db, name = reader.qualified()
     found = _Filter()
     if not reader.done():  # one column, or a LIKE pattern for column names
@@ -346,11 +346,11 @@ def _describe(session: Session, reader: _Reader) -> ResultSet:
         else:
             found = _Filter(exact=token.text)
         reader.end()
-    return _columns(session, db, name, False, found)
+    return _columns(engine, db, name, False, found)
 
 
 def _columns(
-    session: Session,
+    engine: Engine,
     db: str | None,
     name: str,
     full: bool,
@@ -359,72 +359,72 @@ def _columns(
 ) -> ResultSet:
     """DESCRIBE / SHOW [FULL] [EXTENDED] COLUMNS: EXTENDED shows hidden columns too (an
     expression index's)."""
-    info = session.catalog.table(db, name)
+    info = engine.catalog.table(db, name)
     names = _FULL_COLUMNS if full else _COLUMNS
-    rows = [column_row(c, session, full) for c in info.columns if extended or not c.hidden]
-    return ResultSet(list(names), found.apply(session, names, rows), [None] * len(names))
+    rows = [column_row(c, engine, full) for c in info.columns if extended or not c.hidden]
+    return ResultSet(list(names), found.apply(engine, names, rows), [None] * len(names))
 
 
-def _show_index(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_index(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     db, name = _from(reader)
     found = _filter(reader, like_allowed=False)
-    info = session.catalog.table(db, name)
+    info = engine.catalog.table(db, name)
     rows = index_rows(info)
-    return ResultSet(list(_INDEX_COLUMNS), found.apply(session, _INDEX_COLUMNS, rows), _INDEX_TYPES)
+    return ResultSet(list(_INDEX_COLUMNS), found.apply(engine, _INDEX_COLUMNS, rows), _INDEX_TYPES)
 
 
-def _show_tables(session: Session, reader: _Reader, options: _Options) -> ResultSet:
-    db = reader.name() if reader.take("FROM", "IN") else session.catalog.current_schema
+def _show_tables(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
+    db = reader.name() if reader.take("FROM", "IN") else engine.catalog.current_schema
     found = _filter(reader)
-    schema = session.catalog.schema(db)
+    schema = engine.catalog.schema(db)
     label = f"Tables_in_{schema.name}"
     if found.pattern is not None:
         label += f" ({found.pattern})"
     names = [label, "Table_type"] if options.full else [label]
     infos = sorted(schema.tables.values(), key=lambda t: t.name)
     rows = [(t.name, _table_type(t))[: len(names)] for t in infos]
-    return ResultSet(names, found.apply(session, names, rows), [None] * len(names))
+    return ResultSet(names, found.apply(engine, names, rows), [None] * len(names))
 
 
 def _table_type(info: TableInfo) -> str:
     return "VIEW" if info.is_view else "SEQUENCE" if info.sequence is not None else "BASE TABLE"
 
 
-def _show_databases(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_databases(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     found = _filter(reader)
     label = "Database" if found.pattern is None else f"Database ({found.pattern})"
-    rows = [(s.name,) for s in sorted(session.catalog.schemas.values(), key=lambda s: s.name)]
-    return ResultSet([label], found.apply(session, [label], rows), [None])
+    rows = [(s.name,) for s in sorted(engine.catalog.schemas.values(), key=lambda s: s.name)]
+    return ResultSet([label], found.apply(engine, [label], rows), [None])
 
 
-def _show_variables(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_variables(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     found = _filter(reader)
     names = ["Variable_name", "Value"]
     rows = []
     for name in sorted({*SERVER_VARIABLES, *SESSION_VARIABLES}):
         own = SESSION_VARIABLES.get(name)
-        value = own.get(session) if own is not None else SERVER_VARIABLES[name]
-        value = session.session.noop_values.get(name, value)  # what this session SET
+        value = own.get(engine) if own is not None else SERVER_VARIABLES[name]
+        value = engine.session.noop_values.get(name, value)  # what this session SET
         rows.append((name, _variable_text(value)))
-    return ResultSet(names, found.apply(session, names, rows), [None, None])
+    return ResultSet(names, found.apply(engine, names, rows), [None, None])
 
 
-def _show_status(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_status(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     found = _filter(reader)
     names = ["Variable_name", "Value"]
-    clock = session.catalog.clock
+    clock = engine.catalog.clock
     values = {**STATUS_VARIABLES, "Uptime": (clock.physical - clock.started) // 1000}
-    values["ddl_schema_version"] = session.catalog.schema_version
-    values["server_id"] = stable_uuid(session.config.seed, 0)  # the engine's own start at 1
+    values["ddl_schema_version"] = engine.catalog.schema_version
+    values["server_id"] = stable_uuid(engine.config.seed, 0)  # the engine's own start at 1
     rows = [(name, _variable_text(values[name])) for name in sorted(values)]
-    return ResultSet(names, found.apply(session, names, rows), [None, None])
+    return ResultSet(names, found.apply(engine, names, rows), [None, None])
 
 
 def _variable_text(value: Any) -> str:
     return str(value) if not isinstance(value, bool) else ("ON" if value else "OFF")
 
 
-def _show_warnings(session: Session, reader: _Reader, options: _Options) -> ResultSet:
+def _show_warnings(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
     if reader.take("LIMIT"):  # LIMIT [offset,] count
         while not reader.done():
             reader.next()
@@ -433,11 +433,11 @@ def _show_warnings(session: Session, reader: _Reader, options: _Options) -> Resu
     return ResultSet(["Level", "Code", "Message"], rows, [None, MySQLType.LONG, None])
 
 
-def _show_errors(session: Session, reader: _Reader, options: _Options) -> ResultSet:
-    return _show_warnings(session, reader, _Options(False, False, ()))
+def _show_errors(engine: Engine, reader: _Reader, options: _Options) -> ResultSet:
+    return _show_warnings(engine, reader, _Options(False, False, ()))
 
 
-_SHOWS: dict[str, Callable[[Session, _Reader, _Options], ResultSet]] = {
+_SHOWS: dict[str, Callable[[Engine, _Reader, _Options], ResultSet]] = {
     "CREATE": _show_create,
     "COLUMNS": _show_columns,
     "FIELDS": _show_columns,
@@ -482,7 +482,7 @@ def _no_default(col: ColumnInfo) -> bool:
     return col.default is None and col.not_null and col.tp != MySQLType.TIMESTAMP
 
 
-def _default_text(col: ColumnInfo, session: Session) -> str | None:
+def _default_text(col: ColumnInfo, engine: Engine) -> str | None:
     """`GetDefaultValue` as SHOW prints it: None for no default (or DEFAULT NULL)."""
     default = col.default
     if default is None or default.kind == "null":
@@ -491,7 +491,7 @@ def _default_text(col: ColumnInfo, session: Session) -> str | None:
         return "CURRENT_TIMESTAMP"
     if default.kind == "expr":
         return default.sql
-    value = session.default_value(col)
+    value = engine.default_value(col)
     if col.tp == MySQLType.BIT:
         return bit_literal(value)
     return as_text(value)
@@ -507,7 +507,7 @@ def _fsp(col: ColumnInfo) -> str:
     return f"({col.decimal})" if col.decimal > 0 else ""
 
 
-def column_row(col: ColumnInfo, session: Session, full: bool) -> Row:
+def column_row(col: ColumnInfo, engine: Engine, full: bool) -> Row:
     """One row of DESCRIBE / SHOW [FULL] COLUMNS (`NewColDesc`)."""
     key = (
         "PRI"
@@ -518,7 +518,7 @@ def column_row(col: ColumnInfo, session: Session, full: bool) -> Row:
         if col.flag & TiDBFlag.MULTIPLE_KEY
         else ""
     )
-    default = None if _no_default(col) else _default_text(col, session)
+    default = None if _no_default(col) else _default_text(col, engine)
     if default == "CURRENT_TIMESTAMP" and col.tp in (MySQLType.TIMESTAMP, MySQLType.DATETIME):
         default += _fsp(col)
     if col.auto_increment:
@@ -592,17 +592,17 @@ def _indexes(info: TableInfo) -> list[IndexInfo]:
     return [ix for ix in info.indices if not (ix.primary and info.pk_is_handle)]
 
 
-def _next_id(session: Session, info: TableInfo) -> int:
-    data = session.tables.get(info.id)
+def _next_id(engine: Engine, info: TableInfo) -> int:
+    data = engine.upstream.tables.get(info.id)
     return int(data.next_id) if data is not None else max(info.auto_increment_base, 1)
 
 
-def create_table(info: TableInfo, session: Session, next_id: int) -> str:
+def create_table(info: TableInfo, engine: Engine, next_id: int) -> str:
     """`ConstructResultOfShowCreateTable`."""
     charset = info.charset or "utf8mb4"
     collation = info.collation or DEFAULT_COLLATION_OF.get(charset, "")
     lines = [
-        _column_definition(col, info, charset, collation, session)
+        _column_definition(col, info, charset, collation, engine)
         for col in info.columns
         if not col.hidden
     ]
@@ -651,7 +651,7 @@ def _foreign_key_definition(fk: ForeignKeyInfo, info: TableInfo) -> str:
 
 
 def _column_definition(
-    col: ColumnInfo, info: TableInfo, charset: str, collation: str, session: Session
+    col: ColumnInfo, info: TableInfo, charset: str, collation: str, engine: Engine
 ) -> str:
     text = f"  {escape_name(col.name)} {full_type(col)}"
     if _has_charset(col):
@@ -668,7 +668,7 @@ def _column_definition(
         if col.not_null:
             text += " NOT NULL"
         if not _no_default(col) and col.generated_expr is None:
-            text += _default_clause(col, session)
+            text += _default_clause(col, engine)
         if col.on_update_now:
             text += " ON UPDATE CURRENT_TIMESTAMP" + _fsp(col)
     if col.auto_random_bits:
@@ -682,8 +682,8 @@ def _column_definition(
     return text
 
 
-def _default_clause(col: ColumnInfo, session: Session) -> str:
-    value = _default_text(col, session)
+def _default_clause(col: ColumnInfo, engine: Engine) -> str:
+    value = _default_text(col, engine)
     if value is None:
         if col.not_null:
             return ""

@@ -1,8 +1,8 @@
 """One table's rows as TiKV holds them for the engine: rows by handle, indexes, the id allocator.
 
 A `TableData` is the table store the statement executors use: they read `rows` (a dict by
-handle) and look rows up through `scan`; they write only through the engine
-(`Engine.write`, `Engine.write_new`), which keeps the transaction's undo log and calls `put`
+handle) and look rows up through `scan`; they write only through the engine, whose upstream
+(`Upstream.write`, `Upstream.write_new`) keeps the transaction's undo log and calls `put`
 here. Unique indexes are kept at every write, since every insert checks them. Ordered
 structures (for range scans and non-unique lookups) cost a sorted insert per write, so each
 is built the first time a statement needs it and kept up to date from then on.

@@ -2,7 +2,7 @@
 drivers, ORMs and the mysql client read on connect, and which variables a session may set.
 
 The values are a TiDB of `TIDB_RELEASE` (`pkg/sessionctx/variable/sysvar.go` defaults). The
-variables a session's SET changes in effect are the engine's `SESSION_VARIABLES`; those here in
+variables a session's SET changes in effect are variables.py's `SESSION_VARIABLES`; those here in
 `KNOWN_VARIABLES` are accepted and answered back without an effect.
 """
 

@@ -22,7 +22,7 @@ class Write(NamedTuple):
 
 
 class BulkInsert(NamedTuple):
-    """Undo record of `Engine.write_new`: rows put under keys that held none."""
+    """Undo record of `Upstream.write_new`: rows put under keys that held none."""
 
     table: TableData
     handles: list[Any]
