@@ -196,6 +196,9 @@ def test_writes_locking_reads_and_ddl_wait_then_1205(sql: str) -> None:
         "Lock wait timeout exceeded; try restarting transaction",
     )
     assert time.monotonic() - started >= 0.2
+    # a DDL's wait is for metadata, not a row lock (InnoDB's Innodb_row_lock_waits)
+    row_lock = not sql.startswith(("ALTER", "TRUNCATE"))
+    assert (c.lock_waits, c.deadlocks, c.lock_wait_timeouts) == (int(row_lock), 0, 1)
 
 
 @pytest.mark.parametrize(
@@ -250,6 +253,7 @@ def test_a_waiting_writer_goes_on_when_the_holder_commits_or_rolls_back() -> Non
         assert answers == [expected]
         run(c, b, "DELETE FROM t")
     assert run(c, a, "SELECT id FROM t").rows == []
+    assert (c.lock_waits, c.deadlocks, c.lock_wait_timeouts) == (2, 0, 0)
 
 
 def test_a_deadlock_rolls_back_its_victim_whole_and_the_other_goes_on() -> None:
@@ -276,6 +280,7 @@ def test_a_deadlock_rolls_back_its_victim_whole_and_the_other_goes_on() -> None:
     run(c, a, "COMMIT")
     assert run(c, b, "SELECT id, v FROM t ORDER BY id").rows == [(1, 1), (2, 1), (3, 1)]
     assert _stored(c, before) == [(1, 1), (2, 1), (3, 1)]
+    assert (c.lock_waits, c.deadlocks, c.lock_wait_timeouts) == (2, 1, 0)
 
 
 def test_set_names_and_the_charset_variables_answer_what_was_set() -> None:

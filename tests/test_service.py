@@ -758,6 +758,8 @@ def test_probes_and_metrics(client: TestClient) -> None:
     assert 'ticdc_sim_statements_total{cluster="default"} 3.0' in text
     assert 'ticdc_sim_statement_errors_total{cluster="default"} 1.0' in text
     assert 'ticdc_sim_transactions_total{cluster="default"} 2.0' in text
+    for counter in ("lock_waits", "deadlocks", "lock_wait_timeouts"):
+        assert f'ticdc_sim_{counter}_total{{cluster="default"}} 0.0' in text
     assert (
         'ticdc_sim_messages_total{changefeed="default",cluster="default",partition="0",protocol="canal-json",topic="ticdc"}'
         in text

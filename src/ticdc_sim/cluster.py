@@ -335,6 +335,10 @@ class Cluster:
         self.errors = 0
         self.transactions = 0
         self.events = 0
+        # row lock waits (InnoDB's Innodb_row_lock_waits), deadlocks and lock wait timeouts
+        self.lock_waits = 0
+        self.deadlocks = 0
+        self.lock_wait_timeouts = 0
 
     def session(self, user: str = "root@127.0.0.1", connection_id: int = 0) -> SessionState:
         """A new session; `connection_id`: its MySQL connection's (an HTTP request's is new)."""
@@ -427,12 +431,16 @@ class Cluster:
     ) -> list[Change]:
         """The statement run, and run again each time the lock it waited for is free."""
         deadline = time.monotonic() + self.lock_wait_s
+        waited_for = None  # a wait is counted once, however often its waiter wakes
         while True:
             self._check_open()
             try:
                 return self._step(session, stmt, outcome)
             except Blocked as blocked:
                 session.waiting_for = blocked.holder
+                if blocked.key is not None and (blocked.holder, blocked.key) != waited_for:
+                    self.lock_waits += 1
+                    waited_for = (blocked.holder, blocked.key)
                 self._wait(session, blocked, deadline)
 
     def _wait(self, session: SessionState, blocked: Blocked, deadline: float) -> None:
@@ -447,6 +455,7 @@ class Cluster:
             cycle = cast("list[Transaction] | None", upstream.locks.wait(txn, blocked.holder))
             if cycle is not None:
                 chosen = victim(cycle, {t: upstream.weight(t) for t in cycle})
+                self.deadlocks += 1
                 if chosen is txn:
                     self._abort(session)
                     raise SQLError(DEADLOCK[1], code=DEADLOCK[0])
@@ -458,6 +467,7 @@ class Cluster:
             if left <= 0:
                 if txn is not None and txn.implicit:  # an autocommit statement: all of it
                     self._abort(session)
+                self.lock_wait_timeouts += 1
                 raise SQLError(LOCK_WAIT_TIMEOUT[1], code=LOCK_WAIT_TIMEOUT[0])
             self.free.wait(left)
             if txn is not None and txn.killed:

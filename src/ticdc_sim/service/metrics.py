@@ -96,6 +96,11 @@ class _Clusters(Collector):
         errors = _family(count, "ticdc_sim_statement_errors", "statements that failed")
         transactions = _family(count, "ticdc_sim_transactions", "transactions committed")
         events = _family(count, "ticdc_sim_events", "row and DDL events captured")
+        lock_waits = _family(count, "ticdc_sim_lock_waits", "statements that waited for a row lock")
+        deadlocks = _family(count, "ticdc_sim_deadlocks", "deadlocks (error 1213 to a victim)")
+        timeouts = _family(
+            count, "ticdc_sim_lock_wait_timeouts", "lock waits that timed out (error 1205)"
+        )
         history = _family(
             gauge,
             "ticdc_sim_history_bytes",
@@ -114,11 +119,15 @@ class _Clusters(Collector):
             errors.add_metric([cluster.id], cluster.errors)
             transactions.add_metric([cluster.id], cluster.transactions)
             events.add_metric([cluster.id], cluster.events)
+            lock_waits.add_metric([cluster.id], cluster.lock_waits)
+            deadlocks.add_metric([cluster.id], cluster.deadlocks)
+            timeouts.add_metric([cluster.id], cluster.lock_wait_timeouts)
             history.add_metric([cluster.id], cluster.history_size)
             safepoint.add_metric([cluster.id], physical_ms(cluster.gc_safepoint))
             for feed_id, feed in list(cluster.feeds.items()):
                 feeds.add(cluster.id, feed_id, feed)
-        yield from (statements, errors, transactions, events, history, safepoint)
+        yield from (statements, errors, transactions, events, lock_waits, deadlocks, timeouts)
+        yield from (history, safepoint)
         yield from feeds.families()
 
 
