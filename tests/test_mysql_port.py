@@ -218,6 +218,28 @@ def test_writers_of_other_rows_never_wait(sql: str) -> None:
     assert time.monotonic() - started < 1
 
 
+@pytest.mark.parametrize(
+    "matching",
+    ["UPDATE t SET v = v WHERE id = 1", "UPDATE t SET v = 'one' WHERE id BETWEEN 1 AND 2"],
+)
+def test_rows_an_update_matched_alone_unchanged_are_locked_once_another_begins(
+    matching: str,
+) -> None:
+    """The rows an UPDATE of the only open transaction matched and left as they were are
+    locked all the same (as InnoDB locks what it matched): a transaction that begins later
+    waits for them."""
+    c = cluster(lock_wait_s=0.2)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    run(c, a, "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+    run(c, a, "BEGIN")
+    run(c, a, matching)
+    assert failure(c, b, "UPDATE t SET v = 'x' WHERE id = 1").code == 1205
+    assert run(c, b, "UPDATE t SET v = 'x' WHERE id = 3").affected_rows == 1  # not matched
+    run(c, a, "COMMIT")
+    assert run(c, b, "UPDATE t SET v = 'x' WHERE id = 1").affected_rows == 1
+
+
 def waiting(c: Cluster, session: SessionState, sql: str) -> tuple[threading.Thread, list[Any]]:
     """`sql` run in `session` on a thread of its own, once seen waiting for a lock; the list
     gets its error code, or its affected rows."""

@@ -605,12 +605,8 @@ class Engine:
         self, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool, writes: bool
     ) -> None:
         """The rows a locking read or an UPDATE/DELETE (`writes`) matched, locked to the end
-        of the transaction. A statement of the only open transaction needs no lock for the
-        rows it writes (its writes hold them) and, writing, none for the rest: the rows an
-        UPDATE matches and leaves as they were are then not locked against a transaction
-        that begins later (InnoDB would lock them; the cost is every row of every range)."""
-        if not (writes and len(self.upstream.active) < 2):
-            self.upstream.lock_rows(self.begin(), table, matched, exclusive)
+        of the transaction (`Upstream.lock_rows`)."""
+        self.upstream.lock_rows(self.begin(), table, matched, exclusive, writes)
 
     def write(self, table: TableData, handle: Any, row: Row | None) -> None:
         """Put or delete one row key inside the open transaction."""

@@ -44,3 +44,6 @@ class Transaction:
     first: dict[TableData, dict[Any, Row | None]] = field(default_factory=dict)
     undo: list[Write | BulkInsert] = field(default_factory=list)
     savepoints: dict[str, int] = field(default_factory=dict)
+    # rows its UPDATEs and DELETEs matched while it was the only transaction open, to be
+    # locked (exclusive) once another begins: until then no one could ask for them
+    deferred: list[tuple[TableData, list[tuple[Any, Row]]]] = field(default_factory=list)

@@ -66,6 +66,11 @@ class Upstream:
 
     def begin(self, location: Location | None, isolation: str) -> Transaction:
         self.catalog.clock.pause()  # simulated time moves on between transactions
+        for other in self.active:
+            if other.deferred:  # it is no longer alone: what it matched is locked now
+                for table, matched in other.deferred:
+                    self.lock_rows(other, table, matched, True)
+                other.deferred.clear()
         txn = Transaction(self.catalog.clock.next(), location, isolation)
         self.active[txn] = None
         return txn
@@ -208,11 +213,25 @@ class Upstream:
                 self.lock(txn, table, IndexKey(index.info.name, index.entry(row)), exclusive)
 
     def lock_rows(
-        self, txn: Transaction, table: TableData, matched: list[tuple[Any, Row]], exclusive: bool
+        self,
+        txn: Transaction,
+        table: TableData,
+        matched: list[tuple[Any, Row]],
+        exclusive: bool,
+        writes: bool = False,
     ) -> None:
-        if not (txn.implicit and len(self.active) < 2):
-            for handle, _ in matched:
-                self.lock(txn, table, handle, exclusive)
+        """The rows a locking read or an UPDATE/DELETE (`writes`) matched, locked to the end
+        of the transaction; none for an autocommit statement alone on the cluster. The rows
+        a statement of the only open transaction writes are locked when another transaction
+        begins (`begin`): every row of every range otherwise, which no one could ask for."""
+        if len(self.active) < 2:
+            if txn.implicit:
+                return
+            if writes:
+                txn.deferred.append((table, matched))
+                return
+        for handle, _ in matched:
+            self.lock(txn, table, handle, exclusive)
 
     def lock(self, txn: Transaction, table: TableData, handle: Any, exclusive: bool) -> None:
         intend(txn, table, exclusive)
