@@ -314,7 +314,16 @@ rows = {
 joined = list(  # a lookup across the foreign key: a join
     Order.objects.filter(customer__name="ann").order_by("id").values_list("customer__name", "amount")
 )
-print(json.dumps({**rows, "joined": joined}, default=str))
+from django.db.models import Count, Sum
+
+grouped = list(  # GROUP BY across the foreign key, and DISTINCT
+    Order.objects.values("customer__name").annotate(n=Count("id"), total=Sum("amount"))
+    .order_by("customer__name")
+)
+distinct = list(Order.objects.values_list("customer_id", flat=True).distinct())
+summed = Order.objects.aggregate(total=Sum("amount"))
+print(json.dumps({**rows, "joined": joined, "grouped": grouped, "distinct": distinct,
+                  "summed": summed}, default=str))
 """
 
 
@@ -347,6 +356,9 @@ def test_django_migrate_and_crud(server: Server, tmp_path: Path, backend: str) -
         ("4.00", "fixed"),
     ]
     assert seen.pop("joined") == [["ann", "12.50"], ["ann", "4.00"]]
+    assert seen.pop("grouped") == [{"customer__name": "ann", "n": 2, "total": "16.50"}]
+    assert seen.pop("distinct") == [seen["shop_customer"][0]["id"]]
+    assert seen.pop("summed") == {"total": "16.50"}
     for table, rows in seen.items():
         from_feed = rebuilt(server, database, table)
         assert [{k: str(r[k]) for k in rows[0]} for r in from_feed] == as_text(rows)

@@ -1,5 +1,6 @@
 """Result sets against MariaDB: random tables and transactions (the statements MariaDB runs),
-then random single-table SELECTs (ordered by name, position or alias) and aggregates,
+then random single-table SELECTs (ordered by name, position or alias), aggregates, GROUP BY
+with HAVING, and DISTINCT,
 answered by the engine and by MariaDB and compared. These are the reads the MySQL port and SQL over HTTP answer.
 
 Bounded and seeded like tests/test_differential.py (`--differential-examples`,
@@ -68,6 +69,16 @@ def _queries(draw: st.DrawFn, table: rs.Table) -> list[str]:
             name = draw(st.sampled_from(exact))
             calls += [f"{f}(`{name}`)" for f in ("COUNT", "MIN", "MAX", "SUM", "AVG")]
         out.append(f"SELECT {', '.join(calls)} FROM `{table.name}`{where}")
+        if columns:  # grouping.py: GROUP BY with HAVING, and DISTINCT
+            key = f"`{draw(st.sampled_from(columns))[0]}`"
+            if exact:
+                calls.append(f"COUNT(DISTINCT `{draw(st.sampled_from(exact))}`)")
+            having = draw(st.sampled_from(["", " HAVING COUNT(*) > 1", f" HAVING {calls[-1]} > 0"]))
+            out.append(
+                f"SELECT {key}, {', '.join(calls)} FROM `{table.name}`{where}"
+                f" GROUP BY {key}{having} ORDER BY {key}"
+            )
+            out.append(f"SELECT DISTINCT {key} FROM `{table.name}`{where} ORDER BY 1 DESC")
     return out
 
 

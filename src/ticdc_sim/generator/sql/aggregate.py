@@ -1,8 +1,8 @@
-"""SELECT with aggregates and no GROUP BY, as clients send to check a table: COUNT, SUM,
-MIN, MAX, AVG and ANY_VALUE over the rows the WHERE clause keeps, with MySQL's result types
-(SUM of integers and AVG of exact numbers are DECIMAL, AVG four digits finer than its
-argument: `div_precision_increment`). Beside them, an expression without columns has its one
-value, and one with columns its first row's where TiDB allows it (`check_full_group_by`)."""
+"""Aggregates: COUNT, SUM, MIN, MAX, AVG and ANY_VALUE, each a fold of its argument's values
+over a group's rows (grouping.py groups them), with MySQL's result types (SUM of integers and
+AVG of exact numbers are DECIMAL, AVG four digits finer than its argument:
+`div_precision_increment`); and TiDB's ONLY_FULL_GROUP_BY check of an aggregated query
+without GROUP BY (`check_full_group_by`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from typing import Any
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
-from ticdc_sim.generator.sql.evaluate import sql_text
 from ticdc_sim.generator.sql.values import WIDE
 from ticdc_sim.model.mysql import MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
@@ -89,59 +88,6 @@ def result_type(node: exp.Expr, columns: dict[str, ColumnInfo]) -> MySQLType | N
         exact = argument is not None and argument not in (MySQLType.FLOAT, MySQLType.DOUBLE)
         return MySQLType.NEWDECIMAL if exact else MySQLType.DOUBLE
     return None
-
-
-def is_aggregate(node: exp.Select) -> bool:
-    return any(
-        isinstance(e.this if isinstance(e, exp.Alias) else e, tuple(AGGREGATES))
-        for e in node.expressions
-    ) or any(node.find_all(*AGGREGATES))
-
-
-def split(
-    node: exp.Select, constant: Callable[[exp.Expr], Any]
-) -> tuple[exp.Select, list[Aggregate]]:
-    """The SELECT of the aggregates' arguments (COUNT(*): a constant) and each result
-    column's fold; `constant` evaluates an expression without columns, once."""
-    arguments: list[exp.Expr] = []
-    folds: list[Aggregate] = []
-    for projection in node.expressions:
-        call = projection.unalias()
-        fold = AGGREGATES.get(type(call))
-        if fold is None and any(call.find_all(*AGGREGATES)):
-            raise SQLError(
-                f"only plain aggregates are supported here, not '{sql_text(call)}'", code=1105
-            )
-        if isinstance(call, exp.Star):
-            raise SQLError("SELECT * beside aggregates is not supported here", code=1105)
-        if fold is None and call.find(exp.Column) is None:
-            arguments.append(exp.Null())
-            folds.append(functools.partial(_once, constant, call))
-            continue
-        if fold is None:  # a column the check let through: its first row's value
-            arguments.append(call.copy())
-            folds.append(_first)
-            continue
-        if call.args.get("distinct") is not None or isinstance(call.this, exp.Distinct):
-            raise SQLError("aggregates over DISTINCT are not supported here", code=1105)
-        argument = call.this
-        if isinstance(argument, exp.Star) or argument is None:
-            argument = exp.Literal.number(1)
-        arguments.append(argument.copy())
-        folds.append(fold)
-    inner = node.copy()
-    inner.set("expressions", arguments)
-    inner.set("order", None)
-    inner.set("limit", None)
-    return inner, folds
-
-
-def _once(constant: Callable[[exp.Expr], Any], expression: exp.Expr, values: list[Any]) -> Any:
-    return constant(expression)
-
-
-def fold(rows: list[tuple[Any, ...]], folds: list[Aggregate]) -> tuple[Any, ...]:
-    return tuple(f([r[i] for r in rows]) for i, f in enumerate(folds))
 
 
 def check_full_group_by(node: exp.Select, table: TableInfo) -> None:

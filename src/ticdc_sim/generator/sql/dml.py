@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from sqlglot import exp
 
@@ -924,28 +924,39 @@ def compile_order(
         for o in order.expressions
     ]
 
+    how = [(desc, ci) for _, desc, ci in keys]
+
     def sort(
         engine: DMLTarget, rows: list[tuple[Any, Row]], params: list[Any]
     ) -> list[tuple[Any, Row]]:
         ctx = Context(session=engine, params=params)
-        cache: dict[int, list[Any]] = {}
+        values = []
         for _, row in rows:
             ctx.row = row
-            cache[id(row)] = [fn(ctx) for fn, _, _ in keys]
-
-        def cmp(a: tuple[Any, Row], b: tuple[Any, Row]) -> int:
-            for (_, desc, ci), x, y in zip(keys, cache[id(a[1])], cache[id(b[1])], strict=True):
-                if x is None or y is None:
-                    result = (x is not None) - (y is not None)  # NULLs first ascending
-                else:
-                    result = compare(x, y, ci) or 0
-                if result:
-                    return -result if desc else result
-            return 0
-
-        return sorted(rows, key=functools.cmp_to_key(cmp))
+            values.append([fn(ctx) for fn, _, _ in keys])
+        return ordered(rows, values, how)
 
     return sort
+
+
+T = TypeVar("T")
+
+
+def ordered(items: list[T], values: list[list[Any]], how: list[tuple[bool, bool]]) -> list[T]:
+    """`items` sorted by their ORDER BY `values`, each key's `how` (descending, case
+    insensitive) as MySQL sorts: NULLs first ascending; ties keep their order."""
+
+    def cmp(a: int, b: int) -> int:
+        for (desc, ci), x, y in zip(how, values[a], values[b], strict=True):
+            if x is None or y is None:
+                result = (x is not None) - (y is not None)  # NULLs first ascending
+            else:
+                result = compare(x, y, ci) or 0
+            if result:
+                return -result if desc else result
+        return 0
+
+    return [items[i] for i in sorted(range(len(items)), key=functools.cmp_to_key(cmp))]
 
 
 def _sort_value(node: exp.Expr, scope: Scope) -> Compiled:
@@ -1019,14 +1030,23 @@ UNSUPPORTED_CLAUSES = {
 }
 
 
-def select_source(node: exp.Expr) -> exp.From | None:
+GROUPING_CLAUSES = frozenset({"distinct", "group", "having"})
+
+
+def select_source(node: exp.Expr, grouped: bool = False) -> exp.From | None:
     """A SELECT's FROM, or None for constants alone (no FROM, or FROM DUAL); a SELECT of
-    more than one table, or with a clause the engine does not evaluate, is refused."""
+    more than one table, or with a clause the engine does not evaluate, is refused (DISTINCT,
+    GROUP BY and HAVING are a query's, `grouped`: grouping.py)."""
     if not isinstance(node, exp.Select):
         raise SQLError(f"{node.key.upper()} is not supported here, only SELECT", code=1105)
     for clause, name in UNSUPPORTED_CLAUSES.items():
-        if node.args.get(clause):
-            raise SQLError(f"{name} is not supported here (single-table SELECT only)", code=1105)
+        if node.args.get(clause) and not (grouped and clause in GROUPING_CLAUSES):
+            where = (
+                "in INSERT ... SELECT"
+                if clause in GROUPING_CLAUSES
+                else "(single-table SELECT only)"
+            )
+            raise SQLError(f"{name} is not supported here {where}", code=1105)
     from_ = node.args.get("from_")
     table = from_.this if from_ is not None else None
     if from_ is not None and not isinstance(table, exp.Table):
@@ -1076,6 +1096,15 @@ def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], l
     return rows
 
 
+def where_rows(engine: DMLTarget, table: TableData, node: exp.Select) -> list[Row]:
+    """The rows of `table` a SELECT's WHERE keeps (locked as the SELECT asks), in key
+    order: what grouping.py groups."""
+    plain = node.copy()
+    for clause in ("order", "limit", "offset"):
+        plain.set(clause, None)
+    return [row for _, row in _compile_matcher(engine, table, plain)(engine, [])]
+
+
 def _select_order(node: exp.Select, table: TableData) -> exp.Select:
     """A SELECT's ORDER BY as MySQL reads it: a number is the select list's item at that
     position (1054 past its end), a name an item's alias before a column (MySQL searches
@@ -1110,6 +1139,16 @@ def order_by_items(node: exp.Select, order: exp.Order, items: list[exp.Expr]) ->
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
             ordered.set("this", aliases[key.name.lower()].copy())
     return order
+
+
+def limited(node: exp.Select, current: list[Row], ctx: Context) -> list[Row]:
+    """`current` cut by the SELECT's LIMIT and OFFSET."""
+    limit, offset = node.args.get("limit"), node.args.get("offset")
+    start = row_count(compile_expr(offset.expression, Scope())(ctx), "OFFSET") if offset else 0
+    if limit is None:
+        return current[start:]
+    count = row_count(compile_expr(limit.expression, Scope())(ctx), "LIMIT")
+    return current[start : start + count]
 
 
 def row_item(index: int) -> Compiled:

@@ -28,12 +28,20 @@ from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings, not_utf8
 from ticdc_sim.generator.capture import key_order
-from ticdc_sim.generator.sql import aggregate, join, labels
+from ticdc_sim.generator.sql import aggregate, grouping, join, labels
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
-from ticdc_sim.generator.sql.dml import BulkPlan, Plan, compile_dml, compile_select, select_source
+from ticdc_sim.generator.sql.dml import (
+    BulkPlan,
+    Plan,
+    compile_dml,
+    compile_select,
+    select_source,
+    where_rows,
+)
 from ticdc_sim.generator.sql.evaluate import (
     Context,
+    Scope,
     evaluate_constant,
     stable_uuid,
     to_number,
@@ -437,23 +445,40 @@ class Engine:
                 continue
             names.append(label)
             types.append(aggregate.result_type(e.unalias(), columns))
-        if not aggregate.is_aggregate(node):
+        if not grouping.is_grouped(node):
             return ResultSet(names, join.rows(self, node), types)
-        inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
-        return ResultSet(names, [aggregate.fold(join.rows(self, inner), folds)], types)
+        joined = join.scope(found)
+        rows = join.joined_rows(self, node, found, joined)
+        tables = [(s.alias, s.offset, s.data.info) for s in found]
+        read = grouping.Read(joined, rows, tables, join.items(found, node))
+        return ResultSet(names, grouping.answer(self, node, read), types)
 
     def _source_table(self, node: exp.Select) -> TableData | None:
-        source = select_source(node)
+        source = select_source(node, grouped=True)
         return self.read_table(source.this) if source is not None else None
 
     def _rows(self, node: exp.Select, table: TableData | None) -> list[Row]:
-        """A SELECT's rows; with aggregates (and no GROUP BY), its one row."""
-        if not aggregate.is_aggregate(node):
+        """A SELECT's rows: grouped (grouping.py) where it groups, aggregates or DISTINCTs."""
+        if not grouping.is_grouped(node):
             return compile_select(self, node)([])
-        if table is not None and "ONLY_FULL_GROUP_BY" in self.session.sql_mode.names:
+        if table is None:  # of constants: one row to group
+            return grouping.answer(self, node, grouping.Read(Scope(), [()], [], node.expressions))
+        aggregated = not node.args.get("group") and grouping.aggregates(node)
+        if aggregated and "ONLY_FULL_GROUP_BY" in self.session.sql_mode.names:
             aggregate.check_full_group_by(node, table.info)
-        inner, folds = aggregate.split(node, lambda value: evaluate_constant(value, self))
-        return [aggregate.fold(compile_select(self, inner)([]), folds)]
+        source = select_source(node, grouped=True)
+        assert source is not None  # `table` is its table
+        items: list[exp.Expr] = []
+        for e in node.expressions:
+            if isinstance(e, exp.Star):
+                items += [
+                    exp.column(c.name, quoted=True) for c in table.info.columns if not c.hidden
+                ]
+            else:
+                items.append(e)
+        tables = [(source.this.alias_or_name, 0, table.info)]
+        read = grouping.Read(table.scope, where_rows(self, table, node), tables, items)
+        return grouping.answer(self, node, read)
 
     def _execute_raw(self, raw: RawStatement) -> None:
         if len(raw.text) < _LONG_STATEMENT or not gc.isenabled():

@@ -311,7 +311,7 @@ def _abs(value: int | float | Decimal) -> int | float | Decimal:
     return value.copy_abs() if isinstance(value, Decimal) else abs(value)  # every digit kept
 
 
-def _string_key(value: str, ci: bool) -> str:
+def string_key(value: str, ci: bool) -> str:
     key = value.rstrip(" ")  # PAD SPACE collations
     return key.casefold() if ci else key
 
@@ -327,7 +327,7 @@ def compare(a: Any, b: Any, ci: bool) -> int | None:
             x: Any = a if isinstance(a, bytes) else utf8(a)
             y: Any = b if isinstance(b, bytes) else utf8(b)
         else:
-            x, y = _string_key(a, ci), _string_key(b, ci)
+            x, y = string_key(a, ci), string_key(b, ci)
     else:
         x, y = to_number(a), to_number(b)
         if isinstance(x, float) != isinstance(y, float):
@@ -801,7 +801,7 @@ class _Members:
 
     def _key(self, row: list[Any] | tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(
-            _string_key(v, ci) if kind == "text" else v
+            string_key(v, ci) if kind == "text" else v
             for v, kind, ci in zip(row, self.kinds, self.cis, strict=True)
         )
 
@@ -1606,6 +1606,12 @@ def _placeholder(node: exp.Expr, scope: Scope) -> Compiled:
     raise SQLError("placeholders are not supported in scripts", code=1105)
 
 
+def _group_function(node: exp.Expr, scope: Scope) -> Compiled:
+    """An aggregate where no group is (WHERE, SET, VALUES): MySQL's error 1111 (a query's
+    select list, HAVING and ORDER BY have theirs folded by grouping.py first)."""
+    raise SQLError("Invalid use of group function", code=1111)
+
+
 def _tuple(node: exp.Expr, scope: Scope) -> Compiled:
     if len(node.expressions) != 1:
         raise SQLError(f"row values are not supported: {sql_text(node)}", code=1105)
@@ -1704,6 +1710,7 @@ _BUILDERS: dict[type, Callable[[Any, Scope], Compiled]] = {
     exp.TsOrDsToDate: _date_trunc_to_date,
     exp.TimeToStr: _time_to_str,
     exp.Placeholder: _placeholder,
+    **dict.fromkeys((exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max), _group_function),
     d.DefaultOf: _default_of,
     Param: _param,
 }

@@ -21,10 +21,11 @@ from sqlglot import exp
 from ticdc_sim.errors import SQLError
 from ticdc_sim.generator.capture import key_order
 from ticdc_sim.generator.sql.dml import (
+    GROUPING_CLAUSES,
     UNSUPPORTED_CLAUSES,
     compile_order,
+    limited,
     order_by_items,
-    row_count,
     row_item,
 )
 from ticdc_sim.generator.sql.evaluate import Compiled, Context, Scope, compile_expr, truth
@@ -54,7 +55,7 @@ def is_join(node: exp.Select) -> bool:
 
 def sources(engine: DMLTarget, node: exp.Select) -> list[Source]:
     for clause, name in UNSUPPORTED_CLAUSES.items():
-        if clause != "joins" and node.args.get(clause):
+        if clause not in ("joins", *GROUPING_CLAUSES) and node.args.get(clause):
             raise SQLError(f"{name} is not supported here (with a join)", code=1105)
     from_ = node.args["from_"].this
     found: list[Source] = []
@@ -106,21 +107,65 @@ def scope(found: list[Source]) -> Scope:
 
 def shown(found: list[Source], item: exp.Expr) -> list[tuple[ColumnInfo, int]] | None:
     """The columns `*` or `t.*` stands for (with their place in a joined row), else None."""
+    chosen = _starred(found, item)
+    if chosen is None:
+        return None
+    return [(c, s.offset + c.offset) for s in chosen for c in s.data.info.columns if not c.hidden]
+
+
+def items(found: list[Source], node: exp.Select) -> list[exp.Expr]:
+    """The select list, `*` and `t.*` as the columns they stand for, qualified."""
+    out: list[exp.Expr] = []
+    for item in node.expressions:
+        chosen = _starred(found, item)
+        if chosen is None:
+            out.append(item)
+            continue
+        out += [
+            exp.column(c.name, table=s.alias, quoted=True)
+            for s in chosen
+            for c in s.data.info.columns
+            if not c.hidden
+        ]
+    return out
+
+
+def _starred(found: list[Source], item: exp.Expr) -> list[Source] | None:
+    """The tables `*` or `t.*` takes the columns of, else None."""
     if isinstance(item, exp.Star):
-        chosen = found
-    elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+        return found
+    if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
         chosen = [s for s in found if s.alias.lower() == item.table.lower()]
         if not chosen:
             raise SQLError(f"Unknown table '{item.table}'", code=1051)
-    else:
-        return None
-    return [(c, s.offset + c.offset) for s in chosen for c in s.data.info.columns if not c.hidden]
+        return chosen
+    return None
 
 
 def rows(engine: DMLTarget, node: exp.Select) -> list[Row]:
     """The joined SELECT's rows, projected."""
     found = sources(engine, node)
     joined = scope(found)
+    current = joined_rows(engine, node, found, joined)
+    ctx = Context(session=engine)
+    order = _order(node)
+    if order is not None:
+        current = [
+            r for _, r in compile_order(joined, order)(engine, [(None, r) for r in current], [])
+        ]
+    current = limited(node, current, ctx)
+    projections = _projections(found, joined, node)
+    out = []
+    for row in current:
+        ctx.row = row
+        out.append(tuple(p(ctx) for p in projections))
+    return out
+
+
+def joined_rows(
+    engine: DMLTarget, node: exp.Select, found: list[Source], joined: Scope
+) -> list[Row]:
+    """The joined rows the WHERE clause keeps, each every table's columns in turn."""
     width = sum(len(s.data.info.columns) for s in found)
     ctx = Context(session=engine)
     current: list[Row] = [()]
@@ -154,18 +199,7 @@ def rows(engine: DMLTarget, node: exp.Select) -> list[Row]:
             if truth(condition(ctx)):
                 kept.append(row)
         current = kept
-    order = _order(node)
-    if order is not None:
-        current = [
-            r for _, r in compile_order(joined, order)(engine, [(None, r) for r in current], [])
-        ]
-    current = _limit(node, current, ctx)
-    projections = _projections(found, joined, node)
-    out = []
-    for row in current:
-        ctx.row = row
-        out.append(tuple(p(ctx) for p in projections))
-    return out
+    return current
 
 
 def _order(node: exp.Select) -> exp.Order | None:
@@ -185,12 +219,3 @@ def _projections(found: list[Source], joined: Scope, node: exp.Select) -> list[C
         else:
             projections += [row_item(at) for _, at in columns]
     return projections
-
-
-def _limit(node: exp.Select, current: list[Row], ctx: Context) -> list[Row]:
-    limit, offset = node.args.get("limit"), node.args.get("offset")
-    start = row_count(compile_expr(offset.expression, Scope())(ctx), "OFFSET") if offset else 0
-    if limit is None:
-        return current[start:]
-    count = row_count(compile_expr(limit.expression, Scope())(ctx), "LIMIT")
-    return current[start : start + count]
