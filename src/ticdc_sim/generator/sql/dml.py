@@ -1058,8 +1058,28 @@ def select_source(node: exp.Expr, grouped: bool = False) -> exp.From | None:
     return from_
 
 
+def unaliased(node: exp.Select) -> exp.Select:
+    """A single-table SELECT with its table's alias read as the table's name (`FROM t AS x
+    WHERE x.a = 1` as `FROM t WHERE t.a = 1`, as ORMs write subqueries), so that the one
+    scope of the table answers it."""
+    from_ = node.args.get("from_")
+    table = from_.this if from_ is not None else None
+    if node.args.get("joins") or not isinstance(table, exp.Table) or not table.alias:
+        return node
+    alias = table.alias.lower()
+    node = node.copy()
+    table = node.args["from_"].this
+    table.set("alias", None)
+    for column in node.find_all(exp.Column):
+        if column.table.lower() == alias:
+            column.set("table", exp.to_identifier(table.name))
+    return node
+
+
 def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], list[Row]]:
     """A single-table (or table-less) SELECT, evaluated to a snapshot of rows."""
+    if isinstance(node, exp.Select):
+        node = unaliased(node)
     from_ = select_source(node)
     assert isinstance(node, exp.Select)  # select_source refused the rest
     if from_ is None:

@@ -22,13 +22,13 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlglot import exp
 
 from ticdc_sim.errors import Location, SQLError, Warnings, not_utf8
 from ticdc_sim.generator.capture import key_order
-from ticdc_sim.generator.sql import aggregate, grouping, join, labels
+from ticdc_sim.generator.sql import aggregate, grouping, join, labels, subquery
 from ticdc_sim.generator.sql import dialect as d
 from ticdc_sim.generator.sql.ddl import Catalog
 from ticdc_sim.generator.sql.dml import (
@@ -37,6 +37,7 @@ from ticdc_sim.generator.sql.dml import (
     compile_dml,
     compile_select,
     select_source,
+    unaliased,
     where_rows,
 )
 from ticdc_sim.generator.sql.evaluate import (
@@ -392,6 +393,8 @@ class Engine:
         TiDB reads them, and each column's type where it is a table's column or an
         aggregate. Nothing is written; what the engine cannot answer is an SQLError."""
         try:
+            if subquery.present(node):
+                node = cast(exp.Select, self._inlined(node))
             if node.args.get("locks"):
                 return self._locking_query(node, text)
             upstream = self.upstream
@@ -405,6 +408,19 @@ class Engine:
         except Exception as e:  # reported as this statement's error
             raise _unexpected(e) from None
 
+    def _inlined(self, node: exp.Expr) -> exp.Expr:
+        """`node` with its uncorrelated subqueries answered (subquery.py), read as the
+        session reads now."""
+
+        def answer(query: exp.Select) -> list[Row]:
+            return self.query(query, query.sql(dialect=d.TiDB)).rows
+
+        return subquery.inline(node, answer, self._column_names)
+
+    def _column_names(self, table: exp.Table) -> set[str]:
+        info = self.catalog.find_table(table.text("db") or None, table.name)
+        return {c.name.lower() for c in info.columns} if info is not None else set()
+
     def _locking_query(self, node: exp.Select, text: str) -> ResultSet:
         """SELECT ... FOR UPDATE / LOCK IN SHARE MODE: the latest committed rows, locked
         (dml.py's matcher takes the locks), in a transaction of its own under autocommit."""
@@ -417,6 +433,7 @@ class Engine:
             raise SQLError("SELECT ... INTO has no result set", code=1105)
         if join.is_join(node):
             return self._join_query(node, text)
+        node = unaliased(node)
         table = self._source_table(node)
         columns = {c.name.lower(): c for c in table.info.columns} if table else {}
         names: list[str] = []
@@ -559,6 +576,8 @@ class Engine:
             raise SQLError(syntax_error(line, col, near, "TiDB has no RETURNING"), code=1064)
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
+            if subquery.present(node):
+                node = self._inlined(node)
             handler(self, node, source)
             return
         kind = _NO_EFFECT.get(type(node))

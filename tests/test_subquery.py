@@ -1,0 +1,130 @@
+"""Uncorrelated subqueries (generator/sql/subquery.py) answer as MariaDB does, in SELECT, UPDATE,
+DELETE and INSERT ... SELECT: `IN (SELECT ...)`, `NOT IN`, `EXISTS`, scalar subqueries, with
+table aliases as ORMs write them; what is not simulated (correlated subqueries, ANY/ALL) is
+refused with error 1235 naming it, and a subquery of more rows or columns than its place
+takes is MySQL's 1242 or 1241."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from support_mariadb import MariaDB
+from ticdc_sim.cluster import Cluster
+from ticdc_sim.errors import SQLError
+
+DATA = """
+CREATE TABLE cu (id INT PRIMARY KEY, name VARCHAR(10), vip TINYINT);
+CREATE TABLE od (id INT PRIMARY KEY, cu_id INT, amount DECIMAL(8,2));
+INSERT INTO cu VALUES (1, 'ann', 1), (2, 'bob', 0), (3, 'cy', NULL), (4, 'di', 1);
+INSERT INTO od VALUES (10, 1, 1.50), (11, 1, 2.50), (12, 2, 3.00), (13, 9, 4.00), (14, NULL, 1.00)
+"""
+
+READS = [
+    "SELECT id FROM od WHERE cu_id IN (SELECT id FROM cu WHERE vip = 1) ORDER BY id",
+    "SELECT id FROM od WHERE cu_id NOT IN (SELECT id FROM cu WHERE vip = 1) ORDER BY id",
+    "SELECT id FROM od WHERE cu_id IN (SELECT id FROM cu WHERE id > 100) ORDER BY id",
+    "SELECT id FROM od WHERE cu_id NOT IN (SELECT id FROM cu WHERE id > 100) ORDER BY id",
+    "SELECT id FROM cu WHERE id NOT IN (SELECT cu_id FROM od) ORDER BY id",  # a NULL in it
+    "SELECT id FROM cu WHERE EXISTS (SELECT 1 FROM od WHERE amount > 3) ORDER BY id",
+    "SELECT id FROM cu WHERE NOT EXISTS (SELECT 1 FROM od WHERE amount > 9) ORDER BY id",
+    "SELECT id, (SELECT MAX(amount) FROM od) AS top FROM cu ORDER BY id",
+    "SELECT (SELECT name FROM cu WHERE id = 2), (SELECT name FROM cu WHERE id = 99)",
+    "SELECT U0.id FROM cu U0 WHERE U0.id IN (SELECT U1.cu_id FROM od U1 WHERE U1.amount > 2)"
+    " ORDER BY U0.id",
+    "SELECT cu.name, COUNT(*) FROM cu JOIN od ON od.cu_id = cu.id"
+    " WHERE od.amount < (SELECT AVG(amount) FROM od) GROUP BY cu.name ORDER BY cu.name",
+]
+
+WRITES = [
+    "UPDATE od SET amount = amount + 1 WHERE cu_id IN (SELECT id FROM cu WHERE vip = 1)",
+    "DELETE FROM od WHERE cu_id NOT IN (SELECT id FROM cu)",
+    "UPDATE cu SET vip = (SELECT COUNT(*) FROM od WHERE amount > 2) WHERE id = 3",
+    "INSERT INTO od SELECT id + 100, id, 9.99 FROM cu WHERE id IN (SELECT cu_id FROM od)",
+]
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    found = Cluster("t", 7, lock_wait_s=1, max_txn_rows=1000)
+    assert not found.execute(DATA).failed
+    return found
+
+
+def ask(cluster: Cluster, sql: str) -> list[tuple[Any, ...]]:
+    outcome = cluster.execute(sql).outcomes[0]
+    if outcome.error is not None:
+        raise outcome.error
+    return [tuple(r) for r in outcome.rows or []]
+
+
+def mariadb_answers(mariadb: MariaDB, sqls: list[str]) -> list[list[tuple[Any, ...]]]:
+    conn = mariadb.connect()
+    try:
+        mariadb.reset(conn)
+        with conn.cursor() as cur:
+            for statement in filter(str.strip, DATA.split(";")):
+                cur.execute(statement)
+            answers = []
+            for sql in sqls:
+                cur.execute(sql)
+                answers.append([tuple(r) for r in cur.fetchall()])
+            return answers
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("sql", READS)
+def test_subqueries_in_reads_answer_as_mariadb(
+    sql: str, cluster: Cluster, mariadb: MariaDB
+) -> None:
+    assert ask(cluster, sql) == mariadb_answers(mariadb, [sql])[0]
+
+
+@pytest.mark.parametrize("sql", WRITES)
+def test_subqueries_in_writes_change_what_mariadb_changes(
+    sql: str, cluster: Cluster, mariadb: MariaDB
+) -> None:
+    tables = ["SELECT * FROM cu ORDER BY id", "SELECT * FROM od ORDER BY id"]
+    assert cluster.execute(sql).outcomes[0].error is None
+    assert [ask(cluster, t) for t in tables] == mariadb_answers(mariadb, [sql, *tables])[1:]
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "message"),
+    [
+        (
+            "SELECT id FROM cu WHERE EXISTS (SELECT 1 FROM od WHERE od.cu_id = cu.id)",
+            1235,
+            "a correlated subquery (it reads 'cu.id' of the statement around it) is not"
+            " supported here",
+        ),
+        (
+            "SELECT id FROM od WHERE cu_id IN (SELECT id FROM cu WHERE name = amount)",
+            1235,
+            "a correlated subquery (it reads 'amount' of the statement around it) is not"
+            " supported here",
+        ),
+        ("SELECT id FROM cu WHERE id > ALL (SELECT cu_id FROM od)", 1235,
+         "ALL (subquery) is not supported here"),
+        ("SELECT (SELECT id FROM cu)", 1242, "Subquery returns more than 1 row"),
+        ("SELECT id FROM cu WHERE id IN (SELECT id, name FROM cu)", 1241,
+         "Operand should contain 1 column(s)"),
+        ("SELECT id FROM cu WHERE id IN (SELECT nope FROM od)", 1054,
+         "Unknown column 'nope' in 'field list'"),
+    ],
+)  # fmt: skip
+def test_what_is_not_simulated_is_refused_by_name(
+    sql: str, code: int, message: str, cluster: Cluster
+) -> None:
+    with pytest.raises(SQLError) as caught:
+        ask(cluster, sql)
+    assert (caught.value.code, caught.value.message) == (code, message)
+
+
+def test_a_failed_subquery_writes_nothing(cluster: Cluster) -> None:
+    before = ask(cluster, "SELECT * FROM od ORDER BY id")
+    outcome = cluster.execute("DELETE FROM od WHERE amount = (SELECT amount FROM od)").outcomes[0]
+    assert outcome.error is not None and outcome.error.code == 1242
+    assert ask(cluster, "SELECT * FROM od ORDER BY id") == before
