@@ -60,6 +60,24 @@ def test_the_history_is_bounded_by_bytes_and_moves_the_gc_safepoint() -> None:
     assert ddl.commit_ts < committed[0]
 
 
+def test_a_transaction_leaves_the_history_whole() -> None:
+    """Its rows kept after the safepoint moved to its commit ts would never be read."""
+    cluster = _cluster(history_events=3)
+    first, second = (
+        cluster.execute(f"BEGIN; {ROW.format(i)} {ROW.format(i + 1)} COMMIT;").committed[0]
+        for i in (1, 3)
+    )
+    assert [e.commit_ts for e in cluster.history] == [second.commit_ts] * 2
+    assert cluster.gc_safepoint == first.commit_ts
+    assert cluster.history_size == sum(map(held_bytes, cluster.history))
+    # a DDL and a transaction's rows in one request: each counted as `held_bytes` says
+    mixed = _cluster()
+    mixed.execute("ALTER TABLE t ADD COLUMN n INT; INSERT INTO t VALUES (9, 'nine', 5);")
+    kinds = [type(e).__name__ for e in mixed.history]
+    assert kinds == ["DDLEvent", "DDLEvent", "RowChangedEvent"]
+    assert mixed.history_size == sum(map(held_bytes, mixed.history)) > 2048
+
+
 def test_a_checkpoint_behind_the_gc_safepoint_is_snapshot_lost() -> None:
     cluster = _cluster(history_events=3)
     committed = _commits(cluster, 1, 5)

@@ -946,3 +946,29 @@ def test_the_default_changefeed_takes_a_changefeed_toml(tmp_path: Path) -> None:
         page = client.get("/sim/v1/clusters/default/changefeeds/default/messages").json()
         tables = {m["decoded"][0].get("table") for m in page["messages"] if m["decoded"]}
         assert "orders" in tables and "other" not in tables
+
+
+def test_the_sql_route_answered_past_fastapis_router_says_what_it_would(
+    client: TestClient,
+) -> None:
+    """POST .../sql is answered by the Guard itself (app.DIRECT): its errors, the methods
+    it does not take and its metrics are those of the route FastAPI would have run."""
+    missing = client.post("/sim/v1/clusters/nope/sql", content="SELECT 1;", headers=TEXT)
+    assert error_of(missing, 404, "SIM:ErrClusterNotExists") == (
+        "cluster 'nope' does not exist (POST /sim/v1/clusters creates one)"
+    )
+    xml = {"content-type": "application/xml"}
+    refused = client.post("/sim/v1/clusters/default/sql", content="SELECT 1;", headers=xml)
+    assert error_of(refused, 400, "SIM:InvalidRequest") == (
+        'send the SQL as text/plain or as JSON {"sql": ...}, not application/xml'
+    )
+    as_json = client.post("/sim/v1/clusters/default/sql", json={"sql": "SELECT 1 AS one;"})
+    assert as_json.json()["statements"][0]["rows"] == [[1]]
+    not_taken = client.get("/sim/v1/clusters/default/sql")
+    assert error_of(not_taken, 405, "SIM:HTTP405") == (
+        "GET is not allowed on /sim/v1/clusters/default/sql; it takes POST"
+    )
+    text = client.get("/metrics").text
+    route = 'route="/sim/v1/clusters/{cluster_id}/sql"'
+    assert f'ticdc_sim_http_requests_total{{method="POST",{route},status="404"}} 1.0' in text
+    assert f'ticdc_sim_http_requests_total{{method="POST",{route},status="200"}} 1.0' in text

@@ -17,6 +17,7 @@ from ticdc_sim.encoders import Message
 from ticdc_sim.errors import ConfigError, SimError
 from ticdc_sim.sinks import jsonl, parquet
 from ticdc_sim.sinks.jsonl import JsonlSink, read_jsonl
+from ticdc_sim.sinks.memory import BlackholeSink
 from ticdc_sim.sinks.parquet import ParquetSink, read_parquet
 
 
@@ -272,3 +273,10 @@ def test_a_jsonl_record_whose_bytes_are_not_base64_is_refused(tmp_path: Path, fi
     (tmp_path / "t" / "partition-0.jsonl").write_bytes(orjson.dumps(record) + b"\n")
     with pytest.raises(SimError, match=r"partition-0.jsonl:1: not a jsonl record \(Only base64"):
         list(read_jsonl(str(tmp_path)))
+
+
+def test_the_blackhole_counts_records_and_their_key_and_value_bytes() -> None:
+    sink = BlackholeSink()
+    sink.send("t", 0, [Message(b"key", b"value", 1), Message(None, b"12", 2)])
+    sink.send("t", 1, [Message(b"k", None, 3)])  # a tombstone: a key, no value
+    assert (sink.records, sink.bytes) == (3, 3 + 5 + 2 + 1)

@@ -32,6 +32,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import chain, groupby
+from operator import attrgetter, countOf, itemgetter
 from typing import Any, cast
 
 from sqlglot import exp
@@ -325,7 +327,7 @@ class Cluster:
         # resuming from their checkpoint; what falls out of it moves the GC safepoint, before
         # which TiCDC refuses a start-ts and fails a changefeed
         self.history: deque[Change] = deque()
-        self._sizes: deque[int] = deque()  # what each event of the history holds in memory
+        self._sizes: deque[tuple[int, int]] = deque()  # each transaction's: events, bytes
         self.history_events = history_events
         self.history_bytes = history_bytes
         self.history_size = 0  # bytes the history holds now
@@ -584,17 +586,22 @@ class Cluster:
         return sent
 
     def _keep(self, events: list[Change]) -> None:
-        """The events into the history, the oldest out until both bounds hold."""
-        sizes = [held_bytes(e) for e in events]
+        """The events into the history, the oldest transactions out until both bounds
+        hold: a transaction goes whole (the safepoint is its commit ts, and what is kept of
+        a transaction at the safepoint is never read)."""
+        sizes = [(len(t), transaction_bytes(t)) for t in _transactions(events)]
         self.history.extend(events)
         self._sizes.extend(sizes)
-        self.history_size += sum(sizes)
-        history, kept = self.history, self._sizes
+        self.history_size += sum(size for _, size in sizes)
+        history, kept, popleft = self.history, self._sizes, self.history.popleft
         while history and (
             len(history) > self.history_events or self.history_size > self.history_bytes
         ):
-            self.gc_safepoint = history.popleft().commit_ts
-            self.history_size -= kept.popleft()
+            count, size = kept.popleft()
+            for _ in range(count - 1):
+                popleft()
+            self.gc_safepoint = popleft().commit_ts
+            self.history_size -= size
 
     def changes_since(self, ts: int) -> list[Change]:
         """What committed after `ts`, from the history; SnapshotLost when the history no
@@ -846,15 +853,40 @@ _DDL_BYTES = 1024
 
 def held_bytes(event: Change) -> int:
     """About what an event of the history holds in memory (values shared by both images,
-    and None's one shared object, counted each time: the bound errs on the safe side; a
-    call per value costs a third of this, which runs for every row committed)."""
-    if isinstance(event, DDLEvent):
-        return _DDL_BYTES + len(event.query) + len(event.source)
-    size = _EVENT_BYTES
-    for image in (event.columns, event.pre_columns):
-        if image is not None:
-            size += _IMAGE_BYTES + 8 * len(image) + sum(map(sys.getsizeof, image))
-    return size
+    and None's one shared object, counted each time: the bound errs on the safe side)."""
+    return transaction_bytes([event])
+
+
+_COMMIT_TS = attrgetter("commit_ts")  # of both kinds of event
+_IMAGES = itemgetter(4, 5)  # a RowChangedEvent's columns and pre_columns
+
+
+def transaction_bytes(events: list[Change]) -> int:
+    """`held_bytes` of events summed, the rows' in C-level passes: this runs for every row
+    committed, and a Python call per row cost 5% of a request (bench/service.py)."""
+    rows = cast("list[RowChangedEvent]", events)
+    ddl = 0
+    if countOf(map(type, events), RowChangedEvent) < len(events):
+        rows = [e for e in events if isinstance(e, RowChangedEvent)]
+        ddl = sum(
+            _DDL_BYTES + len(e.query) + len(e.source) for e in events if isinstance(e, DDLEvent)
+        )
+    images = list(filter(None, chain.from_iterable(map(_IMAGES, rows))))
+    values = sum(map(sys.getsizeof, chain.from_iterable(images)))
+    return (
+        ddl
+        + _EVENT_BYTES * len(rows)
+        + _IMAGE_BYTES * len(images)
+        + 8 * sum(map(len, images))
+        + values
+    )
+
+
+def _transactions(events: list[Change]) -> Iterator[list[Change]]:
+    """The events by transaction: they come in commit order, each transaction's together
+    (a DDL commits alone)."""
+    for _, transaction in groupby(events, _COMMIT_TS):
+        yield list(transaction)
 
 
 def _timed_out(stmt: RawStatement, limit: float) -> Outcome:
@@ -891,14 +923,14 @@ def _select_query(stmt: RawStatement) -> exp.Select | None:
 
 
 def _committed(events: list[Change]) -> list[Committed]:
-    out: dict[int, Committed] = {}
-    for event in events:
-        found = out.setdefault(event.commit_ts, Committed(event.commit_ts))
-        if isinstance(event, DDLEvent):
-            found.ddl.append(event.query)
-        elif isinstance(event, RowChangedEvent):
-            found.rows += 1
-    return list(out.values())
+    out = []
+    for transaction in _transactions(events):
+        done = Committed(transaction[0].commit_ts)
+        done.rows = countOf(map(type, transaction), RowChangedEvent)
+        if done.rows < len(transaction):
+            done.ddl = [e.query for e in transaction if isinstance(e, DDLEvent)]
+        out.append(done)
+    return out
 
 
 def commit_time(ts: int) -> str:
