@@ -12,7 +12,8 @@ through TiCDC's open API) and sends `--scripts` transactions of 100 row changes 
   * MySQL: each client a pymysql connection (user `<cluster>.root`), one statement at a time
     as a driver sends them;
   * replay: the same SQL through the CLI's engine and pipeline in this process, no service:
-    the rate the service is measured beside.
+    the rate the service is measured beside, cold (the first run, as a CLI run is: the
+    target's measure) and warm (the median of two more, as a running service is).
   * pool: 8 pymysql connections (`--pool`) to ONE cluster, and the same to a private MariaDB
     (tests/support_mariadb.py) in the same run, each doing short transactions (BEGIN; 1-3
     UPDATE/INSERT/DELETE by primary key; COMMIT) on (a) rows of its own and (b) a hot set of
@@ -21,7 +22,8 @@ through TiCDC's open API) and sends `--scripts` transactions of 100 row changes 
 Printed per mode: transactions, rows/s, p50/p99 latency per transaction, errors; and whether
 a client's changefeed holds the same row and DDL records as the replay; for the pool,
 transactions/s, p50/p99 latency (retries included), deadlocks, lock-wait timeouts, lock waits
-(Innodb_row_lock_waits, where the server counts them) and the ratio to MariaDB. Targets (2
+(MariaDB's Innodb_row_lock_waits; the service's ticdc_sim_lock_waits_total on /metrics) and
+the ratio to MariaDB. Targets (2
 cores): 0 errors, >= 20k rows/s and p99 < 100 ms over HTTP, HTTP >= 0.8 of the replay's rate,
 MySQL >= 0.9 of the HTTP rate.
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import random
 import statistics
 import sys
@@ -175,16 +178,21 @@ def over_mysql(server: Server, work: dict[str, list[list[str]]]) -> tuple[Tally,
     return tally, time.perf_counter() - started
 
 
-def replay(txns: list[list[str]]) -> tuple[MemorySink, int, float]:
-    """One client's SQL through the CLI's engine and pipeline: its sink, rows, seconds."""
+def replay(txns: list[list[str]], runs: int = 3) -> tuple[MemorySink, int, list[float]]:
+    """One client's SQL through the CLI's engine and pipeline, `runs` times in this process
+    (the first cold, as a CLI run is; the others warm, as a service is): its sink, rows, and
+    each run's seconds."""
     lines = [workload.TABLE + "\n"] + [script(t) for t in txns]
-    feed = changefeed(SINK)
-    sink = MemorySink()
-    started = time.perf_counter()
-    summary = Pipeline(feed, sink, Warnings()).run(
-        Engine().run(split_script("".join(lines).splitlines(keepends=True), "bench.sql"))
-    )
-    return sink, summary.rows, time.perf_counter() - started
+    seconds = []
+    for _ in range(runs):
+        feed = changefeed(SINK)
+        sink = MemorySink()
+        started = time.perf_counter()
+        summary = Pipeline(feed, sink, Warnings()).run(
+            Engine().run(split_script("".join(lines).splitlines(keepends=True), "bench.sql"))
+        )
+        seconds.append(time.perf_counter() - started)
+    return sink, summary.rows, seconds
 
 
 def changes(server: Server, name: str) -> list[tuple[Any, ...]]:
@@ -264,10 +272,10 @@ class PoolTally(Tally):
         super().__init__()
         self.retried = {code: 0 for code in RETRIED}
 
-    def pool_report(self, label: str, seconds: float, lock_waits: int | None) -> float:
+    def pool_report(self, label: str, seconds: float, lock_waits: int) -> float:
         p50, p99 = self.percentiles()
         rate = len(self.latencies) / seconds
-        waits = "-" if lock_waits is None else f"{lock_waits:,}"
+        waits = f"{lock_waits:,}"
         print(
             f"  {label:<20} {rate:>8,.0f} txns/s  p50 {p50:6.1f} ms  p99 {p99:7.1f} ms"
             + "".join(f"  {name} {self.retried[code]:>4}" for code, name in RETRIED.items())
@@ -326,15 +334,20 @@ def pool_run(connect: Any, work: list[list[list[str]]]) -> tuple[PoolTally, floa
     return tally, seconds
 
 
-def lock_waits(conn: Any) -> int | None:
-    """Innodb_row_lock_waits, where the server counts it (None: it does not)."""
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")
-            found = cur.fetchone()
-    except pymysql.err.MySQLError:
-        return None
-    return None if found is None else int(found[1])
+def innodb_lock_waits(connect: Any) -> int:
+    """MariaDB's Innodb_row_lock_waits."""
+    with connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")
+        return int(cur.fetchone()[1])
+
+
+def sim_lock_waits(server: Server, cluster: str) -> int:
+    """The cluster's ticdc_sim_lock_waits_total, read off the service's /metrics."""
+    series = f'ticdc_sim_lock_waits_total{{cluster="{cluster}"}} '
+    for line in httpx.get(f"{server.http}/metrics").text.splitlines():
+        if line.startswith(series):
+            return int(float(line[len(series) :]))
+    raise LookupError(f"/metrics has no {series.strip()}")
 
 
 def pool_load(conn: Any) -> None:
@@ -345,8 +358,11 @@ def pool_load(conn: Any) -> None:
         cur.execute(f"INSERT INTO pool VALUES {values}")
 
 
-def pool(targets: dict[str, Any], connections: int, count: int) -> dict[str, dict[str, float]]:
-    """Both scenarios on every target (name: a connect function); txns/s by scenario."""
+def pool(
+    targets: dict[str, tuple[Any, Any]], connections: int, count: int
+) -> dict[str, dict[str, float]]:
+    """Both scenarios on every target (name: a connect function and its lock waits so
+    far); txns/s by scenario."""
     rates: dict[str, dict[str, float]] = {}
     print(
         f"pool: {connections} connections x {count} transactions (BEGIN; 1-3 row changes by"
@@ -354,15 +370,12 @@ def pool(targets: dict[str, Any], connections: int, count: int) -> dict[str, dic
     )
     for scenario in ("disjoint", "overlapping"):
         work = [pool_transactions(scenario, c, connections, count) for c in range(connections)]
-        for name, connect in targets.items():
-            admin = connect()
-            pool_load(admin)
-            before = lock_waits(admin)
+        for name, (connect, waits) in targets.items():
+            with connect() as admin:
+                pool_load(admin)
+            before = waits()
             tally, seconds = pool_run(connect, work)
-            after = lock_waits(admin)
-            admin.close()
-            waits = None if before is None or after is None else after - before
-            rate = tally.pool_report(f"{name} {scenario}", seconds, waits)
+            rate = tally.pool_report(f"{name} {scenario}", seconds, waits() - before)
             rates.setdefault(name, {})[scenario] = rate
     if "MariaDB" in rates:
         for scenario, rate in rates["sim"].items():
@@ -377,7 +390,12 @@ def over_pool(server: Server, connections: int, count: int) -> dict[str, dict[st
     httpx.post(f"{server.http}/sim/v1/clusters", json={"id": "pool"}).raise_for_status()
     body = {"namespace": "pool", "changefeed_id": "bench", "sink_uri": SINK}
     httpx.post(f"{server.http}/api/v2/changefeeds", json=body).raise_for_status()
-    targets: dict[str, Any] = {"sim": lambda: server.mysql("pool.root", autocommit=True)}
+    targets: dict[str, tuple[Any, Any]] = {
+        "sim": (
+            lambda: server.mysql("pool.root", autocommit=True),
+            lambda: sim_lock_waits(server, "pool"),
+        )
+    }
     maria, why = MariaDB.start(f"--innodb-lock-wait-timeout={LOCK_WAIT_S}")
     if maria is None:
         print(f"pool: no MariaDB beside the sim ({why})")
@@ -385,9 +403,15 @@ def over_pool(server: Server, connections: int, count: int) -> dict[str, dict[st
         with maria.connect() as conn, conn.cursor() as cur:
             cur.execute("CREATE DATABASE test")
         port = maria.port
-        targets["MariaDB"] = lambda: pymysql.connect(
-            host="127.0.0.1", port=port, user="root", database="test", autocommit=True
+        connect = functools.partial(
+            pymysql.connect,
+            host="127.0.0.1",
+            port=port,
+            user="root",
+            database="test",
+            autocommit=True,
         )
+        targets["MariaDB"] = (connect, functools.partial(innodb_lock_waits, connect))
     try:
         return pool(targets, connections, count)
     finally:
@@ -438,6 +462,7 @@ def report(
     scripts: int,
 ) -> None:
     sink, rows, replay_seconds = replay(transactions(0, scripts))
+    warm_rate = rows / statistics.median(replay_seconds[1:])
     expected = replayed_changes(sink)
     print(
         f"{clients} clients x {scripts} transactions of {ROWS_PER_TXN} row changes"
@@ -447,15 +472,16 @@ def report(
         mode: tally.report(mode, seconds, clients * scripts)
         for mode, (tally, seconds) in results.items()
     }
-    replay_rate = rows / replay_seconds
+    replay_rate = rows / replay_seconds[0]
     print(f"replay {scripts:>7,} txns  {replay_rate:>9,.0f} rows/s  (one client's SQL, no service)")
+    print(f"  warm {scripts:>7,} txns  {warm_rate:>9,.0f} rows/s  (the same again, median of 2)")
     print()
     for mode in results:
         same = checks[mode] == expected
         print(f"  {mode}: client 0's changefeed {'==' if same else '!='} the replay's records")
     http, mysql = rates.get("http"), rates.get("mysql")
     if http:
-        print(f"  http {http / replay_rate:.2f} of replay", end="")
+        print(f"  http {http / replay_rate:.2f} of replay ({http / warm_rate:.2f} of warm)", end="")
         print(f"; mysql {mysql / http:.2f} of http" if mysql else "")
     print()
     verdicts = [

@@ -433,16 +433,16 @@ class Cluster:
     ) -> list[Change]:
         """The statement run, and run again each time the lock it waited for is free."""
         deadline = time.monotonic() + self.lock_wait_s
-        waited_for = None  # a wait is counted once, however often its waiter wakes
+        waited_for = None  # a lock is waited for once, however often its waiter wakes
         while True:
             self._check_open()
             try:
                 return self._step(session, stmt, outcome)
             except Blocked as blocked:
                 session.waiting_for = blocked.holder
-                if blocked.key is not None and (blocked.holder, blocked.key) != waited_for:
+                if blocked.key is not None and blocked.key != waited_for:
                     self.lock_waits += 1
-                    waited_for = (blocked.holder, blocked.key)
+                    waited_for = blocked.key
                 self._wait(session, blocked, deadline)
 
     def _wait(self, session: SessionState, blocked: Blocked, deadline: float) -> None:
