@@ -4,13 +4,11 @@ simulated is refused by name."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from support_mariadb import MariaDB
+from support_queries import ask, loaded, mariadb_answers, refused
 from ticdc_sim.cluster import Cluster
-from ticdc_sim.errors import SQLError
 
 DATA = """
 CREATE TABLE cu (id INT PRIMARY KEY, name VARCHAR(10), city VARCHAR(10));
@@ -50,31 +48,12 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def cluster() -> Cluster:
-    found = Cluster("t", 7, lock_wait_s=1, max_txn_rows=1000)
-    assert not found.execute(DATA).failed
-    return found
-
-
-def ask(cluster: Cluster, sql: str) -> list[tuple[Any, ...]]:
-    outcome = cluster.execute(sql).outcomes[0]
-    if outcome.error is not None:
-        raise outcome.error
-    return [tuple(r) for r in outcome.rows or []]
+    return loaded(DATA)
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_joins_answer_as_mariadb(sql: str, cluster: Cluster, mariadb: MariaDB) -> None:
-    conn = mariadb.connect()
-    try:
-        mariadb.reset(conn)
-        with conn.cursor() as cur:
-            for statement in filter(str.strip, DATA.split(";")):
-                cur.execute(statement)
-            cur.execute(sql)
-            theirs = [tuple(r) for r in cur.fetchall()]
-    finally:
-        conn.close()
-    assert ask(cluster, sql) == theirs
+    assert ask(cluster, sql) == mariadb_answers(mariadb, DATA, [sql])[0]
 
 
 @pytest.mark.parametrize(
@@ -109,6 +88,4 @@ def test_joins_answer_as_mariadb(sql: str, cluster: Cluster, mariadb: MariaDB) -
     ],
 )
 def test_what_is_refused_says_what(sql: str, code: int, message: str, cluster: Cluster) -> None:
-    with pytest.raises(SQLError) as caught:
-        ask(cluster, sql)
-    assert (caught.value.code, caught.value.message) == (code, message)
+    assert refused(cluster, sql) == (code, message)

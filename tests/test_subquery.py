@@ -6,13 +6,11 @@ takes is MySQL's 1242 or 1241."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from support_mariadb import MariaDB
+from support_queries import ask, loaded, mariadb_answers, refused
 from ticdc_sim.cluster import Cluster
-from ticdc_sim.errors import SQLError
 
 DATA = """
 CREATE TABLE cu (id INT PRIMARY KEY, name VARCHAR(10), vip TINYINT);
@@ -47,39 +45,14 @@ WRITES = [
 
 @pytest.fixture
 def cluster() -> Cluster:
-    found = Cluster("t", 7, lock_wait_s=1, max_txn_rows=1000)
-    assert not found.execute(DATA).failed
-    return found
-
-
-def ask(cluster: Cluster, sql: str) -> list[tuple[Any, ...]]:
-    outcome = cluster.execute(sql).outcomes[0]
-    if outcome.error is not None:
-        raise outcome.error
-    return [tuple(r) for r in outcome.rows or []]
-
-
-def mariadb_answers(mariadb: MariaDB, sqls: list[str]) -> list[list[tuple[Any, ...]]]:
-    conn = mariadb.connect()
-    try:
-        mariadb.reset(conn)
-        with conn.cursor() as cur:
-            for statement in filter(str.strip, DATA.split(";")):
-                cur.execute(statement)
-            answers = []
-            for sql in sqls:
-                cur.execute(sql)
-                answers.append([tuple(r) for r in cur.fetchall()])
-            return answers
-    finally:
-        conn.close()
+    return loaded(DATA)
 
 
 @pytest.mark.parametrize("sql", READS)
 def test_subqueries_in_reads_answer_as_mariadb(
     sql: str, cluster: Cluster, mariadb: MariaDB
 ) -> None:
-    assert ask(cluster, sql) == mariadb_answers(mariadb, [sql])[0]
+    assert ask(cluster, sql) == mariadb_answers(mariadb, DATA, [sql])[0]
 
 
 @pytest.mark.parametrize("sql", WRITES)
@@ -88,7 +61,7 @@ def test_subqueries_in_writes_change_what_mariadb_changes(
 ) -> None:
     tables = ["SELECT * FROM cu ORDER BY id", "SELECT * FROM od ORDER BY id"]
     assert cluster.execute(sql).outcomes[0].error is None
-    assert [ask(cluster, t) for t in tables] == mariadb_answers(mariadb, [sql, *tables])[1:]
+    assert [ask(cluster, t) for t in tables] == mariadb_answers(mariadb, DATA, [sql, *tables])[1:]
 
 
 @pytest.mark.parametrize(
@@ -118,9 +91,7 @@ def test_subqueries_in_writes_change_what_mariadb_changes(
 def test_what_is_not_simulated_is_refused_by_name(
     sql: str, code: int, message: str, cluster: Cluster
 ) -> None:
-    with pytest.raises(SQLError) as caught:
-        ask(cluster, sql)
-    assert (caught.value.code, caught.value.message) == (code, message)
+    assert refused(cluster, sql) == (code, message)
 
 
 def test_a_failed_subquery_writes_nothing(cluster: Cluster) -> None:
