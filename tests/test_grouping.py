@@ -5,6 +5,7 @@ tests/test_select_differential.py."""
 
 from __future__ import annotations
 
+import pymysql
 import pytest
 
 from support_mariadb import MariaDB
@@ -38,6 +39,14 @@ QUERIES = [
     "SELECT dept.name, COUNT(emp.id) FROM dept LEFT JOIN emp ON emp.dept = dept.name"
     " GROUP BY dept.name ORDER BY dept.name",
     "SELECT DISTINCT dept.floor FROM dept JOIN emp ON emp.dept = dept.name ORDER BY 1",
+    "SELECT id AS n FROM emp HAVING n > 4 ORDER BY n",  # HAVING without GROUP BY
+    "SELECT id AS n FROM emp HAVING id > 4 ORDER BY n",
+    "SELECT emp.*, COUNT(*) FROM emp GROUP BY id ORDER BY id LIMIT 2",
+]
+
+HAVING_UNKNOWN = [  # a column neither the select list nor GROUP BY names: 1054 on both
+    "SELECT dept FROM emp GROUP BY dept HAVING pay > 1",
+    "SELECT id, pay + 1 AS p FROM emp HAVING pay > 1",
 ]
 
 
@@ -49,6 +58,17 @@ def cluster() -> Cluster:
 @pytest.mark.parametrize("sql", QUERIES)
 def test_grouped_queries_answer_as_mariadb(sql: str, cluster: Cluster, mariadb: MariaDB) -> None:
     assert ask(cluster, sql) == mariadb_answers(mariadb, DATA, [sql])[0]
+
+
+@pytest.mark.parametrize("sql", HAVING_UNKNOWN)
+def test_having_reads_what_the_select_list_and_group_by_name(
+    sql: str, cluster: Cluster, mariadb: MariaDB
+) -> None:
+    column = sql.split("HAVING ")[1].split()[0]
+    assert refused(cluster, sql) == (1054, f"Unknown column '{column}' in 'having clause'")
+    with pytest.raises(pymysql.err.OperationalError) as caught:
+        mariadb_answers(mariadb, DATA, [sql])
+    assert caught.value.args[0] == 1054
 
 
 def test_trailing_spaces_group_together_and_a_group_shows_its_first_row(

@@ -4,6 +4,8 @@ simulated is refused by name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from support_mariadb import MariaDB
@@ -89,3 +91,25 @@ def test_joins_answer_as_mariadb(sql: str, cluster: Cluster, mariadb: MariaDB) -
 )
 def test_what_is_refused_says_what(sql: str, code: int, message: str, cluster: Cluster) -> None:
     assert refused(cluster, sql) == (code, message)
+
+
+@pytest.mark.parametrize(
+    ("sql", "answer"),
+    [
+        ("SELECT cu.* FROM cu WHERE id = 1", (["id", "name", "city"], [(1, "ann", "oslo")])),
+        ("SELECT c.* FROM cu AS c WHERE c.id = 1", (["id", "name", "city"], [(1, "ann", "oslo")])),
+        ("SELECT *, name FROM cu WHERE id = 2", (["id", "name", "city", "name"], [(2, "bob", "rome", "bob")])),
+    ],
+)  # fmt: skip
+def test_one_table_s_stars_are_its_columns(
+    sql: str, answer: tuple[list[str], list[tuple[Any, ...]]], cluster: Cluster
+) -> None:
+    """`t.*` and `*` beside other items name and answer the same columns (TiDB
+    `unfoldWildStar`); a bare `*` after the first item is its error 8122."""
+    outcome = cluster.execute(sql).outcomes[0]
+    assert (outcome.columns, outcome.rows) == answer
+    assert refused(cluster, "SELECT id, * FROM cu") == (
+        8122,
+        "Wildcard fields without any table name appears in wrong place",
+    )
+    assert refused(cluster, "SELECT x.* FROM cu") == (1051, "Unknown table 'x'")

@@ -1096,13 +1096,10 @@ def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], l
     source = from_.this
     assert isinstance(source, exp.Table)  # select_source refused the rest
     table = engine.read_table(source)
-    if any(isinstance(e, exp.Star) for e in node.expressions):
-        projections = [row_item(i) for i, c in enumerate(table.info.columns) if not c.hidden]
-    else:
-        projections = [
-            compile_expr(e.this if isinstance(e, exp.Alias) else e, table.scope)
-            for e in node.expressions
-        ]
+    projections = [
+        row_item(at) if at is not None else compile_expr(e.unalias(), table.scope)
+        for e, at in select_items(node, table)
+    ]
     match = _compile_matcher(engine, table, _select_order(node, table))
 
     def rows(params: list[Any]) -> list[Row]:
@@ -1114,6 +1111,35 @@ def compile_select(engine: DMLTarget, node: exp.Expr) -> Callable[[list[Any]], l
         return snapshot
 
     return rows
+
+
+def select_items(node: exp.Select, table: TableData) -> list[tuple[exp.Expr, int | None]]:
+    """The select list of a single-table SELECT, `*` and `t.*` as the table's visible
+    columns (TiDB `unfoldWildStar`), each with the offset in the row of the column it is
+    (None for the rest). A bare `*` after the first item is TiDB's error 8122."""
+    out: list[tuple[exp.Expr, int | None]] = []
+    for i, item in enumerate(node.expressions):
+        if isinstance(item, exp.Star) and i > 0:
+            message = "Wildcard fields without any table name appears in wrong place"
+            raise SQLError(message, code=8122)
+        if not is_star(item):
+            out.append((item, None))
+            continue
+        if isinstance(item, exp.Column) and item.table.lower() != table.info.name.lower():
+            raise SQLError(f"Unknown table '{item.table}'", code=1051)
+        out += [
+            (exp.column(c.name, quoted=True), at)
+            for at, c in enumerate(table.info.columns)
+            if not c.hidden
+        ]
+    return out
+
+
+def is_star(item: exp.Expr) -> bool:
+    """`*` or `t.*`."""
+    return isinstance(item, exp.Star) or (
+        isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+    )
 
 
 def where_rows(engine: DMLTarget, table: TableData, node: exp.Select) -> list[Row]:

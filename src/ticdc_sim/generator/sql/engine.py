@@ -36,6 +36,8 @@ from ticdc_sim.generator.sql.dml import (
     Plan,
     compile_dml,
     compile_select,
+    is_star,
+    select_items,
     select_source,
     unaliased,
     where_rows,
@@ -439,7 +441,7 @@ class Engine:
         names: list[str] = []
         types: list[MySQLType | None] = []
         for e, label in zip(node.expressions, labels.select_labels(text, node), strict=True):
-            if isinstance(e, exp.Star) and table is not None:
+            if table is not None and is_star(e):
                 shown = [c for c in table.info.columns if not c.hidden]
                 names += [c.name for c in shown]
                 types += [c.tp for c in shown]
@@ -485,14 +487,7 @@ class Engine:
             aggregate.check_full_group_by(node, table.info)
         source = select_source(node, grouped=True)
         assert source is not None  # `table` is its table
-        items: list[exp.Expr] = []
-        for e in node.expressions:
-            if isinstance(e, exp.Star):
-                items += [
-                    exp.column(c.name, quoted=True) for c in table.info.columns if not c.hidden
-                ]
-            else:
-                items.append(e)
+        items = [item for item, _ in select_items(node, table)]
         tables = [(source.this.alias_or_name, 0, table.info)]
         read = grouping.Read(table.scope, where_rows(self, table, node), tables, items)
         return grouping.answer(self, node, read)

@@ -85,6 +85,8 @@ def answer(engine: DMLTarget, node: exp.Select, read: Read) -> list[Row]:
     folds = _Folds(read.scope)
     items = [_compiled(folds, e, read.scope) for e in read.items]
     having = node.args.get("having")
+    if having is not None:
+        _check_having(node, read, group, having.this)
     condition = _compiled(folds, _aliased(node, having.this), read.scope) if having else None
     keys = [_compiled(folds, o.this, read.scope) for o in order_items]
     how = [
@@ -256,6 +258,21 @@ def _aliased(node: exp.Select, having: exp.Expr) -> exp.Expr:
     return having.copy().transform(resolve)
 
 
+def _check_having(node: exp.Select, read: Read, group: list[exp.Expr], having: exp.Expr) -> None:
+    """HAVING reads, outside aggregates, the select list's aliases and the columns the
+    select list and GROUP BY name; any other column is error 1054 (TiDB
+    `havingWindowAndOrderbyExprResolver`, MySQL's extension of the standard)."""
+    aliases = {e.alias.lower() for e in node.expressions if isinstance(e, exp.Alias)}
+    plain = [e.unalias().unnest() for e in [*read.items, *group]]
+    allowed = {at for e in plain if (at := _place(read, e)) is not None}
+    for column in _columns_outside_aggregates(having):
+        if not column.table and column.name.lower() in aliases:
+            continue
+        at = _place(read, column)
+        if at is not None and at not in allowed:
+            raise SQLError(f"Unknown column '{sql_text(column)}' in 'having clause'", code=1054)
+
+
 def _resolves(read: Read, column: exp.Column) -> bool:
     try:
         read.scope.resolve(column)
@@ -310,14 +327,19 @@ def _outside(read: Read, node: exp.Expr, expressions: list[exp.Expr]) -> list[in
         not isinstance(node, exp.Column) and any(node == e for e in expressions)
     ):
         return []
-    found: list[int] = []
+    # an alias of the select list is no table's column: no place
+    places = [_place(read, column) for column in _columns_outside_aggregates(node)]
+    return [at for at in places if at is not None]
+
+
+def _columns_outside_aggregates(node: exp.Expr) -> list[exp.Column]:
+    """The columns `node` reads outside aggregates (and ANY_VALUE), in the order written."""
+    found: list[exp.Column] = []
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, exp.Column):
-            at = _place(read, current)
-            if at is not None:  # an alias of the select list is no table's column
-                found.append(at)
+            found.append(current)
         elif not isinstance(current, tuple(AGGREGATES)):
             stack.extend(reversed(list(current.iter_expressions())))
     return found

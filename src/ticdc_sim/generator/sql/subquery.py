@@ -92,6 +92,8 @@ def _rows(
 def _correlated(query: exp.Select, outer: dict[str, set[str]], columns: Columns) -> str | None:
     """A column of the statement around the subquery that the subquery reads: qualified by
     one of its tables and not of the subquery's own, or a name only such a table has."""
+    if any(_derived(found) for found in query.find_all(exp.Subquery)):
+        return None  # its own columns are not known here: the engine refuses it by name
     own = {t.alias_or_name.lower(): columns(t) for t in query.find_all(exp.Table)}
     mine = set().union(*own.values())
     theirs = set().union(*outer.values())
