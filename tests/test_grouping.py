@@ -5,12 +5,15 @@ tests/test_select_differential.py."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pymysql
 import pytest
 
 from support_mariadb import MariaDB
 from support_queries import ask, loaded, mariadb_answers, refused
 from ticdc_sim.cluster import Cluster
+from ticdc_sim.model.mysql import MySQLType
 
 DATA = """
 CREATE TABLE emp (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, dept VARCHAR(10),
@@ -42,6 +45,7 @@ QUERIES = [
     "SELECT id AS n FROM emp HAVING n > 4 ORDER BY n",  # HAVING without GROUP BY
     "SELECT id AS n FROM emp HAVING id > 4 ORDER BY n",
     "SELECT emp.*, COUNT(*) FROM emp GROUP BY id ORDER BY id LIMIT 2",
+    "SELECT SUM(name), AVG(code), SUM(DISTINCT pay) FROM emp",  # strings by their numbers
 ]
 
 HAVING_UNKNOWN = [  # a column neither the select list nor GROUP BY names: 1054 on both
@@ -150,3 +154,17 @@ def test_a_key_in_group_by_determines_its_table_s_columns(
 def test_insert_select_names_what_it_does_not_group(cluster: Cluster) -> None:
     sql = "INSERT INTO dept SELECT dept, COUNT(*) FROM emp GROUP BY dept"
     assert refused(cluster, sql) == (1105, "GROUP BY is not supported here in INSERT ... SELECT")
+
+
+def test_aggregates_over_distinct_values_are_typed_as_over_all(cluster: Cluster) -> None:
+    """SUM/AVG/MAX(DISTINCT x) answer the types SUM/AVG/MAX(x) do (a DECIMAL column carrying
+    a Decimal, not a DOUBLE); SUM of strings is a DOUBLE."""
+    sql = "SELECT SUM(DISTINCT pay), AVG(DISTINCT id), MAX(DISTINCT id), SUM(name) FROM emp"
+    outcome = cluster.execute(sql).outcomes[0]
+    assert outcome.types == [
+        MySQLType.NEWDECIMAL,
+        MySQLType.NEWDECIMAL,
+        MySQLType.LONG,
+        MySQLType.DOUBLE,
+    ]
+    assert outcome.rows == [(Decimal("65.75"), Decimal("3.5000"), 6, 0.0)]

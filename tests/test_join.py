@@ -113,3 +113,9 @@ def test_one_table_s_stars_are_its_columns(
         "Wildcard fields without any table name appears in wrong place",
     )
     assert refused(cluster, "SELECT x.* FROM cu") == (1051, "Unknown table 'x'")
+    # an alias hides the table's own name (MySQL's scope)
+    assert refused(cluster, "SELECT cu.* FROM cu AS c") == (1051, "Unknown table 'cu'")
+    assert refused(cluster, "SELECT c.id FROM cu AS c WHERE cu.id = 1") == (
+        1054,
+        "Unknown column 'cu.id' in 'field list'",
+    )

@@ -1298,3 +1298,17 @@ def test_what_orms_ask_on_connect_answers() -> None:
     assert run(
         c, s, "SELECT @@default_storage_engine, @@sql_auto_is_null, @@innodb_lock_wait_timeout"
     ).rows == [("InnoDB", 0, 50)]
+
+
+def test_a_ddl_waits_for_the_rows_an_update_matched_alone() -> None:
+    """The rows an UPDATE of the only open transaction matched, unchanged, hold the table's
+    metadata lock: a DDL from another session waits for it (then 1205)."""
+    c = cluster(lock_wait_s=0.2)
+    a, b = c.session(), c.session()
+    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    run(c, a, "INSERT INTO t VALUES (1, 1)")
+    run(c, a, "BEGIN")
+    run(c, a, "UPDATE t SET v = v WHERE id = 1")
+    assert failure(c, b, "ALTER TABLE t ADD COLUMN w INT").code == 1205
+    run(c, a, "COMMIT")
+    run(c, b, "ALTER TABLE t ADD COLUMN w INT")

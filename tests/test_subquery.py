@@ -33,6 +33,9 @@ READS = [
     " ORDER BY U0.id",
     "SELECT cu.name, COUNT(*) FROM cu JOIN od ON od.cu_id = cu.id"
     " WHERE od.amount < (SELECT AVG(amount) FROM od) GROUP BY cu.name ORDER BY cu.name",
+    # the subquery's own alias `x` shadows the outer one
+    "SELECT id FROM cu x WHERE id IN (SELECT x.cu_id FROM od x) ORDER BY id",
+    "SELECT (SELECT 1) IN (SELECT 1), (SELECT 2) IN (SELECT id FROM cu)",
 ]
 
 WRITES = [

@@ -14,8 +14,9 @@ from typing import Any
 from sqlglot import exp
 
 from ticdc_sim.errors import SQLError
+from ticdc_sim.generator.sql.evaluate import to_number
 from ticdc_sim.generator.sql.values import WIDE
-from ticdc_sim.model.mysql import MySQLType
+from ticdc_sim.model.mysql import INTEGER_TYPES, MySQLType
 from ticdc_sim.model.table import ColumnInfo, TableInfo
 
 Aggregate = Callable[[list[Any]], Any]
@@ -40,7 +41,7 @@ def _sum(values: list[Any]) -> Any:
         return None
     if _exact(values):
         return WIDE.quantize(_exact_sum(values), Decimal(1).scaleb(-_scale(values)))
-    return float(sum(float(v) for v in values))
+    return float(sum(float(to_number(v)) for v in values))  # strings by their numeric prefix
 
 
 def _avg(values: list[Any]) -> Any:
@@ -49,7 +50,7 @@ def _avg(values: list[Any]) -> Any:
     if _exact(values):
         mean = WIDE.divide(_exact_sum(values), len(values))
         return WIDE.quantize(mean, Decimal(1).scaleb(-(_scale(values) + 4)))
-    return sum(float(v) for v in values) / len(values)
+    return sum(float(to_number(v)) for v in values) / len(values)
 
 
 def _non_null(aggregate: Aggregate) -> Aggregate:
@@ -73,9 +74,16 @@ AGGREGATES: dict[type[exp.Expr], Aggregate] = {
 }
 
 
+# what SUM and AVG add exactly, as DECIMAL (MySQL's INT_RESULT and DECIMAL_RESULT); the
+# rest (floats, strings by their numeric prefix, dates) as DOUBLE
+_EXACT_TYPES = INTEGER_TYPES | {MySQLType.NEWDECIMAL, MySQLType.YEAR, MySQLType.BIT}
+
+
 def result_type(node: exp.Expr, columns: dict[str, ColumnInfo]) -> MySQLType | None:
     """The type a projection answers with: a column's own, an aggregate's (MySQL's), or
     None where only the values can tell."""
+    if isinstance(node, exp.Distinct) and len(node.expressions) == 1:
+        node = node.expressions[0]  # SUM(DISTINCT x) is typed as SUM(x)
     if isinstance(node, exp.Column):
         found = columns.get(node.name.lower())
         return found.tp if found else None
@@ -85,8 +93,7 @@ def result_type(node: exp.Expr, columns: dict[str, ColumnInfo]) -> MySQLType | N
         return result_type(node.this, columns)
     if isinstance(node, exp.Sum | exp.Avg):
         argument = result_type(node.this, columns)
-        exact = argument is not None and argument not in (MySQLType.FLOAT, MySQLType.DOUBLE)
-        return MySQLType.NEWDECIMAL if exact else MySQLType.DOUBLE
+        return MySQLType.NEWDECIMAL if argument in _EXACT_TYPES else MySQLType.DOUBLE
     return None
 
 

@@ -1066,12 +1066,19 @@ def unaliased(node: exp.Select) -> exp.Select:
     table = from_.this if from_ is not None else None
     if node.args.get("joins") or not isinstance(table, exp.Table) or not table.alias:
         return node
-    alias = table.alias.lower()
+    alias, name = table.alias.lower(), table.name.lower()
     node = node.copy()
     table = node.args["from_"].this
     table.set("alias", None)
-    for column in node.find_all(exp.Column):
-        if column.table.lower() == alias:
+    # the query's own columns: a subquery's are read in its own scope (subquery.py)
+    own = node.walk(prune=lambda n: n is not node and isinstance(n, exp.Select | exp.Subquery))
+    for column in (n for n in own if isinstance(n, exp.Column)):
+        qualifier = column.table.lower()
+        if qualifier == name and name != alias:  # the alias hides the table's name
+            if isinstance(column.this, exp.Star):
+                raise SQLError(f"Unknown table '{column.table}'", code=1051)
+            raise SQLError(f"Unknown column '{sql_text(column)}' in 'field list'", code=1054)
+        if qualifier == alias:
             column.set("table", exp.to_identifier(table.name))
     return node
 

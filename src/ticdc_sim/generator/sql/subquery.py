@@ -48,7 +48,8 @@ def inline(node: exp.Expr, answer: Answer, columns: Columns) -> exp.Expr:
             values = _column(_rows(found.args["query"].this, answer, outer, columns))
             if not values:  # nothing is IN an empty set, even NULL (MySQL)
                 return exp.false()
-            return exp.In(this=found.this, expressions=[_literal(v) for v in values])
+            probe = found.this.copy().transform(replace)  # a subquery of its own, too
+            return exp.In(this=probe, expressions=[_literal(v) for v in values])
         if isinstance(found, exp.Exists):
             return exp.true() if _rows(found.this, answer, outer, columns) else exp.false()
         if isinstance(found, exp.Subquery) and not _derived(found):

@@ -99,8 +99,9 @@ class Upstream:
 
     def busy(self) -> Transaction | None:
         """An open transaction a DDL waits for: one that read, wrote or locked (MySQL's
-        metadata locks)."""
-        return next((t for t in self.active if t.first or t.read_ts or self.locks.holds(t)), None)
+        metadata locks), its deferred locks (`lock_rows`) included."""
+        held = self.locks.holds
+        return next((t for t in self.active if t.first or t.read_ts or t.deferred or held(t)), None)
 
     # -- writes: in place, undone from the transaction's log (txn.py) ----------------------
 
