@@ -227,13 +227,15 @@ def test_rows_an_update_matched_alone_unchanged_are_locked_once_another_begins(
 ) -> None:
     """The rows an UPDATE of the only open transaction matched and left as they were are
     locked all the same (as InnoDB locks what it matched): a transaction that begins later
-    waits for them."""
+    waits for them, and a DDL for the table's metadata lock."""
     c = cluster(lock_wait_s=0.2)
     a, b = c.session(), c.session()
     run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
     run(c, a, "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
     run(c, a, "BEGIN")
     run(c, a, matching)
+    # a DDL first, while no other transaction has begun: the table's metadata lock is held
+    assert failure(c, b, "ALTER TABLE t ADD COLUMN w INT").code == 1205
     assert failure(c, b, "UPDATE t SET v = 'x' WHERE id = 1").code == 1205
     assert run(c, b, "UPDATE t SET v = 'x' WHERE id = 3").affected_rows == 1  # not matched
     run(c, a, "COMMIT")
@@ -1298,17 +1300,3 @@ def test_what_orms_ask_on_connect_answers() -> None:
     assert run(
         c, s, "SELECT @@default_storage_engine, @@sql_auto_is_null, @@innodb_lock_wait_timeout"
     ).rows == [("InnoDB", 0, 50)]
-
-
-def test_a_ddl_waits_for_the_rows_an_update_matched_alone() -> None:
-    """The rows an UPDATE of the only open transaction matched, unchanged, hold the table's
-    metadata lock: a DDL from another session waits for it (then 1205)."""
-    c = cluster(lock_wait_s=0.2)
-    a, b = c.session(), c.session()
-    run(c, a, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-    run(c, a, "INSERT INTO t VALUES (1, 1)")
-    run(c, a, "BEGIN")
-    run(c, a, "UPDATE t SET v = v WHERE id = 1")
-    assert failure(c, b, "ALTER TABLE t ADD COLUMN w INT").code == 1205
-    run(c, a, "COMMIT")
-    run(c, b, "ALTER TABLE t ADD COLUMN w INT")
