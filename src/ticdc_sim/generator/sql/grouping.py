@@ -80,7 +80,8 @@ def answer(engine: DMLTarget, node: exp.Select, read: Read) -> list[Row]:
     if group and "ONLY_FULL_GROUP_BY" in engine.sql_mode.names:
         raw_order = order.expressions if order else []
         _check_full_group_by(node, read, group, [o.this for o in raw_order])
-    if node.args.get("distinct") and order_items:
+    distinct = bool(node.args.get("distinct"))
+    if distinct and order_items:
         _check_distinct_order(read, order_items)
     folds = _Folds(read.scope)
     items = [_compiled(folds, e, read.scope) for e in read.items]
@@ -97,13 +98,14 @@ def answer(engine: DMLTarget, node: exp.Select, read: Read) -> list[Row]:
     out: list[Row] = []
     sort_values: list[list[Any]] = []
     seen: set[tuple[Any, ...]] = set()
+    nulls = (None,) * _width(read)  # the row of a group of none
     for rows in _groups(engine, read, group, folds):
         ctx.params = folds.fold(ctx, rows)
-        ctx.row = rows[0] if rows else (None,) * _width(read)
+        ctx.row = rows[0] if rows else nulls
         if condition is not None and not truth(condition(ctx)):
             continue
         result = tuple(fn(ctx) for fn in items)
-        if node.args.get("distinct"):
+        if distinct:
             key = tuple(_group_key(v, False) for v in result)
             if key in seen:
                 continue
