@@ -5,6 +5,7 @@ start-ts, one resumed after a stop, and one whose checkpoint the history no long
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,33 @@ def test_a_resumed_changefeed_replicates_from_the_history_and_holds_nothing_whil
         assert refused.json()["error_code"] == "CDC:ErrStartTsBeforeGC"
         assert "is earlier than or equal to GC safepoint at" in refused.json()["error_msg"]
         assert _ids(client, "m") == [1, 2, 3]
+
+
+def test_an_event_is_counted_at_least_at_what_its_values_hold() -> None:
+    """Fixed-size columns are counted at their type's most, the rest value by value: never
+    below what the images' values hold (each counted whole, as if shared by nothing)."""
+    cluster = Cluster("c", 7, lock_wait_s=1.0, max_txn_rows=1000, settle_heap=False)
+    table = (
+        "CREATE TABLE k (id BIGINT UNSIGNED PRIMARY KEY, i INT, s SMALLINT, f FLOAT,"
+        " d DOUBLE, m DECIMAL(65, 30), v VARCHAR(40), b BLOB, t DATETIME(6), j JSON,"
+        " e ENUM('a', 'b'), y YEAR, x BIT(8), g INT AS (i + 1))"
+    )
+    script = [
+        table,
+        "INSERT INTO k VALUES (18446744073709551615, -2147483648, -5, 1.5, -2.5e300,"
+        " 12345678901234567890123456789012345.123456789012345678901234567890, 'ñandú 😀',"
+        " x'00ff', '2024-02-29 23:59:59.999999', '{\"a\": [1, 2]}', 'b', 2024, b'1',"
+        " DEFAULT)",
+        "INSERT INTO k (id) VALUES (1)",
+        "UPDATE k SET v = REPEAT('x', 40), i = 7 WHERE id = 1",
+        "DELETE FROM k WHERE id = 18446744073709551615",
+    ]
+    done = cluster.execute(";\n".join(script) + ";")
+    assert not done.failed, done.outcomes[-1].error
+    rows = [e for e in cluster.history if not hasattr(e, "query")]
+    assert [e.kind for e in rows] == ["insert", "insert", "update", "delete"]
+    for event in rows:
+        images = [i for i in (event.columns, event.pre_columns) if i is not None]
+        held = sum(sys.getsizeof(v) for image in images for v in image)
+        overhead = 120 + sum(40 + 8 * len(image) for image in images)
+        assert held_bytes(event) >= overhead + held, event.kind

@@ -49,6 +49,7 @@ from ticdc_sim.model.tso import physical_ms
 from ticdc_sim.pipeline import Pipeline, open_registry
 from ticdc_sim.sinks import Confirmed, OnDisk, Sink
 from ticdc_sim.sinks.faults import FaultySink
+from ticdc_sim.sinks.memory import BlackholeSink, MemorySink
 from ticdc_sim.sinks.staging import StagedSink
 from ticdc_sim.sinks.storage import StorageDecoder
 
@@ -235,6 +236,17 @@ class Feed:
     @property
     def sending(self) -> bool:
         return self.state in ("normal", "warning") and not self.broken
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether its sends stay in this process (a memory or blackhole sink, the cluster's
+        own schema registry, no claim-check files): they never wait on a broker, a disk or
+        a peer."""
+        return (
+            isinstance(self.sink.inner, (MemorySink, BlackholeSink))
+            and self._opened is None
+            and self.pipeline.claims is None
+        )
 
     def push(self, events: Sequence[Change]) -> None:
         with self.lock:

@@ -177,6 +177,17 @@ class PartitionInfo:
 TiCDCProfile = Literal["v8.5", "new-arch"]
 
 
+# The most a value of a fixed-size column holds in memory (CPython 3.11, 64-bit): a 64-bit
+# int 36 B, a float 24 B, a Decimal 104 B (NULL's None 16 B); values of the other types
+# (strings, bytes, times, JSON) vary in size.
+FIXED_VALUE_BYTES = {
+    **dict.fromkeys(INTEGER_TYPES, 36),
+    MySQLType.FLOAT: 24,
+    MySQLType.DOUBLE: 24,
+    MySQLType.NEWDECIMAL: 104,
+}
+
+
 @dataclass(frozen=True)
 class TableInfo:
     id: int
@@ -238,6 +249,14 @@ class TableInfo:
 
     def evolve(self, **changes: object) -> TableInfo:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    @cached_property
+    def value_sizes(self) -> tuple[int, tuple[int, ...]]:
+        """For bounds on memory (the service's history of rows): the most the values of a
+        row's fixed-size columns hold together (`FIXED_VALUE_BYTES`), and the offsets of
+        the other columns, whose values are sized one by one."""
+        fixed = [FIXED_VALUE_BYTES.get(c.tp) for c in self.columns]
+        return sum(filter(None, fixed)), tuple(i for i, f in enumerate(fixed) if f is None)
 
     # -- TiCDC's view of the table -----------------------------------------------------------
 

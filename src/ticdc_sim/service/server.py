@@ -79,6 +79,10 @@ def run(overrides: dict[str, Any]) -> None:
         http=_limited(settings.max_http_concurrency),
         log_level="warning",
         log_config=_logging(),
+        # uvicorn's access lines are INFO, never shown at "warning", yet built per request
+        # while its access logger has a handler; X-Forwarded-For is read by nothing here
+        access_log=False,
+        proxy_headers=False,
         timeout_graceful_shutdown=GRACE_S,
     )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while starting

@@ -37,7 +37,7 @@ from ticdc_sim.service.models import (
     jsonable,
     printable,
 )
-from ticdc_sim.service.state import api_router, state_of
+from ticdc_sim.service.state import api_router, on_cluster, state_of
 from ticdc_sim.sinks import Record
 
 router = api_router("/sim/v1/clusters", "simulator")
@@ -103,9 +103,10 @@ async def execute(request: Request, cluster_id: str) -> Response:
     cluster = state.registry.get(cluster_id)
     sql = await _sql(request)
     settings = state.settings
-    run = await run_in_threadpool(
+    work = functools.partial(
         cluster.execute, sql, "request.sql", settings.max_statements, settings.request_time_s
     )
+    run = await on_cluster(cluster, len(sql), None, work, run_in_threadpool)
     _within(run, settings.max_result_bytes)
     # serialised here, once: the result is already the response model
     return Response(ExecutionResult.of(run).model_dump_json(), media_type="application/json")
