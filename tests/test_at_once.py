@@ -5,23 +5,23 @@ holds nothing else up."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 import ticdc_sim.cluster as cluster_module
 from support_service import Server
-from ticdc_sim.cluster import AT_ONCE_CHARS, Cluster
+from ticdc_sim.cluster import AT_ONCE_CHARS, Cluster, Script
 from ticdc_sim.encoders import Message
 from ticdc_sim.feed import FeedSpec
 from ticdc_sim.feedlog import Retain
 from ticdc_sim.generator.sql.script import split_script
-from ticdc_sim.service.state import on_cluster
 from ticdc_sim.sinks import LocalSink
 from ticdc_sim.sinks.memory import MemorySink
 
@@ -69,20 +69,46 @@ def test_statements_run_at_once_when_nothing_can_wait() -> None:
     assert not _now(c, AT_ONCE_CHARS + 1)  # a big script: on a thread
 
 
-def test_another_sessions_open_transaction_sends_statements_to_a_thread() -> None:
+def test_another_sessions_busy_transaction_sends_statements_to_a_thread() -> None:
+    """One that read, wrote or locked could be waited for; one that only began cannot."""
     c = _cluster()
     holder, other = c.session(), c.session()
     _run(c, holder, "BEGIN")
-    _run(c, holder, "UPDATE t SET v = 1 WHERE id = 1")  # matches nothing, yet opens it
-    assert not _now(c)  # a script of its own could wait for the holder's locks
+    assert _now(c)  # it holds nothing yet
+    _run(c, holder, "SELECT * FROM t")  # its snapshot: a DDL would wait for it
+    assert not _now(c)
     assert not _now(c, session=other)
     assert _now(c, session=holder)  # the holder never waits for itself
     _run(c, holder, "COMMIT")
     assert _now(c, session=other)
 
 
-def test_a_changefeed_not_in_memory_sends_statements_to_a_thread() -> None:
+def test_a_changefeed_not_in_memory_sends_statements_to_a_thread(
+    server: Server, tmp_path: Path
+) -> None:
+    """A sink of another kind, a schema registry over HTTP (this service's own, which
+    would wait on the very loop), claim-check files: each could wait."""
     assert not _now(_cluster(MemorySink, _Remote))
+    registry = _cluster()
+    httpx.post(f"{server.http}/sim/v1/clusters", json={"id": "registry"}).raise_for_status()
+    url = f"{server.http}/sim/v1/clusters/registry/schema-registry"
+    registry.add_feed(
+        FeedSpec("avro", f"memory://?protocol=avro&schema-registry={url}"),
+        lambda _: MemorySink(),
+        Retain(),
+    )
+    try:
+        assert not _now(registry)
+    finally:
+        registry.close()  # its registry's connection
+    claims = _cluster()
+    uri = (
+        "memory://?protocol=open-protocol&max-message-bytes=300"
+        f"&large-message-handle-option=claim-check&claim-check-storage-uri={tmp_path.as_uri()}"
+    )
+    claims.add_feed(FeedSpec("claims", uri), lambda _: MemorySink(), Retain())
+    assert not _now(claims)
+    assert all(f.in_memory for f in _cluster(MemorySink).feeds.values())
 
 
 def test_a_lock_held_elsewhere_sends_statements_to_a_thread() -> None:
@@ -118,29 +144,24 @@ def test_a_slow_run_sends_the_clusters_next_ones_to_threads_for_a_while(
     assert _now(c)
 
 
-def test_on_cluster_runs_on_the_loop_or_hands_over_to_the_thread() -> None:
+def test_a_script_stops_short_at_its_budget_and_goes_on_from_there() -> None:
+    """On the loop a script runs for a budget; the rest runs later (on a thread), and
+    what committed before the stop reached the changefeed first (others may commit in
+    between)."""
     c = _cluster()
-    ran: list[str] = []
-
-    async def thread(work: Callable[[], str]) -> str:
-        ran.append("thread")
-        return await asyncio.to_thread(work)
-
-    def work() -> str:
-        return threading.current_thread().name
-
-    async def both() -> tuple[str, str, str]:
-        loop = threading.current_thread().name
-        first = await on_cluster(c, 10, None, work, thread)
-        holder = c.session()
-        _run(c, holder, "BEGIN")
-        _run(c, holder, "INSERT INTO t VALUES (1, 1)")
-        second = await on_cluster(c, 10, None, work, thread)
-        return loop, first, second
-
-    loop, first, second = asyncio.run(both())
-    assert first == loop and second != loop
-    assert ran == ["thread"]
+    script = Script(c, "INSERT INTO t VALUES (1, 1); BEGIN; INSERT INTO t VALUES (2, 2); COMMIT;")
+    assert not script.run(budget_s=0)  # the first statement runs whatever the budget
+    assert [o.statement for o in script.outcomes] == ["INSERT INTO t VALUES (1, 1)"]
+    assert not c.lock._is_owned()  # type: ignore[attr-defined]
+    other = c.session()
+    _run(c, other, "INSERT INTO t VALUES (3, 3)")  # another session meanwhile
+    assert script.run()
+    result = script.result()
+    assert not result.failed and len(result.outcomes) == 4
+    assert [t.rows for t in result.committed] == [1, 1]
+    sent = [orjson.loads(r.value or b"") for r in c.feeds["f0"].sink.inner.arrived]
+    assert [m["data"][0]["id"] for m in sent if m["type"] == "INSERT"] == ["1", "3", "2"]
+    assert result.messages == {"f0": 2}  # its own two rows (canal-json sends no checkpoint)
 
 
 # -- the service: a wait on a thread holds nothing else up --------------------------------------
@@ -197,3 +218,35 @@ def test_a_script_waiting_for_a_lock_leaves_the_service_serving(server: Server) 
         if d["type"] == "update"
     ]
     assert [(d["columns"]["id"], d["columns"]["v"]) for d in decoded] == [(2, 3), (1, 1), (1, 2)]
+
+
+def test_a_long_script_on_the_loop_answers_1053_when_the_service_stops(tmp_path: Path) -> None:
+    """A script of many slow statements hands its rest to a thread after its budget on the
+    loop: the loop is free for a stop, and the script's next statement is refused."""
+    server = Server.start(tmp_path / "data")
+    try:
+        httpx.post(f"{server.http}/sim/v1/clusters", json={"id": "heavy"}).raise_for_status()
+        body = {"namespace": "heavy", "changefeed_id": "mem", "sink_uri": MEMORY}
+        httpx.post(f"{server.http}/api/v2/changefeeds", json=body).raise_for_status()
+        rows = ", ".join(f"({i})" for i in range(300))
+        create = f"CREATE TABLE n (id INT PRIMARY KEY); INSERT INTO n VALUES {rows};"
+        assert server.sql(create, "heavy")["ok"]
+        script = "SELECT COUNT(*) FROM n a, n b WHERE a.id + b.id = 7;\n" * 400  # ~30 ms each
+        answers: list[httpx.Response] = []
+        url = f"{server.http}/sim/v1/clusters/heavy/sql"
+        poster = threading.Thread(
+            target=lambda: answers.append(httpx.post(url, content=script, timeout=120))
+        )
+        poster.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        server.stop()
+        assert time.monotonic() - started < 8  # not the whole script's ~12 s
+        poster.join(30)
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+    (answer,) = answers
+    statements = answer.json()["statements"]
+    assert 1 < len(statements) < 400
+    assert statements[-1]["error"]["code"] == 1053, statements[-1]

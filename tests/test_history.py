@@ -11,7 +11,15 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from ticdc_sim.cluster import Cluster, held_bytes
+from ticdc_sim.cluster import (
+    _EVENT_BYTES,
+    _IMAGE_BYTES,
+    Cluster,
+    held_bytes,
+    transaction_bytes,
+)
+from ticdc_sim.model.events import RowChangedEvent
+from ticdc_sim.model.table import FIXED_VALUE_BYTES
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
 
@@ -144,8 +152,9 @@ def test_a_resumed_changefeed_replicates_from_the_history_and_holds_nothing_whil
 
 
 def test_an_event_is_counted_at_least_at_what_its_values_hold() -> None:
-    """Fixed-size columns are counted at their type's most, the rest value by value: never
-    below what the images' values hold (each counted whole, as if shared by nothing)."""
+    """Fixed-size columns are counted at their type's most (`FIXED_VALUE_BYTES`), the rest
+    value by value: never below what the images' values hold, each counted whole as if
+    shared by nothing; a transaction over two tables is sized table by table."""
     cluster = Cluster("c", 7, lock_wait_s=1.0, max_txn_rows=1000, settle_heap=False)
     table = (
         "CREATE TABLE k (id BIGINT UNSIGNED PRIMARY KEY, i INT, s SMALLINT, f FLOAT,"
@@ -154,20 +163,40 @@ def test_an_event_is_counted_at_least_at_what_its_values_hold() -> None:
     )
     script = [
         table,
+        "CREATE TABLE one (id INT PRIMARY KEY, v VARCHAR(10))",  # one column sized by value
+        "BEGIN",
         "INSERT INTO k VALUES (18446744073709551615, -2147483648, -5, 1.5, -2.5e300,"
         " 12345678901234567890123456789012345.123456789012345678901234567890, 'ñandú 😀',"
         " x'00ff', '2024-02-29 23:59:59.999999', '{\"a\": [1, 2]}', 'b', 2024, b'1',"
         " DEFAULT)",
+        "INSERT INTO one VALUES (1, 'x'), (2, NULL)",
         "INSERT INTO k (id) VALUES (1)",
+        "COMMIT",
         "UPDATE k SET v = REPEAT('x', 40), i = 7 WHERE id = 1",
         "DELETE FROM k WHERE id = 18446744073709551615",
     ]
     done = cluster.execute(";\n".join(script) + ";")
     assert not done.failed, done.outcomes[-1].error
-    rows = [e for e in cluster.history if not hasattr(e, "query")]
-    assert [e.kind for e in rows] == ["insert", "insert", "update", "delete"]
+    rows = [e for e in cluster.history if isinstance(e, RowChangedEvent)]
+    assert sorted((e.table.name, e.kind) for e in rows) == [
+        ("k", "delete"),
+        ("k", "insert"),
+        ("k", "insert"),
+        ("k", "update"),
+        ("one", "insert"),
+        ("one", "insert"),
+    ]
+    expected = 0
     for event in rows:
         images = [i for i in (event.columns, event.pre_columns) if i is not None]
+        types = [c.tp for c in event.table.columns]
         held = sum(sys.getsizeof(v) for image in images for v in image)
-        overhead = 120 + sum(40 + 8 * len(image) for image in images)
-        assert held_bytes(event) >= overhead + held, event.kind
+        counted = sum(
+            FIXED_VALUE_BYTES.get(tp, sys.getsizeof(v))
+            for image in images
+            for tp, v in zip(types, image, strict=True)
+        )
+        overhead = _EVENT_BYTES + sum(_IMAGE_BYTES + 8 * len(image) for image in images)
+        assert held_bytes(event) == overhead + counted >= overhead + held, event
+        expected += overhead + counted
+    assert transaction_bytes(rows) == expected  # several tables at once, as one request's

@@ -176,8 +176,9 @@ HEAP = Heap()
 # `Cluster.at_once`: what may run on the service's event loop (which serves every client
 # meanwhile), and for how long a cluster whose work held it up for over SLOW_S runs on threads
 AT_ONCE_CHARS = 64 << 10  # of SQL
+LOOP_BUDGET_S = 0.05  # what a script runs on the loop before the rest goes to a thread
 SLOW_S = 0.25
-COOL_S = 10.0
+COOL_S = 60.0
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -292,6 +293,84 @@ class Execution:
         return any(o.error is not None for o in self.outcomes)
 
 
+class Script:
+    """A request's script on its cluster, in a session of its own: statements in order up to
+    the first error, or until `time_limit_s` has passed (then the next statement fails with
+    error 3024, as MAX_EXECUTION_TIME does). A transaction left open at the end is rolled
+    back. `run` may stop short after a budget (the service's event loop gives a script
+    `LOOP_BUDGET_S`) and a later `run` goes on from there, on another thread."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        text: str,
+        source: str = "request.sql",
+        max_statements: int = 0,
+        time_limit_s: float = 0.0,
+    ) -> None:
+        self.cluster, self.text, self.source = cluster, text, source
+        self.max_statements, self.time_limit_s = max_statements, time_limit_s
+        self.statements: list[RawStatement] | None = None  # split by the first `run`
+        self.deadline: float | None = None
+        self.session = cluster.session()
+        self.outcomes: list[Outcome] = []
+        self.events: list[Change] = []
+        self.done = False
+
+    def run(self, budget_s: float | None = None) -> bool:
+        """The statements not run yet, under the cluster's lock, replicated at the end as
+        the CLI replays a script (the same records, byte for byte); with `budget_s`,
+        stopping at the first statement boundary after it has passed. Whether the script
+        is done. A stop short, like a wait for a row lock, lets other sessions in: what
+        committed before goes to the changefeeds first, so commit order holds."""
+        if self.statements is None:
+            self.statements = self._split()
+            if self.time_limit_s:
+                self.deadline = time.monotonic() + self.time_limit_s
+        cluster, session = self.cluster, self.session
+        stop_at = None if budget_s is None else time.monotonic() + budget_s
+        with cluster.free:
+            if not self.outcomes:
+                session.sent = dict.fromkeys(cluster.feeds, 0)
+            stopped = False
+            try:
+                for stmt in self.statements[len(self.outcomes) :]:
+                    now = time.monotonic()
+                    if stop_at is not None and now > stop_at and self.outcomes:
+                        stopped = True  # (the first statement runs whatever the budget)
+                        break
+                    if self.deadline is not None and now > self.deadline:
+                        self.outcomes.append(_timed_out(stmt, self.time_limit_s))
+                        break
+                    outcome, committed = cluster.run(session, stmt, replicate=False)
+                    self.outcomes.append(outcome)
+                    self.events += committed
+                    if outcome.error is not None:
+                        break
+            finally:
+                if not stopped:
+                    cluster.end(session)
+                    self.done = True
+                cluster.flush(session)
+        return self.done
+
+    def _split(self) -> list[RawStatement]:
+        try:
+            statements = list(split_script(self.text.splitlines(keepends=True), self.source))
+        except SQLError as e:  # the script cannot be split: nothing of it runs
+            raise BadSQL(f"{e} (no statement ran)") from None
+        if self.max_statements and len(statements) > self.max_statements:
+            raise TooLarge(
+                f"{len(statements)} statements in one request; the limit is"
+                f" {self.max_statements} (TICDC_SIM_MAX_STATEMENTS)"
+            )
+        return statements
+
+    def result(self) -> Execution:
+        warnings = [str(w) for w in self.session.warnings]
+        return Execution(self.outcomes, _committed(self.events), self.session.sent, warnings)
+
+
 class Cluster:
     def __init__(
         self,
@@ -370,12 +449,14 @@ class Cluster:
         clients (bench/service.py). True, with the cluster's lock held until the block
         ends, only when nothing they do can wait:
           * the lock is free now;
-          * no transaction is open but the session's own: no row or metadata lock to wait
-            for, and none can be taken while the lock is held;
+          * no other session's transaction has read, written or locked anything
+            (`Upstream.busy`): no row or metadata lock to wait for, and none can be taken
+            while the lock is held;
           * every changefeed sends to memory (`Feed.in_memory`): no broker, disk or peer;
         and when they cannot hold the loop up long: at most `AT_ONCE_CHARS`, and nothing
         run so took over `SLOW_S` in the last `COOL_S` (a heavy statement, a scan of a big
-        table: the cluster's work goes to threads for a while)."""
+        table: the cluster's work goes to threads for a while). A script run so stops after
+        `LOOP_BUDGET_S` (`Script.run`), the rest going to a thread."""
         if (
             size > AT_ONCE_CHARS
             or time.monotonic() < self.slow_until
@@ -386,7 +467,7 @@ class Cluster:
         started = time.monotonic()
         try:
             own = session.txn if session is not None else None
-            yield all(txn is own for txn in self.engine.upstream.active) and all(
+            yield self.engine.upstream.busy(besides=own) is None and all(
                 feed.in_memory for feed in self.feeds.values()
             )
         finally:
@@ -402,50 +483,17 @@ class Cluster:
         max_statements: int = 0,
         time_limit_s: float = 0.0,
     ) -> Execution:
-        """A script in a session of its own: statements in order up to the first error, or
-        until `time_limit_s` has passed (then the next statement fails with error 3024, as
-        MAX_EXECUTION_TIME does). A transaction left open at the end is rolled back."""
-        try:
-            statements = list(split_script(text.splitlines(keepends=True), source))
-        except SQLError as e:  # the script cannot be split: nothing of it runs
-            raise BadSQL(f"{e} (no statement ran)") from None
-        if max_statements and len(statements) > max_statements:
-            raise TooLarge(
-                f"{len(statements)} statements in one request; the limit is {max_statements}"
-                " (TICDC_SIM_MAX_STATEMENTS)"
-            )
-        deadline = time.monotonic() + time_limit_s if time_limit_s else None
-        session = self.session()
-        outcomes: list[Outcome] = []
-        events: list[Change] = []
-        # the request under the lock, replicated at its end as the CLI replays a script
-        # (the same records, byte for byte); a wait for a row lock lets other sessions in,
-        # so what it committed before is replicated before it waits (commit order holds)
-        with self.free:
-            session.sent = dict.fromkeys(self.feeds, 0)
-            try:
-                for stmt in statements:
-                    if deadline is not None and time.monotonic() > deadline:
-                        outcomes.append(_timed_out(stmt, time_limit_s))
-                        break
-                    outcome, committed = self.run(session, stmt, replicate=False)
-                    outcomes.append(outcome)
-                    events += committed
-                    if outcome.error is not None:
-                        break
-            finally:
-                self.end(session)
-                self._flush(session)
-        sent = session.sent
-        warnings = [str(w) for w in session.warnings]
-        return Execution(outcomes, _committed(events), sent, warnings)
+        """A script in a session of its own, run to its end (`Script`)."""
+        script = Script(self, text, source, max_statements, time_limit_s)
+        script.run()
+        return script.result()
 
     def run(
         self, session: SessionState, stmt: RawStatement, replicate: bool = True
     ) -> tuple[Outcome, list[Change]]:
         """One statement of a session, waiting for the row locks it needs; what it
         committed has gone to the changefeeds (or, with `replicate` False, waits in the
-        session for the caller, holding the lock, to `_flush` it)."""
+        session for the caller, holding the lock, to `flush` it)."""
         line, column = (stmt.location.line, stmt.location.col) if stmt.location else (1, 1)
         outcome = Outcome(stmt.text.strip(), line, column)
         with self.free:
@@ -463,7 +511,7 @@ class Cluster:
                 self.transactions += len({e.commit_ts for e in events})
                 session.pending += events
                 if replicate:
-                    self._flush(session)
+                    self.flush(session)
         if self.settle_heap:
             HEAP.settle()
         return outcome, events
@@ -489,7 +537,7 @@ class Cluster:
         """The session waits for the transaction in its way to end (the caller then runs
         its statement again): error 1205 at `deadline`, 1213 when its transaction is a
         deadlock's victim, and 1053 when the service stops meanwhile."""
-        self._flush(session)  # others commit while it waits: what it committed goes first
+        self.flush(session)  # others commit while it waits: what it committed goes first
         upstream, txn = self.engine.upstream, session.txn
         if txn is not None:
             if blocked.key is not None:
@@ -520,7 +568,7 @@ class Cluster:
             if txn is not None:
                 upstream.locks.stop_waiting(txn)
 
-    def _flush(self, session: SessionState) -> None:
+    def flush(self, session: SessionState) -> None:
         """What the session committed and has not replicated, to the changefeeds."""
         if session.pending:
             pending, session.pending = session.pending, []

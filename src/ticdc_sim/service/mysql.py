@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import functools
 import logging
 import re
 import socket
@@ -79,7 +78,6 @@ from ticdc_sim.service.mysql_wire import (
 )
 from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.settings import Settings
-from ticdc_sim.service.state import on_cluster
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -213,8 +211,11 @@ class SimSession(BaseSession):
             raise MysqlError(e.message, e.code or 1064) from None
 
     async def run(self, stmt: RawStatement) -> Outcome:
-        work = functools.partial(self.cluster.run, self.state, stmt)
-        outcome, _ = await on_cluster(self.cluster, len(stmt.text), self.state, work, self.call)
+        with self.cluster.at_once(len(stmt.text), self.state) as now:
+            if now:  # on the event loop: it cannot wait
+                outcome, _ = self.cluster.run(self.state, stmt)
+        if not now:
+            outcome, _ = await self.call(self.cluster.run, self.state, stmt)
         if outcome.error is not None:
             raise _mysql_error(outcome.error)
         self.database = self.state.database

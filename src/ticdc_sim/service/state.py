@@ -4,7 +4,7 @@ changefeed gets its sink (checked against the settings first)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 
-from ticdc_sim.cluster import Cluster, Conflict, InvalidParam, SessionState
+from ticdc_sim.cluster import Cluster, Conflict, InvalidParam
 from ticdc_sim.config import Changefeed
 from ticdc_sim.encoders.registry import Limits
 from ticdc_sim.errors import ConfigError
@@ -173,18 +173,3 @@ def _sink_uri_invalid() -> Iterator[None]:
 def state_of(request: Request) -> State:
     found: State = request.app.state.sim
     return found
-
-
-async def on_cluster(
-    cluster: Cluster,
-    size: int,
-    session: SessionState | None,
-    work: Callable[[], T],
-    thread: Callable[[Callable[[], T]], Awaitable[T]],
-) -> T:
-    """`work` (statements of `size` characters, of `session` or a session of its own) on
-    the event loop when `Cluster.at_once` says they cannot wait, else handed to `thread`."""
-    with cluster.at_once(size, session) as now:
-        if now:
-            return work()
-    return await thread(work)

@@ -97,11 +97,19 @@ class Upstream:
             snapshots = [t.read_ts for t in self.active if t.read_ts is not None]
             self.versions.purge(min(snapshots, default=None))
 
-    def busy(self) -> Transaction | None:
-        """An open transaction a DDL waits for: one that read, wrote or locked (MySQL's
-        metadata locks), its deferred locks (`lock_rows`) included."""
+    def busy(self, besides: Transaction | None = None) -> Transaction | None:
+        """An open transaction (other than `besides`) a DDL waits for: one that read, wrote
+        or locked (MySQL's metadata locks), its deferred locks (`lock_rows`) included. Any
+        wait is for one of these: one that only began holds nothing."""
         held = self.locks.holds
-        return next((t for t in self.active if t.first or t.read_ts or t.deferred or held(t)), None)
+        return next(
+            (
+                t
+                for t in self.active
+                if t is not besides and (t.first or t.read_ts or t.deferred or held(t))
+            ),
+            None,
+        )
 
     # -- writes: in place, undone from the transaction's log (txn.py) ----------------------
 

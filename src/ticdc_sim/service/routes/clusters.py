@@ -18,7 +18,15 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ticdc_sim.cluster import BadRequest, Cluster, Execution, Outcome, TooLarge
+from ticdc_sim.cluster import (
+    LOOP_BUDGET_S,
+    BadRequest,
+    Cluster,
+    Execution,
+    Outcome,
+    Script,
+    TooLarge,
+)
 from ticdc_sim.errors import SimError
 from ticdc_sim.feed import Feed
 from ticdc_sim.generator.sql.script import decode_script
@@ -37,7 +45,7 @@ from ticdc_sim.service.models import (
     jsonable,
     printable,
 )
-from ticdc_sim.service.state import api_router, on_cluster, state_of
+from ticdc_sim.service.state import api_router, state_of
 from ticdc_sim.sinks import Record
 
 router = api_router("/sim/v1/clusters", "simulator")
@@ -103,10 +111,13 @@ async def execute(request: Request, cluster_id: str) -> Response:
     cluster = state.registry.get(cluster_id)
     sql = await _sql(request)
     settings = state.settings
-    work = functools.partial(
-        cluster.execute, sql, "request.sql", settings.max_statements, settings.request_time_s
-    )
-    run = await on_cluster(cluster, len(sql), None, work, run_in_threadpool)
+    script = Script(cluster, sql, "request.sql", settings.max_statements, settings.request_time_s)
+    with cluster.at_once(len(sql)) as now:
+        if now:  # on the event loop for a while: the rest, if any, on a thread
+            script.run(LOOP_BUDGET_S)
+    if not script.done:
+        await run_in_threadpool(script.run)
+    run = script.result()
     _within(run, settings.max_result_bytes)
     # serialised here, once: the result is already the response model
     return Response(ExecutionResult.of(run).model_dump_json(), media_type="application/json")
