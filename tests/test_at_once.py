@@ -17,7 +17,7 @@ import pytest
 
 import ticdc_sim.cluster as cluster_module
 from support_service import Server
-from ticdc_sim.cluster import AT_ONCE_CHARS, Cluster, Script
+from ticdc_sim.cluster import AT_ONCE_CHARS, LOOP_BUDGET_S, Cluster, MustWait, Script
 from ticdc_sim.encoders import Message
 from ticdc_sim.feed import FeedSpec
 from ticdc_sim.feedlog import Retain
@@ -62,6 +62,12 @@ def _run(c: Cluster, session: Any, sql: str) -> None:
     assert outcome.error is None, outcome.error
 
 
+def _rows(c: Cluster, sql: str) -> list[tuple[Any, ...]]:
+    (stmt,) = split_script([sql], "test.sql")
+    outcome, _ = c.run(c.session(), stmt)
+    return outcome.rows or []
+
+
 def test_statements_run_at_once_when_nothing_can_wait() -> None:
     c = _cluster(MemorySink, MemorySink)
     assert _now(c)
@@ -81,6 +87,42 @@ def test_another_sessions_busy_transaction_sends_statements_to_a_thread() -> Non
     assert _now(c, session=holder)  # the holder never waits for itself
     _run(c, holder, "COMMIT")
     assert _now(c, session=other)
+
+
+def test_a_session_waiting_sends_statements_to_a_thread_and_a_missed_wait_is_undone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A waiter woken by a commit but not yet run again still queues first for its row: a
+    newcomer would wait behind it. `at_once` says no while anyone waits; were a way to wait
+    missed, the statement is undone and `MustWait` raised, never a wait on the loop."""
+    c = _cluster()
+    _run(c, c.session(), "INSERT INTO t VALUES (1, 0)")
+    holder, waiter, newcomer = c.session(), c.session(), c.session()
+    _run(c, holder, "BEGIN")
+    _run(c, holder, "UPDATE t SET v = 1 WHERE id = 1")
+    waiting = threading.Thread(target=_run, args=(c, waiter, "UPDATE t SET v = 2 WHERE id = 1"))
+    waiting.start()
+    deadline = time.monotonic() + 10
+    while not c.waiting(waiter) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with c.lock:  # the waiter, woken by the commit, cannot run again yet
+        _run(c, holder, "COMMIT")
+        assert not _now(c)
+        monkeypatch.setattr(c, "_waiters", set())  # a predicate that missed it
+        script = Script(c, "INSERT INTO t VALUES (5, 5); UPDATE t SET v = 3 WHERE id = 1;")
+        with c.at_once(10) as now:
+            assert now
+            assert not script.run(LOOP_BUDGET_S)  # stopped before the statement that waits
+            (stmt,) = split_script(["UPDATE t SET v = 3 WHERE id = 1"], "test.sql")
+            with pytest.raises(MustWait):
+                c.run(newcomer, stmt)
+        monkeypatch.undo()
+    waiting.join(10)
+    assert [o.statement for o in script.outcomes] == ["INSERT INTO t VALUES (5, 5)"]
+    assert script.run()  # on a thread: the rest, after the waiter
+    _run(c, newcomer, "UPDATE t SET v = 4 WHERE id = 1")
+    rows = {r[0]: r[1] for r in _rows(c, "SELECT id, v FROM t")}
+    assert rows == {1: 4, 5: 5}
 
 
 def test_a_changefeed_not_in_memory_sends_statements_to_a_thread(

@@ -98,6 +98,11 @@ class BadRequest(SimError):
     error_code = "SIM:InvalidRequest"
 
 
+class MustWait(Exception):
+    """A statement run `at_once` needs to wait (the engine has undone it): the caller runs
+    it again where it may wait, on a thread."""
+
+
 class BadSQL(SimError):
     """A script that cannot be read into statements, such as an unterminated quote (400)."""
 
@@ -342,7 +347,11 @@ class Script:
                     if self.deadline is not None and now > self.deadline:
                         self.outcomes.append(_timed_out(stmt, self.time_limit_s))
                         break
-                    outcome, committed = cluster.run(session, stmt, replicate=False)
+                    try:
+                        outcome, committed = cluster.run(session, stmt, replicate=False)
+                    except MustWait:  # undone: it runs again, first of the rest
+                        stopped = True
+                        break
                     self.outcomes.append(outcome)
                     self.events += committed
                     if outcome.error is not None:
@@ -427,6 +436,7 @@ class Cluster:
         self.deadlocks = 0
         self.lock_wait_timeouts = 0
         self.slow_until = 0.0  # monotonic: until when nothing runs `at_once` (it was slow)
+        self._on_loop = False  # inside an `at_once` block that said yes
 
     def session(self, user: str = "root@127.0.0.1", connection_id: int = 0) -> SessionState:
         """A new session; `connection_id`: its MySQL connection's (an HTTP request's is new)."""
@@ -450,13 +460,16 @@ class Cluster:
         ends, only when nothing they do can wait:
           * the lock is free now;
           * no other session's transaction has read, written or locked anything
-            (`Upstream.busy`): no row or metadata lock to wait for, and none can be taken
-            while the lock is held;
+            (`Upstream.busy`) and no session waits (a request queued for a row goes
+            before a new one, even once the row is free): no lock to wait for, and none
+            can be taken while the lock is held;
           * every changefeed sends to memory (`Feed.in_memory`): no broker, disk or peer;
         and when they cannot hold the loop up long: at most `AT_ONCE_CHARS`, and nothing
         run so took over `SLOW_S` in the last `COOL_S` (a heavy statement, a scan of a big
         table: the cluster's work goes to threads for a while). A script run so stops after
-        `LOOP_BUDGET_S` (`Script.run`), the rest going to a thread."""
+        `LOOP_BUDGET_S` (`Script.run`), the rest going to a thread. Should a statement run
+        so need to wait all the same, it is undone and `MustWait` raised (a script stops
+        before it): the caller runs it again on a thread."""
         if (
             size > AT_ONCE_CHARS
             or time.monotonic() < self.slow_until
@@ -467,10 +480,14 @@ class Cluster:
         started = time.monotonic()
         try:
             own = session.txn if session is not None else None
-            yield self.engine.upstream.busy(besides=own) is None and all(
-                feed.in_memory for feed in self.feeds.values()
+            self._on_loop = (
+                not self._waiters
+                and self.engine.upstream.busy(besides=own) is None
+                and all(feed.in_memory for feed in self.feeds.values())
             )
+            yield self._on_loop
         finally:
+            self._on_loop = False
             self.lock.release()
             ended = time.monotonic()
             if ended - started > SLOW_S:
@@ -527,6 +544,8 @@ class Cluster:
             try:
                 return self._step(session, stmt, outcome)
             except Blocked as blocked:
+                if self._on_loop:  # `at_once` missed a way to wait: never on the loop
+                    raise MustWait from None
                 session.waiting_for = blocked.holder
                 if blocked.key is not None and blocked.key != waited_for:
                     self.lock_waits += 1

@@ -51,7 +51,7 @@ from mysql_mimic.types import (
 )
 from mysql_mimic.variables import GlobalVariables, SessionVariables
 
-from ticdc_sim.cluster import Cluster, Outcome, SessionState, next_connection_id
+from ticdc_sim.cluster import Cluster, MustWait, Outcome, SessionState, next_connection_id
 from ticdc_sim.errors import SQLError, sqlstate
 from ticdc_sim.generator.sql.script import RawStatement, split_script
 from ticdc_sim.generator.sql.sysvars import SERVER_VARIABLES
@@ -213,7 +213,10 @@ class SimSession(BaseSession):
     async def run(self, stmt: RawStatement) -> Outcome:
         with self.cluster.at_once(len(stmt.text), self.state) as now:
             if now:  # on the event loop: it cannot wait
-                outcome, _ = self.cluster.run(self.state, stmt)
+                try:
+                    outcome, _ = self.cluster.run(self.state, stmt)
+                except MustWait:  # it could after all: undone, run again where it may
+                    now = False
         if not now:
             outcome, _ = await self.call(self.cluster.run, self.state, stmt)
         if outcome.error is not None:
