@@ -154,10 +154,11 @@ class Heap:
     """The heap kept out of the collector's way. A service keeps what clusters hold (rows,
     the records changefeeds sent) for hours, and CPython's full collection walks every live
     object: a pause that grows with the heap and makes the latency's tail (bench/service.py
-    over HTTP: p99 440-520 ms without, 112 ms with). So once a second, after a statement,
-    the young generations are collected and what survives is frozen (`gc.freeze`), out of
-    later collections' walk. Removing a cluster or a changefeed unfreezes it all, so its
-    cycles can be reclaimed."""
+    over HTTP: p99 440-520 ms without). So every `SETTLE_S`, after a statement, the young
+    generations are collected and what survives is frozen (`gc.freeze`), out of later
+    collections' walk: a full collection walks at most that long's survivors (once a
+    second, those were pauses of 50 ms, a tenth of the requests of that second). Removing a
+    cluster or a changefeed unfreezes it all, so its cycles can be reclaimed."""
 
     SETTLE_S = 0.2
 

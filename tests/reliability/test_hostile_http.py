@@ -1173,7 +1173,7 @@ def test_a_request_that_hits_a_bug_is_answered_in_json_and_logged_once(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("planted")
 
-    monkeypatch.setattr(runtime.Cluster, "execute", broken)
+    monkeypatch.setattr(runtime.Script, "run", broken)
     with caplog.at_level(logging.INFO):
         answer = client.post(SQL, content=b"SELECT 1", headers=TEXT)
     line = broken.__code__.co_firstlineno + 1
