@@ -1,7 +1,8 @@
 """Statements run on the service's event loop only when nothing they do can wait
-(`Cluster.at_once`): no other session's open transaction, every changefeed in memory, a small
-script, and no recent slow run on the cluster; otherwise on a thread, where a wait for a lock
-holds nothing else up."""
+(`Cluster.at_once`): no other session holding anything or waiting, every changefeed in
+memory, a small script, and no recent slow run on the cluster; otherwise on a thread, where a
+wait for a lock holds nothing else up. A script leaves the loop after its budget, and a
+statement that needs to wait there all the same is undone and run on a thread."""
 
 from __future__ import annotations
 
