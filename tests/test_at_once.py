@@ -293,3 +293,15 @@ def test_a_long_script_on_the_loop_answers_1053_when_the_service_stops(tmp_path:
     statements = answer.json()["statements"]
     assert 1 < len(statements) < 400
     assert statements[-1]["error"]["code"] == 1053, statements[-1]
+
+
+def test_the_service_loads_at_start_what_a_first_request_would_import(server: Server) -> None:
+    """numpy (FLOAT columns' digits): a first request that imported it waited ~70 ms, and
+    with it every client the event loop served meanwhile."""
+    maps = Path(f"/proc/{server.process.pid}/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc (Linux) to see what the server process has loaded")
+    deadline = time.monotonic() + 30
+    while "_multiarray_umath" not in maps.read_text():
+        assert time.monotonic() < deadline, "numpy was not loaded 30 s after the start"
+        time.sleep(0.05)

@@ -471,11 +471,7 @@ class Cluster:
         `LOOP_BUDGET_S` (`Script.run`), the rest going to a thread. Should a statement run
         so need to wait all the same, it is undone and `MustWait` raised (a script stops
         before it): the caller runs it again on a thread."""
-        if (
-            size > AT_ONCE_CHARS
-            or time.monotonic() < self.slow_until
-            or not self.lock.acquire(blocking=False)
-        ):
+        if not self.may_run_at_once(size) or not self.lock.acquire(blocking=False):
             yield False
             return
         started = time.monotonic()
@@ -493,6 +489,17 @@ class Cluster:
             ended = time.monotonic()
             if ended - started > SLOW_S:
                 self.slow_until = ended + COOL_S
+
+    def may_run_at_once(self, size: int) -> bool:
+        """What of `at_once` no other session changes, asked without the lock: a script
+        small enough, no slow run lately, every changefeed in memory (asked again under
+        it). The service asks before a statement waits for its turn on the loop
+        (service/turns.py): one that cannot run there goes to its thread at once."""
+        return (
+            size <= AT_ONCE_CHARS
+            and time.monotonic() >= self.slow_until
+            and all(feed.in_memory for feed in list(self.feeds.values()))
+        )
 
     def execute(
         self,

@@ -78,6 +78,7 @@ from ticdc_sim.service.mysql_wire import (
 )
 from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.settings import Settings
+from ticdc_sim.service.turns import Turns
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -131,10 +132,11 @@ def cluster_of(clusters: Registry, username: str) -> Cluster | None:
 
 class SimSession(BaseSession):
     """One connection's session: its cluster and its `SessionState`, statements run on
-    the connection's own thread."""
+    the event loop in their turn when they cannot wait (`Cluster.at_once`), else on the
+    connection's own thread."""
 
-    def __init__(self, clusters: Registry) -> None:
-        self.clusters = clusters
+    def __init__(self, clusters: Registry, turns: Turns) -> None:
+        self.clusters, self.turns = clusters, turns
         self.variables = SessionVariables(GlobalVariables())
         self.variables.set("version", SERVER_VARIABLES["version"], force=True)  # handshake
         self.username: str | None = None
@@ -211,7 +213,7 @@ class SimSession(BaseSession):
             raise MysqlError(e.message, e.code or 1064) from None
 
     async def run(self, stmt: RawStatement) -> Outcome:
-        with self.cluster.at_once(len(stmt.text), self.state) as now:
+        async with self.turns.at_once(self.cluster, len(stmt.text), self.state) as now:
             if now:  # on the event loop: it cannot wait
                 try:
                     outcome, _ = self.cluster.run(self.state, stmt)
@@ -948,9 +950,11 @@ class SimServer(MysqlServer):
     `pkg/server/server.go` checkConnectionCount: one more is answered 1040 in the OK's
     place); `len(server.connections)` is what the metrics show."""
 
-    def __init__(self, clusters: Registry, password: str | None, max_connections: int) -> None:
+    def __init__(
+        self, clusters: Registry, turns: Turns, password: str | None, max_connections: int
+    ) -> None:
         super().__init__(identity_provider=_Users(clusters, password), capabilities=CAPABILITIES)
-        self.clusters = clusters
+        self.clusters, self.turns = clusters, turns
         self.max_connections = max_connections
         self.connections: set[SimConnection] = set()
         self.tasks: set[asyncio.Task[None]] = set()  # every socket, in the handshake or past
@@ -973,7 +977,7 @@ class SimServer(MysqlServer):
 
         connection = SimConnection(
             stream=Stream(MysqlStream(reader, writer)),
-            session=SimSession(self.clusters),
+            session=SimSession(self.clusters, self.turns),
             control=self.control,
             server_capabilities=self.capabilities,
             identity_provider=self.identity_provider,
@@ -1005,12 +1009,13 @@ class SimServer(MysqlServer):
 
 
 async def start(
-    settings: Settings, clusters: Registry, sock: socket.socket | None = None
+    settings: Settings, clusters: Registry, turns: Turns, sock: socket.socket | None = None
 ) -> SimServer | None:
-    """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none), on `sock` when `serve` bound it."""
+    """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none), on `sock` when `serve` bound it;
+    `turns`: the event loop's, shared with the HTTP port."""
     if not settings.mysql_port:
         return None
-    server = SimServer(clusters, settings.mysql_password, settings.max_connections)
+    server = SimServer(clusters, turns, settings.mysql_password, settings.max_connections)
     if sock is not None:
         await server.start_server(host=None, port=None, sock=sock)
     else:

@@ -112,7 +112,7 @@ async def execute(request: Request, cluster_id: str) -> Response:
     sql = await _sql(request)
     settings = state.settings
     script = Script(cluster, sql, "request.sql", settings.max_statements, settings.request_time_s)
-    with cluster.at_once(len(sql)) as now:
+    async with state.turns.at_once(cluster, len(sql)) as now:
         if now:  # on the event loop for a while: the rest, if any, on a thread
             script.run(LOOP_BUDGET_S)
     if not script.done:

@@ -1,0 +1,211 @@
+"""Turns on the service's event loop (service/turns.py): requests run in the order they
+asked, at most `PER_PASS` between two of the loop's passes (where it reads its sockets),
+and neither an error nor a cancelled request loses the turn. Then the same through the
+service: scripts of different clusters queued behind a held turn run in the order they
+came."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ticdc_sim.service.app import create_app
+from ticdc_sim.service.settings import Settings
+from ticdc_sim.service.turns import PER_PASS, Turns
+
+
+class Passes:
+    """Counts the event loop's passes: a callback that schedules itself again each pass."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.loop = asyncio.get_running_loop()
+        self.handle = self.loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.count += 1
+        self.handle = self.loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
+def run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 10))
+
+
+async def settle(turns: Turns, waiting: int) -> None:
+    """Until `waiting` requests are queued for the turn."""
+    while len(turns._waiting) < waiting:
+        await asyncio.sleep(0)
+
+
+def test_requests_take_their_turns_in_the_order_they_asked_a_pass_at_a_time() -> None:
+    async def main() -> None:
+        turns, ran = Turns(), []
+        passes = Passes()
+        count = 2 * PER_PASS + 3
+
+        async def request(number: int) -> None:
+            async with turns.turn():
+                ran.append((number, passes.count))
+
+        async with turns.turn():  # held while everyone asks
+            tasks = [asyncio.create_task(request(n)) for n in range(count)]
+            await settle(turns, count)
+        await asyncio.gather(*tasks)
+        passes.stop()
+        assert [n for n, _ in ran] == list(range(count))
+        per_pass: dict[int, int] = {}
+        for _, at in ran:
+            per_pass[at] = per_pass.get(at, 0) + 1
+        assert list(per_pass.values()) == [PER_PASS, PER_PASS, 3]
+        assert len(set(per_pass)) == 3 and max(per_pass) - min(per_pass) == 2  # passes in a row
+
+    run(main)
+
+
+def test_a_request_that_asks_in_the_pass_a_turn_ended_waits_for_the_next_pass() -> None:
+    """The loop reads its sockets between the two: what came meanwhile can ask first."""
+
+    async def main() -> None:
+        turns, passes = Turns(), Passes()
+        async with turns.turn():
+            ended = passes.count
+        async with turns.turn():
+            assert passes.count > ended
+        passes.stop()
+
+    run(main)
+
+
+def test_a_turn_is_free_at_once_when_nobody_waits() -> None:
+    async def main() -> None:
+        turns = Turns()
+        async with turns.turn():
+            pass
+        await asyncio.sleep(0)  # the pass after: free
+        assert not turns._taken
+        async with turns.turn():
+            assert turns._taken
+
+    run(main)
+
+
+def test_an_error_in_the_turn_hands_it_on() -> None:
+    async def main() -> None:
+        turns, ran = Turns(), []
+
+        async def failing() -> None:
+            async with turns.turn():
+                raise ValueError("the statement failed")
+
+        async def after() -> None:
+            async with turns.turn():
+                ran.append("after")
+
+        async with turns.turn():
+            tasks = [asyncio.create_task(failing()), asyncio.create_task(after())]
+            await settle(turns, 2)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(results[0], ValueError) and ran == ["after"]
+
+    run(main)
+
+
+@pytest.mark.parametrize("when", ["while waiting", "once handed the turn"])
+def test_a_cancelled_request_does_not_keep_the_others_waiting(when: str) -> None:
+    async def main() -> None:
+        turns, ran = Turns(), []
+
+        async def request(name: str) -> None:
+            async with turns.turn():
+                ran.append(name)
+
+        async with turns.turn():
+            first = asyncio.create_task(request("cancelled"))
+            second = asyncio.create_task(request("second"))
+            await settle(turns, 2)
+            if when == "while waiting":
+                first.cancel()
+        if when == "once handed the turn":
+            first.cancel()  # its waiter is done, its task not resumed yet
+        await asyncio.gather(first, second, return_exceptions=True)
+        assert first.cancelled() and ran == ["second"]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not turns._taken and not turns._holders
+
+    run(main)
+
+
+def test_scripts_of_different_clusters_run_in_the_order_they_came(tmp_path: Path) -> None:
+    """Through the app: each script waits for the turn the test holds, queued in the order
+    the requests came, and once it is free they commit in that order (each cluster's
+    commit ts is its own, so the order is the order the answers came)."""
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, default_cluster=False)
+    app = create_app(settings)
+    turns = app.state.sim.turns
+    names = [f"c{n}" for n in range(PER_PASS + 4)]
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
+        ):
+            for name in names:
+                answer = await client.post("/sim/v1/clusters", json={"id": name})
+                assert answer.status_code == 201, answer.text
+                answer = await client.post(
+                    f"/sim/v1/clusters/{name}/sql", content="CREATE TABLE t (id INT PRIMARY KEY)"
+                )
+                assert answer.json()["ok"], answer.text
+            answered: list[str] = []
+
+            async def script(name: str) -> None:
+                answer = await client.post(
+                    f"/sim/v1/clusters/{name}/sql", content="INSERT INTO t VALUES (1)"
+                )
+                assert answer.json()["ok"], answer.text
+                answered.append(name)
+
+            async with turns.turn():
+                tasks = []
+                for name in names:
+                    tasks.append(asyncio.create_task(script(name)))
+                    await settle(turns, len(tasks))  # queued before the next one comes
+                assert not answered
+            await asyncio.gather(*tasks)
+            assert answered == names
+
+    run(main)
+
+
+def test_a_script_that_cannot_run_on_the_loop_does_not_wait_for_a_turn(tmp_path: Path) -> None:
+    """The default cluster's changefeed writes files: its scripts run on threads, and a
+    held turn (the loop busy with other clusters' scripts) does not hold them up."""
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=0)
+    app = create_app(settings)
+    turns = app.state.sim.turns
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
+        ):
+            async with turns.turn():
+                answer = await client.post(
+                    "/sim/v1/clusters/default/sql",
+                    content="CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)",
+                )
+                assert answer.json()["ok"], answer.text
+                assert not turns._waiting
+
+    run(main)
