@@ -199,13 +199,13 @@ def test_a_script_that_cannot_run_on_the_loop_does_not_wait_for_a_turn(tmp_path:
         async with (
             app.router.lifespan_context(app),
             httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
+            turns.turn(),  # held by the test meanwhile
         ):
-            async with turns.turn():
-                answer = await client.post(
-                    "/sim/v1/clusters/default/sql",
-                    content="CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)",
-                )
-                assert answer.json()["ok"], answer.text
-                assert not turns._waiting
+            answer = await client.post(
+                "/sim/v1/clusters/default/sql",
+                content="CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)",
+            )
+            assert answer.json()["ok"], answer.text
+            assert not turns._waiting
 
     run(main)
