@@ -8,7 +8,7 @@ waits for the whole batch, then for its place in the next one, and that place fo
 order the sockets are reported in, not the order requests came in: with 32 clients, one
 unlucky in that order waited two rounds of the others' work, turn after turn
 (bench/service.py over HTTP: p99 twice the p50, 90-150 ms). In turns a request waits for
-those that asked before it, about one round (p99 51-72 ms, 1.1-1.5x the p50, as fast).
+those that asked before it, about one round (p99 51-70 ms, 1.1-1.5x the p50, as fast).
 
 A turn orders work, it does not exclude it: the block runs without awaiting (the cluster's
 lock, taken in `at_once`, is what keeps two statements of a cluster apart), so the
