@@ -209,3 +209,38 @@ def test_a_script_that_cannot_run_on_the_loop_does_not_wait_for_a_turn(tmp_path:
             assert not turns._waiting
 
     run(main)
+
+
+def test_turns_start_afresh_on_a_new_event_loop() -> None:
+    """A test client without `with` runs each request on a loop of its own: a turn whose
+    release was still to settle when its loop ended does not keep the next loop waiting."""
+    turns = Turns()
+
+    async def once() -> None:
+        async with turns.turn():
+            pass  # released: the turn is free from the loop's next pass, which never comes
+
+    async def last() -> None:
+        await once()
+        asyncio.get_running_loop().stop()  # the loop ends with this pass
+
+    loop = asyncio.new_event_loop()
+    loop.create_task(last())
+    loop.run_forever()
+    loop.close()
+    assert turns._taken
+    run(once)
+
+
+def test_a_test_client_without_with_serves_scripts_one_after_another(tmp_path: Path) -> None:
+    """Each request on an event loop of its own, the turns with them."""
+    from fastapi.testclient import TestClient
+
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=0, default_cluster=False)
+    client = TestClient(create_app(settings))
+    assert client.post("/sim/v1/clusters", json={"id": "c"}).status_code == 201
+    body = {"namespace": "c", "changefeed_id": "mem", "sink_uri": "memory://?protocol=canal-json"}
+    assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+    for sql in ("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "SELECT 1"):
+        answer = client.post("/sim/v1/clusters/c/sql", content=sql)
+        assert answer.json()["ok"], answer.text

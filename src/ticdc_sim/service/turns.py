@@ -31,6 +31,12 @@ PER_PASS = 8
 
 class Turns:
     def __init__(self) -> None:
+        self._on(None)
+
+    def _on(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Turns on `loop`, none taken: those of a loop that ended ended with it (a test
+        client runs the app on a loop of its own, one a request without `with`)."""
+        self._loop = loop
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._taken = False  # until the pass after the last holder's release
         self._holders = 0  # handed their turn, not yet done
@@ -53,6 +59,9 @@ class Turns:
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """The turn, once every request that asked before has had its own."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._on(loop)
         if self._taken:
             waiter = asyncio.get_running_loop().create_future()
             self._waiting.append(waiter)
