@@ -11,7 +11,9 @@ through TiCDC's open API) and sends `--scripts` transactions of 100 row changes 
     client);
   * MySQL: each client a pymysql connection (user `<cluster>.root`), one statement at a time
     as a driver sends them;
-  (clients and connections are made before the clock starts: the run times transactions)
+  (clients and connections are made before the clock starts, and this process's heap is
+  frozen out of its collector while the clock runs: the run times the service's work, not
+  the load generator's)
   * replay: the same SQL through the CLI's engine and pipeline, no service, in 3 fresh
     processes one after another, 3 runs each: the rate the service is measured beside,
     cold (the median of the first runs, each in a new process as a CLI run is: the target's
@@ -25,9 +27,8 @@ Printed per mode: transactions, rows/s, p50/p99 latency per transaction, errors;
 a client's changefeed holds the same row and DDL records as the replay; for the pool,
 transactions/s, p50/p99 latency (retries included), deadlocks, lock-wait timeouts, lock waits
 (MariaDB's Innodb_row_lock_waits; the service's ticdc_sim_lock_waits_total on /metrics) and
-the ratio to MariaDB. Targets (2
-cores): 0 errors, >= 20k rows/s and p99 < 100 ms over HTTP, HTTP >= 0.8 of the replay's rate,
-MySQL >= 0.9 of the HTTP rate.
+the ratio to MariaDB. Targets (2 cores): 0 errors, >= 20k rows/s and p99 < 100 ms over
+HTTP, HTTP >= 0.8 of the replay's rate, MySQL >= 0.9 of the HTTP rate.
 
     python bench/service.py --modes pool --pool-txns 300
 """
