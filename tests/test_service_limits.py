@@ -138,7 +138,7 @@ def test_a_client_that_never_finishes_the_handshake_is_closed(
     from ticdc_sim.service import mysql
     from ticdc_sim.service.registry import Registry
     from ticdc_sim.service.settings import Settings
-    from ticdc_sim.service.turns import Turns
+    from ticdc_sim.service.turns import LoopTurns
 
     monkeypatch.setattr(mysql, "CONNECT_TIMEOUT_S", 0.2)
 
@@ -146,7 +146,7 @@ def test_a_client_that_never_finishes_the_handshake_is_closed(
         listening = socket.create_server(("127.0.0.1", 0))
         port = listening.getsockname()[1]
         settings = Settings(mysql_port=port, max_connections=4)
-        served = await mysql.start(settings, Registry(), Turns(), listening)
+        served = await mysql.start(settings, Registry(), LoopTurns(), listening)
         assert served is not None
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -7,6 +7,9 @@ came."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import socket
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,16 @@ from typing import Any
 import httpx
 import pytest
 
+from ticdc_sim.cluster import Cluster
+from ticdc_sim.feed import FeedSpec
+from ticdc_sim.feedlog import Retain
+from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
-from ticdc_sim.service.turns import PER_PASS, Turns
+from ticdc_sim.service.turns import PER_PASS, LoopTurns, Turns
+from ticdc_sim.sinks.memory import MemorySink
+
+MEMORY = "memory://?protocol=canal-json"
 
 
 class Passes:
@@ -175,11 +185,11 @@ def test_scripts_of_different_clusters_run_in_the_order_they_came(tmp_path: Path
                 assert answer.json()["ok"], answer.text
                 answered.append(name)
 
-            async with turns.turn():
+            async with turns.here().turn():
                 tasks = []
                 for name in names:
                     tasks.append(asyncio.create_task(script(name)))
-                    await settle(turns, len(tasks))  # queued before the next one comes
+                    await settle(turns.here(), len(tasks))  # queued before the next one comes
                 assert not answered
             await asyncio.gather(*tasks)
             assert answered == names
@@ -199,25 +209,27 @@ def test_a_script_that_cannot_run_on_the_loop_does_not_wait_for_a_turn(tmp_path:
         async with (
             app.router.lifespan_context(app),
             httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
-            turns.turn(),  # held by the test meanwhile
+            turns.here().turn(),  # held by the test meanwhile
         ):
             answer = await client.post(
                 "/sim/v1/clusters/default/sql",
                 content="CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)",
             )
             assert answer.json()["ok"], answer.text
-            assert not turns._waiting
+            assert not turns.here()._waiting
 
     run(main)
 
 
-def test_turns_start_afresh_on_a_new_event_loop() -> None:
-    """A test client without `with` runs each request on a loop of its own: a turn whose
-    release was still to settle when its loop ended does not keep the next loop waiting."""
-    turns = Turns()
+def test_each_event_loop_has_turns_of_its_own() -> None:
+    """A test client runs the app on a loop of its own for each request (without `with`),
+    from as many threads as call it: a turn whose release was still to settle when its
+    loop ended does not keep the next loop waiting, and a loop holding its turn does not
+    hold up another running at the same time."""
+    turns = LoopTurns()
 
     async def once() -> None:
-        async with turns.turn():
+        async with turns.here().turn():
             pass  # released: the turn is free from the loop's next pass, which never comes
 
     async def last() -> None:
@@ -227,9 +239,24 @@ def test_turns_start_afresh_on_a_new_event_loop() -> None:
     loop = asyncio.new_event_loop()
     loop.create_task(last())
     loop.run_forever()
+    assert turns._loops[loop]._taken
     loop.close()
-    assert turns._taken
     run(once)
+
+    held, done = threading.Event(), threading.Event()
+
+    async def holding() -> None:
+        async with turns.here().turn():
+            held.set()
+            while not done.is_set():  # another loop's turn comes meanwhile
+                await asyncio.sleep(0.01)
+
+    holder = threading.Thread(target=asyncio.run, args=(holding(),))
+    holder.start()
+    assert held.wait(10)
+    run(once)
+    done.set()
+    holder.join(10)
 
 
 def test_a_test_client_without_with_serves_scripts_one_after_another(tmp_path: Path) -> None:
@@ -244,3 +271,87 @@ def test_a_test_client_without_with_serves_scripts_one_after_another(tmp_path: P
     for sql in ("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "SELECT 1"):
         answer = client.post("/sim/v1/clusters/c/sql", content=sql)
         assert answer.json()["ok"], answer.text
+
+
+def _cluster() -> Cluster:
+    c = Cluster("c", 7, lock_wait_s=5.0, max_txn_rows=1000, settle_heap=False)
+    c.add_feed(FeedSpec("mem", MEMORY), lambda _: MemorySink(), Retain())
+    assert not c.execute(
+        "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)"
+    ).failed
+    return c
+
+
+def _run(c: Cluster, session: Any, sql: str) -> None:
+    (stmt,) = split_script([sql], "test.sql")
+    outcome, _ = c.run(session, stmt)
+    assert outcome.error is None, outcome.error
+
+
+def test_a_statement_another_sessions_rows_would_send_to_a_thread_does_not_queue() -> None:
+    """Another session's transaction holds a row: a statement that `at_once` would refuse
+    goes to its thread without waiting for the turn first; the holder's own next statement
+    (its COMMIT) still runs on the loop in its turn."""
+    c = _cluster()
+    holder, other = c.session(), c.session()
+    _run(c, holder, "BEGIN")
+    _run(c, holder, "UPDATE t SET id = 3 WHERE id = 1")
+    assert not c.may_run_at_once(10, other) and c.may_run_at_once(10, holder)
+
+    async def main() -> None:
+        turns = LoopTurns()
+        async with turns.here().turn():  # held: the loop busy with other clusters' work
+            async with turns.at_once(c, 10, other) as now:
+                assert not now and not turns.here()._waiting
+            asking = asyncio.create_task(_now(turns, c, holder))
+            await settle(turns.here(), 1)
+        assert await asking
+
+    run(main)
+
+
+async def _now(turns: LoopTurns, c: Cluster, session: Any) -> bool:
+    async with turns.at_once(c, 10, session) as now:
+        return now
+
+
+def test_a_mysql_statement_waits_for_its_turn(tmp_path: Path) -> None:
+    """The MySQL port's statements take the same turns as the HTTP scripts."""
+    pymysql = pytest.importorskip("pymysql")
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    settings = Settings(data_dir=tmp_path / "data", mysql_port=port, default_cluster=False)
+    app = create_app(settings, listening)
+    turns = app.state.sim.turns
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
+        ):
+            assert (await client.post("/sim/v1/clusters", json={"id": "m"})).status_code == 201
+            body = {"namespace": "m", "changefeed_id": "mem", "sink_uri": MEMORY}
+            assert (await client.post("/api/v2/changefeeds", json=body)).status_code == 200
+            answer = await client.post(
+                "/sim/v1/clusters/m/sql", content="CREATE TABLE t (id INT PRIMARY KEY)"
+            )
+            assert answer.json()["ok"], answer.text
+            loop = asyncio.get_running_loop()
+            connect = functools.partial(
+                pymysql.connect, host="127.0.0.1", port=port, user="m.root", autocommit=True
+            )
+            conn = await loop.run_in_executor(None, connect)
+            try:
+                cursor = conn.cursor()
+                async with turns.here().turn():
+                    inserted = loop.run_in_executor(
+                        None, cursor.execute, "INSERT INTO test.t VALUES (1)"
+                    )
+                    await settle(turns.here(), 1)
+                    assert not inserted.done()
+                assert await inserted == 1
+            finally:
+                await loop.run_in_executor(None, conn.close)
+
+    run(main)

@@ -471,17 +471,12 @@ class Cluster:
         `LOOP_BUDGET_S` (`Script.run`), the rest going to a thread. Should a statement run
         so need to wait all the same, it is undone and `MustWait` raised (a script stops
         before it): the caller runs it again on a thread."""
-        if not self.may_run_at_once(size) or not self.lock.acquire(blocking=False):
+        if not self.lock.acquire(blocking=False):
             yield False
             return
         started = time.monotonic()
         try:
-            own = session.txn if session is not None else None
-            self._on_loop = (
-                not self._waiters
-                and self.engine.upstream.busy(besides=own) is None
-                and all(feed.in_memory for feed in self.feeds.values())
-            )
+            self._on_loop = self.may_run_at_once(size, session)
             yield self._on_loop
         finally:
             self._on_loop = False
@@ -490,14 +485,17 @@ class Cluster:
             if ended - started > SLOW_S:
                 self.slow_until = ended + COOL_S
 
-    def may_run_at_once(self, size: int) -> bool:
-        """What of `at_once` no other session changes, asked without the lock: a script
-        small enough, no slow run lately, every changefeed in memory (asked again under
-        it). The service asks before a statement waits for its turn on the loop
-        (service/turns.py): one that cannot run there goes to its thread at once."""
+    def may_run_at_once(self, size: int, session: SessionState | None = None) -> bool:
+        """`at_once`'s conditions but the lock's. Under the lock, the answer; without it,
+        a hint that reads only snapshots (`Upstream.busy`, the changefeeds): the service
+        asks it before a statement waits for its turn on the loop (service/turns.py), so
+        that one that could not run there goes to its thread at once."""
+        own = session.txn if session is not None else None
         return (
             size <= AT_ONCE_CHARS
             and time.monotonic() >= self.slow_until
+            and not self._waiters
+            and self.engine.upstream.busy(besides=own) is None
             and all(feed.in_memory for feed in list(self.feeds.values()))
         )
 

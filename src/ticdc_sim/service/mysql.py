@@ -78,7 +78,7 @@ from ticdc_sim.service.mysql_wire import (
 )
 from ticdc_sim.service.registry import Registry
 from ticdc_sim.service.settings import Settings
-from ticdc_sim.service.turns import Turns
+from ticdc_sim.service.turns import LoopTurns
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class SimSession(BaseSession):
     the event loop in their turn when they cannot wait (`Cluster.at_once`), else on the
     connection's own thread."""
 
-    def __init__(self, clusters: Registry, turns: Turns) -> None:
+    def __init__(self, clusters: Registry, turns: LoopTurns) -> None:
         self.clusters, self.turns = clusters, turns
         self.variables = SessionVariables(GlobalVariables())
         self.variables.set("version", SERVER_VARIABLES["version"], force=True)  # handshake
@@ -951,7 +951,7 @@ class SimServer(MysqlServer):
     place); `len(server.connections)` is what the metrics show."""
 
     def __init__(
-        self, clusters: Registry, turns: Turns, password: str | None, max_connections: int
+        self, clusters: Registry, turns: LoopTurns, password: str | None, max_connections: int
     ) -> None:
         super().__init__(identity_provider=_Users(clusters, password), capabilities=CAPABILITIES)
         self.clusters, self.turns = clusters, turns
@@ -1009,7 +1009,7 @@ class SimServer(MysqlServer):
 
 
 async def start(
-    settings: Settings, clusters: Registry, turns: Turns, sock: socket.socket | None = None
+    settings: Settings, clusters: Registry, turns: LoopTurns, sock: socket.socket | None = None
 ) -> SimServer | None:
     """The MySQL port (TICDC_SIM_MYSQL_PORT; 0: none), on `sock` when `serve` bound it;
     `turns`: the event loop's, shared with the HTTP port."""

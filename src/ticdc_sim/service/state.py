@@ -24,7 +24,7 @@ from ticdc_sim.service.metrics import Metrics
 from ticdc_sim.service.models import Error
 from ticdc_sim.service.registry import Registry, default_open_sink
 from ticdc_sim.service.settings import Settings
-from ticdc_sim.service.turns import Turns
+from ticdc_sim.service.turns import LoopTurns
 from ticdc_sim.sinks import Sink, overlap
 
 T = TypeVar("T")
@@ -78,7 +78,7 @@ class State:
     closed: list[str] = field(default_factory=list)  # at shutdown: what went where
     close_error: str | None = None
     placing: threading.Lock = field(default_factory=threading.Lock)  # see `place`
-    turns: Turns = field(default_factory=Turns)  # the event loop's, for statements run on it
+    turns: LoopTurns = field(default_factory=LoopTurns)  # for statements run on the loop
 
     def stop(self) -> None:
         """The service is stopping: what is open ends soon (tails at once, scripts and

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator
 
@@ -29,39 +30,51 @@ from ticdc_sim.cluster import Cluster, SessionState
 PER_PASS = 8
 
 
-class Turns:
-    def __init__(self) -> None:
-        self._on(None)
+class LoopTurns:
+    """The service's turns: one queue (`Turns`) for each event loop it runs on. uvicorn runs
+    one; a test client runs the app on a loop of its own for each request (without `with`),
+    from as many threads as call it, and a loop's queue goes with the loop."""
 
-    def _on(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Turns on `loop`, none taken: those of a loop that ended ended with it (a test
-        client runs the app on a loop of its own, one a request without `with`)."""
-        self._loop = loop
-        self._waiting: deque[asyncio.Future[None]] = deque()
-        self._taken = False  # until the pass after the last holder's release
-        self._holders = 0  # handed their turn, not yet done
+    def __init__(self) -> None:
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Turns]
+        self._loops = weakref.WeakKeyDictionary()
+
+    def here(self) -> Turns:
+        """The running loop's."""
+        loop = asyncio.get_running_loop()
+        turns = self._loops.get(loop)
+        if turns is None:
+            turns = self._loops[loop] = Turns()
+        return turns
 
     @contextlib.asynccontextmanager
     async def at_once(
         self, cluster: Cluster, size: int, session: SessionState | None = None
     ) -> AsyncIterator[bool]:
-        """`Cluster.at_once` in this loop's turn: whether statements of `size` characters
-        (a script, or `session`'s next one) run now on the loop, the cluster's lock held
-        while the block runs. One that cannot run there (a big script, a cluster cooling
-        down, a changefeed not in memory) does not wait for a turn."""
-        if not cluster.may_run_at_once(size):
+        """`Cluster.at_once` in the loop's turn: whether statements of `size` characters (a
+        script, or `session`'s next one) run now on the loop, the cluster's lock held while
+        the block runs. One that could not run there (`Cluster.may_run_at_once`: a big
+        script, another session's transaction holding rows, a changefeed not in memory)
+        does not wait for a turn."""
+        if not cluster.may_run_at_once(size, session):
             yield False
             return
-        async with self.turn():
+        async with self.here().turn():
             with cluster.at_once(size, session) as now:
                 yield now
+
+
+class Turns:
+    """One event loop's turns."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._taken = False  # until the pass after the last holder's release
+        self._holders = 0  # handed their turn, not yet done
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """The turn, once every request that asked before has had its own."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._on(loop)
         if self._taken:
             waiter = asyncio.get_running_loop().create_future()
             self._waiting.append(waiter)

@@ -100,12 +100,13 @@ class Upstream:
     def busy(self, besides: Transaction | None = None) -> Transaction | None:
         """An open transaction (other than `besides`) a DDL waits for: one that read, wrote
         or locked (MySQL's metadata locks), its deferred locks (`lock_rows`) included. Any
-        wait is for one of these: one that only began holds nothing."""
+        wait is for one of these: one that only began holds nothing. Over a copy of the
+        open transactions: `Cluster.may_run_at_once` asks it without the cluster's lock."""
         held = self.locks.holds
         return next(
             (
                 t
-                for t in self.active
+                for t in list(self.active)
                 if t is not besides and (t.first or t.read_ts or t.deferred or held(t))
             ),
             None,
