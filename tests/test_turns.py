@@ -1,16 +1,18 @@
 """Turns on the service's event loop (service/turns.py): requests run in the order they
 asked, at most `PER_PASS` between two of the loop's passes (where it reads its sockets),
-and neither an error nor a cancelled request loses the turn. Then the same through the
-service: scripts of different clusters queued behind a held turn run in the order they
-came."""
+neither an error nor a cancelled request loses the turn, and each event loop has turns of
+its own. Then through the service: scripts of different clusters queued behind a held turn
+run in the order they came, a MySQL statement waits for its turn too, and what would run
+on a thread anyway (a changefeed writing files, another session's rows) does not queue."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,17 @@ class Passes:
 
 def run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The app started (its lifespan) and a client of it, on the running loop."""
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
+    ):
+        yield client
 
 
 async def settle(turns: Turns, waiting: int) -> None:
@@ -164,11 +177,7 @@ def test_scripts_of_different_clusters_run_in_the_order_they_came(tmp_path: Path
     names = [f"c{n}" for n in range(PER_PASS + 4)]
 
     async def main() -> None:
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
-        ):
+        async with serving(app) as client:
             for name in names:
                 answer = await client.post("/sim/v1/clusters", json={"id": name})
                 assert answer.status_code == 201, answer.text
@@ -205,12 +214,7 @@ def test_a_script_that_cannot_run_on_the_loop_does_not_wait_for_a_turn(tmp_path:
     turns = app.state.sim.turns
 
     async def main() -> None:
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
-            turns.here().turn(),  # held by the test meanwhile
-        ):
+        async with serving(app) as client, turns.here().turn():  # held by the test meanwhile
             answer = await client.post(
                 "/sim/v1/clusters/default/sql",
                 content="CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)",
@@ -325,11 +329,7 @@ def test_a_mysql_statement_waits_for_its_turn(tmp_path: Path) -> None:
     turns = app.state.sim.turns
 
     async def main() -> None:
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url="http://sim") as client,
-        ):
+        async with serving(app) as client:
             assert (await client.post("/sim/v1/clusters", json={"id": "m"})).status_code == 201
             body = {"namespace": "m", "changefeed_id": "mem", "sink_uri": MEMORY}
             assert (await client.post("/api/v2/changefeeds", json=body)).status_code == 200
