@@ -209,8 +209,8 @@ def replays(txns: list[list[str]], processes: int = 3) -> tuple[list[Any], int, 
     a CLI run starts: this one's heap (the clients, their work) made the cold run's speed
     swing by a fifth from run to run."""
     done = []
+    spawn = multiprocessing.get_context("spawn")
     for _ in range(processes):
-        spawn = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
             done.append(pool.submit(replay, txns).result())
     records, rows, _ = done[-1]

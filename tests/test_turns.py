@@ -19,16 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
+from test_at_once import MEMORY, _cluster, _run
 from ticdc_sim.cluster import Cluster
-from ticdc_sim.feed import FeedSpec
-from ticdc_sim.feedlog import Retain
-from ticdc_sim.generator.sql.script import split_script
 from ticdc_sim.service.app import create_app
 from ticdc_sim.service.settings import Settings
 from ticdc_sim.service.turns import PER_PASS, LoopTurns, Turns
-from ticdc_sim.sinks.memory import MemorySink
-
-MEMORY = "memory://?protocol=canal-json"
 
 
 class Passes:
@@ -277,21 +272,6 @@ def test_a_test_client_without_with_serves_scripts_one_after_another(tmp_path: P
         assert answer.json()["ok"], answer.text
 
 
-def _cluster() -> Cluster:
-    c = Cluster("c", 7, lock_wait_s=5.0, max_txn_rows=1000, settle_heap=False)
-    c.add_feed(FeedSpec("mem", MEMORY), lambda _: MemorySink(), Retain())
-    assert not c.execute(
-        "CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)"
-    ).failed
-    return c
-
-
-def _run(c: Cluster, session: Any, sql: str) -> None:
-    (stmt,) = split_script([sql], "test.sql")
-    outcome, _ = c.run(session, stmt)
-    assert outcome.error is None, outcome.error
-
-
 def test_a_statement_another_sessions_rows_would_send_to_a_thread_does_not_queue() -> None:
     """Another session's transaction holds a row: a statement that `at_once` would refuse
     goes to its thread without waiting for the turn first; the holder's own next statement
@@ -299,7 +279,7 @@ def test_a_statement_another_sessions_rows_would_send_to_a_thread_does_not_queue
     c = _cluster()
     holder, other = c.session(), c.session()
     _run(c, holder, "BEGIN")
-    _run(c, holder, "UPDATE t SET id = 3 WHERE id = 1")
+    _run(c, holder, "INSERT INTO t VALUES (1, 1)")
     assert not c.may_run_at_once(10, other) and c.may_run_at_once(10, holder)
 
     async def main() -> None:
